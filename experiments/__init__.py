@@ -1,0 +1,1 @@
+"""Experiment binaries and configs (thin wrappers over library functions)."""

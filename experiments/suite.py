@@ -1,0 +1,80 @@
+"""Runs every method's experiment at one preset and writes results/<method>/ + REPORT.md.
+
+  python -m experiments.suite --preset=quick --workdir=results
+
+Each method writes ``summary.json`` and PNG plots in ``<workdir>/<method>/``. A method
+whose summary exists is not rerun (pass --force to redo it); a method interrupted midway
+resumes from its orbax checkpoints.
+"""
+
+import importlib
+import json
+import os
+import platform
+import time
+
+import jax
+from absl import app, flags, logging
+
+from experiments import common
+
+# method name -> (config module, library experiment module)
+METHODS = {
+    "qlearning": ("experiments.configs.qlearning", "jaxlab.qlearning.experiment"),
+}
+
+_PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
+_METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
+_FORCE = flags.DEFINE_bool("force", False, "Rerun methods whose summary.json exists.")
+
+
+def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
+    """Runs ``methods`` at ``preset`` under ``workdir``; returns {method: summary}."""
+    unknown = sorted(set(methods) - set(METHODS))
+    if unknown:
+        raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(METHODS)}.")
+    summaries, timings = {}, {}
+    for name in methods:
+        cfg_mod, exp_mod = (importlib.import_module(m) for m in METHODS[name])
+        out = os.path.join(workdir, name)
+        path = os.path.join(out, "summary.json")
+        t0 = time.perf_counter()
+        if os.path.exists(path) and not force:
+            logging.info("%s: summary exists, skipping (use --force to rerun)", name)
+            with open(path) as f:
+                summaries[name] = json.load(f)
+        else:
+            logging.info("%s: running preset %s", name, preset)
+            summaries[name] = exp_mod.train_and_evaluate(cfg_mod.get_config(preset), out)
+        timings[name] = time.perf_counter() - t0
+    _write_report(preset, workdir, methods, summaries, timings)
+    return summaries
+
+
+def _write_report(preset, workdir, methods, summaries, timings):
+    lines = [f"# jaxlab results ({preset} preset)", "",
+             f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, JAX "
+             f"{jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s)).",
+             ""]
+    for name in methods:
+        exp_mod = importlib.import_module(METHODS[name][1])
+        lines += [f"## {name}", "", f"Wall time this call: {timings[name]:.1f} s", "",
+                  "| metric | value |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in exp_mod.headline(summaries[name])]
+        lines.append("")
+    os.makedirs(workdir, exist_ok=True)
+    with open(os.path.join(workdir, "REPORT.md"), "w") as f:
+        f.write("\n".join(lines))
+
+
+def main(argv):
+    del argv
+    workdir = common.WORKDIR.value or "results"
+    common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
+                                           common.PROCESS_ID.value)
+    run_suite(_PRESET.value, workdir, _METHODS.value, _FORCE.value)
+    print(open(os.path.join(workdir, "REPORT.md")).read())
+
+
+if __name__ == "__main__":
+    app.run(main)

@@ -1,0 +1,116 @@
+"""Orbax checkpointing with resume-from-latest, and a resumable chunked loop.
+
+A long run is written as ``num_chunks`` calls of one jitted ``chunk_fn(carry, i)``
+(each typically a ``lax.scan``); after every chunk the carry is saved, so an
+interrupted run restarts from the last finished chunk and redoes no finished work.
+"""
+
+import os
+from collections.abc import Callable
+
+import jax
+import orbax.checkpoint as ocp
+
+from jaxlab.core import validation
+from jaxlab.core.progress import Progress
+from jaxlab.core.types import PyTree
+
+
+class Checkpointer:
+    """Saves and restores pytrees (NamedTuple states included) under ``directory``.
+
+    Args:
+      directory: folder for the checkpoints; created if missing.
+      max_to_keep: how many recent steps to keep on disk.
+    """
+
+    def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2):
+        validation.check_positive_int("max_to_keep", max_to_keep)
+        self.directory = os.path.abspath(os.fspath(directory))
+        self._manager = ocp.CheckpointManager(
+            self.directory,
+            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+        )
+
+    def latest_step(self) -> int | None:
+        """The last saved step, or None when the directory holds no checkpoint."""
+        return self._manager.latest_step()
+
+    def save(self, step: int, tree: PyTree) -> None:
+        """Saves ``tree`` as ``step`` and waits until it is on disk."""
+        self._manager.save(step, args=ocp.args.StandardSave(tree))
+        self._manager.wait_until_finished()
+
+    def restore(self, template: PyTree, step: int | None = None) -> PyTree:
+        """Restores the tree saved at ``step`` (default: latest) into ``template``'s structure.
+
+        Raises:
+          FileNotFoundError: if no checkpoint exists.
+        """
+        step = self.latest_step() if step is None else step
+        if step is None:
+            raise FileNotFoundError(f"No checkpoint in {self.directory}.")
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
+        return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+
+    def restore_or_init(self, template: PyTree) -> tuple[int, PyTree]:
+        """(latest step, restored tree), or (0, template) when nothing was saved."""
+        step = self.latest_step()
+        if step is None:
+            return 0, template
+        return step, self.restore(template, step)
+
+    def close(self) -> None:
+        self._manager.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+
+def run_resumable(
+    chunk_fn: Callable[[PyTree, int], PyTree],
+    init_carry: PyTree,
+    num_chunks: int,
+    *,
+    checkpoint_dir: str | os.PathLike | None = None,
+    desc: str = "run",
+    unit: str = "chunk",
+    units_per_chunk: int = 1,
+    log_fn: Callable[[int, PyTree], str] | None = None,
+) -> PyTree:
+    """Runs ``carry = chunk_fn(carry, i)`` for i in [start, num_chunks), checkpointing each.
+
+    Args:
+      chunk_fn: pure (usually jitted) function of the carry and the chunk index.
+      init_carry: carry before chunk 0; also the template for restoring.
+      num_chunks: total number of chunks.
+      checkpoint_dir: where to save after each chunk; ``None`` disables checkpointing.
+      desc: progress-bar label.
+      unit: name of the unit counted by the progress rate (e.g. "updates").
+      units_per_chunk: how many ``unit`` one chunk performs (for the rate).
+      log_fn: optional ``(i, carry) -> str`` shown as the progress postfix.
+
+    Returns:
+      The carry after the last chunk.
+    """
+    validation.check_positive_int("num_chunks", num_chunks)
+    ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+    start, carry = (0, init_carry) if ckpt is None else ckpt.restore_or_init(init_carry)
+    start = min(start, num_chunks)
+    progress = Progress(num_chunks * units_per_chunk, desc=desc, unit=unit,
+                        initial=start * units_per_chunk)
+    try:
+        for i in range(start, num_chunks):
+            carry = chunk_fn(carry, i)
+            jax.block_until_ready(carry)
+            if ckpt is not None:
+                ckpt.save(i + 1, carry)
+            progress.update(units_per_chunk, postfix=None if log_fn is None else log_fn(i, carry))
+    finally:
+        progress.close()
+        if ckpt is not None:
+            ckpt.close()
+    return carry

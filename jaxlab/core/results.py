@@ -1,0 +1,32 @@
+"""Writing experiment results as JSON."""
+
+import json
+import math
+import os
+
+import numpy as np
+
+
+def _to_builtin(obj):
+    if isinstance(obj, dict):
+        return {str(k): _to_builtin(v) for k, v in obj.items()}
+    if isinstance(obj, list | tuple):
+        return [_to_builtin(v) for v in obj]
+    if hasattr(obj, "__array__"):
+        arr = np.asarray(obj)
+        return _to_builtin(arr.tolist()) if arr.ndim else _to_builtin(arr.item())
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None if math.isnan(obj) else ("inf" if obj > 0 else "-inf")
+    if isinstance(obj, np.generic):
+        return _to_builtin(obj.item())
+    return obj
+
+
+def write_json(path: str | os.PathLike, obj) -> str:
+    """Writes ``obj`` (dicts/lists of numbers, NumPy/JAX arrays) as indented JSON."""
+    path = os.fspath(path)
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    with open(path, "w") as f:
+        json.dump(_to_builtin(obj), f, indent=2, sort_keys=True)
+        f.write("\n")
+    return path

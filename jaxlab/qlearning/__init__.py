@@ -1,0 +1,22 @@
+"""Periodic Q-learning with constant and geometric target-update periods (arXiv 2602.03911)."""
+
+from jaxlab.qlearning import schedules
+from jaxlab.qlearning.mdp import TabularMDP, chain, garnet, make_mdp
+from jaxlab.qlearning.periodic import (
+    SAMPLING_MODES,
+    PeriodicQState,
+    Trace,
+    build_kernel,
+    init,
+    run_steps,
+    run_uniforms,
+    samples_to_accuracy,
+    simulate,
+)
+from jaxlab.qlearning.value_iteration import bellman_optimality, value_iteration
+
+__all__ = [
+    "SAMPLING_MODES", "PeriodicQState", "TabularMDP", "Trace", "bellman_optimality",
+    "build_kernel", "chain", "garnet", "init", "make_mdp", "run_steps", "run_uniforms",
+    "samples_to_accuracy", "schedules", "simulate", "value_iteration",
+]

@@ -1,0 +1,122 @@
+"""Tabular MDPs: the container, random Garnet MDPs and a chain MDP."""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+
+class TabularMDP(NamedTuple):
+    """A finite discounted MDP with deterministic expected rewards.
+
+    Attributes:
+      transitions: [S, A, S] P(s' | s, a); rows sum to one.
+      rewards: [S, A] expected reward r(s, a).
+      gamma: scalar discount in [0, 1).
+    """
+
+    transitions: Array
+    rewards: Array
+    gamma: Array
+
+    @property
+    def num_states(self) -> int:
+        return self.transitions.shape[0]
+
+    @property
+    def num_actions(self) -> int:
+        return self.transitions.shape[1]
+
+
+def make_mdp(transitions, rewards, gamma) -> TabularMDP:
+    """Validates and builds a TabularMDP.
+
+    Args:
+      transitions: [S, A, S] non-negative, each P[s, a] summing to one.
+      rewards: [S, A].
+      gamma: discount in [0, 1).
+
+    Raises:
+      ValueError: naming the argument whose shape or range is wrong.
+    """
+    validation.check_ndim("transitions", transitions, 3)
+    s, a, s2 = np.shape(transitions)
+    if s != s2:
+        raise ValueError(f"`transitions` must have shape (S, A, S), got {(s, a, s2)}.")
+    validation.check_shape("rewards", rewards, (s, a))
+    validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
+    if not isinstance(transitions, jax.core.Tracer):
+        p = np.asarray(transitions, np.float64)
+        if np.any(p < 0) or not np.allclose(p.sum(-1), 1.0, atol=1e-5):
+            raise ValueError("`transitions` must be non-negative with each P[s, a, :] "
+                             "summing to 1.")
+    return TabularMDP(jnp.asarray(transitions, jnp.float32), jnp.asarray(rewards, jnp.float32),
+                      jnp.asarray(gamma, jnp.float32))
+
+
+def garnet(key: PRNGKey, num_states: int, num_actions: int, branching: int,
+           gamma: float) -> TabularMDP:
+    """A random Garnet MDP (Archibald et al., 1995).
+
+    Each (s, a) moves to ``branching`` distinct next states chosen uniformly, with
+    probabilities from a flat Dirichlet; rewards are uniform on [0, 1].
+
+    Args:
+      key: PRNG key.
+      num_states: S >= 1.
+      num_actions: A >= 1.
+      branching: number of reachable next states per (s, a), 1 <= b <= S.
+      gamma: discount in [0, 1).
+    """
+    validation.check_positive_int("num_states", num_states)
+    validation.check_positive_int("num_actions", num_actions)
+    validation.check_positive_int("branching", branching)
+    if branching > num_states:
+        raise ValueError(f"`branching` must be <= num_states={num_states}, got {branching}.")
+    validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
+    k_support, k_probs, k_rew = jax.random.split(key, 3)
+    shape = (num_states, num_actions)
+    scores = jax.random.uniform(k_support, shape + (num_states,))
+    _, support = jax.lax.top_k(scores, branching)  # [S, A, b] distinct next states
+    probs = jax.random.dirichlet(k_probs, jnp.ones(branching), shape)
+    transitions = jnp.zeros(shape + (num_states,)).at[
+        jnp.arange(num_states)[:, None, None], jnp.arange(num_actions)[None, :, None], support
+    ].set(probs)
+    rewards = jax.random.uniform(k_rew, shape)
+    return TabularMDP(transitions, rewards, jnp.asarray(gamma, jnp.float32))
+
+
+def chain(num_states: int, gamma: float, success_prob: float = 0.9,
+          far_reward: float = 1.0, near_reward: float = 0.05) -> TabularMDP:
+    """A chain MDP where exploration matters (actions: 0 = left, 1 = right).
+
+    "Right" moves one state right with probability ``success_prob`` and otherwise one
+    state left; "left" always moves left. Going left at state 0 pays ``near_reward``;
+    taking "right" at the last state pays ``far_reward``.
+
+    Args:
+      num_states: S >= 2.
+      gamma: discount in [0, 1).
+      success_prob: probability in (0, 1] that "right" succeeds.
+      far_reward: reward for "right" at the last state.
+      near_reward: reward for "left" at state 0.
+    """
+    validation.check_positive_int("num_states", num_states)
+    if num_states < 2:
+        raise ValueError(f"`num_states` must be >= 2 for a chain, got {num_states}.")
+    validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
+    validation.check_in_range("success_prob", success_prob, 0.0, 1.0, low_inclusive=False)
+    s = np.arange(num_states)
+    left, right = np.maximum(s - 1, 0), np.minimum(s + 1, num_states - 1)
+    p = np.zeros((num_states, 2, num_states))
+    p[s, 0, left] = 1.0
+    p[s, 1, right] += success_prob
+    p[s, 1, left] += 1.0 - success_prob
+    r = np.zeros((num_states, 2))
+    r[0, 0] = near_reward
+    r[-1, 1] = far_reward
+    return make_mdp(p, r, gamma)

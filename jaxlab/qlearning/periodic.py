@@ -1,0 +1,212 @@
+"""Periodic Q-learning: SGD on the squared Bellman error toward a periodically frozen target.
+
+Outer iteration n freezes Q_target = Q_n; the inner loop runs K_n = schedule(n) SGD steps
+on the loss 1/2 (Q(s, a) - y)^2 with y = r(s, a) + gamma max_a' Q_target(s', a') for
+sampled transitions (s, a, s'):
+
+    Q(s, a) <- Q(s, a) + alpha_c (y - Q(s, a)),
+
+after which Q_{n+1} = Q (arXiv 2602.03911; Lee & He, 2020). The run is a flat
+``lax.scan`` over samples; the outer/inner structure is carried in the state counters,
+so every run has static shapes and vmaps over seeds and schedules.
+
+Sampling:
+  * ``"generative"``: (s, a) uniform over S x A (xi = 1 / (S A)), s' ~ P(. | s, a).
+  * ``"trajectory"``: asynchronous along one trajectory of the uniform behaviour
+    policy, s_{t+1} = s'.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+from jaxlab.qlearning.mdp import TabularMDP
+from jaxlab.qlearning.schedules import PolynomialStep, inverse_count_step
+
+SAMPLING_MODES = ("generative", "trajectory")
+
+
+class PeriodicQState(NamedTuple):
+    """State of one periodic Q-learning run.
+
+    Attributes:
+      q: [S, A] online estimate (updated by SGD).
+      target: [S, A] frozen target Q_n.
+      visits: [S, A] int32 visits of each (s, a) since the last target update.
+      inner_step: int32 SGD steps since the last target update.
+      outer_iter: int32 number n of completed target updates.
+      env_state: int32 current state of the behaviour trajectory.
+      num_samples: int32 transitions consumed so far.
+      key: PRNG key for the next samples.
+    """
+
+    q: Array
+    target: Array
+    visits: Array
+    inner_step: Array
+    outer_iter: Array
+    env_state: Array
+    num_samples: Array
+    key: PRNGKey
+
+
+class Trace(NamedTuple):
+    """Errors recorded every ``record_every`` samples.
+
+    Attributes:
+      samples: [R] transitions consumed at each record.
+      target_error: [R] ||Q_target - Q*||_inf (the output of the last finished outer step).
+      q_error: [R] ||Q - Q*||_inf of the online estimate.
+      outer_iter: [R] completed target updates.
+    """
+
+    samples: Array
+    target_error: Array
+    q_error: Array
+    outer_iter: Array
+
+
+def init(key: PRNGKey, mdp: TabularMDP, q0: Array | None = None) -> PeriodicQState:
+    """Initial state with Q = Q_target = q0 (default zeros) and a random start state."""
+    shape = (mdp.num_states, mdp.num_actions)
+    if q0 is None:
+        q0 = jnp.zeros(shape, jnp.float32)
+    validation.check_shape("q0", q0, shape)
+    q0 = jnp.asarray(q0, jnp.float32)
+    k_start, key = jax.random.split(key)
+    zero = jnp.zeros((), jnp.int32)
+    return PeriodicQState(
+        q=q0, target=q0, visits=jnp.zeros(shape, jnp.int32), inner_step=zero, outer_iter=zero,
+        env_state=jax.random.randint(k_start, (), 0, mdp.num_states, jnp.int32),
+        num_samples=zero, key=key)
+
+
+def _check_sampling(sampling: str) -> None:
+    if sampling not in SAMPLING_MODES:
+        raise ValueError(f"`sampling` must be one of {SAMPLING_MODES}, got {sampling!r}.")
+
+
+def build_kernel(mdp: TabularMDP, sampling: str = "generative",
+                 step_size: PolynomialStep | None = None):
+    """Returns ``kernel(state, schedule, u) -> state`` performing one SGD step.
+
+    Args:
+      mdp: the MDP.
+      sampling: one of SAMPLING_MODES.
+      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+
+    The kernel takes ``u``: [2] uniforms in [0, 1) that pick the (s, a) pair (or the
+    behaviour action) and the next state by inverse-CDF lookup.
+    """
+    _check_sampling(sampling)
+    step_size = inverse_count_step() if step_size is None else step_size
+    n_s, n_a = mdp.num_states, mdp.num_actions
+    cdf = jnp.cumsum(mdp.transitions, axis=-1)
+
+    def kernel(state: PeriodicQState, schedule, u: Array) -> PeriodicQState:
+        if sampling == "generative":
+            pair = jnp.minimum((u[0] * n_s * n_a).astype(jnp.int32), n_s * n_a - 1)
+            s, a = pair // n_a, pair % n_a
+        else:
+            s = state.env_state
+            a = jnp.minimum((u[0] * n_a).astype(jnp.int32), n_a - 1)
+        s_next = jnp.minimum(jnp.searchsorted(cdf[s, a], u[1] * cdf[s, a, -1], side="right",
+                                              method="compare_all"),
+                             n_s - 1).astype(jnp.int32)
+        y = mdp.rewards[s, a] + mdp.gamma * jnp.max(state.target[s_next])
+        count = state.visits[s, a] + 1
+        q = state.q.at[s, a].add(step_size(count) * (y - state.q[s, a]))
+        inner = state.inner_step + 1
+        update = inner >= schedule(state.outer_iter)
+        return PeriodicQState(
+            q=q,
+            target=jnp.where(update, q, state.target),
+            visits=jnp.where(update, 0, state.visits.at[s, a].set(count)),
+            inner_step=jnp.where(update, 0, inner),
+            outer_iter=state.outer_iter + update.astype(jnp.int32),
+            env_state=s_next,
+            num_samples=state.num_samples + 1,
+            key=state.key,
+        )
+
+    return kernel
+
+
+def run_uniforms(state: PeriodicQState, mdp: TabularMDP, schedule, uniforms: Array,
+                 sampling: str = "generative", step_size: PolynomialStep | None = None,
+                 unroll: int = 1) -> PeriodicQState:
+    """Runs one SGD step per row of ``uniforms`` ([T, 2] in [0, 1)) in one ``lax.scan``."""
+    validation.check_shape("uniforms", uniforms, (None, 2))
+    kernel = build_kernel(mdp, sampling, step_size)
+    state, _ = jax.lax.scan(lambda st, u: (kernel(st, schedule, u), None), state, uniforms,
+                            unroll=unroll)
+    return state
+
+
+def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,
+              sampling: str = "generative", step_size: PolynomialStep | None = None,
+              unroll: int = 1) -> PeriodicQState:
+    """Runs ``num_steps`` SGD steps in one ``lax.scan`` (uniforms drawn up front)."""
+    validation.check_positive_int("num_steps", num_steps)
+    key, k_u = jax.random.split(state.key)
+    us = jax.random.uniform(k_u, (num_steps, 2))
+    return run_uniforms(state._replace(key=key), mdp, schedule, us, sampling, step_size, unroll)
+
+
+def simulate(state: PeriodicQState, mdp: TabularMDP, schedule, q_star: Array,
+             num_records: int, record_every: int, sampling: str = "generative",
+             step_size: PolynomialStep | None = None) -> tuple[PeriodicQState, Trace]:
+    """Runs ``num_records * record_every`` steps, recording errors to ``q_star``.
+
+    Jittable (``num_records``, ``record_every``, ``sampling`` static) and vmappable over
+    ``state`` (seeds) and ``schedule`` (a stacked schedule family).
+
+    Args:
+      state: initial state (see ``init``).
+      mdp: the MDP.
+      schedule: period schedule, ``schedule(n) -> K_n``.
+      q_star: [S, A] reference optimal values (``value_iteration``).
+      num_records: number of records R.
+      record_every: samples between records.
+      sampling: one of SAMPLING_MODES.
+      step_size: inner-loop step size.
+
+    Returns:
+      (final state, Trace with [R] fields).
+    """
+    validation.check_shape("q_star", q_star, (mdp.num_states, mdp.num_actions))
+    validation.check_positive_int("num_records", num_records)
+
+    def record(st, _):
+        st = run_steps(st, mdp, schedule, record_every, sampling, step_size)
+        rec = Trace(samples=st.num_samples,
+                    target_error=jnp.max(jnp.abs(st.target - q_star)),
+                    q_error=jnp.max(jnp.abs(st.q - q_star)),
+                    outer_iter=st.outer_iter)
+        return st, rec
+
+    return jax.lax.scan(record, state, None, length=num_records)
+
+
+def samples_to_accuracy(trace_samples: Array, errors: Array, eps: float) -> Array:
+    """Samples after which ``errors`` stays <= eps until the end of the run (inf if never).
+
+    Args:
+      trace_samples: [R] samples at each record.
+      errors: [..., R] recorded errors.
+      eps: accuracy threshold > 0.
+
+    Returns:
+      [...] float samples (``inf`` where the last record is still above eps).
+    """
+    validation.check_in_range("eps", eps, 0.0, low_inclusive=False)
+    above = errors > eps
+    # Index of the last record above eps; the run "has converged" from the next one on.
+    r = errors.shape[-1]
+    last_above = jnp.where(above.any(-1), r - 1 - jnp.argmax(above[..., ::-1], axis=-1), -1)
+    first_ok = last_above + 1
+    samples = jnp.asarray(trace_samples, jnp.float32)
+    return jnp.where(first_ok < r, samples[jnp.minimum(first_ok, r - 1)], jnp.inf)

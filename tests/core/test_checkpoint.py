@@ -1,0 +1,53 @@
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab.core import checkpoint
+
+
+class State(NamedTuple):
+    x: jax.Array
+    n: jax.Array
+
+
+def test_save_restore_namedtuple(tmp_path):
+    with checkpoint.Checkpointer(tmp_path / "ck") as ck:
+        assert ck.latest_step() is None
+        with pytest.raises(FileNotFoundError):
+            ck.restore(State(jnp.zeros(3), jnp.int32(0)))
+        ck.save(5, State(jnp.arange(3.0), jnp.int32(7)))
+        restored = ck.restore(State(jnp.zeros(3), jnp.int32(0)))
+    assert isinstance(restored, State)
+    np.testing.assert_array_equal(restored.x, [0.0, 1.0, 2.0])
+    assert int(restored.n) == 7
+
+
+def test_run_resumable_resumes_without_redoing_work(tmp_path):
+    calls = []
+
+    @jax.jit
+    def step(c):
+        return State(c.x * 2.0 + 1.0, c.n + 1)
+
+    def chunk(c, i, fail_at=None):
+        if i == fail_at:
+            raise KeyboardInterrupt
+        calls.append(i)
+        return step(c)
+
+    init = State(jnp.ones(2), jnp.int32(0))
+    expected = checkpoint.run_resumable(chunk, init, 5)
+    with pytest.raises(KeyboardInterrupt):
+        checkpoint.run_resumable(lambda c, i: chunk(c, i, fail_at=3), init, 5,
+                                 checkpoint_dir=tmp_path)
+    calls.clear()
+    resumed = checkpoint.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
+    assert calls == [3, 4]
+    np.testing.assert_array_equal(resumed.x, expected.x)
+    assert int(resumed.n) == 5
+    calls.clear()
+    again = checkpoint.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
+    assert calls == [] and int(again.n) == 5

@@ -1,0 +1,64 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+from sklearn.metrics import roc_auc_score
+
+from jaxlab.core import metrics
+
+
+@pytest.mark.parametrize("ties", [False, True])
+def test_auroc_matches_sklearn(ties):
+    rng = np.random.default_rng(0)
+    for _ in range(5):
+        n = 200
+        labels = rng.random(n) < 0.3
+        scores = rng.normal(size=n) + labels * 0.8
+        if ties:
+            scores = np.round(scores, 1)
+        np.testing.assert_allclose(metrics.auroc(scores, labels),
+                                   roc_auc_score(labels, scores), atol=1e-6)
+
+
+def test_auroc_vmaps_and_perfect_separation():
+    scores = jnp.stack([jnp.arange(10.0), -jnp.arange(10.0)])
+    labels = jnp.arange(10) >= 5
+    np.testing.assert_allclose(jax.vmap(metrics.auroc, (0, None))(scores, labels), [1.0, 0.0])
+
+
+def test_auroc_bad_shapes():
+    with pytest.raises(ValueError, match="labels"):
+        metrics.auroc(jnp.zeros(5), jnp.zeros(4))
+    with pytest.raises(ValueError, match="scores"):
+        metrics.auroc(jnp.zeros((2, 2)), jnp.zeros((2, 2)))
+
+
+def test_average_ranks_matches_scipy():
+    x = np.array([3.0, 1.0, 2.0, 2.0, 5.0, 1.0])
+    np.testing.assert_allclose(metrics.average_ranks(x), stats.rankdata(x))
+
+
+def test_loglog_slope_recovers_exponent():
+    x = np.geomspace(1, 1e4, 20)
+    assert metrics.loglog_slope(x, 3.0 * x**0.5) == pytest.approx(0.5, abs=1e-9)
+    with pytest.raises(ValueError, match="y"):
+        metrics.loglog_slope(x, -x)
+
+
+def test_mean_and_ci_matches_scipy_interval():
+    rng = np.random.default_rng(1)
+    x = rng.normal(size=(40, 3))
+    m, hw = metrics.mean_and_ci(x)
+    lo, hi = stats.t.interval(0.95, 39, loc=x.mean(0), scale=stats.sem(x, axis=0))
+    np.testing.assert_allclose(m - hw, lo)
+    np.testing.assert_allclose(m + hw, hi)
+    with pytest.raises(ValueError, match="replicates"):
+        metrics.mean_and_ci(x[:1])
+
+
+def test_cumulative_regret():
+    np.testing.assert_allclose(metrics.cumulative_regret([1.0, 2.0, 3.0], [0.5, 2.0, 1.0]),
+                               [0.5, 0.5, 2.5])
+    with pytest.raises(ValueError, match="comparator_losses"):
+        metrics.cumulative_regret(jnp.zeros(3), jnp.zeros(2))

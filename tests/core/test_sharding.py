@@ -1,0 +1,56 @@
+import subprocess
+import sys
+import textwrap
+
+import jax
+import pytest
+
+from jaxlab.core import sharding
+
+
+def test_make_mesh_single_device():
+    mesh = sharding.make_mesh((-1,), ("batch",))
+    assert mesh.shape["batch"] == jax.device_count()
+    with pytest.raises(ValueError, match="axis_names"):
+        sharding.make_mesh((1, 1), ("batch",))
+    with pytest.raises(ValueError, match="needs"):
+        sharding.make_mesh((jax.device_count() + 1,), ("batch",))
+
+
+def test_initialize_distributed_noop_for_one_process():
+    assert sharding.initialize_distributed() is False
+    assert sharding.initialize_distributed(num_processes=1) is False
+
+
+def test_sharded_periodic_q_equals_single_device():
+    """With 8 host devices, sharding the run axis gives the same results as one device."""
+    code = textwrap.dedent("""
+        import os
+        os.environ["XLA_FLAGS"] = "--xla_force_host_platform_device_count=8"
+        import jax, jax.numpy as jnp, numpy as np
+        from jaxlab.core import sharding
+        from jaxlab import qlearning as ql
+        assert jax.device_count() == 8
+        mdp = ql.garnet(jax.random.key(0), 6, 2, 2, 0.9)
+        qs = ql.value_iteration(mdp)
+        keys = jax.random.split(jax.random.key(1), 8)
+        states = jax.vmap(lambda k: ql.init(k, mdp))(keys)
+        sched = ql.schedules.constant(30)
+        f = jax.jit(jax.vmap(lambda s: ql.simulate(s, mdp, sched, qs, 4, 50)[1]))
+        ref = f(states)
+        mesh = sharding.make_mesh((-1,), ("batch",))
+        out = f(sharding.shard_leading_axis(states, mesh))
+        assert len(out.target_error.sharding.device_set) == 8
+        np.testing.assert_allclose(out.target_error, ref.target_error, rtol=1e-6)
+        try:
+            sharding.shard_leading_axis(jnp.zeros((3, 2)), mesh)
+        except ValueError as e:
+            assert "divisible" in str(e)
+        else:
+            raise AssertionError("expected ValueError")
+        print("OK")
+    """)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={"JAX_PLATFORMS": "cpu", "PATH": ""}, timeout=300)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "OK" in out.stdout

@@ -1,0 +1,66 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from jaxlab.core import smc
+
+WEIGHTS = np.array([0.05, 0.4, 0.15, 0.3, 0.1])
+
+
+@pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
+def test_resampler_is_unbiased(name):
+    """E[count_i] = M w_i: chi-square test over many independent resamplings."""
+    fn = smc.get_resampler(name)
+    m, reps = 10, 4000
+    keys = jax.random.split(jax.random.key(0), reps)
+    idx = jax.vmap(lambda k: fn(k, jnp.asarray(WEIGHTS), m))(keys)
+    assert idx.shape == (reps, m) and idx.dtype == jnp.int32
+    counts = np.bincount(np.asarray(idx).ravel(), minlength=len(WEIGHTS))
+    expected = reps * m * WEIGHTS
+    # The low-variance schemes are far from multinomial, so compare means with a z-test
+    # using the multinomial variance as an upper bound on theirs.
+    z = (counts - expected) / np.sqrt(expected * (1 - WEIGHTS))
+    assert np.all(np.abs(z) < 4.5), z
+    if name == "multinomial":
+        assert stats.chisquare(counts, expected).pvalue > 1e-4
+
+
+@pytest.mark.parametrize("name", ["systematic", "stratified", "residual"])
+def test_low_variance_schemes_keep_floor_counts(name):
+    fn = smc.get_resampler(name)
+    m = 20
+    for seed in range(20):
+        counts = np.bincount(np.asarray(fn(jax.random.key(seed), jnp.asarray(WEIGHTS), m)),
+                             minlength=len(WEIGHTS))
+        low = np.floor(m * WEIGHTS)
+        if name == "stratified":
+            low = np.maximum(low - 1, 0)
+        assert np.all(counts >= low), (counts, low)
+        if name == "systematic":
+            assert np.all(counts <= np.ceil(m * WEIGHTS))
+
+
+def test_residual_deterministic_when_exact():
+    w = jnp.array([0.25, 0.5, 0.25])
+    idx = smc.residual(jax.random.key(0), w, 4)
+    np.testing.assert_array_equal(np.sort(idx), [0, 1, 1, 2])
+
+
+def test_ess_and_normalization():
+    assert float(smc.ess(jnp.zeros(8))) == pytest.approx(8.0)
+    assert float(smc.ess(jnp.array([0.0, -1e4, -1e4]))) == pytest.approx(1.0)
+    lw = jnp.array([1.0, 2.0, 3.0]) + 1000.0  # exp would overflow without the shift
+    w, log_mean = smc.normalize_log_weights(lw)
+    lw64 = np.asarray(lw, np.float64)
+    ref = np.exp(lw64 - lw64.max())
+    np.testing.assert_allclose(w, ref / ref.sum(), rtol=1e-6)
+    np.testing.assert_allclose(log_mean, lw64.max() + np.log(ref.mean()), rtol=1e-6)
+
+
+def test_bad_input():
+    with pytest.raises(ValueError, match="name"):
+        smc.get_resampler("nope")
+    with pytest.raises(ValueError, match="weights"):
+        smc.systematic(jax.random.key(0), jnp.ones((2, 2)), 4)

@@ -1,0 +1,38 @@
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+from experiments.configs import qlearning as qcfg
+from jaxlab.qlearning import experiment
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+def test_smoke_experiment_writes_results_and_resumes(tmp_path):
+    cfg = qcfg.get_config("smoke")
+    s1 = experiment.train_and_evaluate(cfg, str(tmp_path))
+    assert os.path.exists(tmp_path / "summary.json")
+    assert os.path.getsize(tmp_path / "error_vs_samples.png") > 1000
+    with open(tmp_path / "summary.json") as f:
+        on_disk = json.load(f)
+    assert on_disk["schedules"] == s1["schedules"]
+    # Every schedule learns: final error well below the initial ||Q*||_inf.
+    lo, _ = s1["q_star_range"]
+    assert all(v < 0.5 * lo for v in s1["final_target_error_mean"].values())
+    # Rerunning in the same workdir restores the finished checkpoint: identical numbers.
+    s2 = experiment.train_and_evaluate(cfg, str(tmp_path))
+    np.testing.assert_allclose(list(s2["final_target_error_mean"].values()),
+                               list(s1["final_target_error_mean"].values()))
+
+
+def test_suite_binary_smoke(tmp_path):
+    out = subprocess.run(
+        [sys.executable, "-m", "experiments.suite", "--preset=smoke", f"--workdir={tmp_path}"],
+        cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "## qlearning" in report and "samples to eps" in report
+    assert (tmp_path / "qlearning" / "summary.json").exists()
