@@ -21,6 +21,7 @@ from experiments import common
 # method name -> (config module, library experiment module)
 METHODS = {
     "qlearning": ("experiments.configs.qlearning", "jaxlab.qlearning.experiment"),
+    "bco": ("experiments.configs.bco", "jaxlab.bco.experiment"),
 }
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")

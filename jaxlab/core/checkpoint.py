@@ -5,6 +5,8 @@ A long run is written as ``num_chunks`` calls of one jitted ``chunk_fn(carry, i)
 interrupted run restarts from the last finished chunk and redoes no finished work.
 """
 
+import hashlib
+import json
 import os
 from collections.abc import Callable
 
@@ -68,6 +70,13 @@ class Checkpointer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def checkpoint_dir_for(workdir: str | os.PathLike, config) -> str:
+    """``workdir/checkpoints/<hash of config>``: a changed config never restores a stale run."""
+    cfg = config.to_dict() if hasattr(config, "to_dict") else dict(config)
+    digest = hashlib.sha1(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()
+    return os.path.join(os.fspath(workdir), "checkpoints", digest[:12])
 
 
 def run_resumable(

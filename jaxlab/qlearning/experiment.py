@@ -102,7 +102,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
     carry = checkpoint.run_resumable(
         lambda c, i: chunk(c, jnp.int32(i)), carry, config.num_chunks,
-        checkpoint_dir=os.path.join(workdir, "checkpoints"), desc="periodic Q-learning",
+        checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, config),
+        desc="periodic Q-learning",
         unit="updates", units_per_chunk=num_runs * per_chunk * config.record_every)
     trace = jax.tree.map(lambda x: np.asarray(x).reshape(n_sched, n_seeds, r), carry.trace)
     return _summarize(config, names, trace, q_star, workdir)

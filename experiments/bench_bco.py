@@ -1,0 +1,61 @@
+"""Benchmark: rounds/s of the jitted two-point learner vs a plain NumPy loop, side by side.
+
+  python -m experiments.bench_bco [--dim=16] [--rounds=20000] [--seeds=64]
+"""
+
+import time
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+from absl import app, flags
+
+from jaxlab import bco
+from jaxlab.bco import losses
+from jaxlab.bco.reference import two_point_ogd_numpy
+
+_DIM = flags.DEFINE_integer("dim", 16, "Dimension.")
+_ROUNDS = flags.DEFINE_integer("rounds", 20_000, "Rounds per run.")
+_NP_ROUNDS = flags.DEFINE_integer("numpy_rounds", 5_000, "Rounds for the NumPy loop.")
+_SEEDS = flags.DEFINE_integer("seeds", 64, "Runs in the vmapped measurement.")
+
+
+def _best_time(fn, repeats=3):
+    jax.block_until_ready(fn())
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        jax.block_until_ready(fn())
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main(argv):
+    del argv
+    d, t = _DIM.value, _ROUNDS.value
+    dom = bco.ball(d)
+    learner = bco.gradient_variation(dom, 0.05)
+    seq = losses.stochastic_quadratic(jax.random.key(0), t, d, sigma=0.3)
+
+    tn = _NP_ROUNDS.value
+    us = np.asarray(jax.vmap(lambda k: bco.estimators.sphere(k, d))(
+        jax.random.split(jax.random.key(1), tn)))
+    t0 = time.perf_counter()
+    two_point_ogd_numpy(np.asarray(seq.centers[:tn]), 1.0, 1.0, 0.05, 2.0, us)
+    np_rate = tn / (time.perf_counter() - t0)
+
+    one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss)
+    rate1 = t / _best_time(lambda: one(jax.random.key(2)))
+    keys = jax.random.split(jax.random.key(3), _SEEDS.value)
+    many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss))
+    rate_v = _SEEDS.value * t / _best_time(lambda: many(keys))
+
+    print(f"backend: {jax.default_backend()}, d={d}")
+    print(f"NumPy loop           : {np_rate:11.4g} rounds/s")
+    print(f"jit scan, 1 run      : {rate1:11.4g} rounds/s  ratio {rate1 / np_rate:7.1f}x")
+    print(f"jit(vmap) {_SEEDS.value:3d} runs   : {rate_v:11.4g} rounds/s  "
+          f"ratio {rate_v / np_rate:7.1f}x")
+
+
+if __name__ == "__main__":
+    app.run(main)

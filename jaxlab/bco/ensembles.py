@@ -1,0 +1,115 @@
+"""Two-point ensembles for dynamic and universal regret.
+
+A meta-learner (Hedge with an adaptive rate) mixes N base learners of ``learners``'
+optimistic-OGD core. All share one two-point query per round at the mixture
+x_t = sum_i p_i x_{t,i} (in X_delta by convexity) and one two-point estimate g_t; every
+base plays optimistically with the hint g_{t-1};
+each base updates with g_t, and the meta-learner is charged the surrogate losses
+
+    l_{t,i} = <g_t, x_{t,i} - x_t> + lam_i / 2 ||x_{t,i} - x_t||^2,
+
+linear for convex bases and strongly convex for bases tuned to lam_i > 0 (the
+Sword / Maler-style surrogate, Zhang et al. 2020-2022). Dynamic regret: bases with
+fixed steps eta_i = eta_min 2^i. Universal regret: one convex base plus bases for a grid
+of lam, so the ensemble adapts to convex or strongly convex losses without knowing.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab.bco import domains, estimators
+from jaxlab.bco.learners import BanditLearner, BanditState, RoundInfo, StepRule, _advance
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+
+class EnsembleState(NamedTuple):
+    """bases: stacked [N] BanditState; cum_loss: [N]; sum_range2: meta-rate accumulator;
+    hint: [d] the previous estimate g_{t-1}, shared by the bases."""
+
+    bases: BanditState
+    cum_loss: Array
+    sum_range2: Array
+    hint: Array
+
+
+def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> BanditLearner:
+    """Hedge over base learners with stacked step rules ``rules`` (leaves of shape [N]).
+
+    Args:
+      domain: a ``Ball`` or ``Box``.
+      delta: exploration radius, 0 < delta < inner radius.
+      rules: StepRule whose leaves are [N] arrays (one base learner each).
+      meta_scale: multiplies the meta-learner's adaptive rate sqrt(ln N / (1 + sum range^2)).
+    """
+    play_domain = domains.shrunk(domain, delta)
+    n = int(np.shape(rules.scale)[0]) if np.ndim(rules.scale) else 0
+    if n < 1:
+        raise ValueError("`rules` must be a stacked StepRule with a leading axis of size >= 1.")
+    d = domain.dim
+    log_n = float(np.log(max(n, 2)))
+
+    def init(x0: Array) -> EnsembleState:
+        x0 = jnp.asarray(x0, jnp.float32)
+        validation.check_shape("x0", x0, (d,))
+        z = jnp.zeros_like(x0)
+        base = BanditState(play_domain.project(x0), z, z, jnp.float32(0.0), jnp.int32(0))
+        bases = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), base)
+        return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), z)
+
+    def step(state: EnsembleState, key: PRNGKey, f) -> tuple[EnsembleState, RoundInfo]:
+        m = state.hint
+        etas = jax.vmap(lambda r, b: r(b.sum_var, b.t + 1))(rules, state.bases)
+        xs = jax.vmap(lambda b, e: play_domain.project(b.xhat - e * m))(state.bases, etas)
+        lr = meta_scale * jnp.sqrt(log_n / (1.0 + state.sum_range2))
+        p = jax.nn.softmax(-lr * state.cum_loss)
+        x = p @ xs
+        u = estimators.sphere(key, d)
+        fp, fm = f(x + delta * u), f(x - delta * u)
+        g = estimators.two_point(fp, fm, u, delta)
+        diff = xs - x
+        surrogate = diff @ g + 0.5 * rules.lam * jnp.sum(diff**2, -1)
+        bases = jax.vmap(lambda b, e: _advance(b, g, m, e, 1.0, play_domain))(
+            state.bases, etas)
+        new = EnsembleState(
+            bases=bases,
+            cum_loss=state.cum_loss + surrogate,
+            sum_range2=state.sum_range2 + (surrogate.max() - surrogate.min()) ** 2,
+            hint=g,
+        )
+        return new, RoundInfo(x, 0.5 * (fp + fm), g)
+
+    return BanditLearner(init, step)
+
+
+def _stack(rules: list[StepRule]) -> StepRule:
+    return jax.tree.map(lambda *xs: jnp.stack(xs), *rules)
+
+
+def dynamic_ensemble(domain, delta: float, num_rounds: int,
+                     num_bases: int | None = None) -> BanditLearner:
+    """Fixed-step bases eta_i = D / sqrt(T) * 2^i, i = 0..N-1 (N ~ log2 sqrt(T) + 1)."""
+    validation.check_positive_int("num_rounds", num_rounds)
+    if num_bases is None:
+        num_bases = int(np.ceil(0.5 * np.log2(num_rounds))) + 1
+    validation.check_positive_int("num_bases", num_bases)
+    eta0 = float(domain.diameter) / np.sqrt(num_rounds)
+    inf = jnp.float32(jnp.inf)
+    rules = [StepRule(inf, jnp.float32(0.0), jnp.float32(eta0 * 2.0**i))
+             for i in range(num_bases)]
+    return ensemble(domain, delta, _stack(rules))
+
+
+def universal_ensemble(domain, delta: float,
+                       lams=(1.0, 0.5, 0.25, 0.125, 0.0625)) -> BanditLearner:
+    """One convex (adaptive) base plus one base per strong-convexity guess in ``lams``."""
+    lams = [float(v) for v in lams]
+    for v in lams:
+        validation.check_in_range("lams", v, 0.0, low_inclusive=False)
+    inf, dia = jnp.float32(jnp.inf), jnp.float32(domain.diameter)
+    rules = [StepRule(dia, jnp.float32(0.0), inf)]
+    rules += [StepRule(dia, jnp.float32(v), inf) for v in lams]
+    return ensemble(domain, delta, _stack(rules))

@@ -1,0 +1,199 @@
+"""Bandit learners as pure ``init`` / ``step`` pairs (optax / blackjax style).
+
+All learners share one core, optimistic projected OGD on the shrunk domain
+X_delta = (1 - delta / r) X (arXiv 2602.04761; the round in DESIGN.md):
+
+    x_t        = Proj_{X_delta}[xhat_t - eta_t M_t]              (play, with hint M_t)
+    g_t        = bandit estimate of grad f_t around x_t
+    xhat_{t+1} = Proj_{X_delta}[xhat_t - eta_t g_t]
+
+    =====================  ============  =======================================
+    learner                hint M_t      eta_t (convex)
+    =====================  ============  =======================================
+    ``gradient_variation`` g_{t-1}       D / sqrt(1 + S_t)
+    ``chiang2013``         g_{t-1}       D / sqrt(d (1 + S_t))   (d^2 sqrt(V_T) tuning)
+    ``agarwal2010``        0             D / sqrt(1 + S_t)        (AdaGrad-norm OGD)
+    =====================  ============  =======================================
+
+with S_t = sum_{s<t} ||g_s - M_s||^2: for the optimistic learners the *non-consecutive*
+variation sum ||g_s - g_{s-1}||^2 of estimates built from independent directions,
+for the plain one sum ||g_s||^2. ``StepRule(lam > 0)`` gives eta_t = 1 / (lam t) for
+lam-strongly convex losses; ``eta_max`` caps the step (fixed-step dynamic-regret bases).
+``one_point_box`` is the one-point linear learner on hyper-rectangles (estimators.py).
+"""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab.bco import domains, estimators
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+HINTS = ("none", "previous", "ema")  # M_t = 0, g_{t-1}, or an EMA of g (one-point)
+
+
+class StepRule(NamedTuple):
+    """eta_t = min(eta_max, 1/(lam t) if lam > 0 else scale / sqrt(1 + S_t))."""
+
+    scale: Array
+    lam: Array
+    eta_max: Array
+
+    def __call__(self, sum_var: Array, t: Array) -> Array:
+        adaptive = self.scale / jnp.sqrt(1.0 + sum_var)
+        strong = 1.0 / (jnp.maximum(self.lam, 1e-30) * jnp.maximum(t, 1))
+        return jnp.minimum(self.eta_max, jnp.where(self.lam > 0, strong, adaptive))
+
+
+def step_rule(scale: float = 1.0, lam: float = 0.0, eta_max: float = float("inf")) -> StepRule:
+    """Builds a StepRule; ``scale`` (~ the domain diameter) > 0, ``lam`` >= 0, ``eta_max`` > 0."""
+    validation.check_in_range("scale", scale, 0.0, low_inclusive=False)
+    validation.check_in_range("lam", lam, 0.0)
+    validation.check_in_range("eta_max", eta_max, 0.0, low_inclusive=False)
+    return StepRule(jnp.float32(scale), jnp.float32(lam), jnp.float32(eta_max))
+
+
+class BanditState(NamedTuple):
+    """xhat: [d] lazy iterate; hint: [d] EMA hint; prev_g: [d] last estimate;
+    sum_var: S_t; t: rounds played (int32)."""
+
+    xhat: Array
+    hint: Array
+    prev_g: Array
+    sum_var: Array
+    t: Array
+
+
+class RoundInfo(NamedTuple):
+    """x: [d] played centre; loss: loss charged this round; g: [d] gradient estimate."""
+
+    x: Array
+    loss: Array
+    g: Array
+
+
+class BanditLearner(NamedTuple):
+    """``init(x0) -> state``; ``step(state, key, f) -> (state, RoundInfo)``, f: [d] -> []."""
+
+    init: Callable[[Array], BanditState]
+    step: Callable[[BanditState, PRNGKey, Callable], tuple[BanditState, RoundInfo]]
+
+
+def _check_common(domain, delta, hint, beta):
+    if hint not in HINTS:
+        raise ValueError(f"`hint` must be one of {HINTS}, got {hint!r}.")
+    validation.check_in_range("beta", beta, 0.0, 1.0, low_inclusive=False)
+    return domains.shrunk(domain, delta)
+
+
+def _current_hint(state: BanditState, hint: str) -> Array:
+    if hint == "none":
+        return jnp.zeros_like(state.xhat)
+    return state.prev_g if hint == "previous" else state.hint
+
+
+def _advance(state, g, m, eta, beta, play_domain) -> BanditState:
+    return BanditState(
+        xhat=play_domain.project(state.xhat - eta * g),
+        hint=(1.0 - beta) * state.hint + beta * g,
+        prev_g=g,
+        sum_var=state.sum_var + jnp.sum((g - m) ** 2),
+        t=state.t + 1,
+    )
+
+
+def _init(play_domain):
+    def init(x0: Array) -> BanditState:
+        x0 = jnp.asarray(x0, jnp.float32)
+        validation.check_shape("x0", x0, (play_domain.dim,))
+        z = jnp.zeros_like(x0)
+        return BanditState(play_domain.project(x0), z, z, jnp.float32(0.0), jnp.int32(0))
+
+    return init
+
+
+def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> BanditLearner:
+    """Two-point bandit learner; the loss charged is (f(x + delta u) + f(x - delta u)) / 2.
+
+    Args:
+      domain: a ``Ball`` or ``Box``.
+      delta: exploration radius, 0 < delta < inner radius of the domain.
+      rule: step-size rule.
+      optimistic: use the previous estimate g_{t-1} as the hint M_t (else M_t = 0).
+    """
+    hint = "previous" if optimistic else "none"
+    play_domain = _check_common(domain, delta, hint, 1.0)
+    d = domain.dim
+
+    def step(state: BanditState, key: PRNGKey, f) -> tuple[BanditState, RoundInfo]:
+        m = _current_hint(state, hint)
+        eta = rule(state.sum_var, state.t + 1)
+        x = play_domain.project(state.xhat - eta * m)
+        u = estimators.sphere(key, d)
+        fp, fm = f(x + delta * u), f(x - delta * u)
+        g = estimators.two_point(fp, fm, u, delta)
+        return _advance(state, g, m, eta, 1.0, play_domain), RoundInfo(x, 0.5 * (fp + fm), g)
+
+    return BanditLearner(_init(play_domain), step)
+
+
+def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
+    """Optimistic two-point OGD, hint g_{t-1}, step from the estimates' variation.
+
+    Default rule: eta_t = D / sqrt(1 + sum ||g_s - g_{s-1}||^2), D the diameter.
+    """
+    rule = step_rule(float(domain.diameter)) if rule is None else rule
+    return two_point(domain, delta, rule, optimistic=True)
+
+
+def chiang2013(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
+    """The anchor (Chiang, Lee, Lu 2013): the same optimistic update with the step tuned
+    to its d^2 sqrt(V_T) bound, i.e. ``rule.scale`` divided by sqrt(d).
+
+    This reproduces the anchor's dimension-dependent tuning, not every detail of it.
+    """
+    rule = step_rule(float(domain.diameter)) if rule is None else rule
+    rule = rule._replace(scale=rule.scale / jnp.sqrt(float(domain.dim)))
+    return two_point(domain, delta, rule, optimistic=True)
+
+
+def agarwal2010(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
+    """Plain two-point OGD (Agarwal, Dekel, Xiao 2010), AdaGrad-norm step by default."""
+    rule = step_rule(float(domain.diameter)) if rule is None else rule
+    return two_point(domain, delta, rule, optimistic=False)
+
+
+def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str = "ema",
+                  beta: float | None = None) -> BanditLearner:
+    """One-point bandit *linear* optimization on a box; charged loss f(y), y the query.
+
+    Args:
+      domain: a ``Box``.
+      delta: exploration size along one coordinate, 0 < delta < min half-width.
+      rule: step-size rule.
+      hint: "ema" (gradient-variation version) or "none" (plain one-point baseline).
+      beta: EMA rate; default delta^2 / (d^2 D^2) (stable tracking, see estimators.py).
+    """
+    if not isinstance(domain, domains.Box):
+        raise ValueError(f"`domain` must be a Box for one-point BLO, got {type(domain).__name__}.")
+    if hint == "previous":
+        raise ValueError("`hint` must be 'ema' or 'none' for one_point_box.")
+    d = domain.dim
+    if beta is None:
+        beta = float(min(1.0, delta**2 / (d**2 * float(domain.diameter) ** 2) * 4.0))
+    play_domain = _check_common(domain, delta, hint, beta)
+
+    def step(state: BanditState, key: PRNGKey, f) -> tuple[BanditState, RoundInfo]:
+        m = _current_hint(state, hint)
+        eta = rule(state.sum_var, state.t + 1)
+        x = play_domain.project(state.xhat - eta * m)
+        i, s = estimators.coordinate_query(key, d)
+        y = x + s * delta * jax.nn.one_hot(i, d)
+        fy = f(y)
+        g = estimators.one_point_box(fy, y, i, s, delta, m)
+        return _advance(state, g, m, eta, beta, play_domain), RoundInfo(x, fy, g)
+
+    return BanditLearner(_init(play_domain), step)

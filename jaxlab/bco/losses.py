@@ -1,0 +1,154 @@
+"""Loss sequences for bandit convex optimization, with exact comparators.
+
+Isotropic quadratics f_t(x) = a/2 ||x - c_t||^2 (convex and a-strongly convex) and linear
+losses f_t(x) = <theta_t, x>. For the isotropic quadratic, sum_{s<=t} f_s is again an
+isotropic quadratic centred at the running mean of c_s, so the best fixed point in
+hindsight over any convex X is Proj_X(mean c), exactly; this gives the regret of every
+prefix T in one pass. All generators are jittable (static T, d).
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+
+class QuadraticSeq(NamedTuple):
+    """f_t(x) = curvature / 2 ||x - centers[t]||^2. centers: [T, d]; curvature: scalar."""
+
+    centers: Array
+    curvature: Array
+
+
+class LinearSeq(NamedTuple):
+    """f_t(x) = <thetas[t], x>. thetas: [T, d]."""
+
+    thetas: Array
+
+
+def loss_at(seq, t, x: Array) -> Array:
+    """f_t(x) for one round t."""
+    if isinstance(seq, QuadraticSeq):
+        return 0.5 * seq.curvature * jnp.sum((x - seq.centers[t]) ** 2)
+    return jnp.dot(seq.thetas[t], x)
+
+
+def round_params(seq):
+    """The per-round leaves (scanned over), and a function f(params_t, x)."""
+    if isinstance(seq, QuadraticSeq):
+        return seq.centers, lambda c, x: 0.5 * seq.curvature * jnp.sum((x - c) ** 2)
+    return seq.thetas, lambda th, x: jnp.dot(th, x)
+
+
+def _circle(key, num_rounds, dim, radius, omega):
+    """Points radius (cos(omega t) e1 + sin(omega t) e2) in a random 2-plane."""
+    q, _ = jnp.linalg.qr(jax.random.normal(key, (dim, max(dim, 2))))
+    e1, e2 = q[:, 0], q[:, 1] if dim > 1 else jnp.zeros(dim)
+    t = jnp.arange(num_rounds, dtype=jnp.float32)[:, None]
+    return radius * (jnp.cos(omega * t) * e1 + jnp.sin(omega * t) * e2)
+
+
+def drifting_quadratic(key: PRNGKey, num_rounds: int, dim: int, drift: float,
+                       radius: float = 0.5, curvature: float = 1.0,
+                       offset: float = 0.0) -> QuadraticSeq:
+    """Centres moving on a circle of ``radius`` at angular speed ``drift`` per round,
+    around a random point at distance ``offset`` from the origin.
+
+    V_T = curvature^2 * sum ||c_t - c_{t-1}||^2 = curvature^2 (T-1) (2 radius sin(drift/2))^2.
+    """
+    _check(num_rounds, dim)
+    k_c, k_o = jax.random.split(key)
+    centers = offset * _unit(k_o, dim) + _circle(k_c, num_rounds, dim, radius, drift)
+    return QuadraticSeq(centers, jnp.float32(curvature))
+
+
+def stochastic_quadratic(key: PRNGKey, num_rounds: int, dim: int, sigma: float,
+                         radius: float = 0.5, curvature: float = 1.0) -> QuadraticSeq:
+    """c_t = c + sigma xi_t / sqrt(d), xi_t ~ N(0, I): gradient variance curvature^2 sigma^2."""
+    _check(num_rounds, dim)
+    k_c, k_xi = jax.random.split(key)
+    c = radius * _unit(k_c, dim)
+    xi = jax.random.normal(k_xi, (num_rounds, dim)) / jnp.sqrt(dim)
+    return QuadraticSeq(c + sigma * xi, jnp.float32(curvature))
+
+
+def switching_quadratic(key: PRNGKey, num_rounds: int, dim: int, period: int,
+                        radius: float = 0.5, curvature: float = 1.0,
+                        offset: float = 0.0) -> QuadraticSeq:
+    """Adversarial switching: the centre jumps between o + c and o - c every ``period``
+    rounds (||c|| = radius, ||o|| = offset, random directions).
+
+    V_T = curvature^2 (2 radius)^2 * (number of switches). With period 1 and a growing
+    radius this is the sequence of controlled gradient variation.
+    """
+    _check(num_rounds, dim)
+    if not isinstance(period, jax.core.Tracer):  # traced periods (vmapped studies) pass
+        validation.check_positive_int("period", period)
+    k_c, k_o = jax.random.split(key)
+    c = radius * _unit(k_c, dim)
+    sign = jnp.where((jnp.arange(num_rounds) // period) % 2 == 0, 1.0, -1.0)
+    return QuadraticSeq(offset * _unit(k_o, dim) + sign[:, None] * c, jnp.float32(curvature))
+
+
+def drifting_linear(key: PRNGKey, num_rounds: int, dim: int, drift: float,
+                    scale: float = 1.0) -> LinearSeq:
+    """theta_t rotating at angular speed ``drift`` with norm ``scale`` (plus a fixed offset)."""
+    _check(num_rounds, dim)
+    k_c, k_o = jax.random.split(key)
+    offset = 0.5 * scale * _unit(k_o, dim)
+    return LinearSeq(offset + _circle(k_c, num_rounds, dim, 0.5 * scale, drift))
+
+
+def _unit(key, dim):
+    v = jax.random.normal(key, (dim,))
+    return v / jnp.linalg.norm(v)
+
+
+def _check(num_rounds, dim):
+    validation.check_positive_int("num_rounds", num_rounds)
+    validation.check_positive_int("dim", dim)
+
+
+def prefix_comparator_losses(seq, domain) -> Array:
+    """min_{x in X} sum_{s<=T} f_s(x) for every prefix T.
+
+    Returns:
+      [T] the cumulative loss of the best fixed point in hindsight for each horizon.
+    """
+    if isinstance(seq, QuadraticSeq):
+        t = jnp.arange(1, seq.centers.shape[0] + 1, dtype=jnp.float32)[:, None]
+        mean = jnp.cumsum(seq.centers, 0) / t
+        best = jax.vmap(domain.project)(mean)
+        # sum_s ||x - c_s||^2 = T ||x - mean||^2 + sum ||c_s||^2 - T ||mean||^2.
+        sq = jnp.cumsum(jnp.sum(seq.centers**2, -1))
+        total = t[:, 0] * jnp.sum((best - mean) ** 2, -1) + sq - t[:, 0] * jnp.sum(mean**2, -1)
+        return 0.5 * seq.curvature * total
+    # Linear over a box: coordinate-wise the endpoint opposite the cumulative gradient.
+    cum = jnp.cumsum(seq.thetas, 0)
+    best = jnp.where(cum > 0, domain.low, domain.high)
+    return jnp.sum(cum * best, -1)
+
+
+def per_round_minima(seq, domain) -> tuple[Array, Array]:
+    """(u_t = argmin_X f_t [T, d], f_t(u_t) [T]): the moving comparator of dynamic regret."""
+    if isinstance(seq, QuadraticSeq):
+        u = jax.vmap(domain.project)(seq.centers)
+        return u, 0.5 * seq.curvature * jnp.sum((u - seq.centers) ** 2, -1)
+    u = jnp.where(seq.thetas > 0, domain.low, domain.high)
+    return u, jnp.sum(seq.thetas * u, -1)
+
+
+def gradient_variation(seq) -> Array:
+    """V_T = sum_t sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2 (exact for these families)."""
+    if isinstance(seq, QuadraticSeq):
+        d = jnp.diff(seq.centers, axis=0)
+        return seq.curvature**2 * jnp.sum(d**2)
+    return jnp.sum(jnp.diff(seq.thetas, axis=0) ** 2)
+
+
+def path_length(points: Array) -> Array:
+    """P_T = sum_t ||u_t - u_{t-1}|| for comparators [T, d]."""
+    return jnp.sum(jnp.linalg.norm(jnp.diff(points, axis=0), axis=-1))

@@ -1,0 +1,46 @@
+"""Running a bandit learner over a loss sequence in one ``lax.scan``, and its regret."""
+
+import functools
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab.bco import losses
+from jaxlab.bco.learners import BanditLearner, RoundInfo
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+
+def run(learner: BanditLearner, key: PRNGKey, seq, x0: Array) -> RoundInfo:
+    """Plays every round of ``seq``; jittable and vmappable over keys / sequences.
+
+    Args:
+      learner: a BanditLearner.
+      key: PRNG key for the exploration directions.
+      seq: a QuadraticSeq or LinearSeq with T rounds.
+      x0: [d] starting point.
+
+    Returns:
+      RoundInfo with [T] losses, [T, d] played points and estimates.
+    """
+    params, f = losses.round_params(seq)
+    validation.check_shape("x0", x0, (params.shape[-1],))
+    keys = jax.random.split(key, params.shape[0])
+
+    def body(state, inp):
+        p, k = inp
+        return learner.step(state, k, functools.partial(f, p))
+
+    _, info = jax.lax.scan(body, learner.init(x0), (params, keys))
+    return info
+
+
+def regret(info: RoundInfo, seq, domain) -> Array:
+    """[T] static regret of every prefix against its best fixed point in X."""
+    return jnp.cumsum(info.loss) - losses.prefix_comparator_losses(seq, domain)
+
+
+def dynamic_regret(info: RoundInfo, seq, domain) -> Array:
+    """[T] regret against the per-round minimisers u_t = argmin_X f_t."""
+    _, best = losses.per_round_minima(seq, domain)
+    return jnp.cumsum(info.loss - best)
