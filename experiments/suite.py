@@ -22,6 +22,7 @@ from experiments import common
 METHODS = {
     "qlearning": ("experiments.configs.qlearning", "jaxlab.qlearning.experiment"),
     "bco": ("experiments.configs.bco", "jaxlab.bco.experiment"),
+    "avatar": ("experiments.configs.avatar", "jaxlab.avatar.experiment"),
 }
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")

@@ -7,15 +7,27 @@ interrupted run restarts from the last finished chunk and redoes no finished wor
 
 import hashlib
 import json
+import logging as pylogging
 import os
 from collections.abc import Callable
 
 import jax
 import orbax.checkpoint as ocp
+from absl import logging
 
 from jaxlab.core import validation
 from jaxlab.core.progress import Progress
 from jaxlab.core.types import PyTree
+
+
+class _DropOrbaxInfo(pylogging.Filter):
+    """Orbax logs every save step at INFO; keep its warnings, drop the chatter."""
+
+    def filter(self, record):
+        return record.levelno >= pylogging.WARNING or "orbax" not in record.pathname
+
+
+logging.get_absl_logger().addFilter(_DropOrbaxInfo())
 
 
 class Checkpointer:

@@ -1,0 +1,211 @@
+"""Alignment tasks with a known ground-truth matching (built on the host, then arrays).
+
+Every task carries, for both domains, "positional" matrices ``pos[i, k]`` that relate node
+i to a potential anchor k of the same domain: random-walk-with-restart scores for graphs,
+distances for point clouds (invariant to rigid motions), cosine similarities for
+embeddings (relative representations). Once anchor k is matched to truth[k], column k of
+``pos1`` and column truth[k] of ``pos2`` become comparable coordinates.
+"""
+
+from typing import NamedTuple
+
+import networkx as nx
+import numpy as np
+
+from jaxlab.core import validation
+
+
+class AlignmentTask(NamedTuple):
+    """Arrays of one alignment problem (n nodes per side, node i <-> truth[i]).
+
+    Attributes:
+      feat1, feat2: [n, p] directly comparable node features (zeros if there are none).
+      pos1, pos2: [n, n] positional matrices w.r.t. every potential anchor.
+      struct1, struct2: [n, n] intra-domain costs (shortest paths or distances) for FGW.
+      lap1, lap2: [n, n] graph Laplacians (of kNN graphs for point sets).
+      truth: [n] int32, the match of source node i in the target.
+      degree: [n] source degrees; betweenness: [n] source betweenness centrality.
+    """
+
+    feat1: np.ndarray
+    feat2: np.ndarray
+    pos1: np.ndarray
+    pos2: np.ndarray
+    struct1: np.ndarray
+    struct2: np.ndarray
+    lap1: np.ndarray
+    lap2: np.ndarray
+    truth: np.ndarray
+    degree: np.ndarray
+    betweenness: np.ndarray
+
+    @property
+    def num_nodes(self) -> int:
+        return self.truth.shape[0]
+
+
+def rwr_matrix(adj: np.ndarray, restart: float = 0.2) -> np.ndarray:
+    """R[:, k] = random walk with restart probability ``restart`` from node k (n * scores)."""
+    deg = adj.sum(0)
+    w = adj / np.maximum(deg, 1e-12)[None, :]
+    n = adj.shape[0]
+    return n * restart * np.linalg.solve(np.eye(n) - (1.0 - restart) * w, np.eye(n))
+
+
+def _graph_arrays(g: nx.Graph):
+    n = g.number_of_nodes()
+    adj = nx.to_numpy_array(g, nodelist=range(n))
+    sp = dict(nx.all_pairs_shortest_path_length(g))
+    dist = np.full((n, n), float(n))
+    for i, row in sp.items():
+        for j, v in row.items():
+            dist[i, j] = v
+    lap = np.diag(adj.sum(1)) - adj
+    return adj, dist / dist.max(), lap
+
+
+def _perturbed_copy(g: nx.Graph, perm: np.ndarray, edge_noise: float, rng) -> nx.Graph:
+    """Relabel node i -> perm[i], then swap a fraction ``edge_noise`` of the edges."""
+    h = nx.relabel_nodes(g, {i: int(perm[i]) for i in g.nodes})
+    edges = list(h.edges)
+    k = int(round(edge_noise * len(edges)))
+    for idx in rng.choice(len(edges), size=k, replace=False):
+        h.remove_edge(*edges[idx])
+    n = h.number_of_nodes()
+    added = 0
+    while added < k:
+        u, v = rng.integers(n, size=2)
+        if u != v and not h.has_edge(u, v):
+            h.add_edge(int(u), int(v))
+            added += 1
+    return h
+
+
+def graph_pair(g: nx.Graph, seed: int = 0, edge_noise: float = 0.1, feat_dim: int = 8,
+               feat_noise: float = 1.0) -> AlignmentTask:
+    """A noisy permuted copy of graph ``g`` with noisy node features.
+
+    Args:
+      g: source graph with nodes 0..n-1 (made connected by the caller if needed).
+      seed: randomness of the permutation, edge swaps and features.
+      edge_noise: fraction of edges removed and the same number added at random, in [0, 1).
+      feat_dim: node feature dimension (0 for none).
+      feat_noise: std of the Gaussian noise added to the target features.
+    """
+    validation.check_in_range("edge_noise", edge_noise, 0.0, 1.0, high_inclusive=False)
+    g = nx.convert_node_labels_to_integers(g)
+    n = g.number_of_nodes()
+    rng = np.random.default_rng(seed)
+    perm = rng.permutation(n)
+    h = _perturbed_copy(g, perm, edge_noise, rng)
+    adj1, dist1, lap1 = _graph_arrays(g)
+    adj2, dist2, lap2 = _graph_arrays(h)
+    f1 = rng.normal(size=(n, feat_dim))
+    f2 = np.zeros_like(f1)
+    f2[perm] = f1 + feat_noise * rng.normal(size=f1.shape)
+    bc = nx.betweenness_centrality(g)
+    return AlignmentTask(
+        feat1=f1, feat2=f2, pos1=rwr_matrix(adj1), pos2=rwr_matrix(adj2), struct1=dist1,
+        struct2=dist2, lap1=lap1, lap2=lap2, truth=perm.astype(np.int32),
+        degree=adj1.sum(1), betweenness=np.array([bc[i] for i in range(n)]))
+
+
+def synthetic_graph_pair(num_nodes: int = 200, seed: int = 0, edge_noise: float = 0.1,
+                         feat_dim: int = 8, feat_noise: float = 1.0) -> AlignmentTask:
+    """Power-law cluster graph (Holme-Kim, m=3, p=0.3) aligned with its noisy permuted copy."""
+    validation.check_positive_int("num_nodes", num_nodes)
+    g = nx.powerlaw_cluster_graph(num_nodes, 3, 0.3, seed=seed)
+    return graph_pair(g, seed, edge_noise, feat_dim, feat_noise)
+
+
+REAL_GRAPHS = {
+    "karate": nx.karate_club_graph,
+    "les_miserables": nx.les_miserables_graph,
+    "florentine": nx.florentine_families_graph,
+}
+
+
+def real_graph_pair(name: str = "les_miserables", seed: int = 0, edge_noise: float = 0.1,
+                    feat_dim: int = 8, feat_noise: float = 1.0) -> AlignmentTask:
+    """A real small graph shipped with networkx, aligned with its noisy permuted copy."""
+    if name not in REAL_GRAPHS:
+        raise ValueError(f"`name` must be one of {sorted(REAL_GRAPHS)}, got {name!r}.")
+    return graph_pair(REAL_GRAPHS[name](), seed, edge_noise, feat_dim, feat_noise)
+
+
+def _knn_arrays(x: np.ndarray, k: int = 6):
+    d = np.sqrt(((x[:, None] - x[None]) ** 2).sum(-1))
+    n = x.shape[0]
+    nn = np.argsort(d, axis=1)[:, 1:k + 1]
+    adj = np.zeros((n, n))
+    adj[np.repeat(np.arange(n), k), nn.ravel()] = 1.0
+    adj = np.maximum(adj, adj.T)
+    return d, adj, np.diag(adj.sum(1)) - adj
+
+
+def _static_scores(adj):
+    g = nx.from_numpy_array(adj)
+    bc = nx.betweenness_centrality(g)
+    return adj.sum(1), np.array([bc[i] for i in range(adj.shape[0])])
+
+
+def point_cloud_pair(num_points: int = 150, seed: int = 0, noise: float = 0.02,
+                     nonrigid: float = 0.0) -> AlignmentTask:
+    """Registration of a noisy torus-knot point set under a random rigid motion.
+
+    Args:
+      num_points: n points.
+      seed: randomness.
+      noise: Gaussian jitter of the target points.
+      nonrigid: amplitude of a smooth sinusoidal warp applied after the rigid motion.
+    """
+    validation.check_positive_int("num_points", num_points)
+    rng = np.random.default_rng(seed)
+    s = rng.uniform(0, 2 * np.pi, num_points)
+    x = np.stack([(2 + np.cos(3 * s)) * np.cos(2 * s), (2 + np.cos(3 * s)) * np.sin(2 * s),
+                  np.sin(3 * s)], 1) / 3.0
+    x += 0.03 * rng.normal(size=x.shape)
+    q, _ = np.linalg.qr(rng.normal(size=(3, 3)))
+    y = x @ q.T + rng.normal(size=3) + noise * rng.normal(size=x.shape)
+    y = y + nonrigid * np.sin(2.0 * y[:, [1, 2, 0]])
+    perm = rng.permutation(num_points)
+    y_perm = np.zeros_like(y)
+    y_perm[perm] = y
+    d1, adj1, lap1 = _knn_arrays(x)
+    d2, adj2, lap2 = _knn_arrays(y_perm)
+    deg, bc = _static_scores(adj1)
+    z = np.zeros((num_points, 1))
+    return AlignmentTask(z, z, d1, d2, d1 / d1.max(), d2 / d2.max(), lap1, lap2,
+                         perm.astype(np.int32), deg, bc)
+
+
+def embedding_pair(num_items: int = 200, seed: int = 0, latent_dim: int = 8,
+                   dims=(32, 24), noise: float = 0.3, num_clusters: int = 10) -> AlignmentTask:
+    """Two "modalities" of the same items: linear and tanh-warped views of a latent code.
+
+    Cross-modal coordinates are not comparable; anchors give relative representations
+    (cosine similarity to the anchors, Moschella et al. 2023).
+    """
+    validation.check_positive_int("num_items", num_items)
+    rng = np.random.default_rng(seed)
+    centres = 2.0 * rng.normal(size=(num_clusters, latent_dim))
+    z = centres[rng.integers(num_clusters, size=num_items)] + rng.normal(
+        size=(num_items, latent_dim))
+    x = z @ rng.normal(size=(latent_dim, dims[0])) + noise * rng.normal(size=(num_items, dims[0]))
+    y = np.tanh(z @ rng.normal(size=(latent_dim, dims[1])) / 3.0)
+    y += noise * 0.3 * rng.normal(size=y.shape)
+    perm = rng.permutation(num_items)
+    y_perm = np.zeros_like(y)
+    y_perm[perm] = y
+
+    def cos(a):
+        a = a - a.mean(0)
+        a = a / np.linalg.norm(a, axis=1, keepdims=True)
+        return a @ a.T
+
+    d1, adj1, lap1 = _knn_arrays(x)
+    d2, adj2, lap2 = _knn_arrays(y_perm)
+    deg, bc = _static_scores(adj1)
+    zf = np.zeros((num_items, 1))
+    return AlignmentTask(zf, zf, cos(x), cos(y_perm), d1 / d1.max(), d2 / d2.max(), lap1, lap2,
+                         perm.astype(np.int32), deg, bc)

@@ -1,0 +1,107 @@
+import os
+
+import jax
+import numpy as np
+import pytest
+
+from experiments.configs import avatar as acfg
+from jaxlab import avatar
+from jaxlab.avatar import alignment, experiment, tasks
+
+
+@pytest.fixture(scope="module")
+def karate():
+    return tasks.real_graph_pair("karate", seed=0)
+
+
+def test_tasks_truth_is_a_permutation_and_positions_align():
+    for task in (tasks.synthetic_graph_pair(40, seed=1), tasks.point_cloud_pair(30, seed=1),
+                 tasks.embedding_pair(30, seed=1)):
+        n = task.num_nodes
+        assert sorted(task.truth.tolist()) == list(range(n))
+        assert task.pos1.shape == task.pos2.shape == (n, n)
+    # Rigid motion, no noise: distance coordinates agree exactly under the true matching.
+    pc = tasks.point_cloud_pair(30, seed=2, noise=0.0)
+    np.testing.assert_allclose(pc.pos2[np.ix_(pc.truth, pc.truth)], pc.pos1, atol=1e-9)
+
+
+def test_anchor_cost_pins_anchors(karate):
+    n = karate.num_nodes
+    mask = np.zeros(n, bool)
+    mask[[0, 5]] = True
+    c = np.asarray(alignment.anchor_cost(karate, mask))
+    for k in (0, 5):
+        j = karate.truth[k]
+        assert c[k, j] == 0.0
+        assert np.all(np.delete(c[k], j) == c.max())
+        assert np.all(np.delete(c[:, j], k) == c.max())
+
+
+def test_metrics_against_brute_force():
+    rng = np.random.default_rng(0)
+    plan = rng.random((20, 20))
+    truth = rng.permutation(20)
+    ev = np.ones(20, bool)
+    m = alignment.alignment_metrics(plan, truth, ev)
+    r_st = [(plan[i] > plan[i, truth[i]]).sum() for i in range(20)]
+    r_ts = [(plan[:, truth[i]] > plan[i, truth[i]]).sum() for i in range(20)]
+    mrr = 0.5 * (np.mean(1 / (np.array(r_st) + 1)) + np.mean(1 / (np.array(r_ts) + 1)))
+    np.testing.assert_allclose(m["mrr"], mrr, rtol=1e-6)
+    h10 = 0.5 * (np.mean(np.array(r_st) < 10) + np.mean(np.array(r_ts) < 10))
+    np.testing.assert_allclose(m["hits@10"], h10, rtol=1e-6)
+
+
+@pytest.mark.parametrize("strategy", avatar.STRATEGIES)
+def test_queries_are_new_test_nodes_never_queried(karate, strategy):
+    res = avatar.run_active(karate, jax.random.key(0), strategy, rounds=3, test_frac=0.3,
+                            init_frac=0.2, budget_frac=0.3)
+    q = np.asarray(res.queried).ravel()
+    test = np.asarray(res.test)
+    assert len(set(q.tolist())) == q.size  # never queried twice
+    assert not test[q].any()
+    n = karate.num_nodes
+    n_init = round(0.2 * n)
+    assert int(res.anchors.sum()) == n_init + q.size
+    assert not (res.anchors & res.test).any()
+    assert res.metrics["mrr"].shape == (4,)
+
+
+def test_more_anchors_improve_alignment_and_vmap_over_seeds():
+    task = tasks.synthetic_graph_pair(60, seed=3)
+    keys = jax.random.split(jax.random.key(1), 3)
+    res = jax.vmap(lambda k: avatar.run_active(task, k, "avatar", rounds=4))(keys)
+    mrr = np.asarray(res.metrics["mrr"])
+    assert mrr.shape == (3, 5)
+    assert np.all(mrr[:, -1] > mrr[:, 0])
+    one = avatar.run_active(task, keys[1], "avatar", rounds=4)
+    np.testing.assert_allclose(one.metrics["mrr"], mrr[1], rtol=1e-5)
+
+
+def test_fgw_solver_runs_in_the_loop(karate):
+    res = avatar.run_active(karate, jax.random.key(0), "avatar", solver="fgw", rounds=2,
+                            budget_frac=0.1)
+    assert np.all(np.isfinite(res.metrics["mrr"]))
+
+
+def test_bad_input(karate):
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="exceeds"):
+        avatar.run_active(karate, key, budget_frac=0.5, test_frac=0.5, init_frac=0.2)
+    with pytest.raises(ValueError, match="epsilon"):
+        avatar.run_active(karate, key, epsilon=0.0)
+    with pytest.raises(ValueError, match="strategy"):
+        avatar.run_active(karate, key, "oracle")
+    with pytest.raises(ValueError, match="task.pos2"):
+        avatar.run_active(karate._replace(pos2=karate.pos2[:-1]), key)
+    with pytest.raises(ValueError, match="rounds"):
+        avatar.run_active(karate, key, rounds=0)
+    with pytest.raises(ValueError, match="name"):
+        tasks.real_graph_pair("facebook")
+
+
+def test_smoke_experiment_writes_results(tmp_path):
+    s = experiment.train_and_evaluate(acfg.get_config("smoke"), str(tmp_path))
+    assert os.path.getsize(tmp_path / "mrr_vs_round.png") > 1000
+    assert set(s["tasks"]) == {"karate", "point_cloud"}
+    assert s["scaling"]["dense_over_cg"][0] > 0
+    assert experiment.headline(s)
