@@ -23,6 +23,7 @@ METHODS = {
     "qlearning": ("experiments.configs.qlearning", "jaxlab.qlearning.experiment"),
     "bco": ("experiments.configs.bco", "jaxlab.bco.experiment"),
     "avatar": ("experiments.configs.avatar", "jaxlab.avatar.experiment"),
+    "gepc": ("experiments.configs.gepc", "jaxlab.gepc.experiment"),
 }
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")

@@ -8,7 +8,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.seed = 0
     c.task_seed = 0
     c.num_seeds = 8
-    c.tasks = ["synthetic_graph", "les_miserables", "point_cloud", "embeddings"]
+    c.tasks = ["synthetic_graph", "les_miserables", "point_cloud", "point_cloud_nonrigid",
+               "embeddings"]
     c.strategies = ["avatar", "random", "entropy", "margin", "degree", "betweenness"]
     c.utility = "entropy"
     c.epsilon = 0.05
@@ -19,7 +20,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.graph_nodes = 150
     c.point_nodes = 150
     c.embedding_nodes = 150
-    c.nonrigid = 0.0
+    c.nonrigid = 0.15  # amplitude of the sinusoidal warp of point_cloud_nonrigid
     c.scaling_sizes = [100, 200, 400, 800, 1600]
     if arg == "smoke":
         c.num_seeds = 2

@@ -26,6 +26,8 @@ def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:
     if name in tasks.REAL_GRAPHS:
         return tasks.real_graph_pair(name, seed=c.task_seed)
     if name == "point_cloud":
+        return tasks.point_cloud_pair(c.point_nodes, seed=c.task_seed)
+    if name == "point_cloud_nonrigid":
         return tasks.point_cloud_pair(c.point_nodes, seed=c.task_seed, nonrigid=c.nonrigid)
     if name == "embeddings":
         return tasks.embedding_pair(c.embedding_nodes, seed=c.task_seed)

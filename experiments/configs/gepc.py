@@ -1,0 +1,43 @@
+"""Configs for experiments/gepc.py and gepc_train.py: get_config("smoke" | "quick" | "full")."""
+
+import ml_collections
+
+
+def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.seed = 0
+    c.image_size = 16
+    c.id_classes = [0, 1, 2, 3, 4]
+    c.num_train = 2000
+    c.num_test = 400
+    # Score model (shipped: experiments/pretrained/gepc_mnist16, trained by gepc_train.py).
+    c.pretrained_dir = "experiments/pretrained/gepc_mnist16"
+    c.channels = [16, 32, 32]
+    c.train_steps = 3000
+    c.train_chunks = 10
+    c.batch_size = 64
+    c.learning_rate = 2e-3
+    # GEPC (public-code settings).
+    c.sqrt_abars = [0.99997, 0.9999, 0.9979, 0.9969]
+    c.num_t = 2
+    c.group = ["hflip", "vflip", "rot90", "rot180", "shift_x", "shift_y"]
+    c.rho = 0.3
+    # Baselines.
+    c.msma_levels = 10
+    c.msma_t_min, c.msma_t_max = 0.01, 0.5
+    c.diffpath_steps = 10
+    c.gmm_components = 4
+    c.bootstrap = 500
+    c.eval_batch = 200
+    if arg == "smoke":
+        c.num_train, c.num_test = 200, 40
+        c.train_steps, c.train_chunks = 20, 2
+        c.bootstrap = 50
+        c.eval_batch = 40
+        c.pretrained_dir = ""  # train the tiny model in the test's workdir
+    elif arg == "full":
+        c.num_test = 500
+        c.bootstrap = 2000
+    elif arg != "quick":
+        raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
+    return c

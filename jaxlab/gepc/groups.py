@@ -1,0 +1,58 @@
+"""Group actions on images as pure functions with inverses.
+
+Images are [..., H, W, C]. Every action here permutes pixels, so a score that is exactly
+equivariant (e.g. the score of an isotropic Gaussian) satisfies g^-1 s(g x) = s(x).
+Register your own with ``register(name, forward, inverse, needs_square=False)``.
+"""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax.numpy as jnp
+
+from jaxlab.core.types import Array
+
+
+class GroupElement(NamedTuple):
+    """forward(x) = g x; inverse(x) = g^-1 x; needs_square: only defined for H == W."""
+
+    forward: Callable[[Array], Array]
+    inverse: Callable[[Array], Array]
+    needs_square: bool = False
+
+
+_H, _W = -3, -2  # axes of [..., H, W, C]
+
+ELEMENTS: dict[str, GroupElement] = {
+    "id": GroupElement(lambda x: x, lambda x: x),
+    "hflip": GroupElement(lambda x: jnp.flip(x, _W), lambda x: jnp.flip(x, _W)),
+    "vflip": GroupElement(lambda x: jnp.flip(x, _H), lambda x: jnp.flip(x, _H)),
+    "rot90": GroupElement(lambda x: jnp.rot90(x, 1, (_H, _W)),
+                          lambda x: jnp.rot90(x, -1, (_H, _W)), needs_square=True),
+    "rot180": GroupElement(lambda x: jnp.rot90(x, 2, (_H, _W)),
+                           lambda x: jnp.rot90(x, 2, (_H, _W))),
+    "shift_x": GroupElement(lambda x: jnp.roll(x, 1, _W), lambda x: jnp.roll(x, -1, _W)),
+    "shift_y": GroupElement(lambda x: jnp.roll(x, 1, _H), lambda x: jnp.roll(x, -1, _H)),
+}
+
+#: The GEPC group of the public code (identity excluded: its residual is zero).
+DEFAULT_GROUP = ("hflip", "vflip", "rot90", "rot180", "shift_x", "shift_y")
+
+
+def register(name: str, forward, inverse, needs_square: bool = False) -> None:
+    """Adds a group element under ``name`` (overwrites an existing one)."""
+    ELEMENTS[name] = GroupElement(forward, inverse, needs_square)
+
+
+def get(names, image_shape) -> list[GroupElement]:
+    """The elements called ``names``, checked against ``image_shape`` = (..., H, W, C)."""
+    out = []
+    for n in names:
+        if n not in ELEMENTS:
+            raise ValueError(f"unknown group element {n!r}; known: {sorted(ELEMENTS)}.")
+        e = ELEMENTS[n]
+        h, w = image_shape[-3], image_shape[-2]
+        if e.needs_square and h != w:
+            raise ValueError(f"group element {n!r} needs square images, got H={h}, W={w}.")
+        out.append(e)
+    return out

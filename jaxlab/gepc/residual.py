@@ -1,0 +1,88 @@
+"""The GEPC residual: group-equivariant posterior consistency of a diffusion score.
+
+At noise level t, x_t = sqrt(abar) x0 + sqrt(1 - abar) eps and s(x) = -eps_theta(x, t) / sigma_t.
+For each group element g,
+
+    r_g(x) = P[(g^-1 s(g x_t) - s(x_t))^2] / (P[s(x_t)^2] + 1e-8),
+
+where P pools a [H, W, C] map by a channel mean followed by the mean of the top
+``rho`` fraction of |values| (rho = 0.3 in the public code). The per-pixel map is the
+channel-mean of the ratio *before* pooling, averaged over g.
+"""
+
+import functools
+from collections.abc import Callable
+
+import jax
+import jax.numpy as jnp
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+from jaxlab.gepc import groups, schedule
+
+ScoreFn = Callable[[Array, Array], Array]  # (x [B, H, W, C], t [B]) -> score [B, H, W, C]
+
+
+def top_rho_pool(m: Array, rho: float) -> Array:
+    """P[m]: channel mean, then the mean of the top-rho fraction of |values|. [B,H,W,C] -> [B]."""
+    v = jnp.abs(m.mean(-1)).reshape(m.shape[0], -1)
+    k = max(1, int(round(rho * v.shape[1])))
+    return jax.lax.top_k(v, k)[0].mean(-1)
+
+
+def score_from_eps(eps_fn: Callable[[Array, Array], Array]) -> ScoreFn:
+    """s(x, t) = -eps_theta(x, t) / sigma_t for an eps-prediction model."""
+    def score(x, t):
+        sigma = jnp.sqrt(1.0 - schedule.alpha_bar(t))[:, None, None, None]
+        return -eps_fn(x, t) / sigma
+    return score
+
+
+def _check(x0, ts, rho):
+    validation.check_ndim("x0", x0, 4)
+    validation.check_in_range("rho", rho, 0.0, 1.0, low_inclusive=False)
+    validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
+
+
+def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.DEFAULT_GROUP,
+                   rho: float = 0.3, with_maps: bool = False):
+    """Residuals r_g at every t and group element, vmapped in one jitted call.
+
+    Args:
+      score_fn: (x [B, H, W, C], t [B]) -> score.
+      x0: [B, H, W, C] clean images in [-1, 1].
+      key: PRNG key for the forward noise (shared across g, as in the public code).
+      ts: [T] diffusion times in (0, 1].
+      group: names of group elements (see groups.ELEMENTS).
+      rho: top fraction kept by the pooling, in (0, 1].
+      with_maps: also return the per-pixel maps.
+
+    Returns:
+      residuals [B, T, G] (and maps [B, T, H, W] averaged over g when ``with_maps``).
+    """
+    ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
+    _check(x0, ts, rho)
+    elems = groups.get(group, x0.shape)
+    return _residuals(score_fn, jnp.asarray(x0, jnp.float32), key, ts, tuple(elems), rho,
+                      with_maps)
+
+
+@functools.partial(jax.jit, static_argnames=("score_fn", "elems", "rho", "with_maps"))
+def _residuals(score_fn, x0, key, ts, elems, rho, with_maps):
+    eps = jax.random.normal(key, (ts.shape[0],) + x0.shape)
+
+    def at_t(t, e):
+        xt, _ = schedule.noise(x0, e, t)
+        # One batched score evaluation for x_t and all g x_t: [(1 + G) B, H, W, C].
+        xs = jnp.concatenate([xt] + [el.forward(xt) for el in elems])
+        scores = score_fn(xs, jnp.full((xs.shape[0],), t)).reshape((1 + len(elems),) + x0.shape)
+        s = scores[0]
+        denom = top_rho_pool(s**2, rho) + 1e-8
+        diff2 = jnp.stack([(el.inverse(scores[i + 1]) - s) ** 2 for i, el in enumerate(elems)])
+        r = jax.vmap(lambda d: top_rho_pool(d, rho) / denom)(diff2).T  # [B, G]
+        maps = (diff2.mean(-1) / denom[None, :, None, None]).mean(0) if with_maps else None
+        return r, maps
+
+    r, m = jax.lax.map(lambda te: at_t(*te), (ts, eps))  # [T, B, G], [T, B, H, W]
+    r = jnp.moveaxis(r, 0, 1)
+    return (r, jnp.moveaxis(m, 0, 1)) if with_maps else r

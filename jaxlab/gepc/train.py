@@ -1,0 +1,85 @@
+"""DDPM training of the UNet eps-model (cosine VP schedule), resumable with orbax."""
+
+import functools
+import os
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+
+from jaxlab.core import checkpoint, validation
+from jaxlab.core.types import Array, PRNGKey, PyTree
+from jaxlab.gepc import schedule
+from jaxlab.gepc.model import UNet
+
+
+class TrainState(NamedTuple):
+    params: PyTree
+    opt_state: PyTree
+    key: PRNGKey
+    step: Array
+    losses: Array  # [num_chunks] mean loss of each chunk
+
+
+def diffusion_loss(params, model: UNet, x0: Array, key: PRNGKey) -> Array:
+    """E_{t ~ U(1e-3, 1), eps} ||eps_theta(x_t, t) - eps||^2 (simple DDPM loss)."""
+    k_t, k_e = jax.random.split(key)
+    t = jax.random.uniform(k_t, (x0.shape[0],), minval=1e-3, maxval=1.0)
+    eps = jax.random.normal(k_e, x0.shape)
+    xt, _ = schedule.noise(x0, eps, t)
+    return jnp.mean((model.apply(params, xt, t) - eps) ** 2)
+
+
+def make_eps_fn(model: UNet, params):
+    """(x, t) -> eps_theta(x, t), jitted."""
+    return jax.jit(lambda x, t: model.apply(params, x, t))
+
+
+def train_score_model(images: np.ndarray, workdir: str, *, steps: int = 3000,
+                      batch_size: int = 64, learning_rate: float = 2e-3, num_chunks: int = 10,
+                      channels=(32, 64, 64), seed: int = 0):
+    """Trains the eps-model on ``images`` [N, S, S, C] in [-1, 1]; resumes from workdir.
+
+    Returns:
+      (model, params, per-chunk mean losses).
+    """
+    validation.check_ndim("images", images, 4)
+    validation.check_positive_int("steps", steps)
+    if steps % num_chunks:
+        raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
+    model = UNet(tuple(channels))
+    data = jnp.asarray(images, jnp.float32)
+    k_init, k_train = jax.random.split(jax.random.key(seed))
+    params = model.init(k_init, data[:2], jnp.zeros(2))
+    sched = optax.cosine_onecycle_schedule(steps, learning_rate)
+    opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
+    state = TrainState(params, opt.init(params), k_train, jnp.int32(0),
+                       jnp.zeros(num_chunks, jnp.float32))
+    per_chunk = steps // num_chunks
+
+    @functools.partial(jax.jit, donate_argnums=(0, 1))
+    def step(p, o, k):
+        k, k_b, k_l = jax.random.split(k, 3)
+        x0 = data[jax.random.randint(k_b, (batch_size,), 0, data.shape[0])]
+        loss, g = jax.value_and_grad(diffusion_loss)(p, model, x0, k_l)
+        upd, o = opt.update(g, o, p)
+        return optax.apply_updates(p, upd), o, k, loss
+
+    def chunk(st: TrainState, i: int) -> TrainState:
+        # A Python loop of jitted steps: on XLA:CPU a lax.scan around this conv-heavy step
+        # ran ~14x slower than the same steps dispatched one by one (measured).
+        p, o, k = st.params, st.opt_state, st.key
+        total = 0.0
+        for _ in range(per_chunk):
+            p, o, k, loss = step(p, o, k)
+            total += loss
+        return TrainState(p, o, k, st.step + per_chunk, st.losses.at[i].set(total / per_chunk))
+
+    state = checkpoint.run_resumable(
+        chunk, state, num_chunks,
+        checkpoint_dir=os.path.join(workdir, "train_checkpoints"), desc="GEPC score model",
+        unit="steps", units_per_chunk=per_chunk,
+        log_fn=lambda i, s: f"loss {float(s.losses[i]):.4f}")
+    return model, state.params, np.asarray(state.losses)

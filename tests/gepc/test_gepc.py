@@ -1,0 +1,135 @@
+import os
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from scipy import stats
+
+from jaxlab.gepc import groups, residual, schedule, scoring
+
+
+@pytest.mark.parametrize("name", sorted(groups.ELEMENTS))
+def test_group_inverse_identities(name):
+    el = groups.ELEMENTS[name]
+    x = jax.random.normal(jax.random.key(0), (2, 6, 6, 3))
+    np.testing.assert_array_equal(el.inverse(el.forward(x)), x)
+    np.testing.assert_array_equal(el.forward(el.inverse(x)), x)
+    # Every element permutes pixels: the multiset of values is unchanged.
+    np.testing.assert_array_equal(np.sort(el.forward(x).ravel()), np.sort(np.asarray(x).ravel()))
+    if not el.needs_square:
+        y = jax.random.normal(jax.random.key(1), (1, 4, 7, 1))
+        np.testing.assert_array_equal(el.inverse(el.forward(y)), y)
+
+
+def test_rotation_needs_square_images():
+    with pytest.raises(ValueError, match="square"):
+        groups.get(["rot90"], (1, 4, 6, 1))
+    with pytest.raises(ValueError, match="unknown group element"):
+        groups.get(["shear"], (1, 4, 4, 1))
+
+
+def test_top_rho_pool_matches_numpy():
+    m = np.asarray(jax.random.normal(jax.random.key(2), (3, 5, 5, 2)))
+    got = np.asarray(residual.top_rho_pool(jnp.asarray(m), 0.3))
+    v = np.abs(m.mean(-1)).reshape(3, -1)
+    k = round(0.3 * 25)
+    np.testing.assert_allclose(got, np.sort(v, 1)[:, ::-1][:, :k].mean(1), rtol=1e-6)
+
+
+TS = schedule.t_from_sqrt_alpha_bar(np.array([0.9999, 0.9979]))
+
+
+def test_residual_vanishes_for_an_exactly_equivariant_score():
+    """Isotropic Gaussian N(0, I): s(x) = -x commutes with every pixel permutation."""
+    x = jax.random.uniform(jax.random.key(3), (4, 8, 8, 1), minval=-1, maxval=1)
+    r = residual.gepc_residuals(lambda xt, t: -xt, x, jax.random.key(4), TS)
+    assert r.shape == (4, 2, len(groups.DEFAULT_GROUP))
+    np.testing.assert_allclose(r, 0.0, atol=1e-10)
+
+
+def test_residual_is_positive_when_equivariance_is_broken():
+    """Diagonal Gaussian with a non-symmetric per-pixel precision: flips break the score."""
+    w = 1.0 + 3.0 * jax.random.uniform(jax.random.key(5), (1, 8, 8, 1))
+    x = jax.random.uniform(jax.random.key(6), (4, 8, 8, 1), minval=-1, maxval=1)
+    r, maps = residual.gepc_residuals(lambda xt, t: -w * xt, x, jax.random.key(7), TS,
+                                      with_maps=True)
+    assert np.all(np.asarray(r) > 1e-2)
+    assert maps.shape == (4, 2, 8, 8) and np.all(np.asarray(maps) >= 0)
+
+
+def test_residual_errors():
+    x = jnp.zeros((2, 8, 6, 1))
+    with pytest.raises(ValueError, match="square"):
+        residual.gepc_residuals(lambda xt, t: -xt, x, jax.random.key(0), TS)
+    xs = jnp.zeros((2, 8, 8, 1))
+    with pytest.raises(ValueError, match="rho"):
+        residual.gepc_residuals(lambda xt, t: -xt, xs, jax.random.key(0), TS, rho=0.0)
+    with pytest.raises(ValueError, match="ts"):
+        residual.gepc_residuals(lambda xt, t: -xt, xs, jax.random.key(0), [0.0])
+    with pytest.raises(ValueError, match="ts"):
+        residual.gepc_residuals(lambda xt, t: -xt, xs, jax.random.key(0), [1.5])
+    with pytest.raises(ValueError, match="x0"):
+        residual.gepc_residuals(lambda xt, t: -xt, jnp.zeros((8, 8, 1)), jax.random.key(0), TS)
+
+
+def test_schedule_inverse():
+    for v in (0.99997, 0.9999, 0.9979, 0.9969, 0.5):
+        t = schedule.t_from_sqrt_alpha_bar(v)
+        np.testing.assert_allclose(np.sqrt(schedule.alpha_bar(t)), v, rtol=1e-5)
+    with pytest.raises(ValueError, match="sqrt_abar"):
+        schedule.t_from_sqrt_alpha_bar(1.2)
+
+
+def test_kde_matches_scipy_and_silverman():
+    x = np.asarray(jax.random.normal(jax.random.key(8), (300, 2))) * np.array([1.0, 3.0])
+    h = np.asarray(scoring.silverman_bandwidth(jnp.asarray(x)))
+    iqr = np.subtract(*np.percentile(x, [75, 25], 0))
+    np.testing.assert_allclose(h, 0.9 * np.minimum(x.std(0, ddof=1), iqr / 1.34) * 300 ** -0.2,
+                               rtol=1e-5)
+    q = np.linspace(-4, 4, 7)[:, None].repeat(2, 1)
+    got = np.asarray(scoring.kde_log_density(jnp.asarray(x), jnp.asarray(h), jnp.asarray(q)))
+    for k in range(2):
+        kde = stats.gaussian_kde(x[:, k], bw_method=h[k] / x[:, k].std(ddof=1))
+        np.testing.assert_allclose(got[:, k], kde.logpdf(q[:, k]), rtol=1e-4, atol=1e-4)
+
+
+def test_fit_selects_lowest_cv_times_and_scores_outliers_higher():
+    rng = np.random.default_rng(0)
+    spread = np.array([0.5, 0.05, 0.1, 0.9])  # relative std per t: lowest CV at t=1, then t=2
+    f = np.abs(1.0 + spread[None, :, None] * rng.normal(size=(500, 4, 3)))
+    sc = scoring.fit(jnp.asarray(f), num_t=2)
+    assert sorted(np.asarray(sc.t_index).tolist()) == [1, 2]
+    inliers = np.abs(1.0 + spread[None, :, None] * rng.normal(size=(50, 4, 3)))
+    outliers = inliers * 3.0
+    assert np.mean(scoring.score(sc, jnp.asarray(outliers))) > np.mean(
+        scoring.score(sc, jnp.asarray(inliers)))
+    with pytest.raises(ValueError, match="num_t"):
+        scoring.fit(jnp.asarray(f), num_t=5)
+
+
+def test_gmm_density_and_fit():
+    rng = np.random.default_rng(1)
+    x = np.concatenate([rng.normal(-3, 1, (300, 2)), rng.normal(3, 0.5, (300, 2))])
+    g = scoring.fit_gmm(x, 2)
+    lp = scoring.gmm_component_logpdf(x[:5], g)
+    for k in range(2):
+        ref = stats.multivariate_normal(g.means[k], np.diag(g.variances[k])).logpdf(x[:5])
+        np.testing.assert_allclose(lp[:, k], ref + np.log(g.weights[k]), rtol=1e-6)
+    np.testing.assert_allclose(np.sort(g.means[:, 0]), [-3, 3], atol=0.3)
+    assert scoring.gmm_nll(g, np.array([[0.0, 10.0]]))[0] > scoring.gmm_nll(g, x).mean()
+
+
+def test_smoke_experiment(tmp_path):
+    from experiments.configs import gepc as gcfg
+    from jaxlab.gepc import experiment
+
+    s = experiment.train_and_evaluate(gcfg.get_config("smoke"), str(tmp_path))
+    for f in ("summary.json", "auroc.png", "maps.png"):
+        assert os.path.getsize(tmp_path / f) > 1000
+    assert os.path.isdir(tmp_path / "score_model")
+    row = s["auroc"]["uniform_noise"]
+    assert set(row) == {"GEPC", "GEPC log-KDE (ours)", "score norm", "MSMA-style",
+                        "DiffPath-style"}
+    assert all(0.0 <= v["auroc"] <= 1.0 for v in row.values())
+    assert len(s["selected_sqrt_abar"]) == 2
