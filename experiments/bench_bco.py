@@ -13,21 +13,12 @@ from absl import app, flags
 from jaxlab import bco
 from jaxlab.bco import losses
 from jaxlab.bco.reference import two_point_ogd_numpy
+from jaxlab.core import timing
 
 _DIM = flags.DEFINE_integer("dim", 16, "Dimension.")
 _ROUNDS = flags.DEFINE_integer("rounds", 20_000, "Rounds per run.")
 _NP_ROUNDS = flags.DEFINE_integer("numpy_rounds", 5_000, "Rounds for the NumPy loop.")
 _SEEDS = flags.DEFINE_integer("seeds", 64, "Runs in the vmapped measurement.")
-
-
-def _best_time(fn, repeats=3):
-    jax.block_until_ready(fn())
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main(argv):
@@ -45,10 +36,10 @@ def main(argv):
     np_rate = tn / (time.perf_counter() - t0)
 
     one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss)
-    rate1 = t / _best_time(lambda: one(jax.random.key(2)))
+    rate1 = t / timing.best_time(lambda: one(jax.random.key(2)))
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
     many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss))
-    rate_v = _SEEDS.value * t / _best_time(lambda: many(keys))
+    rate_v = _SEEDS.value * t / timing.best_time(lambda: many(keys))
 
     print(f"backend: {jax.default_backend()}, d={d}")
     print(f"NumPy loop           : {np_rate:11.4g} rounds/s")

@@ -10,21 +10,12 @@ import numpy as np
 from absl import app, flags
 
 from jaxlab import qlearning as ql
+from jaxlab.core import timing
 from jaxlab.qlearning.reference import periodic_q_learning_numpy
 
 _NP_STEPS = flags.DEFINE_integer("numpy_steps", 100_000, "Steps for the NumPy loop.")
 _JAX_STEPS = flags.DEFINE_integer("jax_steps", 2_000_000, "Steps per run for the jitted scan.")
 _SEEDS = flags.DEFINE_integer("seeds", 32, "Runs in the vmapped measurement.")
-
-
-def _time(fn, repeats=3):
-    fn()  # compile / warm up
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def main(argv):
@@ -39,11 +30,11 @@ def main(argv):
 
     n = _JAX_STEPS.value
     one = jax.jit(lambda k: ql.run_steps(ql.init(k, mdp), mdp, sched, n).q)
-    jax_rate = n / _time(lambda: one(jax.random.key(2)))
+    jax_rate = n / timing.best_time(lambda: one(jax.random.key(2)))
 
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
     many = jax.jit(jax.vmap(lambda k: ql.run_steps(ql.init(k, mdp), mdp, sched, n // 4).q))
-    vm_rate = _SEEDS.value * (n // 4) / _time(lambda: many(keys))
+    vm_rate = _SEEDS.value * (n // 4) / timing.best_time(lambda: many(keys))
 
     print(f"backend: {jax.default_backend()}, devices: {jax.device_count()}")
     print(f"NumPy loop              : {np_rate:12.4g} Q-updates/s")

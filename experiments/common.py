@@ -1,6 +1,7 @@
 """Flags and entry point shared by the experiment binaries."""
 
-from absl import flags, logging
+from absl import app, flags, logging
+from ml_collections import config_flags
 
 from jaxlab.core import sharding
 
@@ -18,3 +19,14 @@ def run(train_and_evaluate, config) -> dict:
     sharding.initialize_distributed(COORDINATOR.value, NUM_PROCESSES.value, PROCESS_ID.value)
     logging.info("config:\n%s", config)
     return train_and_evaluate(config, WORKDIR.value)
+
+
+def launch(train_and_evaluate, default_config: str) -> None:
+    """The whole body of a method binary: --config (default ``default_config``), --workdir."""
+    config = config_flags.DEFINE_config_file("config", default_config)
+
+    def main(argv):
+        del argv
+        run(train_and_evaluate, config.value)
+
+    app.run(main)

@@ -5,19 +5,8 @@
   # the shipped model: cp -r /tmp/gepc_train/score_model experiments/pretrained/gepc_mnist16
 """
 
-from absl import app
-from ml_collections import config_flags
-
 from experiments import common
 from jaxlab.gepc import experiment
 
-_CONFIG = config_flags.DEFINE_config_file("config", "experiments/configs/gepc.py:quick")
-
-
-def main(argv):
-    del argv
-    common.run(experiment.train, _CONFIG.value)
-
-
 if __name__ == "__main__":
-    app.run(main)
+    common.launch(experiment.train, "experiments/configs/gepc.py:quick")

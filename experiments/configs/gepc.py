@@ -6,6 +6,7 @@ import ml_collections
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
+    c.id_dataset = "mnist"  # or "digits" (scikit-learn 8x8 digits, upsampled)
     c.image_size = 16
     c.id_classes = [0, 1, 2, 3, 4]
     c.num_train = 2000
@@ -30,6 +31,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.bootstrap = 500
     c.eval_batch = 200
     if arg == "smoke":
+        c.id_dataset = "digits"  # the quick preset covers MNIST with the shipped model
         c.num_train, c.num_test = 200, 40
         c.train_steps, c.train_chunks = 20, 2
         c.bootstrap = 50

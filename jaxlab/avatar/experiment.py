@@ -14,7 +14,7 @@ import numpy as np
 from absl import logging
 
 from jaxlab.avatar import active, adjoint, solvers, tasks
-from jaxlab.core import checkpoint, metrics, plots, results
+from jaxlab.core import checkpoint, metrics, plots, results, timing
 
 METRICS = ("mrr", "hits@1", "hits@10", "hits@30", "hits@50")
 
@@ -55,16 +55,8 @@ def time_adjoint(n: int, repeats: int = 3, epsilon: float = 0.05) -> tuple[float
     cost = jax.random.uniform(jax.random.key(n), (n, n))
     plan = solvers.entropic_plan(cost, epsilon)
     g = jnp.log(plan) + 1.0
-    times = []
-    for method in ("cg", "dense"):
-        jax.block_until_ready(adjoint.cost_gradient(plan, g, epsilon, method=method))
-        best = float("inf")
-        for _ in range(repeats):
-            t0 = time.perf_counter()
-            jax.block_until_ready(adjoint.cost_gradient(plan, g, epsilon, method=method))
-            best = min(best, time.perf_counter() - t0)
-        times.append(best)
-    return times[0], times[1]
+    return tuple(timing.best_time(lambda m=m: adjoint.cost_gradient(plan, g, epsilon, method=m),
+                                  repeats) for m in ("cg", "dense"))
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:

@@ -1,4 +1,5 @@
-"""GEPC OOD benchmark: ID = MNIST-5k digits of some classes (16x16), several offline OOD sets.
+"""GEPC OOD benchmark: ID = some digit classes (MNIST-5k or scikit-learn digits, 16x16),
+several offline OOD sets.
 
 ``train(config, workdir)`` trains the score model (what experiments/gepc_train.py runs;
 its output ships in experiments/pretrained/). ``train_and_evaluate(config, workdir)``
@@ -22,9 +23,17 @@ from jaxlab.gepc.train import make_eps_fn, train_score_model
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+def _id_source(config):
+    if config.id_dataset == "mnist":
+        return data.mnist(config.image_size)
+    if config.id_dataset == "digits":
+        return data.sklearn_digits(config.image_size)
+    raise ValueError(f"`id_dataset` must be 'mnist' or 'digits', got {config.id_dataset!r}.")
+
+
 def id_split(config):
-    """(ID-train, ID-test, OOD held-out classes) images from MNIST-5k."""
-    x, y = data.mnist(config.image_size)
+    """(ID-train, ID-test, OOD held-out classes) images of ``config.id_dataset``."""
+    x, y = _id_source(config)
     is_id = np.isin(y, config.id_classes)
     xid = x[is_id]
     return xid[:config.num_train], xid[config.num_train:config.num_train + config.num_test], \
@@ -35,10 +44,11 @@ def ood_sets(config, id_test, held_out) -> dict[str, np.ndarray]:
     """name -> [N, S, S, 1] OOD images, all offline."""
     s = config.image_size
     n = config.num_test
-    digits, _ = data.sklearn_digits(s)
+    other_name = "sklearn_digits" if config.id_dataset == "mnist" else "mnist"
+    other, _ = data.sklearn_digits(s) if config.id_dataset == "mnist" else data.mnist(s)
     return {
-        "mnist_heldout_classes": held_out,
-        "sklearn_digits": digits[:n],
+        f"{config.id_dataset}_heldout_classes": held_out,
+        other_name: other[:n],
         "textures": data.image_patches(("brick", "grass", "gravel"), n, s),
         "faces": data.faces(s)[:n],
         "uniform_noise": data.uniform_noise(n, s),
@@ -203,14 +213,15 @@ def _plot_auroc(summary, path):
                          table[s][m]["ci95"][1] - table[s][m]["auroc"]] for s in sets]).T
         ax.bar(np.arange(len(sets)) + j * w, vals, w, yerr=err, label=m, capsize=2)
     ax.set_xticks(np.arange(len(sets)) + 0.4 - w / 2, sets, rotation=20, fontsize=8)
-    ax.set(ylabel="AUROC (OOD positive)", ylim=(0, 1.18), title="ID: MNIST classes vs OOD sets")
+    ax.set(ylabel="AUROC (OOD positive)", ylim=(0, 1.18), title="ID classes vs OOD sets")
     ax.axhline(0.5, color="gray", lw=0.8, ls=":")
     ax.legend(fontsize=7, ncol=5, loc="upper center")
     plots.save(fig, path)
 
 
 def _plot_maps(config, score_fn, sets, path):
-    show = ["id_test", "mnist_heldout_classes", "textures", "faces", "rotated_id"]
+    show = ["id_test", f"{config.id_dataset}_heldout_classes", "textures", "faces",
+            "rotated_id"]
     t = schedule.t_from_sqrt_alpha_bar(np.asarray(config.sqrt_abars[:1]))
     fig, axes = plots.figure(len(show), width=2.2, height=4.6)
     for ax, name in zip(axes, show, strict=True):

@@ -128,6 +128,8 @@ def test_smoke_experiment(tmp_path):
     for f in ("summary.json", "auroc.png", "maps.png"):
         assert os.path.getsize(tmp_path / f) > 1000
     assert os.path.isdir(tmp_path / "score_model")
+    assert set(s["auroc"]) == {"digits_heldout_classes", "mnist", "textures", "faces",
+                               "uniform_noise", "rotated_id", "shifted_id"}
     row = s["auroc"]["uniform_noise"]
     assert set(row) == {"GEPC", "GEPC log-KDE (ours)", "score norm", "MSMA-style",
                         "DiffPath-style"}
