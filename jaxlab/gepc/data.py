@@ -40,12 +40,17 @@ def image_patches(names=("brick", "grass", "gravel"), num: int = 500, size: int 
     import skimage.data as skd
     from skimage.color import rgb2gray
 
+    validation.check_positive_int("num", num)
+    validation.check_positive_int("patch", patch)
     rng = np.random.default_rng(seed)
     imgs = []
     for n in names:
         im = np.asarray(getattr(skd, n)(), np.float64)
         im = rgb2gray(im) if im.ndim == 3 else im
         imgs.append(im / im.max())
+    small = [n for n, im in zip(names, imgs, strict=True) if min(im.shape) <= patch]
+    if small:
+        raise ValueError(f"`patch`={patch} must be smaller than the images {small}.")
     out = []
     for i in range(num):
         im = imgs[i % len(imgs)]

@@ -58,7 +58,10 @@ def ood_sets(config, id_test, held_out) -> dict[str, np.ndarray]:
 
 
 def _model_dir(config):
-    return os.path.join(ROOT, config.pretrained_dir)
+    """``config.pretrained_dir`` as given if it exists (absolute or from the cwd), else
+    relative to the repository root of this checkout."""
+    path = config.pretrained_dir
+    return path if os.path.isdir(path) else os.path.join(ROOT, path)
 
 
 def train(config: ml_collections.ConfigDict, workdir: str):

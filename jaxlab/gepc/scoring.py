@@ -91,7 +91,10 @@ class DiagGMM(NamedTuple):
 def fit_gmm(x, num_components: int = 4, iters: int = 100, seed: int = 0) -> DiagGMM:
     """EM for a diagonal GMM (the density model of the MSMA / DiffPath baselines)."""
     x = np.asarray(x, np.float64)
+    validation.check_ndim("x", x, 2)
     n, d = x.shape
+    if not 1 <= num_components <= n:
+        raise ValueError(f"`num_components` must be in [1, {n}], got {num_components}.")
     rng = np.random.default_rng(seed)
     mu = x[rng.choice(n, num_components, replace=False)]
     var = np.tile(x.var(0) + 1e-6, (num_components, 1))

@@ -118,6 +118,21 @@ def test_gmm_density_and_fit():
         np.testing.assert_allclose(lp[:, k], ref + np.log(g.weights[k]), rtol=1e-6)
     np.testing.assert_allclose(np.sort(g.means[:, 0]), [-3, 3], atol=0.3)
     assert scoring.gmm_nll(g, np.array([[0.0, 10.0]]))[0] > scoring.gmm_nll(g, x).mean()
+    with pytest.raises(ValueError, match="num_components"):
+        scoring.fit_gmm(x[:3], 4)
+    with pytest.raises(ValueError, match="x"):
+        scoring.fit_gmm(x[:, 0], 2)
+
+
+def test_offline_data_shapes_and_errors():
+    from jaxlab.gepc import data
+
+    p = data.image_patches(("camera",), num=5, size=8, patch=32)
+    assert p.shape == (5, 8, 8, 1) and p.min() >= -1 and p.max() <= 1
+    with pytest.raises(ValueError, match="patch"):
+        data.image_patches(("camera",), num=2, patch=1000)
+    with pytest.raises(ValueError, match="num"):
+        data.uniform_noise(0)
 
 
 def test_smoke_experiment(tmp_path):
