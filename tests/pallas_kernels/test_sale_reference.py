@@ -1,0 +1,91 @@
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from pallas_kernels.sale import reference as R
+
+
+def structured(n=1024, d=32, hq=4, hk=2, seed=0):
+    """Keys in 64-long segments of 16 orthogonal clusters plus an attention sink at key 0;
+    each 64-query block attends to one cluster (the block-sparse regime SALE targets)."""
+    ks = jax.random.split(jax.random.key(seed), 5)
+    basis = jnp.linalg.qr(jax.random.normal(ks[0], (d, d)))[0]
+    c, e_sink = basis[:16] * 8.0, basis[16]
+    k = c[(jnp.arange(n) // 64) % 16] + 0.3 * jax.random.normal(ks[1], (hk, n, d))
+    k = k.at[:, 0].add(12.0 * e_sink)
+    q = (c[((jnp.arange(n) // 64) * 7 + jnp.arange(hq)[:, None]) % 16]
+         + 0.3 * jax.random.normal(ks[3], (hq, n, d)) + 5.0 * e_sink)
+    return q[None], k[None], jax.random.normal(ks[4], (1, hk, n, d))
+
+
+@pytest.mark.parametrize("bits", [8, 4])
+def test_quantization_round_trip(bits):
+    x = jax.random.normal(jax.random.key(0), (2, 3, 128, 16)) * 3.0
+    codes, scale = R.quantize_blocks(x, 32, bits)
+    assert codes.dtype == jnp.int8 and int(jnp.abs(codes).max()) <= R.QMAX[bits]
+    err = jnp.abs(R.dequantize_blocks(codes, scale, 32) - x).reshape(2, 3, 4, 32, 16)
+    assert bool(jnp.all(err <= scale / 2 + 1e-6))
+
+
+def test_smoothing_correction_is_exact_without_quantization():
+    q, k, _ = structured(n=256)
+    exact = jnp.einsum("bhnd,bhmd->bhnm", q, jnp.repeat(k, 2, 1)) / jnp.sqrt(32.0)
+    np.testing.assert_allclose(R.estimate_scores(q, k, bits=None), exact, atol=2e-4)
+    err8 = float(jnp.abs(R.estimate_scores(q, k, bits=8) - exact).max())
+    err4 = float(jnp.abs(R.estimate_scores(q, k, bits=4) - exact).max())
+    assert err8 < 0.2 < err4 < 3.0  # int4 is coarser but still informative
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_all_blocks_kept_equals_dense_attention(causal):
+    q, k, v = structured(n=256)
+    out, keep = R.sale_attention(q, k, v, 0.0, causal=causal)
+    if not causal:
+        assert bool(keep.all())
+    np.testing.assert_allclose(out, R.dense_attention(q, k, v, causal), atol=1e-5)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_density_falls_with_tau_and_recall_at_default_tau(causal):
+    q, k, v = structured()
+    dens = [float(R.sale_attention(q, k, v, t, causal=causal)[1].mean())
+            for t in (0.0, 1e-4, 1e-3, 8e-3)]
+    assert all(a >= b for a, b in zip(dens, dens[1:], strict=False)) and dens[-1] < 0.6 * dens[0]
+    _, keep = R.sale_attention(q, k, v, R.DEFAULT_TAU, causal=causal)
+    assert float(R.attention_recall(q, k, keep, causal=causal).min()) >= 0.99
+
+
+def test_always_kept_blocks_cover_sink_local_and_diagonal():
+    base = np.asarray(R.always_kept_blocks(512, R.BlockSizes(), causal=True))
+    assert base[:, 0].all()  # sink
+    for i in range(8):
+        assert base[i, 2 * i] and base[i, 2 * i + 1]  # diagonal (2 key blocks per row block)
+        assert not base[i, 2 * i + 2:].any()  # causal
+        assert base[i, max(0, 2 * i - 4):2 * i].all()  # 128-key local window
+
+
+def test_calibration_meets_theta_per_head():
+    q, k, v = structured(n=512)
+    for theta in (1e-3, 1e-4):
+        tau = R.calibrate_tau(q, k, v, theta)
+        out, _ = R.sale_attention(q, k, v, tau)
+        err = jnp.abs(out - R.dense_attention(q, k, v)).mean((0, 2, 3))
+        assert bool(jnp.all(err < theta))
+    assert bool(jnp.all(R.calibrate_tau(q, k, v, 1e-4) <= R.calibrate_tau(q, k, v, 1e-3)))
+
+
+def test_bad_input():
+    q, k, v = structured(n=128)
+    with pytest.raises(ValueError, match="block_q"):
+        R.sale_attention(q[:, :, :96], k[:, :, :96], v[:, :, :96], 0.0)
+    with pytest.raises(ValueError, match="GQA"):
+        R.sale_attention(q[:, :3], k, v, 0.0)
+    with pytest.raises(ValueError, match="`k`"):
+        R.sale_attention(q, k[..., :16], v, 0.0)
+    with pytest.raises(ValueError, match="bits"):
+        R.quantize_blocks(q, 64, 2)
+    with pytest.raises(ValueError, match="multiple"):
+        R.BlockSizes(block_q=48, block_k=32)
+    with pytest.raises(ValueError, match="theta"):
+        R.calibrate_tau(q, k, v, 0.0)
