@@ -19,6 +19,6 @@ from pallas_kernels.sale.reference import (
     sale_attention,
 )
 
-__all__ = ["BlockSizes", "attention_recall", "block_sparse_attention", "block_keep_mask", "calibrate_tau",
-           "dense_attention", "estimate_scores", "quantize_blocks", "reference",
+__all__ = ["BlockSizes", "attention_recall", "block_keep_mask", "block_sparse_attention",
+           "calibrate_tau", "dense_attention", "estimate_scores", "quantize_blocks", "reference",
            "sale_attention"]
