@@ -76,8 +76,15 @@ def block_sparse_attention(q, k, v, block_mask, sizes: BlockSizes = BlockSizes()
     b, hq, n, d = q.shape
     nq, nk = n // sizes.block_q, n // sizes.block_k
     validation.check_shape("block_mask", block_mask, (b, hq, nq, nk))
-    groups = hq // k.shape[1]
     idx, cnt = compact_block_lists(block_mask)
+    return _attend(q, k, v, idx, cnt, sizes, causal, interpret)
+
+
+def _attend(q, k, v, idx, cnt, sizes, causal, interpret):
+    """The pallas_call over compact lists idx [B, Hq, nq, nk] and counts cnt [B, Hq, nq]."""
+    b, hq, n, d = q.shape
+    nq, nk = n // sizes.block_q, n // sizes.block_k
+    groups = hq // k.shape[1]
     kernel = functools.partial(_kernel, block_q=sizes.block_q, block_k=sizes.block_k,
                                causal=causal, scale=1.0 / float(d) ** 0.5)
     return pl.pallas_call(

@@ -127,6 +127,31 @@ def _element_mask(block_mask, sizes, n, causal):
     return m
 
 
+def row_stats(q, k, sizes: BlockSizes = BlockSizes(), causal: bool = False):
+    """(m, l) [B, Hq, N, 1]: exact row max and sum of exp(S - m) over the always-kept blocks."""
+    b, hq, n, d = q.shape
+    groups = hq // k.shape[1]
+    s_exact = jnp.einsum("bhnd,bhmd->bhnm", q.astype(jnp.float32),
+                         _repeat_kv(k.astype(jnp.float32), groups)) / jnp.sqrt(d)
+    base_el = _element_mask(always_kept_blocks(n, sizes, causal), sizes, n, causal)
+    s_base = jnp.where(base_el, s_exact, -jnp.inf)
+    m = s_base.max(-1, keepdims=True)
+    return m, jnp.exp(s_base - m).sum(-1, keepdims=True)
+
+
+def block_ras_max(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
+                  causal: bool = False):
+    """[B, Hq, N / b_q, N / b_k] max over each block of the Relative Attention Score."""
+    _check_qkv(q, k, k, sizes)
+    b, hq, n, _ = q.shape
+    m, l_sum = row_stats(q, k, sizes, causal)
+    ras = jnp.exp(estimate_scores(q, k, sizes, bits) - m) / l_sum
+    if causal:
+        ras = jnp.where(jnp.tril(jnp.ones((n, n), bool)), ras, 0.0)
+    nq, nk = n // sizes.block_q, n // sizes.block_k
+    return ras.reshape(b, hq, nq, sizes.block_q, nk, sizes.block_k).max((3, 5))
+
+
 def block_keep_mask(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
                     causal: bool = False):
     """[B, Hq, N / b_q, N / b_k] bool: the blocks SALE attends to.
@@ -139,24 +164,10 @@ def block_keep_mask(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int | Non
       causal: drop key blocks above the diagonal.
     """
     _check_qkv(q, k, k, sizes)
-    b, hq, n, d = q.shape
+    n, hq = q.shape[2], q.shape[1]
     tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), (hq,))
-    s_est = estimate_scores(q, k, sizes, bits)
-    groups = hq // k.shape[1]
-    s_exact = jnp.einsum("bhnd,bhmd->bhnm", q.astype(jnp.float32),
-                         _repeat_kv(k.astype(jnp.float32), groups)) / jnp.sqrt(d)
-    base = always_kept_blocks(n, sizes, causal)
-    base_el = _element_mask(base, sizes, n, causal)
-    s_base = jnp.where(base_el, s_exact, -jnp.inf)
-    m = s_base.max(-1, keepdims=True)
-    l_sum = jnp.exp(s_base - m).sum(-1, keepdims=True)
-    ras = jnp.exp(s_est - m) / l_sum
-    if causal:
-        ras = jnp.where(jnp.tril(jnp.ones((n, n), bool)), ras, 0.0)
-    nq, nk = n // sizes.block_q, n // sizes.block_k
-    block_max = ras.reshape(b, hq, nq, sizes.block_q, nk, sizes.block_k).max((3, 5))
-    keep = block_max > tau[None, :, None, None]
-    keep = keep | base[None, None]
+    keep = block_ras_max(q, k, sizes, bits, causal) > tau[None, :, None, None]
+    keep = keep | always_kept_blocks(n, sizes, causal)[None, None]
     if causal:
         keep = keep & always_kept_blocks(n, BlockSizes(sizes.block_q, sizes.block_k, n),
                                          causal=True)[None, None]
