@@ -23,5 +23,5 @@ from pallas_kernels.sale.reference import (
 )
 
 __all__ = ["BlockSizes", "attention_recall", "block_keep_mask", "block_sparse_attention",
-           "calibrate_tau", "dense_attention", "estimate_and_select", "estimate_scores", "quantize_blocks", "reference",
-           "sale_attention", "sale_attention_pallas"]
+           "calibrate_tau", "dense_attention", "estimate_and_select", "estimate_scores",
+           "quantize_blocks", "reference", "sale_attention", "sale_attention_pallas"]
