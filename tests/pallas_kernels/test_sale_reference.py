@@ -4,19 +4,11 @@ import numpy as np
 import pytest
 
 from pallas_kernels.sale import reference as R
+from pallas_kernels.sale.synthetic import structured_qkv
 
 
 def structured(n=1024, d=32, hq=4, hk=2, seed=0):
-    """Keys in 64-long segments of 16 orthogonal clusters plus an attention sink at key 0;
-    each 64-query block attends to one cluster (the block-sparse regime SALE targets)."""
-    ks = jax.random.split(jax.random.key(seed), 5)
-    basis = jnp.linalg.qr(jax.random.normal(ks[0], (d, d)))[0]
-    c, e_sink = basis[:16] * 8.0, basis[16]
-    k = c[(jnp.arange(n) // 64) % 16] + 0.3 * jax.random.normal(ks[1], (hk, n, d))
-    k = k.at[:, 0].add(12.0 * e_sink)
-    q = (c[((jnp.arange(n) // 64) * 7 + jnp.arange(hq)[:, None]) % 16]
-         + 0.3 * jax.random.normal(ks[3], (hq, n, d)) + 5.0 * e_sink)
-    return q[None], k[None], jax.random.normal(ks[4], (1, hk, n, d))
+    return structured_qkv(n, d, hq, hk, seed)
 
 
 @pytest.mark.parametrize("bits", [8, 4])
