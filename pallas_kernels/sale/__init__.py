@@ -4,8 +4,8 @@
 ``estimate.estimate_and_select`` (quantize + estimate + select, compact kept-block lists)
 and ``block_sparse_attention`` (flash attention over kept blocks) are Pallas kernels with a
 GPU-style grid, tested with ``interpret=True`` on CPU; ``estimate.sale_attention_pallas``
-chains them. Still to come: the TPU scalar-prefetch variant, ``jaxlab.attention`` inside
-the dLLM model, and accelerator benchmarks (issue 8).
+chains them. ``block_sparse_attention_tpu`` is the TPU (scalar-prefetch) form. Still to
+come: ``jaxlab.attention`` inside the dLLM model and accelerator validation (issue 8).
 """
 
 from pallas_kernels.sale import reference

@@ -53,3 +53,19 @@ def test_bad_input():
     with pytest.raises(ValueError, match="divisible"):
         block_sparse_attention(q[:, :, :96], k[:, :, :96], v[:, :, :96],
                                jnp.ones((1, 4, 1, 3), bool), interpret=True)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_tpu_scalar_prefetch_variant_equals_reference(causal):
+    from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
+
+    q, k, v = structured(n=256)
+    ref, keep = R.sale_attention(q, k, v, R.DEFAULT_TAU, causal=causal)
+    out = block_sparse_attention_tpu(q, k, v, keep, causal=causal, interpret=True)
+    np.testing.assert_allclose(out, ref, atol=1e-5, rtol=1e-5)
+    q1, k1, v1 = structured(n=128, hq=4, hk=1)  # GQA 4:1, every block kept
+    dense = block_sparse_attention_tpu(q1, k1, v1, jnp.ones((1, 4, 2, 4), bool), causal=causal,
+                                       interpret=True)
+    np.testing.assert_allclose(dense, R.dense_attention(q1, k1, v1, causal), atol=1e-5)
+    with pytest.raises(ValueError, match="block_mask"):
+        block_sparse_attention_tpu(q1, k1, v1, jnp.ones((1, 4, 2, 3), bool), interpret=True)
