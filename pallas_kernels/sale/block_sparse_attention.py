@@ -31,6 +31,14 @@ def compact_block_lists(block_mask):
     return order, block_mask.sum(-1).astype(jnp.int32)
 
 
+def online_softmax_step(m, l_sum, acc, s, v_block):
+    """One FlashAttention-2 update of (row max m, row sum l, accumulator acc) with logits s."""
+    m_new = jnp.maximum(m, s.max(-1))
+    p = jnp.exp(s - m_new[:, None])
+    alpha = jnp.exp(m - m_new)
+    return m_new, l_sum * alpha + p.sum(-1), acc * alpha[:, None] + p @ v_block
+
+
 def _kernel(idx_ref, cnt_ref, q_ref, k_ref, v_ref, o_ref, *, block_q, block_k, causal, scale):
     i = pl.program_id(2)
     q = q_ref[...].astype(jnp.float32) * scale
@@ -44,10 +52,7 @@ def _kernel(idx_ref, cnt_ref, q_ref, k_ref, v_ref, o_ref, *, block_q, block_k, c
         s = q @ kb.T
         if causal:
             s = jnp.where(start + jnp.arange(block_k)[None, :] <= rows, s, MASK_VALUE)
-        m_new = jnp.maximum(m, s.max(-1))
-        p = jnp.exp(s - m_new[:, None])
-        alpha = jnp.exp(m - m_new)
-        return m_new, l_sum * alpha + p.sum(-1), acc * alpha[:, None] + p @ vb
+        return online_softmax_step(m, l_sum, acc, s, vb)
 
     d = q.shape[-1]
     init = (jnp.full((block_q,), MASK_VALUE, jnp.float32), jnp.zeros((block_q,), jnp.float32),

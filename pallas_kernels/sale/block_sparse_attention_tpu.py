@@ -16,7 +16,11 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from jaxlab.core import validation
-from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, compact_block_lists
+from pallas_kernels.sale.block_sparse_attention import (
+    MASK_VALUE,
+    compact_block_lists,
+    online_softmax_step,
+)
 from pallas_kernels.sale.reference import BlockSizes, _check_qkv
 
 
@@ -39,13 +43,9 @@ def _kernel(idx_ref, cnt_ref, q_ref, k_ref, v_ref, o_ref, m_sc, l_sc, acc_sc, *,
             start = idx_ref[b, h, i, j] * block_k
             rows = i * block_q + jnp.arange(block_q)[:, None]
             s = jnp.where(start + jnp.arange(block_k)[None, :] <= rows, s, MASK_VALUE)
-        m_old = m_sc[...][:, 0]
-        m_new = jnp.maximum(m_old, s.max(-1))
-        p = jnp.exp(s - m_new[:, None])
-        alpha = jnp.exp(m_old - m_new)
-        l_sc[...] = (l_sc[...][:, 0] * alpha + p.sum(-1))[:, None]
-        acc_sc[...] = acc_sc[...] * alpha[:, None] + p @ v_ref[...].astype(jnp.float32)
-        m_sc[...] = m_new[:, None]
+        m, l_sum, acc = online_softmax_step(m_sc[...][:, 0], l_sc[...][:, 0], acc_sc[...], s,
+                                            v_ref[...].astype(jnp.float32))
+        m_sc[...], l_sc[...], acc_sc[...] = m[:, None], l_sum[:, None], acc
 
     @pl.when(j == pl.num_programs(3) - 1)
     def _():
