@@ -21,7 +21,14 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.bco import domains, estimators
-from jaxlab.bco.learners import BanditLearner, BanditState, RoundInfo, StepRule, _advance
+from jaxlab.bco.learners import (
+    BanditLearner,
+    BanditState,
+    RoundInfo,
+    StepRule,
+    _advance,
+    _init,
+)
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
@@ -52,13 +59,12 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
     d = domain.dim
     log_n = float(np.log(max(n, 2)))
 
+    base_init = _init(play_domain)
+
     def init(x0: Array) -> EnsembleState:
-        x0 = jnp.asarray(x0, jnp.float32)
-        validation.check_shape("x0", x0, (d,))
-        z = jnp.zeros_like(x0)
-        base = BanditState(play_domain.project(x0), z, z, jnp.float32(0.0), jnp.int32(0))
+        base = base_init(x0)
         bases = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), base)
-        return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), z)
+        return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), jnp.zeros_like(base.xhat))
 
     def step(state: EnsembleState, key: PRNGKey, f) -> tuple[EnsembleState, RoundInfo]:
         m = state.hint

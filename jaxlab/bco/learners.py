@@ -32,7 +32,8 @@ from jaxlab.bco import domains, estimators
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
-HINTS = ("none", "previous", "ema")  # M_t = 0, g_{t-1}, or an EMA of g (one-point)
+# M_t = 0, g_{t-1}, or an EMA of g (one-point). "previous" is the EMA with beta = 1.
+HINTS = ("none", "previous", "ema")
 
 
 class StepRule(NamedTuple):
@@ -57,12 +58,11 @@ def step_rule(scale: float = 1.0, lam: float = 0.0, eta_max: float = float("inf"
 
 
 class BanditState(NamedTuple):
-    """xhat: [d] lazy iterate; hint: [d] EMA hint; prev_g: [d] last estimate;
-    sum_var: S_t; t: rounds played (int32)."""
+    """xhat: [d] lazy iterate; hint: [d] EMA (1 - beta) m + beta g of the estimates, i.e.
+    g_{t-1} for beta = 1; sum_var: S_t; t: rounds played (int32)."""
 
     xhat: Array
     hint: Array
-    prev_g: Array
     sum_var: Array
     t: Array
 
@@ -90,16 +90,13 @@ def _check_common(domain, delta, hint, beta):
 
 
 def _current_hint(state: BanditState, hint: str) -> Array:
-    if hint == "none":
-        return jnp.zeros_like(state.xhat)
-    return state.prev_g if hint == "previous" else state.hint
+    return jnp.zeros_like(state.xhat) if hint == "none" else state.hint
 
 
 def _advance(state, g, m, eta, beta, play_domain) -> BanditState:
     return BanditState(
         xhat=play_domain.project(state.xhat - eta * g),
         hint=(1.0 - beta) * state.hint + beta * g,
-        prev_g=g,
         sum_var=state.sum_var + jnp.sum((g - m) ** 2),
         t=state.t + 1,
     )
@@ -109,8 +106,8 @@ def _init(play_domain):
     def init(x0: Array) -> BanditState:
         x0 = jnp.asarray(x0, jnp.float32)
         validation.check_shape("x0", x0, (play_domain.dim,))
-        z = jnp.zeros_like(x0)
-        return BanditState(play_domain.project(x0), z, z, jnp.float32(0.0), jnp.int32(0))
+        return BanditState(play_domain.project(x0), jnp.zeros_like(x0), jnp.float32(0.0),
+                           jnp.int32(0))
 
     return init
 

@@ -29,13 +29,6 @@ class LinearSeq(NamedTuple):
     thetas: Array
 
 
-def loss_at(seq, t, x: Array) -> Array:
-    """f_t(x) for one round t."""
-    if isinstance(seq, QuadraticSeq):
-        return 0.5 * seq.curvature * jnp.sum((x - seq.centers[t]) ** 2)
-    return jnp.dot(seq.thetas[t], x)
-
-
 def round_params(seq):
     """The per-round leaves (scanned over), and a function f(params_t, x)."""
     if isinstance(seq, QuadraticSeq):
