@@ -25,8 +25,9 @@ MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
 
 
 def compact_block_lists(block_mask):
-    """(kv_index, kv_count) from a bool block mask [B, Hq, nq, nk]."""
-    validation.check_ndim("block_mask", block_mask, 4)
+    """(kv_index, kv_count) from a bool block mask [..., nk]: kept blocks first, in order."""
+    if block_mask.ndim < 1:
+        raise ValueError("`block_mask` must have at least one axis (key blocks last).")
     order = jnp.argsort(~block_mask, axis=-1, stable=True).astype(jnp.int32)
     return order, block_mask.sum(-1).astype(jnp.int32)
 

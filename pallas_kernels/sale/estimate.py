@@ -19,7 +19,7 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from pallas_kernels.sale import reference as ref
-from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, _attend
+from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, _attend, compact_block_lists
 from pallas_kernels.sale.reference import BlockSizes
 
 
@@ -103,8 +103,7 @@ def estimate_and_select(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int =
     groups = hq // k.shape[1]
     tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), (hq,))
     base = ref.always_kept_blocks(n, sizes, causal)
-    base_idx = jnp.argsort(~base, axis=-1, stable=True).astype(jnp.int32)
-    base_cnt = base.sum(-1).astype(jnp.int32)
+    base_idx, base_cnt = compact_block_lists(base)
     qc, qscale, kc, kscale, r, c, const = _prepare(q, k, sizes, bits)
     kernel = functools.partial(_kernel, block_q=sizes.block_q, block_k=sizes.block_k,
                                causal=causal, inv_sqrt_d=1.0 / float(d) ** 0.5)

@@ -44,6 +44,11 @@ def test_compact_block_lists():
     np.testing.assert_array_equal(cnt, [[[2, 1]]])
     np.testing.assert_array_equal(idx[0, 0, 0, :2], [0, 2])
     np.testing.assert_array_equal(idx[0, 0, 1, :1], [3])
+    idx2, cnt2 = compact_block_lists(mask[0, 0])  # any leading shape
+    np.testing.assert_array_equal(idx2, idx[0, 0])
+    np.testing.assert_array_equal(cnt2, cnt[0, 0])
+    with pytest.raises(ValueError, match="block_mask"):
+        compact_block_lists(jnp.asarray(True))
 
 
 def test_bad_input():
