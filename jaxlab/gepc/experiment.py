@@ -64,9 +64,11 @@ def _model_dir(config):
     return path if os.path.isdir(path) else os.path.join(ROOT, path)
 
 
-def train(config: ml_collections.ConfigDict, workdir: str):
-    """Trains the eps-model on ID-train and exports its params to ``workdir/score_model``."""
-    id_train, _, _ = id_split(config)
+def train(config: ml_collections.ConfigDict, workdir: str, id_train=None):
+    """Trains the eps-model on ID-train (loaded unless given) and exports its params to
+    ``workdir/score_model``."""
+    if id_train is None:
+        id_train, _, _ = id_split(config)
     model, params, losses = train_score_model(
         id_train, workdir, steps=config.train_steps, batch_size=config.batch_size,
         learning_rate=config.learning_rate, num_chunks=config.train_chunks,
@@ -78,8 +80,9 @@ def train(config: ml_collections.ConfigDict, workdir: str):
     return model, params, losses
 
 
-def load_or_train(config, workdir):
-    """The shipped model if ``config.pretrained_dir`` holds one, else a freshly trained one."""
+def load_or_train(config, workdir, id_train):
+    """The shipped model if ``config.pretrained_dir`` holds one, else one trained on
+    ``id_train``."""
     model = UNet(tuple(config.channels))
     template = model.init(jax.random.key(0), jnp.zeros((1, config.image_size,
                                                         config.image_size, 1)), jnp.zeros(1))
@@ -90,7 +93,7 @@ def load_or_train(config, workdir):
                 logging.info("GEPC: using the shipped score model in %s", path)
                 return model, ck.restore(template)
     logging.info("GEPC: no shipped model at %s; training one", path)
-    model, params, _ = train(config, workdir)
+    model, params, _ = train(config, workdir, id_train)
     return model, params
 
 
@@ -126,7 +129,7 @@ def _features(config, eps_fn, score_fn, x, key):
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     id_train, id_test, held_out = id_split(config)
     sets = {"id_train": id_train, "id_test": id_test, **ood_sets(config, id_test, held_out)}
-    model, params = load_or_train(config, workdir)
+    model, params = load_or_train(config, workdir, id_train)
     eps_fn = make_eps_fn(model, params)
     score_fn = residual.score_from_eps(eps_fn)
     names = list(sets)

@@ -51,3 +51,16 @@ def test_run_resumable_resumes_without_redoing_work(tmp_path):
     calls.clear()
     again = checkpoint.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
     assert calls == [] and int(again.n) == 5
+
+
+def test_checkpoint_dir_depends_on_the_config_only():
+    import ml_collections
+
+    a = ml_collections.ConfigDict({"seed": 0, "sizes": [1, 2]})
+    b = ml_collections.ConfigDict({"sizes": [1, 2], "seed": 0})
+    c = ml_collections.ConfigDict({"seed": 1, "sizes": [1, 2]})
+    da = checkpoint.checkpoint_dir_for("/w", a)
+    assert da == checkpoint.checkpoint_dir_for("/w", b)  # key order does not matter
+    assert da != checkpoint.checkpoint_dir_for("/w", c)
+    assert da.startswith("/w/checkpoints/")
+    assert da == checkpoint.checkpoint_dir_for("/w", {"seed": 0, "sizes": [1, 2]})
