@@ -41,8 +41,7 @@ def informativeness(plan: Array, cost: Array, epsilon, utility: str = "entropy",
     """[n] AvAtar node scores from the adjoint gradient of ``utility`` w.r.t. the cost."""
     g = utilities.gradient(utility, plan, ctx)
     gc = adjoint.cost_gradient(plan, g, epsilon)
-    p = plan / jnp.maximum(plan.sum(1, keepdims=True), 1e-30)
-    return jnp.sum(p * jnp.abs(cost * gc), axis=1)
+    return jnp.sum(alignment.row_normalise(plan) * jnp.abs(cost * gc), axis=1)
 
 
 def budget_sizes(num_nodes: int, test_frac: float, init_frac: float, budget_frac: float,

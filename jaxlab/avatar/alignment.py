@@ -70,12 +70,17 @@ def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30
     return out
 
 
+def row_normalise(plan: Array) -> Array:
+    """P = T / (T 1): each source row as a distribution over targets."""
+    return plan / jnp.maximum(plan.sum(1, keepdims=True), 1e-30)
+
+
 def row_entropy(plan: Array) -> Array:
-    p = plan / jnp.maximum(plan.sum(1, keepdims=True), 1e-30)
+    p = row_normalise(plan)
     return -jnp.sum(p * jnp.log(jnp.maximum(p, 1e-30)), 1)
 
 
 def row_margin(plan: Array) -> Array:
-    p = plan / jnp.maximum(plan.sum(1, keepdims=True), 1e-30)
+    p = row_normalise(plan)
     top2 = jax.lax.top_k(p, 2)[0]
     return top2[:, 0] - top2[:, 1]
