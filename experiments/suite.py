@@ -24,6 +24,7 @@ METHODS = {
     "bco": ("experiments.configs.bco", "jaxlab.bco.experiment"),
     "avatar": ("experiments.configs.avatar", "jaxlab.avatar.experiment"),
     "gepc": ("experiments.configs.gepc", "jaxlab.gepc.experiment"),
+    "dllm": ("experiments.configs.dllm", "jaxlab.dllm.experiment"),
 }
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")

@@ -1,0 +1,63 @@
+"""Configs for experiments/dllm.py, dllm_train.py and poke_train.py:
+get_config("smoke" | "quick" | "full")."""
+
+import ml_collections
+
+
+def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.seed = 0
+    c.tasks = ("sudoku", "countdown", "star_graph", "addition")
+    c.task_kwargs = ml_collections.ConfigDict({
+        "sudoku": {"min_clues": 4},
+        "countdown": {"n_numbers": 3, "max_number": 10},
+        "star_graph": {"degree": 3, "arm_length": 3, "num_nodes": 16},
+        "addition": {"n_digits": 4},
+    })
+    # Denoiser (LLaDA architecture, tiny). Shipped: experiments/pretrained/dllm/<task>.
+    c.pretrained_dir = "experiments/pretrained/dllm"
+    c.model = ml_collections.ConfigDict(dict(d_model=96, n_layers=3, n_heads=4, n_kv_heads=4,
+                                             mlp_hidden_size=288, rope_theta=10_000.0))
+    c.train = ml_collections.ConfigDict(dict(steps=2000, batch_size=128, lr=1e-3,
+                                             num_chunks=10))
+    # Per-task overrides of c.train (the harder tasks need longer training).
+    c.task_train = ml_collections.ConfigDict({
+        "countdown": {"steps": 4000}, "star_graph": {"steps": 3000}})
+    # POKE value head (shipped next to each denoiser as <task>_poke).
+    c.poke = ml_collections.ConfigDict(dict(hidden=32, rollouts=4096, temperature=1.0,
+                                            steps=1000, batch_size=512, lr=1e-3,
+                                            num_chunks=10))
+    # Decoding study.
+    c.num_problems = 500
+    c.eval_batch = 500
+    c.particles = (2, 4, 8)
+    c.temperature = 1.0
+    c.block_length = 0  # 0: no semi-AR blocks for the main decoders
+    c.threshold = 0.9
+    c.bootstrap = 1000
+    c.throughput_particles = (1, 4, 16)
+    # SALE block-sparse attention inside the denoiser (tiles small enough for L = 32).
+    c.sale = ml_collections.ConfigDict(dict(task="sudoku", num_problems=128, taus=(1e-3, 1e-2),
+                                            block_q=8, block_k=8, local=8))
+    if arg == "smoke":
+        c.tasks = ("addition", "star_graph")
+        c.pretrained_dir = ""  # train tiny models in the test's workdir
+        c.model.update(d_model=32, n_layers=2, n_heads=2, n_kv_heads=2, mlp_hidden_size=64)
+        c.train.update(steps=40, batch_size=32, num_chunks=2)
+        c.task_train = ml_collections.ConfigDict({})
+        c.poke.update(rollouts=64, steps=20, batch_size=64, num_chunks=2)
+        c.num_problems = 16
+        c.eval_batch = 16
+        c.particles = (2,)
+        c.bootstrap = 50
+        c.throughput_particles = (1, 2)
+        c.sale.update(task="addition", num_problems=8, taus=(1e-2,), block_q=13, block_k=13,
+                      local=13)
+    elif arg == "quick":
+        c.num_problems = 128
+        c.eval_batch = 128
+        c.particles = (2, 4)
+        c.bootstrap = 500
+    elif arg != "full":
+        raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
+    return c

@@ -1,0 +1,12 @@
+"""Trains the task denoisers of the POKE-SMC study (resumable) into <workdir>/models/.
+
+  python -m experiments.dllm_train --config=experiments/configs/dllm.py:quick \
+      --workdir=/tmp/dllm_train
+  # the shipped models: cp -r /tmp/dllm_train/models/<task> experiments/pretrained/dllm/
+"""
+
+from experiments import common
+from jaxlab.dllm import experiment
+
+if __name__ == "__main__":
+    common.launch(experiment.train_denoisers, "experiments/configs/dllm.py:quick")

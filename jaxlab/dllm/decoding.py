@@ -1,0 +1,298 @@
+"""Unmasking policies, step schedules and greedy / sampled decoding with Path LL.
+
+A *denoiser* is any function ``tokens [B, L] int32 -> (logits [B, L, V], hidden [B, L, D])``
+(``functools.partial(model.apply, graphdef, params)`` for the LLaDA model). Sequences are
+``concat(prompt [B, P], answer [B, A])``; decoding starts from an all-mask answer and
+commits ``k_t`` positions per step, chosen by a policy score among the still-masked
+positions of the current semi-AR block (LLaDA ``generate``):
+
+* ``confidence``: p(x0_i) of the predicted token (LLaDA ``low_confidence``);
+* ``margin``: top-1 minus top-2 probability;
+* ``neg_entropy``: sum_v p_v log p_v;
+* ``random``: uniform scores.
+
+Predictions x0 are the argmax (``temperature=0``) or a sample from softmax(logits / T).
+The Path LL increment of a step is the sum of the *untempered* model log-probs of the
+committed tokens, log p(x_{Q_t} | x_{O_t}) (POKE-SMC eq. for log p(x; tau)); the mask
+token is excluded from the predictive distribution everywhere.
+"""
+
+from collections.abc import Callable
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+Denoiser = Callable[[Array], tuple[Array, Array]]
+POLICIES = ("confidence", "margin", "neg_entropy", "random")
+
+
+class DecodeState(NamedTuple):
+    """Decoding state of B sequences.
+
+    Attributes:
+      tokens: [B, L] prompt + partially unmasked answer.
+      order: [B, A] step at which each answer position was committed (-1: still masked).
+      path_ll: [B] Path LL accumulated so far.
+    """
+
+    tokens: Array
+    order: Array
+    path_ll: Array
+
+
+class DecodeResult(NamedTuple):
+    """Answer [B, A], Path LL [B], commit order [B, A], NFE [B] (denoiser passes)."""
+
+    answer: Array
+    path_ll: Array
+    order: Array
+    nfe: Array
+
+
+def log_probs(logits: Array, mask_id: int) -> Array:
+    """log softmax over the vocabulary with the mask token excluded. [..., V] -> [..., V]."""
+    logits = logits.at[..., mask_id].set(-jnp.inf)
+    return jax.nn.log_softmax(logits, axis=-1)
+
+
+def transfer_schedule(gen_length: int, steps: int, block_length: int | None = None) -> np.ndarray:
+    """Tokens committed per step, LLaDA's ``get_num_transfer_tokens`` per semi-AR block.
+
+    Each block of ``block_length`` gets ``steps / num_blocks`` steps; within a block every
+    step commits ``block_length // steps_per_block`` tokens and the remainder goes to the
+    first steps.
+
+    Returns:
+      [steps] int array summing to gen_length.
+    """
+    block_length = gen_length if block_length in (None, 0) else block_length
+    validation.check_positive_int("gen_length", gen_length)
+    validation.check_positive_int("steps", steps)
+    validation.check_positive_int("block_length", block_length)
+    if gen_length % block_length:
+        raise ValueError(f"`gen_length`={gen_length} must be divisible by "
+                         f"`block_length`={block_length}.")
+    num_blocks = gen_length // block_length
+    if steps % num_blocks:
+        raise ValueError(f"`steps`={steps} must be divisible by the number of blocks "
+                         f"gen_length / block_length = {num_blocks}.")
+    per_block = steps // num_blocks
+    if per_block > block_length:
+        raise ValueError(f"`steps`={steps} exceeds gen_length={gen_length}: a step would "
+                         "commit no token.")
+    base, rem = divmod(block_length, per_block)
+    one = np.full(per_block, base, np.int32)
+    one[:rem] += 1
+    return np.tile(one, num_blocks)
+
+
+def policy_scores(key: PRNGKey, logp: Array, x0: Array, policy: str) -> Array:
+    """Per-position priority (higher = unmask first).
+
+    Args:
+      key: PRNG key (``random`` policy).
+      logp: [B, A, V] log-probs (mask excluded).
+      x0: [B, A] predicted tokens.
+      policy: one of ``POLICIES``.
+
+    Returns:
+      [B, A] float32 scores.
+    """
+    if policy == "confidence":
+        return jnp.exp(jnp.take_along_axis(logp, x0[..., None], -1)[..., 0])
+    if policy == "margin":
+        top2 = jax.lax.top_k(jnp.exp(logp), 2)[0]
+        return top2[..., 0] - top2[..., 1]
+    if policy == "neg_entropy":
+        p = jnp.exp(logp)
+        return jnp.sum(jnp.where(p > 0, p * logp, 0.0), axis=-1)
+    if policy == "random":
+        return jax.random.uniform(key, x0.shape)
+    raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
+
+
+def predict(key: PRNGKey, logits: Array, mask_id: int, temperature: float):
+    """x0 predictions and their log-probs. logits [B, A, V] -> (x0 [B, A], logp, logp_x0)."""
+    logp = log_probs(logits, mask_id)
+    if temperature == 0.0:
+        x0 = jnp.argmax(logp, axis=-1)
+    else:
+        x0 = jax.random.categorical(key, logp / temperature, axis=-1)
+    logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
+    return x0.astype(jnp.int32), logp, logp_x0
+
+
+def select_top_k(scores: Array, eligible: Array, k: Array) -> Array:
+    """Boolean [B, A]: the ``k`` highest-scoring eligible positions per row (fewer if fewer
+    are eligible). ``k`` is a traced scalar or [B]."""
+    scores = jnp.where(eligible, scores, -jnp.inf)
+    rank = jnp.argsort(jnp.argsort(-scores, axis=-1, stable=True), axis=-1, stable=True)
+    return eligible & (rank < jnp.reshape(k, (-1, 1)))
+
+
+def block_eligible(order: Array, step_block: Array, block_length: int) -> Array:
+    """Still-masked answer positions inside the current semi-AR block. -> [B, A] bool."""
+    pos = jnp.arange(order.shape[1])
+    return (order < 0) & (pos // block_length == step_block)[None]
+
+
+def commit(state: DecodeState, select: Array, x0: Array, logp_x0: Array, t,
+           prompt_len: int) -> tuple[DecodeState, Array]:
+    """Writes the selected predictions; returns (new state, Path LL increment [B])."""
+    answer = state.tokens[:, prompt_len:]
+    answer = jnp.where(select, x0, answer)
+    inc = jnp.sum(jnp.where(select, logp_x0, 0.0), axis=1)
+    order = jnp.where(select, t, state.order)
+    tokens = state.tokens.at[:, prompt_len:].set(answer)
+    return DecodeState(tokens, order, state.path_ll + inc), inc
+
+
+def init_state(prompt: Array, gen_length: int, mask_id: int) -> DecodeState:
+    """All-mask answers after ``prompt`` [B, P]."""
+    validation.check_ndim("prompt", prompt, 2)
+    b = prompt.shape[0]
+    tokens = jnp.concatenate([prompt.astype(jnp.int32),
+                              jnp.full((b, gen_length), mask_id, jnp.int32)], axis=1)
+    return DecodeState(tokens, jnp.full((b, gen_length), -1, jnp.int32), jnp.zeros(b))
+
+
+def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size: int,
+                mask_id: int) -> None:
+    """Clear errors for a denoiser/vocabulary mismatch (checked on abstract shapes)."""
+    if not 0 <= mask_id < vocab_size:
+        raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
+    shape = (prompt.shape[0], prompt.shape[1] + gen_length)
+    logits, _ = jax.eval_shape(denoise_fn, jax.ShapeDtypeStruct(shape, jnp.int32))
+    if logits.shape[-1] != vocab_size:
+        raise ValueError(f"denoiser returns {logits.shape[-1]} logits per position but the "
+                         f"vocabulary `vocab_size` is {vocab_size}.")
+
+
+def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mask_id: int,
+                prompt_len: int, policy: str, temperature: float, block_length: int):
+    """One denoising step from precomputed ``logits`` [B, L, V]. -> (state, increment [B])."""
+    k_pred, k_pol = jax.random.split(key)
+    x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
+    scores = policy_scores(k_pol, logp, x0, policy)
+    eligible = block_eligible(state.order, step_block, block_length)
+    select = select_top_k(scores, eligible, k)
+    return commit(state, select, x0, logp_x0, t, prompt_len)
+
+
+def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,
+           mask_id: int, vocab_size: int, policy: str = "confidence", steps: int | None = None,
+           block_length: int | None = None, temperature: float = 0.0) -> DecodeResult:
+    """Policy decoding of B sequences in one ``lax.scan`` over steps (jit it with the
+    non-array arguments static, or call ``make_decoder``).
+
+    Args:
+      denoise_fn: tokens [B, L] -> (logits [B, L, V], hidden).
+      prompt: [B, P] int.
+      gen_length: answer length A.
+      key: PRNG key (sampling and the random policy).
+      mask_id, vocab_size: the tokenizer's mask id and vocabulary size.
+      policy: one of ``POLICIES``.
+      steps: denoising steps (default gen_length: one token per step).
+      block_length: semi-AR block length (None: one block).
+      temperature: 0 for argmax predictions.
+
+    Returns:
+      DecodeResult with nfe = steps for every sequence.
+    """
+    if policy not in POLICIES:
+        raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
+    steps = gen_length if steps is None else steps
+    block_length = gen_length if block_length in (None, 0) else block_length
+    schedule = transfer_schedule(gen_length, steps, block_length)
+    check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+    prompt_len = prompt.shape[1]
+    blocks = np.repeat(np.arange(gen_length // block_length), steps // (gen_length //
+                                                                        block_length))
+
+    def body(state, xs):
+        t, k, blk, key_t = xs
+        logits, _ = denoise_fn(state.tokens)
+        state, _ = decode_step(key_t, state, logits, k, blk, t, mask_id=mask_id,
+                               prompt_len=prompt_len, policy=policy, temperature=temperature,
+                               block_length=block_length)
+        return state, None
+
+    state = init_state(prompt, gen_length, mask_id)
+    xs = (jnp.arange(steps), jnp.asarray(schedule), jnp.asarray(blocks),
+          jax.random.split(key, steps))
+    state, _ = jax.lax.scan(body, state, xs)
+    nfe = jnp.full(prompt.shape[0], steps, jnp.int32)
+    return DecodeResult(state.tokens[:, prompt_len:], state.path_ll, state.order, nfe)
+
+
+def decode_threshold(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,
+                     mask_id: int, vocab_size: int, threshold: float = 0.9,
+                     block_length: int | None = None) -> DecodeResult:
+    """Fast-dLLM confidence-threshold decoding: each step commits every masked position of
+    the current block whose confidence exceeds ``threshold`` (at least the most confident
+    one), so NFE adapts per sequence. Runs a ``lax.while_loop`` until all are unmasked.
+    """
+    validation.check_in_range("threshold", threshold, 0.0, 1.0)
+    block_length = gen_length if block_length in (None, 0) else block_length
+    transfer_schedule(gen_length, gen_length // block_length, block_length)  # validates
+    check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+    del key
+    prompt_len = prompt.shape[1]
+    b = prompt.shape[0]
+
+    def cond(carry):
+        state, _, _ = carry
+        return jnp.any(state.order < 0)
+
+    def body(carry):
+        state, nfe, t = carry
+        active = jnp.any(state.order < 0, axis=1)
+        logits, _ = denoise_fn(state.tokens)
+        x0, logp, logp_x0 = predict(jax.random.key(0), logits[:, prompt_len:], mask_id, 0.0)
+        conf = jnp.exp(logp_x0)
+        pos = jnp.arange(gen_length)
+        first_masked = jnp.argmax(state.order < 0, axis=1)
+        blk = first_masked // block_length
+        eligible = (state.order < 0) & (pos[None] // block_length == blk[:, None])
+        best = select_top_k(conf, eligible, jnp.ones(b, jnp.int32))
+        select = (eligible & (conf > threshold)) | best
+        select = select & active[:, None]
+        state, _ = commit(state, select, x0, logp_x0, t, prompt_len)
+        return state, nfe + active.astype(jnp.int32), t + 1
+
+    state = init_state(prompt, gen_length, mask_id)
+    state, nfe, _ = jax.lax.while_loop(cond, body, (state, jnp.zeros(b, jnp.int32),
+                                                    jnp.int32(0)))
+    return DecodeResult(state.tokens[:, prompt_len:], state.path_ll, state.order, nfe)
+
+
+def path_log_likelihood(denoise_fn: Denoiser, prompt: Array, answer: Array, order: Array,
+                        *, mask_id: int) -> Array:
+    """Exact Path LL of a fixed unmasking order, sum_t log p(x_{Q_t} | x_{O_t}).
+
+    Args:
+      denoise_fn: tokens -> (logits, hidden).
+      prompt: [B, P]; answer: [B, A] the final tokens.
+      order: [B, A] step index (0..T-1) at which each position is revealed; positions with
+        the same index are revealed together.
+
+    Returns:
+      [B] Path LL. One denoiser pass per distinct step (``lax.map`` over t).
+    """
+    validation.check_shape("order", order, answer.shape)
+    prompt_len = prompt.shape[1]
+    num_steps = answer.shape[1]
+
+    def at_step(t):
+        ctx = jnp.where(order < t, answer, mask_id)
+        logits, _ = denoise_fn(jnp.concatenate([prompt, ctx], axis=1))
+        logp = log_probs(logits[:, prompt_len:], mask_id)
+        lp = jnp.take_along_axis(logp, answer[..., None], -1)[..., 0]
+        return jnp.sum(jnp.where(order == t, lp, 0.0), axis=1)
+
+    return jnp.sum(jax.lax.map(at_step, jnp.arange(num_steps)), axis=0)

@@ -1,0 +1,199 @@
+"""POKE value estimator: expected remaining Path LL of a partial unmasking trajectory.
+
+A light head on the frozen denoiser's final hidden states. For each still-masked answer
+position i it predicts the (non-positive) log-prob the path will commit there,
+
+    V(x_t) = - sum_{i masked} softplus(MLP([h_i, hbar_masked, hbar_unmasked, frac_masked])),
+
+so V = 0 once everything is unmasked and V scales with the work left. It is regressed
+(MSE) on the realised remaining Path LL, log p(x; tau) - sum_{s < t} log p(x_{Q_s} | x_{O_s}),
+of rollouts of the SMC proposal from fresh prompts: every step of every rollout is one
+training pair (hidden states at step t, remaining Path LL after step t - 1).
+"""
+
+import functools
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import optax
+from flax import nnx
+
+from jaxlab.core import checkpoint as ckpt_lib
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+from jaxlab.dllm import decoding
+
+
+class ValueHead(nnx.Module):
+    """Per-masked-position MLP summed into the remaining Path LL (see module docstring)."""
+
+    def __init__(self, d_model: int, hidden: int, *, rngs: nnx.Rngs):
+        self.fc1 = nnx.Linear(3 * d_model + 1, hidden, rngs=rngs)
+        self.fc2 = nnx.Linear(hidden, hidden, rngs=rngs)
+        self.out = nnx.Linear(hidden, 1, rngs=rngs)
+
+    def __call__(self, h: Array, masked: Array) -> Array:
+        """h: [M, A, D] answer hidden states; masked: [M, A] bool. Returns [M]."""
+        m = masked[..., None].astype(h.dtype)
+        n_m = jnp.sum(m, axis=1)
+        n_u = h.shape[1] - n_m
+        hbar_m = jnp.sum(h * m, axis=1) / jnp.maximum(n_m, 1.0)
+        hbar_u = jnp.sum(h * (1 - m), axis=1) / jnp.maximum(n_u, 1.0)
+        frac = n_m / h.shape[1]
+        ctx = jnp.concatenate([hbar_m, hbar_u, frac], axis=-1)
+        feats = jnp.concatenate([h, jnp.broadcast_to(ctx[:, None], (*h.shape[:2],
+                                                                    ctx.shape[-1]))], -1)
+        z = jax.nn.gelu(self.fc1(feats))
+        z = jax.nn.gelu(self.fc2(z))
+        per_pos = -jax.nn.softplus(self.out(z)[..., 0])
+        return jnp.sum(per_pos * masked, axis=1)
+
+
+def init(d_model: int, hidden: int = 64, seed: int = 0):
+    """(graphdef, params) of a fresh ValueHead."""
+    return nnx.split(ValueHead(d_model, hidden, rngs=nnx.Rngs(seed)))
+
+
+def make_value_fn(graphdef, params, prompt_len: int, mask_id: int):
+    """value_fn(hidden [M, L, D], tokens [M, L]) -> [M] for ``smc.smc_decode``."""
+
+    def value_fn(hidden, tokens):
+        head = nnx.merge(graphdef, params)
+        return head(jax.lax.stop_gradient(hidden[:, prompt_len:]).astype(jnp.float32),
+                    tokens[:, prompt_len:] == mask_id)
+
+    return value_fn
+
+
+class Rollouts(NamedTuple):
+    """Training pairs from proposal rollouts, flattened over (rollout, step).
+
+    Attributes:
+      hidden: [R * T, A, D] answer hidden states at the step's denoiser pass.
+      masked: [R * T, A] positions still masked before the step.
+      remaining: [R * T] realised Path LL of the rest of the rollout.
+    """
+
+    hidden: Array
+    masked: Array
+    remaining: Array
+
+
+@functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
+                                             "temperature"))
+def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+                     mask_id: int, policy: str = "confidence",
+                     temperature: float = 1.0) -> Rollouts:
+    """Sampled one-token-per-step rollouts of ``policy`` from ``prompt`` [R, P]."""
+    prompt_len = prompt.shape[1]
+    schedule = decoding.transfer_schedule(gen_length, gen_length)
+
+    def body(state, xs):
+        t, k, key_t = xs
+        logits, hidden = denoise_fn(state.tokens)
+        masked = state.order < 0
+        before = state.path_ll
+        state, _ = decoding.decode_step(key_t, state, logits, k, 0, t, mask_id=mask_id,
+                                        prompt_len=prompt_len, policy=policy,
+                                        temperature=temperature, block_length=gen_length)
+        return state, (hidden[:, prompt_len:], masked, before)
+
+    state = decoding.init_state(prompt, gen_length, mask_id)
+    xs = (jnp.arange(gen_length), jnp.asarray(schedule), jax.random.split(key, gen_length))
+    state, (hidden, masked, before) = jax.lax.scan(body, state, xs)
+    remaining = state.path_ll[None] - before  # [T, R]
+    flat = lambda x: jnp.swapaxes(x, 0, 1).reshape(-1, *x.shape[2:])  # noqa: E731
+    return Rollouts(flat(hidden), flat(masked), flat(remaining))
+
+
+class HeadState(NamedTuple):
+    params: nnx.State
+    opt_state: optax.OptState
+    key: PRNGKey
+    losses: Array  # [num_chunks] mean train MSE per chunk
+    val_losses: Array  # [num_chunks] validation MSE after each chunk
+    best_params: nnx.State  # params of the lowest validation MSE so far
+    best_val: Array
+
+
+def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
+        steps: int = 1500, batch_size: int = 512, lr: float = 3e-3, seed: int = 0,
+        num_chunks: int = 5, checkpoint_dir: str | None = None):
+    """Regresses a ValueHead on ``rollouts`` (MSE) with early stopping, resumable per chunk.
+
+    The last ``val_fraction`` of the rollouts (whole rollouts, they are stored rollout-major)
+    is held out; the params with the lowest held-out MSE over the chunk ends are returned
+    (single-sample remaining Path LLs are noisy and the head overfits them otherwise).
+
+    Returns:
+      (graphdef, best params, per-chunk train MSE [num_chunks], per-chunk val MSE).
+    """
+    validation.check_in_range("val_fraction", val_fraction, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_positive_int("steps", steps)
+    if steps % num_chunks:
+        raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
+    graphdef, params = init(rollouts.hidden.shape[-1], hidden, seed)
+    opt = optax.chain(optax.clip_by_global_norm(1.0),
+                      optax.adamw(optax.cosine_decay_schedule(lr, steps), weight_decay=1e-4))
+    total = rollouts.remaining.shape[0]
+    n = total - max(1, int(round(val_fraction * total)))
+    train, val = (jax.tree.map(lambda x: x[:n], rollouts), jax.tree.map(lambda x: x[n:],
+                                                                        rollouts))
+    per_chunk = steps // num_chunks
+
+    def loss_fn(p, idx):
+        pred = nnx.merge(graphdef, p)(train.hidden[idx], train.masked[idx])
+        return jnp.mean((pred - train.remaining[idx]) ** 2)
+
+    def val_mse(p):
+        def one(carry, i):
+            sl = lambda x: jax.lax.dynamic_slice_in_dim(x, i * vb, vb)  # noqa: E731
+            pred = nnx.merge(graphdef, p)(sl(val.hidden), sl(val.masked))
+            return carry + jnp.sum((pred - sl(val.remaining)) ** 2), None
+
+        vb = next(d for d in range(min(1024, total - n), 0, -1) if (total - n) % d == 0)
+        s, _ = jax.lax.scan(one, 0.0, jnp.arange((total - n) // vb))
+        return s / (total - n)
+
+    @jax.jit
+    def chunk(st: HeadState, i):
+        def step(carry, _):
+            p, o, k = carry
+            k, k_b = jax.random.split(k)
+            idx = jax.random.randint(k_b, (batch_size,), 0, n)
+            loss, g = jax.value_and_grad(loss_fn)(p, idx)
+            upd, o = opt.update(g, o, p)
+            return (optax.apply_updates(p, upd), o, k), loss
+
+        (p, o, k), losses = jax.lax.scan(step, (st.params, st.opt_state, st.key), None,
+                                         length=per_chunk)
+        v = val_mse(p)
+        better = v < st.best_val
+        best = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, st.best_params)
+        return HeadState(p, o, k, st.losses.at[i].set(jnp.mean(losses)),
+                         st.val_losses.at[i].set(v), best, jnp.minimum(v, st.best_val))
+
+    state = HeadState(params, opt.init(params), jax.random.key(seed), jnp.zeros(num_chunks),
+                      jnp.zeros(num_chunks), params, jnp.array(jnp.inf))
+    state = ckpt_lib.run_resumable(
+        chunk, state, num_chunks, checkpoint_dir=checkpoint_dir, desc="POKE head",
+        unit="steps", units_per_chunk=per_chunk,
+        log_fn=lambda i, s: f"mse {float(s.losses[i]):.4f} val {float(s.val_losses[i]):.4f}")
+    return graphdef, state.best_params, np.asarray(state.losses), np.asarray(state.val_losses)
+
+
+def evaluate(graphdef, params, rollouts: Rollouts, batch: int = 4096) -> dict:
+    """Held-out fit: MSE, R^2 and Pearson r of V against the realised remaining Path LL."""
+    head = jax.jit(lambda h, m: nnx.merge(graphdef, params)(h, m))
+    n = rollouts.remaining.shape[0]
+    pred = np.concatenate([np.asarray(head(rollouts.hidden[i:i + batch],
+                                           rollouts.masked[i:i + batch]))
+                           for i in range(0, n, batch)])
+    y = np.asarray(rollouts.remaining)
+    mse = float(np.mean((pred - y) ** 2))
+    return {"mse": mse, "r2": float(1 - mse / max(np.var(y), 1e-12)),
+            "pearson_r": float(np.corrcoef(pred, y)[0, 1]),
+            "baseline_mse_mean_only": float(np.var(y))}
