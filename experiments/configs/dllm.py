@@ -58,6 +58,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.eval_batch = 128
         c.particles = (2, 4)
         c.bootstrap = 500
+        c.sale.num_problems = 32
     elif arg != "full":
         raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
     return c

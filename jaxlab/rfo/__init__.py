@@ -1,0 +1,1 @@
+"""RFO: reparameterization flow policy optimization (flow policies, CFM regularisers)."""

@@ -1,0 +1,51 @@
+"""RFO's two regularisers, both conditional flow matching (CFM) losses on the velocity field.
+
+CFM toward a target action a_1 (pre-squash, atanh of the action): draw eps ~ N(0, I) and
+s ~ U(0, 1), x_s = (1 - s) eps + s a_1, and regress v(x_s, s | obs) on a_1 - eps.
+
+* ``stability_loss``: CFM on recent (obs, action) pairs, keeping the flow close to the
+  behaviour that produced the data (a stable, non-collapsing flow between updates);
+* ``exploration_loss``: CFM toward actions drawn uniformly from the action box, which
+  keeps probability mass over the whole box.
+"""
+
+import jax
+import jax.numpy as jnp
+from flax import nnx
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+
+_EDGE = 1.0 - 1e-4  # atanh stays finite on saturated actions
+
+
+def pre_squash(actions: Array) -> Array:
+    """atanh of actions in [-1, 1] (clipped to the open box)."""
+    return jnp.arctanh(jnp.clip(actions, -_EDGE, _EDGE))
+
+
+def cfm_loss(graphdef, params, obs: Array, target: Array, key: PRNGKey) -> Array:
+    """Mean CFM loss. obs [B, O]; target [B, D] pre-squash actions (flattened chunks)."""
+    validation.check_ndim("obs", obs, 2)
+    validation.check_ndim("target", target, 2)
+    k_eps, k_s = jax.random.split(key)
+    eps = jax.random.normal(k_eps, target.shape)
+    s = jax.random.uniform(k_s, target.shape[:1])
+    x = (1.0 - s[:, None]) * eps + s[:, None] * target
+    v = nnx.merge(graphdef, params)(x, s, obs)
+    return jnp.mean(jnp.sum((v - (target - eps)) ** 2, axis=-1))
+
+
+def stability_loss(graphdef, params, obs: Array, actions: Array, key: PRNGKey) -> Array:
+    """CFM on recent data: obs [B, O], actions [B, H, A] in [-1, 1]."""
+    target = jax.lax.stop_gradient(pre_squash(actions.reshape(actions.shape[0], -1)))
+    return cfm_loss(graphdef, params, jax.lax.stop_gradient(obs), target, key)
+
+
+def exploration_loss(graphdef, params, obs: Array, action_shape: tuple[int, int],
+                     key: PRNGKey) -> Array:
+    """CFM toward actions uniform on [-1, 1]^(H x A) at the observed states."""
+    k_u, k_cfm = jax.random.split(key)
+    u = jax.random.uniform(k_u, (obs.shape[0], action_shape[0] * action_shape[1]), minval=-1,
+                           maxval=1)
+    return cfm_loss(graphdef, params, jax.lax.stop_gradient(obs), pre_squash(u), k_cfm)
