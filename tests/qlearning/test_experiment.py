@@ -30,9 +30,12 @@ def test_smoke_experiment_writes_results_and_resumes(tmp_path):
 
 def test_suite_binary_smoke(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "experiments.suite", "--preset=smoke", f"--workdir={tmp_path}"],
+        # Two fast methods exercise the binary; every method's smoke run has its own test.
+        [sys.executable, "-m", "experiments.suite", "--preset=smoke", f"--workdir={tmp_path}",
+         "--methods=qlearning,bco"],
         cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert out.returncode == 0, out.stderr[-3000:]
     report = (tmp_path / "REPORT.md").read_text()
     assert "## qlearning" in report and "samples to eps" in report
     assert (tmp_path / "qlearning" / "summary.json").exists()
+    assert "## bco" in report and not (tmp_path / "gepc").exists()

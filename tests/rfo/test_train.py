@@ -27,7 +27,7 @@ def test_gradients_through_contacts_are_finite_and_informative():
     assert sum(float(np.abs(g).sum()) for g in leaves) > 0  # the ball hits the floor
 
 
-@pytest.mark.parametrize("policy,chunk", [("flow", 1), ("flow", 4), ("gaussian", 1)])
+@pytest.mark.parametrize("policy,chunk", [("flow", 4), ("gaussian", 1)])
 def test_short_training_improves_pendulum_return(policy, chunk):
     task = envs.make_task("pendulum")
     cfg = rfo_train.TrainConfig(policy=policy, chunk=chunk, num_envs=8, horizon=32,
