@@ -6,7 +6,6 @@ import numpy as np
 import optax
 import pytest
 
-
 from jaxlab.rfo import flow, regularizers
 
 
