@@ -74,17 +74,26 @@ def train_denoisers(config: ml_collections.ConfigDict, workdir: str) -> dict:
     return out
 
 
+def _restore_first(paths, template, what):
+    """The params in the first of ``paths`` holding a checkpoint, else None."""
+    for path in paths:
+        if path and os.path.isdir(path):
+            with checkpoint.Checkpointer(path) as ck:
+                if ck.latest_step() is not None:
+                    logging.info("dllm: %s from %s", what, path)
+                    return ck.restore(template)
+    return None
+
+
 def load_or_train_denoiser(config, workdir, name):
     """The shipped denoiser of ``name`` if there is one, else one trained in ``workdir``."""
     task = make_task(config, name)
     graphdef, template = model_lib.init(model_config(config, task), config.seed)
-    for path in (_pretrained(config, name), os.path.join(os.path.abspath(workdir), "models",
-                                                         name)):
-        if path and os.path.isdir(path):
-            with checkpoint.Checkpointer(path) as ck:
-                if ck.latest_step() is not None:
-                    logging.info("dllm: %s denoiser from %s", name, path)
-                    return task, graphdef, ck.restore(template)
+    params = _restore_first((_pretrained(config, name),
+                             os.path.join(os.path.abspath(workdir), "models", name)),
+                            template, f"{name} denoiser")
+    if params is not None:
+        return task, graphdef, params
     logging.info("dllm: no denoiser for %s; training one", name)
     return (task, *train_denoiser(config, workdir, name))
 
@@ -101,7 +110,7 @@ def _poke_rollouts(config, task, denoise_fn, seed_offset: int, num: int):
     return jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
 
 
-def train_poke(config, workdir, name, task, denoise_fn, d_model):
+def train_poke(config, workdir, name, task, denoise_fn):
     """Fits the POKE head of ``name`` on proposal rollouts; exports to workdir/models/."""
     pc = config.poke
     ro = _poke_rollouts(config, task, denoise_fn, 1, pc.rollouts)
@@ -113,7 +122,6 @@ def train_poke(config, workdir, name, task, denoise_fn, d_model):
     out = os.path.join(os.path.abspath(workdir), "models", f"{name}_poke")
     with checkpoint.Checkpointer(out, max_to_keep=1) as ck:
         ck.save(pc.steps, params)
-    del d_model
     return graphdef, params
 
 
@@ -123,7 +131,7 @@ def train_poke_heads(config: ml_collections.ConfigDict, workdir: str) -> dict:
     for name in config.tasks:
         task, graphdef, params = load_or_train_denoiser(config, workdir, name)
         denoise_fn = jax.jit(functools.partial(model_lib.apply, graphdef, params))
-        gh, ph = train_poke(config, workdir, name, task, denoise_fn, config.model.d_model)
+        gh, ph = train_poke(config, workdir, name, task, denoise_fn)
         out[name] = poke.evaluate(gh, ph, _poke_rollouts(config, task, denoise_fn, 2, 512))
         logging.info("%s POKE head held-out fit: %s", name, out[name])
     return out
@@ -131,14 +139,12 @@ def train_poke_heads(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 def load_or_train_poke(config, workdir, name, task, denoise_fn):
     graphdef, template = poke.init(config.model.d_model, config.poke.hidden, config.seed)
-    for path in (_pretrained(config, f"{name}_poke"),
-                 os.path.join(os.path.abspath(workdir), "models", f"{name}_poke")):
-        if path and os.path.isdir(path):
-            with checkpoint.Checkpointer(path) as ck:
-                if ck.latest_step() is not None:
-                    logging.info("dllm: %s POKE head from %s", name, path)
-                    return graphdef, ck.restore(template)
-    return train_poke(config, workdir, name, task, denoise_fn, config.model.d_model)
+    params = _restore_first((_pretrained(config, f"{name}_poke"),
+                             os.path.join(os.path.abspath(workdir), "models", f"{name}_poke")),
+                            template, f"{name} POKE head")
+    if params is not None:
+        return graphdef, params
+    return train_poke(config, workdir, name, task, denoise_fn)
 
 
 def semi_ar_block(gen_length: int) -> int:
