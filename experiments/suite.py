@@ -25,6 +25,7 @@ METHODS = {
     "avatar": ("experiments.configs.avatar", "jaxlab.avatar.experiment"),
     "gepc": ("experiments.configs.gepc", "jaxlab.gepc.experiment"),
     "dllm": ("experiments.configs.dllm", "jaxlab.dllm.experiment"),
+    "rfo": ("experiments.configs.rfo", "jaxlab.rfo.experiment"),
 }
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")

@@ -52,7 +52,7 @@ class Checkpointer:
 
     def save(self, step: int, tree: PyTree) -> None:
         """Saves ``tree`` as ``step`` and waits until it is on disk."""
-        self._manager.save(step, args=ocp.args.StandardSave(tree))
+        self._manager.save(step, args=ocp.args.StandardSave(_storable(tree)))
         self._manager.wait_until_finished()
 
     def restore(self, template: PyTree, step: int | None = None) -> PyTree:
@@ -64,8 +64,13 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"No checkpoint in {self.directory}.")
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
-        return self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _storable(template))
+        restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        if not _has_empty_leaves(template):
+            return restored
+        leaves, treedef = jax.tree.flatten(template)
+        return jax.tree.unflatten(treedef, [restored.get(str(i), x)
+                                            for i, x in enumerate(leaves)])
 
     def restore_or_init(self, template: PyTree) -> tuple[int, PyTree]:
         """(latest step, restored tree), or (0, template) when nothing was saved."""
@@ -82,6 +87,19 @@ class Checkpointer:
 
     def __exit__(self, *exc):
         self.close()
+
+
+def _has_empty_leaves(tree: PyTree) -> bool:
+    return any(getattr(x, "size", 1) == 0 for x in jax.tree.leaves(tree))
+
+
+def _storable(tree: PyTree) -> PyTree:
+    """``tree`` itself, or, when it holds zero-size arrays (which orbax refuses, e.g. empty
+    fields of an MJX ``Data``), a flat {leaf index: leaf} dict of its non-empty leaves;
+    ``restore`` refills the empty leaves from the template."""
+    if not _has_empty_leaves(tree):
+        return tree
+    return {str(i): x for i, x in enumerate(jax.tree.leaves(tree)) if x.size}
 
 
 def checkpoint_dir_for(workdir: str | os.PathLike, config) -> str:

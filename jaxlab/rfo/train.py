@@ -1,11 +1,15 @@
 """RFO and the Gaussian analytic-policy-gradient (APG) baseline: training by backpropagating
 the return of a short MJX rollout through the policy and the dynamics.
 
-Per update (brax APG style, DESIGN.md): reset ``num_envs`` environments, roll out
-``horizon`` steps in a ``lax.scan`` (vmapped over environments), and minimise
+Per update (brax APG style, DESIGN.md): reset ``num_envs`` environments (or, with
+``episode_length`` > 0, continue them), roll out ``horizon`` steps in a ``lax.scan``
+(vmapped over environments), and minimise
 
     L(theta) = -mean_envs sum_t r_t / horizon
                + stability_coef * CFM(recent obs, actions) + exploration_coef * CFM(uniform)
+
+or, with ``critic=True`` (SHAC Eq. 5), -mean_envs [sum_t gamma^t r_t + gamma^H V(s_H)] / H
+with V fitted to TD(lambda) targets after each update (``critic.py``),
 
 with ``optax.clip_by_global_norm`` + Adam(b1=0.7, b2=0.95). The flow policy's actions come
 from the Euler ODE of ``flow.py`` (``chunk`` > 1: one chunk of actions per ``chunk``
@@ -23,11 +27,18 @@ from flax import nnx
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
-from jaxlab.rfo import envs, flow, regularizers
+from jaxlab.rfo import critic, envs, flow, regularizers
 
 
 class TrainConfig(NamedTuple):
-    """Hyperparameters of one RFO / APG run."""
+    """Hyperparameters of one RFO / APG run.
+
+    ``episode_length`` 0 resets every environment before each update (brax APG style);
+    a positive value (a multiple of ``horizon``) carries the environments across updates
+    and resets them every ``episode_length`` steps, so successive short horizons walk
+    through whole episodes (SHAC style). ``critic`` closes each horizon with a learned
+    value ``gamma^H V(s_H)`` trained on TD(lambda) targets (``critic.py``).
+    """
 
     policy: str = "flow"  # "flow" or "gaussian"
     num_envs: int = 16
@@ -41,6 +52,13 @@ class TrainConfig(NamedTuple):
     stability_coef: float = 0.0
     exploration_coef: float = 0.0
     eval_horizon: int = 100
+    episode_length: int = 0
+    critic: bool = False
+    gamma: float = 0.99
+    td_lambda: float = 0.95
+    critic_lr: float = 2e-3
+    critic_iters: int = 8
+    target_tau: float = 0.2
 
 
 class GaussianPolicy(nnx.Module):
@@ -48,7 +66,7 @@ class GaussianPolicy(nnx.Module):
         self.l1 = nnx.Linear(obs_dim, hidden, rngs=rngs)
         self.l2 = nnx.Linear(hidden, hidden, rngs=rngs)
         self.mu = nnx.Linear(hidden, act_dim, rngs=rngs, kernel_init=nnx.initializers.normal(1e-3))
-        self.log_std = nnx.Param(jnp.full((act_dim,), -0.5))
+        self.log_std = nnx.Param(jnp.full((act_dim,), -0.5, jnp.float32))
 
     def __call__(self, obs, key):
         h = jax.nn.silu(self.l2(jax.nn.silu(self.l1(obs))))
@@ -65,6 +83,13 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"`horizon`={cfg.horizon} must be divisible by `chunk`={cfg.chunk}.")
     if cfg.policy == "gaussian" and cfg.chunk != 1:
         raise ValueError("the Gaussian baseline acts per step: `chunk` must be 1.")
+    if cfg.episode_length < 0 or cfg.episode_length % cfg.horizon:
+        raise ValueError(f"`episode_length`={cfg.episode_length} must be 0 or a positive "
+                         f"multiple of `horizon`={cfg.horizon}.")
+    if not 0.0 < cfg.gamma <= 1.0:
+        raise ValueError(f"`gamma` must lie in (0, 1], got {cfg.gamma}.")
+    if cfg.critic:
+        validation.check_positive_int("critic_iters", cfg.critic_iters)
 
 
 def init_policy(task: envs.Task, cfg: TrainConfig, seed: int = 0):
@@ -78,6 +103,39 @@ def init_policy(task: envs.Task, cfg: TrainConfig, seed: int = 0):
     return graphdef, params, lambda g, p, o, k: nnx.merge(g, p)(o, k)
 
 
+def reset_envs(task: envs.Task, key: PRNGKey, num_envs: int) -> envs.EnvState:
+    """``num_envs`` fresh environment states (a batched ``EnvState``)."""
+    return jax.vmap(lambda k: envs.reset(task, k))(jax.random.split(key, num_envs))
+
+
+def rollout_from(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn,
+                 state: envs.EnvState, key: PRNGKey, horizon: int):
+    """Differentiable vmapped rollout of ``horizon`` steps from batched ``state``.
+
+    Returns:
+      (final state, rewards [horizon, E], obs at every step [horizon + 1, E, O],
+       obs at decision steps [horizon / chunk, E, O], actions [horizon / chunk, E, chunk, A]).
+    """
+    step = jax.vmap(lambda s, a: envs.step(task, s, a))
+
+    def decision(state, k):
+        acts = act_fn(graphdef, params, state.obs, k)  # [E, H, A]
+        obs = state.obs
+
+        def inner(s, a):
+            s1, r = step(s, a)
+            return s1, (r, s.obs)
+
+        state, (rewards, step_obs) = jax.lax.scan(inner, state, jnp.swapaxes(acts, 0, 1))
+        return state, (rewards, step_obs, obs, acts)
+
+    final, (rewards, step_obs, obs, acts) = jax.lax.scan(
+        decision, state, jax.random.split(key, horizon // cfg.chunk))
+    e = rewards.shape[2]
+    all_obs = jnp.concatenate([step_obs.reshape(horizon, e, -1), final.obs[None]], 0)
+    return final, rewards.reshape(horizon, e), all_obs, obs, acts
+
+
 def rollout(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn, key: PRNGKey,
             num_envs: int, horizon: int):
     """Differentiable vmapped rollout from fresh resets.
@@ -87,52 +145,64 @@ def rollout(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn, key: PR
        actions [horizon / chunk, num_envs, chunk, A]).
     """
     k_reset, k_act = jax.random.split(key)
-    state = jax.vmap(lambda k: envs.reset(task, k))(jax.random.split(k_reset, num_envs))
-    step = jax.vmap(lambda s, a: envs.step(task, s, a))
-
-    def decision(state, k):
-        acts = act_fn(graphdef, params, state.obs, k)  # [E, H, A]
-        obs = state.obs
-
-        def inner(s, a):
-            s, r = step(s, a)
-            return s, r
-
-        state, rewards = jax.lax.scan(inner, state, jnp.swapaxes(acts, 0, 1))
-        return state, (rewards, obs, acts)
-
-    _, (rewards, obs, acts) = jax.lax.scan(decision, state,
-                                           jax.random.split(k_act, horizon // cfg.chunk))
-    return rewards.reshape(horizon, num_envs), obs, acts
+    state = reset_envs(task, k_reset, num_envs)
+    _, rewards, _, obs, acts = rollout_from(task, cfg, graphdef, params, act_fn, state, k_act,
+                                            horizon)
+    return rewards, obs, acts
 
 
 class TrainState(NamedTuple):
     params: nnx.State
     opt_state: optax.OptState
+    env_state: envs.EnvState
+    critic_params: nnx.State | None
+    target_params: nnx.State | None
+    critic_opt_state: optax.OptState | None
     key: PRNGKey
 
 
 class Metrics(NamedTuple):
-    """Per update: mean training return per step, eval return, grad norm (pre-clip)."""
+    """Per update: mean training reward per step, eval return, policy grad norm (pre-clip),
+    critic loss (0 without a critic)."""
 
     train_return: Array
     eval_return: Array
     grad_norm: Array
+    critic_loss: Array
+
+
+def env_steps_per_update(cfg: TrainConfig) -> int:
+    """Environment steps one update consumes (the evaluation rollout is not counted)."""
+    return cfg.num_envs * cfg.horizon
 
 
 def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
-    """Returns ``train(key) -> (TrainState, Metrics [num_updates])`` (jit / vmap it)."""
+    """Returns ``train(key) -> (TrainState, Metrics [num_updates])`` (jit / vmap it).
+
+    ``train.init(key) -> TrainState`` and ``train.update(state, _) -> (state, Metrics)``
+    expose the pieces, so a caller can scan over chunks of updates (and checkpoint between).
+    """
     check_config(cfg)
     graphdef, params0, act_fn = init_policy(task, cfg, seed)
     opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
                       optax.adam(cfg.lr, b1=0.7, b2=0.95))
+    c_graphdef, c_params0 = critic.init(task.obs_dim, cfg.hidden, seed + 1)
+    value = critic.value_fn(c_graphdef)
+    c_opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
+                        optax.adam(cfg.critic_lr, b1=0.7, b2=0.95))
+    discounts = cfg.gamma ** jnp.arange(cfg.horizon, dtype=jnp.float32)
 
-    def loss_fn(params, key):
+    def loss_fn(params, target_params, env_state, key):
         k_roll, k_stab, k_expl = jax.random.split(key, 3)
-        rewards, obs, acts = rollout(task, cfg, graphdef, params, act_fn, k_roll,
-                                     cfg.num_envs, cfg.horizon)
+        final, rewards, all_obs, obs, acts = rollout_from(task, cfg, graphdef, params, act_fn,
+                                                          env_state, k_roll, cfg.horizon)
         ret = jnp.mean(jnp.sum(rewards, 0)) / cfg.horizon
-        loss = -ret
+        if cfg.critic:
+            # SHAC Eq. 5: discounted short-horizon return closed by the target critic.
+            boot = cfg.gamma ** cfg.horizon * value(target_params, final.obs)
+            loss = -jnp.mean(discounts @ rewards + boot) / cfg.horizon
+        else:
+            loss = -ret
         if cfg.policy == "flow" and (cfg.stability_coef or cfg.exploration_coef):
             o = obs.reshape(-1, obs.shape[-1])
             a = acts.reshape(-1, cfg.chunk, task.act_dim)
@@ -140,25 +210,69 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
                                                                      k_stab)
             loss += cfg.exploration_coef * regularizers.exploration_loss(
                 graphdef, params, o, (cfg.chunk, task.act_dim), k_expl)
-        return loss, ret
+        aux = (ret, final, jax.lax.stop_gradient(rewards), jax.lax.stop_gradient(all_obs))
+        return loss, aux
+
+    def fit_critic(c_params, target_params, c_opt_state, rewards, all_obs):
+        targets = critic.td_lambda_targets(rewards, value(target_params, all_obs), cfg.gamma,
+                                           cfg.td_lambda)
+
+        def c_loss(p):
+            return jnp.mean((value(p, all_obs[:-1]) - targets) ** 2)
+
+        def it(carry, _):
+            p, s = carry
+            loss, g = jax.value_and_grad(c_loss)(p)
+            upd, s = c_opt.update(g, s, p)
+            return (optax.apply_updates(p, upd), s), loss
+
+        (c_params, c_opt_state), losses = jax.lax.scan(it, (c_params, c_opt_state), None,
+                                                       length=cfg.critic_iters)
+        return c_params, critic.polyak(target_params, c_params, cfg.target_tau), c_opt_state, \
+            losses[-1]
 
     def evaluate(params, key):
         rewards, _, _ = rollout(task, cfg, graphdef, params, act_fn, key, cfg.num_envs,
                                 cfg.eval_horizon - cfg.eval_horizon % cfg.chunk)
         return jnp.mean(jnp.sum(rewards, 0))
 
+    def init(key: PRNGKey) -> TrainState:
+        key, k_env = jax.random.split(key)
+        env_state = reset_envs(task, k_env, cfg.num_envs)
+        c_params = c_params0 if cfg.critic else None
+        return TrainState(params0, opt.init(params0), env_state, c_params, c_params,
+                          c_opt.init(c_params0) if cfg.critic else None, key)
+
     def update(state: TrainState, _):
-        key, k_loss, k_eval = jax.random.split(state.key, 3)
-        (_, ret), grads = jax.value_and_grad(loss_fn, has_aux=True)(state.params, k_loss)
-        gnorm = optax.global_norm(grads)
+        key, k_loss, k_eval, k_reset = jax.random.split(state.key, 4)
+        env_state = state.env_state
+        fresh = reset_envs(task, k_reset, cfg.num_envs)
+        if cfg.episode_length:
+            done = env_state.t >= cfg.episode_length
+            env_state = jax.tree.map(
+                lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
+                fresh, env_state)
+        else:
+            env_state = fresh
+        (_, (ret, final, rewards, all_obs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
+            state.params, state.target_params, env_state, k_loss)
+        gnorm = optax.tree.norm(grads)
         grads = jax.tree.map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         upd, opt_state = opt.update(grads, state.opt_state, state.params)
         params = optax.apply_updates(state.params, upd)
-        return TrainState(params, opt_state, key), Metrics(ret, evaluate(params, k_eval), gnorm)
+        c_params, target_params, c_opt_state = (state.critic_params, state.target_params,
+                                                state.critic_opt_state)
+        c_loss = jnp.float32(0.0)
+        if cfg.critic:
+            c_params, target_params, c_opt_state, c_loss = fit_critic(
+                c_params, target_params, c_opt_state, rewards, all_obs)
+        final = jax.lax.stop_gradient(final)
+        new = TrainState(params, opt_state, final, c_params, target_params, c_opt_state, key)
+        return new, Metrics(ret, evaluate(params, k_eval), gnorm, c_loss)
 
     def train(key: PRNGKey):
-        state = TrainState(params0, opt.init(params0), key)
-        return jax.lax.scan(update, state, None, length=cfg.num_updates)
+        return jax.lax.scan(update, init(key), None, length=cfg.num_updates)
 
+    train.init, train.update = init, update
     train.graphdef, train.act_fn = graphdef, act_fn
     return train

@@ -25,6 +25,18 @@ def test_save_restore_namedtuple(tmp_path):
     assert int(restored.n) == 7
 
 
+def test_save_restore_tree_with_zero_size_leaves(tmp_path):
+    """Orbax refuses empty arrays (MJX Data has some); they are refilled from the template."""
+    tree = {"a": jnp.arange(4.0), "empty": jnp.zeros((0, 3)), "s": State(jnp.ones(2), jnp.int32(3))}
+    with checkpoint.Checkpointer(tmp_path / "ck") as ck:
+        ck.save(1, tree)
+        template = jax.tree.map(jnp.zeros_like, tree)
+        restored = ck.restore(template)
+    np.testing.assert_array_equal(restored["a"], tree["a"])
+    assert restored["empty"].shape == (0, 3)
+    assert isinstance(restored["s"], State) and int(restored["s"].n) == 3
+
+
 def test_run_resumable_resumes_without_redoing_work(tmp_path):
     calls = []
 

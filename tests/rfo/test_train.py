@@ -51,3 +51,11 @@ def test_bad_training_arguments_raise():
         rfo_train.make_train(task, rfo_train.TrainConfig(policy="ppo"))
     with pytest.raises(ValueError, match="unknown task"):
         envs.make_task("walker")
+
+
+def test_bad_episode_settings_raise():
+    task = envs.make_task("pendulum")
+    with pytest.raises(ValueError, match="episode_length"):
+        rfo_train.make_train(task, rfo_train.TrainConfig(horizon=32, episode_length=40))
+    with pytest.raises(ValueError, match="gamma"):
+        rfo_train.make_train(task, rfo_train.TrainConfig(gamma=0.0))

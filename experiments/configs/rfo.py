@@ -1,0 +1,43 @@
+"""Configs for experiments/rfo.py: get_config("smoke" | "quick" | "full")."""
+
+import ml_collections
+
+
+def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
+    c = ml_collections.ConfigDict()
+    c.tasks = ("pendulum", "hopper")
+    c.methods = ("rfo", "rfo_chunked", "apg", "ppo")
+    c.num_seeds = 3
+    c.seed = 0
+    c.env_steps = 49_152  # budget per method and task (equal across methods)
+    c.task_env_steps = ml_collections.ConfigDict({"hopper": 16_384})
+    c.num_chunks = 4
+    c.mesh_shape = (-1,)
+    c.common = ml_collections.ConfigDict(dict(
+        num_envs=16, horizon=32, lr=3e-3, hidden=64, eval_horizon=128, episode_length=128,
+        critic=True, gamma=0.99))
+    c.rfo = ml_collections.ConfigDict(dict(chunk=4, ode_steps=4, stability_coef=0.01,
+                                           exploration_coef=0.001))
+    c.ppo = ml_collections.ConfigDict(dict(epochs=4, minibatches=4, lr=3e-4))
+    c.throughput = ml_collections.ConfigDict(dict(task="hopper", batch_sizes=(1, 8, 32),
+                                                  horizon=64))
+    if arg == "smoke":
+        c.tasks = ("pendulum",)
+        c.num_seeds = 2
+        c.env_steps = 4 * 8 * 16
+        c.task_env_steps = ml_collections.ConfigDict({"pendulum": 4 * 8 * 16})
+        c.num_chunks = 2
+        c.common.update(num_envs=8, horizon=16, eval_horizon=32, episode_length=32,
+                        hidden=32)
+        c.throughput.update(task="pendulum", batch_sizes=(1, 8), horizon=16)
+    elif arg == "full":
+        c.tasks = ("pendulum", "cartpole", "hopper")
+        c.num_seeds = 8
+        c.env_steps = 1_048_576
+        c.task_env_steps = ml_collections.ConfigDict({"hopper": 4_194_304})
+        c.num_chunks = 16
+        c.common.update(num_envs=256, eval_horizon=256, episode_length=256)
+        c.throughput.update(batch_sizes=(1, 64, 1024, 4096))
+    elif arg != "quick":
+        raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
+    return c

@@ -1,0 +1,196 @@
+"""PPO baseline (Schulman et al. 2017) on the same MJX tasks, written for jax 0.10.
+
+brax 0.14.2's trainers call the removed ``jax.device_put_replicated`` (DESIGN.md), so this
+is our own loop with the same interface as ``train.make_train``: ``make_train(task, cfg)``
+returns ``train(key) -> (PPOState, train.Metrics)`` plus ``train.init`` / ``train.update``.
+
+Per update: roll out ``rollout_len`` steps from the carried environments with a Gaussian
+policy (no gradient through the physics; the env receives clip(a, -1, 1)), compute GAE
+advantages (Schulman et al. 2016, Eq. 16) bootstrapped with V at the last state (time-limit
+truncation), and run ``epochs`` x ``minibatches`` Adam steps on the clipped surrogate
+
+    L = -E[min(rho A, clip(rho, 1 - eps, 1 + eps) A)] + vf_coef (V - G)^2 - ent_coef H[pi].
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import optax
+from flax import nnx
+
+from jaxlab.core import validation
+from jaxlab.core.types import Array, PRNGKey
+from jaxlab.rfo import envs
+from jaxlab.rfo.train import Metrics, reset_envs
+
+_LOG_2PI = float(jnp.log(2.0 * jnp.pi))
+
+
+class PPOConfig(NamedTuple):
+    num_envs: int = 16
+    rollout_len: int = 32
+    num_updates: int = 50
+    epochs: int = 4
+    minibatches: int = 4
+    lr: float = 3e-4
+    grad_clip: float = 0.5
+    gamma: float = 0.99
+    gae_lambda: float = 0.95
+    clip_eps: float = 0.2
+    vf_coef: float = 0.5
+    ent_coef: float = 0.0
+    hidden: int = 64
+    episode_length: int = 128
+    eval_horizon: int = 100
+    reward_scale: float = 0.1
+
+
+class ActorCritic(nnx.Module):
+    def __init__(self, obs_dim: int, act_dim: int, hidden: int, *, rngs: nnx.Rngs):
+        self.pi1 = nnx.Linear(obs_dim, hidden, rngs=rngs)
+        self.pi2 = nnx.Linear(hidden, hidden, rngs=rngs)
+        self.mu = nnx.Linear(hidden, act_dim, rngs=rngs, kernel_init=nnx.initializers.normal(1e-2))
+        self.log_std = nnx.Param(jnp.full((act_dim,), -0.5, jnp.float32))
+        self.v1 = nnx.Linear(obs_dim, hidden, rngs=rngs)
+        self.v2 = nnx.Linear(hidden, hidden, rngs=rngs)
+        self.v = nnx.Linear(hidden, 1, rngs=rngs)
+
+    def __call__(self, obs: Array):
+        """obs [..., O] -> (mean [..., A], log_std [A], value [...])."""
+        h = jnp.tanh(self.pi2(jnp.tanh(self.pi1(obs))))
+        g = jnp.tanh(self.v2(jnp.tanh(self.v1(obs))))
+        return self.mu(h), self.log_std[...], self.v(g)[..., 0]
+
+
+def gaussian_log_prob(a: Array, mean: Array, log_std: Array) -> Array:
+    """log N(a; mean, diag(exp(log_std))^2) summed over the last axis."""
+    z = (a - mean) * jnp.exp(-log_std)
+    return jnp.sum(-0.5 * z ** 2 - log_std - 0.5 * _LOG_2PI, axis=-1)
+
+
+def gae(rewards: Array, values: Array, gamma: float, lam: float) -> Array:
+    """Generalised advantage estimates. rewards [T, ...], values [T + 1, ...] -> [T, ...]."""
+    if values.shape[0] != rewards.shape[0] + 1:
+        raise ValueError(f"`values` must have {rewards.shape[0] + 1} rows, got "
+                         f"{values.shape[0]}.")
+    deltas = rewards + gamma * values[1:] - values[:-1]
+
+    def back(adv, d):
+        adv = d + gamma * lam * adv
+        return adv, adv
+
+    _, adv = jax.lax.scan(back, jnp.zeros_like(deltas[0]), deltas, reverse=True)
+    return adv
+
+
+class PPOState(NamedTuple):
+    params: nnx.State
+    opt_state: optax.OptState
+    env_state: envs.EnvState
+    key: PRNGKey
+
+
+def check_config(cfg: PPOConfig) -> None:
+    for name in ("num_envs", "rollout_len", "num_updates", "epochs", "minibatches",
+                 "eval_horizon", "episode_length"):
+        validation.check_positive_int(name, getattr(cfg, name))
+    if (cfg.num_envs * cfg.rollout_len) % cfg.minibatches:
+        raise ValueError(f"`num_envs * rollout_len` = {cfg.num_envs * cfg.rollout_len} must be "
+                         f"divisible by `minibatches`={cfg.minibatches}.")
+    if cfg.episode_length % cfg.rollout_len:
+        raise ValueError(f"`episode_length`={cfg.episode_length} must be a multiple of "
+                         f"`rollout_len`={cfg.rollout_len}.")
+
+
+def env_steps_per_update(cfg: PPOConfig) -> int:
+    return cfg.num_envs * cfg.rollout_len
+
+
+def make_train(task: envs.Task, cfg: PPOConfig, seed: int = 0):
+    """Returns ``train(key) -> (PPOState, Metrics [num_updates])`` (jit / vmap it)."""
+    check_config(cfg)
+    graphdef, params0 = nnx.split(ActorCritic(task.obs_dim, task.act_dim, cfg.hidden,
+                                              rngs=nnx.Rngs(seed)))
+    opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.adam(cfg.lr))
+    step = jax.vmap(lambda s, a: envs.step(task, s, a))
+    net = lambda p, o: nnx.merge(graphdef, p)(o)  # noqa: E731
+
+    def act(params, obs, key):
+        mean, log_std, v = net(params, obs)
+        a = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
+        return a, gaussian_log_prob(a, mean, log_std), v
+
+    def collect(params, env_state, key):
+        def one(s, k):
+            a, logp, v = act(params, s.obs, k)
+            s1, r = step(s, jnp.clip(a, -1.0, 1.0))
+            return s1, (s.obs, a, logp, v, r)
+
+        final, traj = jax.lax.scan(one, env_state, jax.random.split(key, cfg.rollout_len))
+        return final, traj
+
+    def loss_fn(params, batch):
+        obs, a, logp_old, adv, ret = batch
+        mean, log_std, v = net(params, obs)
+        ratio = jnp.exp(gaussian_log_prob(a, mean, log_std) - logp_old)
+        adv = (adv - adv.mean()) / (adv.std() + 1e-8)
+        surr = jnp.minimum(ratio * adv,
+                           jnp.clip(ratio, 1.0 - cfg.clip_eps, 1.0 + cfg.clip_eps) * adv)
+        entropy = jnp.sum(log_std + 0.5 * (_LOG_2PI + 1.0))
+        return -surr.mean() + cfg.vf_coef * jnp.mean((v - ret) ** 2) - cfg.ent_coef * entropy
+
+    def evaluate(params, key):
+        k_reset, k_act = jax.random.split(key)
+
+        def one(s, k):
+            a, _, _ = act(params, s.obs, k)
+            s1, r = step(s, jnp.clip(a, -1.0, 1.0))
+            return s1, r
+
+        _, r = jax.lax.scan(one, reset_envs(task, k_reset, cfg.num_envs),
+                            jax.random.split(k_act, cfg.eval_horizon))
+        return jnp.mean(jnp.sum(r, 0))
+
+    def init(key: PRNGKey) -> PPOState:
+        key, k_env = jax.random.split(key)
+        return PPOState(params0, opt.init(params0), reset_envs(task, k_env, cfg.num_envs), key)
+
+    def update(state: PPOState, _):
+        key, k_roll, k_perm, k_eval, k_reset = jax.random.split(state.key, 5)
+        done = state.env_state.t >= cfg.episode_length
+        env_state = jax.tree.map(
+            lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
+            reset_envs(task, k_reset, cfg.num_envs), state.env_state)
+        final, (obs, a, logp, v, r) = collect(state.params, env_state, k_roll)
+        v_last = net(state.params, final.obs)[2]
+        values = jnp.concatenate([v, v_last[None]], 0)
+        adv = gae(r * cfg.reward_scale, values, cfg.gamma, cfg.gae_lambda)
+        ret = adv + v
+        n = cfg.num_envs * cfg.rollout_len
+        flat = jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), (obs, a, logp, adv, ret))
+
+        def epoch(carry, k):
+            params, opt_state = carry
+            perm = jax.random.permutation(k, n).reshape(cfg.minibatches, -1)
+
+            def mb(carry, idx):
+                params, opt_state = carry
+                loss, g = jax.value_and_grad(loss_fn)(params, jax.tree.map(lambda x: x[idx],
+                                                                           flat))
+                upd, opt_state = opt.update(g, opt_state, params)
+                return (optax.apply_updates(params, upd), opt_state), optax.tree.norm(g)
+
+            return jax.lax.scan(mb, (params, opt_state), perm)
+
+        (params, opt_state), gnorms = jax.lax.scan(epoch, (state.params, state.opt_state),
+                                                   jax.random.split(k_perm, cfg.epochs))
+        metrics = Metrics(jnp.mean(r), evaluate(params, k_eval), jnp.mean(gnorms),
+                          jnp.float32(0.0))
+        return PPOState(params, opt_state, final, key), metrics
+
+    def train(key: PRNGKey):
+        return jax.lax.scan(update, init(key), None, length=cfg.num_updates)
+
+    train.init, train.update = init, update
+    return train
