@@ -6,6 +6,7 @@ import ml_collections
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
+    c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.task_seed = 0
     c.num_seeds = 8
     c.tasks = ["synthetic_graph", "les_miserables", "point_cloud", "point_cloud_nonrigid",

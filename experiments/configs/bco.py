@@ -6,6 +6,7 @@ import ml_collections
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
+    c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.num_seeds = 16
     c.delta = 0.05
     c.sigma = 0.3  # gradient noise of the stochastic quadratics

@@ -7,6 +7,7 @@ import ml_collections
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
+    c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.tasks = ("sudoku", "countdown", "star_graph", "addition")
     c.task_kwargs = ml_collections.ConfigDict({
         "sudoku": {"min_clues": 4},

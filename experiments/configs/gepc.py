@@ -6,6 +6,7 @@ import ml_collections
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
+    c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.id_dataset = "mnist"  # or "digits" (scikit-learn 8x8 digits, upsampled)
     c.image_size = 16
     c.id_classes = [0, 1, 2, 3, 4]

@@ -14,7 +14,7 @@ import numpy as np
 from absl import logging
 
 from jaxlab.avatar import active, adjoint, solvers, tasks
-from jaxlab.core import checkpoint, metrics, plots, results, timing
+from jaxlab.core import checkpoint, metrics, plots, results, sharding, timing
 
 METRICS = ("mrr", "hits@1", "hits@10", "hits@30", "hits@50")
 
@@ -36,7 +36,8 @@ def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:
 
 def _study(c, name) -> np.ndarray:
     task = build_task(name, c)
-    keys = jax.random.split(jax.random.key(c.seed), c.num_seeds)
+    keys = sharding.shard_batch(jax.random.split(jax.random.key(c.seed), c.num_seeds),
+                                c.get("mesh_shape", (-1,)))
     out = np.zeros((len(METRICS), len(c.strategies), c.num_seeds, c.rounds + 1), np.float32)
     for i, strat in enumerate(c.strategies):
         t0 = time.perf_counter()

@@ -15,7 +15,7 @@ from absl import logging
 
 from jaxlab.bco import domains, ensembles, learners, losses
 from jaxlab.bco.run import dynamic_regret, regret, run
-from jaxlab.core import checkpoint, metrics, plots, results
+from jaxlab.core import checkpoint, metrics, plots, results, sharding
 
 TWO_POINT = {
     "gradient_variation (ours)": learners.gradient_variation,
@@ -56,7 +56,8 @@ def _final_regrets(make_learner, make_seq, domain, keys, params, horizons=None,
 
 def _units(c):
     """name -> (shape, fn computing that array)."""
-    keys = jax.random.split(jax.random.key(c.seed), c.num_seeds)
+    keys = sharding.shard_batch(jax.random.split(jax.random.key(c.seed), c.num_seeds),
+                                c.get("mesh_shape", (-1,)))
     delta = c.delta
     n2 = len(TWO_POINT)
     quad = losses.stochastic_quadratic

@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import jax
 import numpy as np
+from absl import logging
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxlab.core.types import PyTree
@@ -76,3 +77,27 @@ def shard_leading_axis(tree: PyTree, mesh: Mesh, axis_name: str = "batch") -> Py
         return jax.device_put(x, NamedSharding(mesh, spec))
 
     return jax.tree.map(put, tree)
+
+
+def shard_batch(tree: PyTree, mesh_shape: Sequence[int] | None = (-1,),
+                axis_name: str = "batch") -> PyTree:
+    """``tree`` with its leading (batch) axis split over a 1-D mesh of ``mesh_shape``.
+
+    What every experiment calls on its batch axis (seeds, particles, images, problems,
+    environments): with one device it is a plain placement; when a leading dimension does
+    not divide over the mesh it logs a warning and returns ``tree`` unchanged (replicated
+    work, same results), so a preset never fails on an odd device count. ``mesh_shape``
+    None leaves ``tree`` where it is (single-device reference runs).
+    """
+    if mesh_shape is None:
+        return tree
+    if len(tuple(mesh_shape)) != 1:
+        raise ValueError(f"`mesh_shape` must be 1-D for a batch axis, got {tuple(mesh_shape)}.")
+    mesh = make_mesh(mesh_shape, (axis_name,))
+    size = mesh.shape[axis_name]
+    dims = [np.shape(x)[0] for x in jax.tree.leaves(tree) if np.ndim(x) > 0]
+    if any(d % size for d in dims):
+        logging.log_first_n(logging.WARNING, "batch sizes %s do not divide over %d devices; "
+                            "running unsharded.", 1, sorted(set(dims)), size)
+        return tree
+    return shard_leading_axis(tree, mesh, axis_name)

@@ -18,7 +18,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, timing
+from jaxlab.core import checkpoint, metrics, plots, sharding, timing
 from jaxlab.core.progress import Progress
 from jaxlab.core.results import write_json
 from jaxlab.dllm import decoding, poke, smc
@@ -204,7 +204,7 @@ def evaluate_task(config, workdir, name) -> dict:
         correct, pll, nfe = [], [], []
         t0 = time.perf_counter()
         for i in range(0, config.num_problems, b):
-            p = prompt[i:i + b]
+            p = sharding.shard_batch(prompt[i:i + b], config.get("mesh_shape", (-1,)))
             r = jfn(p, key=jax.random.key(config.seed * 1000 + i))
             correct.append(np.asarray(task.verify(p, r.answer)))
             pll.append(np.asarray(r.path_ll))

@@ -15,7 +15,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, results
+from jaxlab.core import checkpoint, metrics, plots, results, sharding
 from jaxlab.gepc import baselines, data, residual, schedule, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
@@ -97,12 +97,14 @@ def load_or_train(config, workdir, id_train):
     return model, params
 
 
-def _batched(fn, x, batch):
-    """fn over fixed-size batches (the last one padded), so each program compiles once."""
+def _batched(fn, x, batch, mesh_shape=(-1,)):
+    """fn over fixed-size batches (the last one padded), so each program compiles once; each
+    batch of images is split over the devices of ``mesh_shape``."""
     n = x.shape[0]
     pad = (-n) % batch
     xp = np.concatenate([x, np.repeat(x[-1:], pad, 0)]) if pad else x
-    out = np.concatenate([np.asarray(fn(jnp.asarray(xp[i:i + batch])))
+    out = np.concatenate([np.asarray(fn(sharding.shard_batch(jnp.asarray(xp[i:i + batch]),
+                                                                  mesh_shape)))
                           for i in range(0, xp.shape[0], batch)])
     return out[:n]
 
@@ -110,19 +112,19 @@ def _batched(fn, x, batch):
 def _features(config, eps_fn, score_fn, x, key):
     """Per-image features of every method: dict of fixed-shape arrays."""
     ts = schedule.t_from_sqrt_alpha_bar(np.asarray(config.sqrt_abars))
-    b = config.eval_batch
+    b, ms = config.eval_batch, config.get("mesh_shape", (-1,))
     keys = iter(jax.random.split(key, 4))
     k_res, k_norm = next(keys), next(keys)
     res = _batched(lambda xb: residual.gepc_residuals(score_fn, xb, k_res, ts, config.group,
-                                                      config.rho), x, b)
+                                                      config.rho), x, b, ms)
     msma_ts = np.linspace(config.msma_t_min, config.msma_t_max, config.msma_levels)
     return {
         "gepc": res,
         "score_norm": _batched(lambda xb: baselines.score_norm(eps_fn, xb, k_norm,
-                                                               float(ts.min())), x, b),
-        "msma": _batched(lambda xb: baselines.msma_features(eps_fn, xb, msma_ts), x, b),
+                                                               float(ts.min())), x, b, ms),
+        "msma": _batched(lambda xb: baselines.msma_features(eps_fn, xb, msma_ts), x, b, ms),
         "diffpath": _batched(lambda xb: baselines.diffpath_features(
-            eps_fn, xb, config.diffpath_steps), x, b),
+            eps_fn, xb, config.diffpath_steps), x, b, ms),
     }
 
 

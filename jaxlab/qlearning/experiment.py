@@ -80,13 +80,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     empty = periodic.Trace(*(jnp.zeros((num_runs, r), d)
                              for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
     carry = _Carry(states, empty)
-    mesh = sharding.make_mesh(config.mesh_shape, ("batch",))
-    if num_runs % mesh.shape["batch"] == 0:
-        carry = sharding.shard_leading_axis(carry, mesh)
-        run_scheds = sharding.shard_leading_axis(run_scheds, mesh)
-    else:
-        logging.warning("%d runs do not divide over %d devices; running unsharded.",
-                        num_runs, mesh.shape["batch"])
+    carry, run_scheds = sharding.shard_batch((carry, run_scheds), config.mesh_shape)
     per_chunk = r // config.num_chunks
 
     sim = jax.vmap(lambda st, sc: periodic.simulate(

@@ -73,12 +73,7 @@ def run_method(config, task_name: str, method: str, workdir: str) -> dict:
     state = jax.jit(jax.vmap(fns.init))(keys)
     buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
     carry = (state, buf, buf)
-    mesh = sharding.make_mesh(config.mesh_shape, ("batch",))
-    if config.num_seeds % mesh.shape["batch"] == 0:
-        carry = sharding.shard_leading_axis(carry, mesh)
-    else:
-        logging.warning("%d seeds do not divide over %d devices; running unsharded.",
-                        config.num_seeds, mesh.shape["batch"])
+    carry = sharding.shard_batch(carry, config.mesh_shape)
 
     def scan_chunk(st):
         return jax.lax.scan(fns.update, st, None, length=per_chunk)

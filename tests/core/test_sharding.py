@@ -54,3 +54,12 @@ def test_sharded_periodic_q_equals_single_device():
                          env={"JAX_PLATFORMS": "cpu", "PATH": ""}, timeout=300)
     assert out.returncode == 0, out.stderr[-3000:]
     assert "OK" in out.stdout
+
+
+def test_shard_batch_places_or_leaves_the_batch_axis():
+    x = jax.numpy.arange(6.0).reshape(3, 2)
+    assert sharding.shard_batch(x, None) is x
+    out = sharding.shard_batch({"a": x}, (-1,))
+    assert out["a"].sharding.spec[0] == "batch"
+    with pytest.raises(ValueError, match="1-D"):
+        sharding.shard_batch(x, (1, 1))
