@@ -31,6 +31,11 @@ METHODS = {
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
 _METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
 _FORCE = flags.DEFINE_bool("force", False, "Rerun methods whose summary.json exists.")
+_UPDATE_README = flags.DEFINE_string(
+    "update_readme", None, "Path of a README whose results block (between the markers "
+    "<!-- REPORT:BEGIN --> and <!-- REPORT:END -->) is replaced by REPORT.md.")
+
+BEGIN, END = "<!-- REPORT:BEGIN -->", "<!-- REPORT:END -->"
 
 
 def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
@@ -72,13 +77,33 @@ def _write_report(preset, workdir, methods, summaries, timings):
         f.write("\n".join(lines))
 
 
+def update_readme(report_path: str, readme_path: str) -> None:
+    """Replaces the text between ``BEGIN`` and ``END`` in ``readme_path`` with the report
+    (its headings demoted two levels so they nest under the README's section)."""
+    with open(readme_path) as f:
+        readme = f.read()
+    if BEGIN not in readme or END not in readme:
+        raise ValueError(f"`update_readme`: {readme_path} lacks the {BEGIN} / {END} markers.")
+    with open(report_path) as f:
+        report = f.read().strip()
+    report = "\n".join("##" + ln if ln.startswith("#") else ln for ln in report.splitlines())
+    head, rest = readme.split(BEGIN, 1)
+    _, tail = rest.split(END, 1)
+    with open(readme_path, "w") as f:
+        f.write(f"{head}{BEGIN}\n{report}\n{END}{tail}")
+
+
 def main(argv):
     del argv
     workdir = common.WORKDIR.value or "results"
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
     run_suite(_PRESET.value, workdir, _METHODS.value, _FORCE.value)
-    print(open(os.path.join(workdir, "REPORT.md")).read())
+    report = os.path.join(workdir, "REPORT.md")
+    with open(report) as f:
+        print(f.read())
+    if _UPDATE_README.value:
+        update_readme(report, _UPDATE_README.value)
 
 
 if __name__ == "__main__":

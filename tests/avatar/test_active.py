@@ -4,9 +4,9 @@ import jax
 import numpy as np
 import pytest
 
-from experiments.configs import avatar as acfg
 from jaxlab import avatar
 from jaxlab.avatar import alignment, experiment, tasks
+from tests.notebooks import run_notebook
 
 
 @pytest.fixture(scope="module")
@@ -100,7 +100,7 @@ def test_bad_input(karate):
 
 
 def test_smoke_experiment_writes_results(tmp_path):
-    s = experiment.train_and_evaluate(acfg.get_config("smoke"), str(tmp_path))
+    s, _ = run_notebook("avatar", tmp_path)  # colab/avatar.ipynb at smoke size
     assert os.path.getsize(tmp_path / "mrr_vs_round.png") > 1000
     assert set(s["tasks"]) == {"karate", "point_cloud"}
     assert s["scaling"]["dense_over_cg"][0] > 0

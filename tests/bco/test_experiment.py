@@ -4,11 +4,12 @@ import numpy as np
 
 from experiments.configs import bco as bcfg
 from jaxlab.bco import experiment
+from tests.notebooks import run_notebook
 
 
 def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     cfg = bcfg.get_config("smoke")
-    s1 = experiment.train_and_evaluate(cfg, str(tmp_path))
+    s1, _ = run_notebook("bco", tmp_path)  # colab/bco.ipynb at smoke size
     for f in ("summary.json", "regret_scaling.png", "variants.png"):
         assert os.path.getsize(tmp_path / f) > 500
     assert set(s1["slope_vs_dim"]) == set(experiment.TWO_POINT)

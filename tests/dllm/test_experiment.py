@@ -9,11 +9,12 @@ import pytest
 from experiments.configs import dllm as dllm_config
 from jaxlab.dllm import decoding
 from jaxlab.dllm import experiment as exp
+from tests.notebooks import run_notebook
 
 
 def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
     cfg = dllm_config.get_config("smoke")
-    summary = exp.train_and_evaluate(cfg, str(tmp_path))
+    summary, _ = run_notebook("dllm", tmp_path)  # colab/dllm.ipynb at smoke size
     for f in ("summary.json", "accuracy_vs_nfe.png", "path_ll_vs_accuracy.png"):
         assert os.path.exists(tmp_path / f)
     for name in cfg.tasks:

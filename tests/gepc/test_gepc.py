@@ -136,10 +136,10 @@ def test_offline_data_shapes_and_errors():
 
 
 def test_smoke_experiment(tmp_path):
-    from experiments.configs import gepc as gcfg
-    from jaxlab.gepc import experiment
 
-    s = experiment.train_and_evaluate(gcfg.get_config("smoke"), str(tmp_path))
+    from tests.notebooks import run_notebook
+
+    s, _ = run_notebook("gepc", tmp_path)  # colab/gepc.ipynb at smoke size
     for f in ("summary.json", "auroc.png", "maps.png"):
         assert os.path.getsize(tmp_path / f) > 1000
     assert os.path.isdir(tmp_path / "score_model")

@@ -9,12 +9,13 @@ pytest.importorskip("brax")
 
 from experiments.configs import rfo as rfo_cfg  # noqa: E402
 from jaxlab.rfo import experiment  # noqa: E402
+from tests.notebooks import run_notebook  # noqa: E402
 
 
 def test_smoke_study_writes_results_and_skips_finished_runs(tmp_path, monkeypatch):
     cfg = rfo_cfg.get_config("smoke")
     cfg.methods = ("rfo_chunked", "ppo")
-    s1 = experiment.train_and_evaluate(cfg, str(tmp_path))
+    s1, _ = run_notebook("rfo", tmp_path, {"methods": cfg.methods})  # colab/rfo.ipynb
     assert os.path.getsize(tmp_path / "return_vs_env_steps.png") > 1000
     with open(tmp_path / "summary.json") as f:
         on_disk = json.load(f)

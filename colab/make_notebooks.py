@@ -1,0 +1,165 @@
+"""Writes colab/<method>.ipynb from one template (run after changing the template).
+
+  python colab/make_notebooks.py
+
+Every notebook: (1) installs jaxlab when it is not already inside a checkout (on Colab it
+clones ``JAXLAB_REPO`` and pip-installs the method's extras), (2) loads the method's
+experiment config at ``PRESET`` (``smoke`` by default: minutes on a CPU runtime; use
+``quick`` / ``full`` on a GPU/TPU runtime), (3) calls the same
+``train_and_evaluate(config, workdir)`` as the binary and the suite, (4) shows the
+headline table and the PNG plots. tests/test_notebooks.py executes them at smoke size.
+"""
+
+import os
+
+import nbformat
+from nbformat import v4
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+# method -> (title, extras, one-line summary, README anchor text)
+METHODS = {
+    "qlearning": ("Periodic Q-learning", "dev",
+                  "Constant vs geometrically growing target-update periods on random MDPs: "
+                  "samples to reach ||Q - Q*||_inf <= eps."),
+    "bco": ("Gradient-variation bandit convex optimization", "dev",
+            "Two-point BCO (convex, strongly convex), one-point linear bandits on boxes, "
+            "dynamic and universal regret against the anchor baselines."),
+    "avatar": ("AvAtar: active supervision for OT alignment", "ot",
+               "Entropic OT / FGW alignment on ott-jax with adjoint-CG utilities choosing "
+               "which pairs to label."),
+    "gepc": ("GEPC: equivariance-consistency OOD detection", "vision",
+             "Group-equivariant posterior consistency of a diffusion score as an OOD score "
+             "against score-norm, MSMA and DiffPath."),
+    "dllm": ("POKE-SMC: masked diffusion LM decoding", "dev",
+             "Unmasking policies, best-of-N, Path-LL SMC and POKE-SMC on four reasoning "
+             "tasks with exact verifiers (shipped tiny denoisers)."),
+    "rfo": ("RFO: flow policies through MJX", "rl",
+            "Flow policies trained by backpropagating through the ODE and MJX physics "
+            "against Gaussian APG and PPO at equal environment steps."),
+}
+
+INSTALL = '''\
+# Install: inside a jaxlab checkout (local Jupyter, the tests) nothing is done; on Colab the
+# repository is cloned and installed with this method's extras. Set JAXLAB_REPO to your
+# fork's URL if it differs.
+import os
+import subprocess
+import sys
+REPO = os.environ.get("JAXLAB_REPO", "https://github.com/jaxlab/jaxlab.git")
+if not os.path.isdir("experiments/configs"):
+    if not os.path.isdir("/content/jaxlab"):
+        subprocess.check_call(["git", "clone", "-q", REPO, "/content/jaxlab"])
+    os.chdir("/content/jaxlab")
+    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", ".[{extras}]"])
+    sys.path.insert(0, os.getcwd())
+import jax
+print("JAX", jax.__version__, "devices:", jax.devices())'''
+
+PARAMS = '''\
+PRESET = "smoke"  # "quick" (CPU, minutes) or "full" (accelerator)
+WORKDIR = "results_colab/{method}"
+OVERRIDES = {{}}  # flattened config fields, e.g. {{"num_seeds": 8}}'''
+
+RUN = '''\
+from experiments.configs import {method} as config_lib
+from jaxlab.{method} import experiment
+
+config = config_lib.get_config(PRESET)
+config.update_from_flattened_dict(OVERRIDES)
+summary = experiment.train_and_evaluate(config, WORKDIR)  # same call as the binary'''
+
+SHOW = '''\
+import glob
+from IPython.display import Image, Markdown, display
+
+rows = ["| metric | value |", "| --- | --- |"]
+rows += [f"| {{k}} | {{v}} |" for k, v in experiment.headline(summary)]
+display(Markdown("\\n".join(rows)))
+pngs = sorted(glob.glob(os.path.join(WORKDIR, "*.png")))
+for path in pngs:
+    display(Image(filename=path))
+assert pngs, "the experiment wrote no plots"'''
+
+
+SALE_TITLE = ("SALE: low-bit estimation + block-sparse attention", "dev",
+              "Relative Attention Score block selection and the block-sparse attention "
+              "kernel against dense attention: kept-block density, attention-mass recall and "
+              "output error per threshold tau (Pallas interpreter on CPU, compiled on GPU).")
+
+SALE_RUN = '''\
+import json
+import jax.numpy as jnp
+import matplotlib.pyplot as plt
+from pallas_kernels.sale import reference as R
+from pallas_kernels.sale.estimate import sale_attention_pallas
+from pallas_kernels.sale.synthetic import structured_qkv
+
+n = {"smoke": 256, "quick": 1024}.get(PRESET, 4096)
+on_gpu = jax.default_backend() == "gpu"
+q, k, v = structured_qkv(n, 64, 4, 2, dtype=jnp.bfloat16 if on_gpu else jnp.float32)
+dense = R.dense_attention(q, k, v, True)
+rows = []
+for tau in (1e-4, 1e-3, 1e-2, 3e-2):
+    keep = R.block_keep_mask(q, k, tau, causal=True)
+    out, _ = sale_attention_pallas(q, k, v, tau, causal=True, interpret=not on_gpu)
+    rows.append({"tau": tau, "density": float(keep.mean()),
+                 "recall": float(R.attention_recall(q, k, keep, causal=True).mean()),
+                 "mean_abs_error": float(jnp.abs(out.astype(jnp.float32) - dense).mean())})
+os.makedirs(WORKDIR, exist_ok=True)
+with open(os.path.join(WORKDIR, "summary.json"), "w") as f:
+    json.dump({"sequence_length": n, "rows": rows}, f, indent=2)
+fig, ax = plt.subplots(figsize=(5, 3.5))
+taus = [r["tau"] for r in rows]
+ax.semilogx(taus, [r["density"] for r in rows], "o-", label="kept-block density")
+ax.semilogx(taus, [r["recall"] for r in rows], "s--", label="attention-mass recall")
+ax.set(xlabel="tau", title=f"SALE at N={n} (causal)")
+ax.legend()
+fig.tight_layout()
+fig.savefig(os.path.join(WORKDIR, "sale_tau.png"), dpi=120)
+plt.close(fig)'''
+
+SALE_SHOW = '''\
+import glob
+from IPython.display import Image, Markdown, display
+
+table = ["| tau | density | recall | mean abs error |", "| --- | --- | --- | --- |"]
+table += [f"| {r['tau']:g} | {r['density']:.3f} | {r['recall']:.4f} | {r['mean_abs_error']:.2e} |"
+          for r in rows]
+display(Markdown("\\n".join(table)))
+for path in sorted(glob.glob(os.path.join(WORKDIR, "*.png"))):
+    display(Image(filename=path))'''
+
+
+def notebook(method: str) -> nbformat.NotebookNode:
+    sale = method == "sale"
+    title, extras, summary = SALE_TITLE if sale else METHODS[method]
+    nb = v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
+                                 "language": "python"}
+    nb.metadata["colab"] = {"provenance": []}
+    nb.cells = [
+        v4.new_markdown_cell(
+            f"# {title}\n\n{summary}\n\n" + (
+                "Calls the same kernels as `python -m experiments.bench_sale` at the `smoke` "
+                "size (change `PRESET` below)." if sale else
+                f"Runs `jaxlab.{method}.experiment.train_and_evaluate` at the `smoke` preset "
+                f"(change `PRESET` below), the same code as `python -m experiments.{method}`. "
+                "See the README section of this method for the `quick` / `full` figures.")),
+        v4.new_code_cell(INSTALL.format(extras=extras)),
+        v4.new_code_cell(PARAMS.format(method=method), metadata={"tags": ["parameters"]}),
+        v4.new_code_cell(SALE_RUN if sale else RUN.format(method=method)),
+        v4.new_code_cell(SALE_SHOW if sale else SHOW.format()),
+    ]
+    return nb
+
+
+def main():
+    for method in [*METHODS, "sale"]:
+        path = os.path.join(HERE, f"{method}.ipynb")
+        nbformat.write(notebook(method), path)
+        print("wrote", path)
+
+
+if __name__ == "__main__":
+    main()
