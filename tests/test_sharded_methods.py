@@ -86,9 +86,9 @@ _CODE = textwrap.dedent("""
         from jaxlab.rfo import experiment as ex
         c = cfg_mod.get_config("smoke"); c.num_seeds = 8
         c.mesh_shape = None
-        ref = ex.run_method(c, "pendulum", "apg", tempfile.mkdtemp())
+        ref = ex.run_method(c, "pendulum", "ppo", tempfile.mkdtemp())
         c.mesh_shape = (-1,)
-        out = ex.run_method(c, "pendulum", "apg", tempfile.mkdtemp())
+        out = ex.run_method(c, "pendulum", "ppo", tempfile.mkdtemp())
         np.testing.assert_allclose(out["eval_return"], ref["eval_return"], rtol=1e-4,
                                    atol=1e-3)
         print("rfo OK")

@@ -7,6 +7,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.tasks = ("pendulum", "hopper")
     c.methods = ("rfo", "rfo_chunked", "apg", "ppo")
+    # per-task subsets (each hopper method costs ~60 s of compile on a 2-core CPU)
+    c.task_methods = ml_collections.ConfigDict({"hopper": ("rfo", "apg", "ppo")})
     c.num_seeds = 3
     c.seed = 0
     c.env_steps = 49_152  # budget per method and task (equal across methods)
@@ -23,6 +25,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
                                                   horizon=64))
     if arg == "smoke":
         c.tasks = ("pendulum",)
+        c.task_methods = ml_collections.ConfigDict()
         c.num_seeds = 2
         c.env_steps = 4 * 8 * 16
         c.task_env_steps = ml_collections.ConfigDict({"pendulum": 4 * 8 * 16})
@@ -32,6 +35,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.throughput.update(task="pendulum", batch_sizes=(1, 8), horizon=16)
     elif arg == "full":
         c.tasks = ("pendulum", "cartpole", "hopper")
+        c.task_methods = ml_collections.ConfigDict()
         c.num_seeds = 8
         c.env_steps = 1_048_576
         c.task_env_steps = ml_collections.ConfigDict({"hopper": 4_194_304})

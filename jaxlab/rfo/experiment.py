@@ -128,14 +128,16 @@ def rollout_throughput(task_name: str, batch_sizes, horizon: int, repeats: int =
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Runs every (task, method), measures rollout throughput, writes summary.json + PNGs."""
-    for m in config.methods:
+    for m in {*config.methods, *(m for ms in config.get("task_methods", {}).values()
+                                 for m in ms)}:
         if m not in METHODS:
             raise ValueError(f"unknown method {m!r} in `config.methods`; choose from "
                              f"{METHODS}.")
     if config.num_seeds < 2:
         raise ValueError(f"`num_seeds` must be >= 2 for confidence intervals, got "
                          f"{config.num_seeds}.")
-    runs = {t: {m: run_method(config, t, m, workdir) for m in config.methods}
+    task_methods = config.get("task_methods", {})
+    runs = {t: {m: run_method(config, t, m, workdir) for m in task_methods.get(t, config.methods)}
             for t in config.tasks}
     summary = {"config": config.to_dict(), "final_eval_return": {}, "curves": {}}
     for t, by_m in runs.items():
