@@ -31,12 +31,12 @@ def method_config(config: ml_collections.ConfigDict, task: str, method: str):
     c = config.common
     budget = int(config.task_env_steps.get(task, config.env_steps))
     if method == "ppo":
-        per = c.num_envs * c.horizon
-        return ppo.PPOConfig(num_envs=c.num_envs, rollout_len=c.horizon,
-                             num_updates=max(budget // per, 1), epochs=config.ppo.epochs,
-                             minibatches=config.ppo.minibatches, lr=config.ppo.lr,
-                             hidden=c.hidden, episode_length=c.episode_length,
-                             eval_horizon=c.eval_horizon, gamma=c.gamma), per
+        cfg = ppo.PPOConfig(num_envs=c.num_envs, rollout_len=c.horizon,
+                            num_updates=max(budget // (c.num_envs * c.horizon), 1),
+                            epochs=config.ppo.epochs, minibatches=config.ppo.minibatches,
+                            lr=config.ppo.lr, hidden=c.hidden, episode_length=c.episode_length,
+                            eval_horizon=c.eval_horizon, gamma=c.gamma)
+        return cfg, ppo.env_steps_per_update(cfg)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
     chunk = config.rfo.chunk if method == "rfo_chunked" else 1
@@ -128,18 +128,17 @@ def rollout_throughput(task_name: str, batch_sizes, horizon: int, repeats: int =
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Runs every (task, method), measures rollout throughput, writes summary.json + PNGs."""
-    for m in {*config.methods, *(m for ms in config.get("task_methods", {}).values()
-                                 for m in ms)}:
+    task_methods = config.get("task_methods", {})
+    for m in {*config.methods, *(m for ms in task_methods.values() for m in ms)}:
         if m not in METHODS:
             raise ValueError(f"unknown method {m!r} in `config.methods`; choose from "
                              f"{METHODS}.")
     if config.num_seeds < 2:
         raise ValueError(f"`num_seeds` must be >= 2 for confidence intervals, got "
                          f"{config.num_seeds}.")
-    task_methods = config.get("task_methods", {})
     runs = {t: {m: run_method(config, t, m, workdir) for m in task_methods.get(t, config.methods)}
             for t in config.tasks}
-    summary = {"config": config.to_dict(), "final_eval_return": {}, "curves": {}}
+    summary = {"config": config.to_dict(), "final_eval_return": {}}
     for t, by_m in runs.items():
         summary["final_eval_return"][t] = {}
         for m, r in by_m.items():

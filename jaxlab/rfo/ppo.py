@@ -22,7 +22,7 @@ from flax import nnx
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.rfo import envs
-from jaxlab.rfo.train import Metrics, reset_envs
+from jaxlab.rfo.train import Metrics, reset_envs, reset_finished
 
 _LOG_2PI = float(jnp.log(2.0 * jnp.pi))
 
@@ -158,10 +158,7 @@ def make_train(task: envs.Task, cfg: PPOConfig, seed: int = 0):
 
     def update(state: PPOState, _):
         key, k_roll, k_perm, k_eval, k_reset = jax.random.split(state.key, 5)
-        done = state.env_state.t >= cfg.episode_length
-        env_state = jax.tree.map(
-            lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
-            reset_envs(task, k_reset, cfg.num_envs), state.env_state)
+        env_state = reset_finished(task, state.env_state, k_reset, cfg.episode_length)
         final, (obs, a, logp, v, r) = collect(state.params, env_state, k_roll)
         v_last = net(state.params, final.obs)[2]
         values = jnp.concatenate([v, v_last[None]], 0)

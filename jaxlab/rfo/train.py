@@ -108,6 +108,17 @@ def reset_envs(task: envs.Task, key: PRNGKey, num_envs: int) -> envs.EnvState:
     return jax.vmap(lambda k: envs.reset(task, k))(jax.random.split(key, num_envs))
 
 
+def reset_finished(task: envs.Task, state: envs.EnvState, key: PRNGKey,
+                   episode_length: int) -> envs.EnvState:
+    """Batched ``state`` with every environment whose step count reached ``episode_length``
+    replaced by a fresh reset."""
+    fresh = reset_envs(task, key, state.t.shape[0])
+    done = state.t >= episode_length
+    return jax.tree.map(
+        lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
+        fresh, state)
+
+
 def rollout_from(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn,
                  state: envs.EnvState, key: PRNGKey, horizon: int):
     """Differentiable vmapped rollout of ``horizon`` steps from batched ``state``.
@@ -245,15 +256,10 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
 
     def update(state: TrainState, _):
         key, k_loss, k_eval, k_reset = jax.random.split(state.key, 4)
-        env_state = state.env_state
-        fresh = reset_envs(task, k_reset, cfg.num_envs)
         if cfg.episode_length:
-            done = env_state.t >= cfg.episode_length
-            env_state = jax.tree.map(
-                lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
-                fresh, env_state)
+            env_state = reset_finished(task, state.env_state, k_reset, cfg.episode_length)
         else:
-            env_state = fresh
+            env_state = reset_envs(task, k_reset, cfg.num_envs)
         (_, (ret, final, rewards, all_obs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             state.params, state.target_params, env_state, k_loss)
         gnorm = optax.tree.norm(grads)
