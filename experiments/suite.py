@@ -17,7 +17,7 @@ import jax
 from absl import app, flags, logging
 
 from experiments import common
-from jaxlab.core import results
+from jaxlab.core import results, sharding
 
 # method name -> (config module, library experiment module)
 METHODS = {
@@ -71,7 +71,8 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
 def _write_report(preset, workdir, methods, summaries, timings):
     lines = [f"# jaxlab results ({preset} preset)", "",
              f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, JAX "
-             f"{jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s)).",
+             f"{jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s)"
+             f"{f' over {jax.process_count()} processes' if jax.process_count() > 1 else ''}).",
              ""]
     for name in methods:
         exp_mod = importlib.import_module(METHODS[name][1])
@@ -80,9 +81,11 @@ def _write_report(preset, workdir, methods, summaries, timings):
                   "| metric | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in exp_mod.headline(summaries[name])]
         lines.append("")
-    os.makedirs(workdir, exist_ok=True)
-    with open(os.path.join(workdir, "REPORT.md"), "w") as f:
-        f.write("\n".join(lines))
+    if sharding.is_main_process():
+        os.makedirs(workdir, exist_ok=True)
+        with open(os.path.join(workdir, "REPORT.md"), "w") as f:
+            f.write("\n".join(lines))
+    sharding.sync("suite:REPORT.md")
 
 
 def update_readme(report_path: str, readme_path: str) -> None:
@@ -107,6 +110,8 @@ def main(argv):
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
     run_suite(_PRESET.value, workdir, _METHODS.value, _FORCE.value)
+    if not sharding.is_main_process():
+        return
     report = os.path.join(workdir, "REPORT.md")
     with open(report) as f:
         print(f.read())

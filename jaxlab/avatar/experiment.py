@@ -44,8 +44,9 @@ def _study(c, name) -> np.ndarray:
         res = jax.vmap(lambda k, strat=strat: active.run_active(
             task, k, strat, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
             init_frac=c.init_frac, budget_frac=c.budget_frac, utility=c.utility))(keys)
+        res_metrics = sharding.to_host(res.metrics)
         for m, key in enumerate(METRICS):
-            out[m, i] = np.asarray(res.metrics[key])
+            out[m, i] = res_metrics[key]
         logging.info("avatar %s / %s: final MRR %.3f (%.1fs)", name, strat,
                      out[0, i, :, -1].mean(), time.perf_counter() - t0)
     return out

@@ -50,7 +50,7 @@ def _final_regrets(make_learner, make_seq, domain, keys, params, horizons=None,
         return r[-1] if horizons is None else r[jnp.asarray(horizons) - 1]
 
     out = jax.jit(jax.vmap(jax.vmap(one, (0, None)), (None, 0)))(keys, jnp.asarray(params))
-    out = np.asarray(out)
+    out = sharding.to_host(out)
     return out if horizons is None else np.moveaxis(out, 1, 2)
 
 

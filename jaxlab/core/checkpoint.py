@@ -12,6 +12,7 @@ import os
 from collections.abc import Callable
 
 import jax
+import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
@@ -64,13 +65,17 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"No checkpoint in {self.directory}.")
-        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, _storable(template))
+        abstract = jax.tree.map(
+            lambda x: x if isinstance(x, np.ndarray) else ocp.utils.to_shape_dtype_struct(x),
+            _storable(template))
         restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
-        if not _has_empty_leaves(template):
+        if _has_empty_leaves(template):
+            leaves, treedef = jax.tree.flatten(template)
+            restored = jax.tree.unflatten(treedef, [restored.get(str(i), x)
+                                                    for i, x in enumerate(leaves)])
+        if jax.process_count() == 1:
             return restored
-        leaves, treedef = jax.tree.flatten(template)
-        return jax.tree.unflatten(treedef, [restored.get(str(i), x)
-                                            for i, x in enumerate(leaves)])
+        return jax.tree.map(_from_host_local, template, restored)
 
     def restore_or_init(self, template: PyTree) -> tuple[int, PyTree]:
         """(latest step, restored tree), or (0, template) when nothing was saved."""
@@ -89,6 +94,26 @@ class Checkpointer:
         self.close()
 
 
+def _is_key(x) -> bool:
+    return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
+def _to_host_local(x):
+    """A host-local ``jax.Array`` as NumPy (typed PRNG keys as their key data)."""
+    if not (isinstance(x, jax.Array) and x.is_fully_addressable):
+        return x
+    return np.asarray(jax.random.key_data(x) if _is_key(x) else x)
+
+
+def _from_host_local(template, restored):
+    """Inverse of ``_to_host_local`` given the template leaf."""
+    if not (isinstance(template, jax.Array) and isinstance(restored, np.ndarray)):
+        return restored
+    if _is_key(template):
+        return jax.random.wrap_key_data(restored, impl=jax.random.key_impl(template))
+    return jax.numpy.asarray(restored)
+
+
 def _has_empty_leaves(tree: PyTree) -> bool:
     return any(getattr(x, "size", 1) == 0 for x in jax.tree.leaves(tree))
 
@@ -96,7 +121,14 @@ def _has_empty_leaves(tree: PyTree) -> bool:
 def _storable(tree: PyTree) -> PyTree:
     """``tree`` itself, or, when it holds zero-size arrays (which orbax refuses, e.g. empty
     fields of an MJX ``Data``), a flat {leaf index: leaf} dict of its non-empty leaves;
-    ``restore`` refills the empty leaves from the template."""
+    ``restore`` refills the empty leaves from the template.
+
+    In a multi-host run orbax saves global arrays shard by shard but refuses arrays that
+    live on one host's devices; those (the same value on every host) are saved as NumPy
+    by the primary host and turned back into ``jax.Array`` on restore.
+    """
+    if jax.process_count() > 1:
+        tree = jax.tree.map(_to_host_local, tree)
     if not _has_empty_leaves(tree):
         return tree
     return {str(i): x for i, x in enumerate(jax.tree.leaves(tree)) if x.size}

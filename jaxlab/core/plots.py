@@ -8,6 +8,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
+from jaxlab.core import sharding  # noqa: E402
+
 
 def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8):
     """A new figure with ``ncols`` axes side by side; returns (fig, axes list)."""
@@ -26,10 +28,12 @@ def line_with_band(ax, x, mean, half_width=None, label=None, **kwargs):
 
 
 def save(fig, path: str | os.PathLike) -> str:
-    """Saves ``fig`` as PNG at ``path`` (folders created) and closes it."""
+    """Saves ``fig`` as PNG at ``path`` (folders created) and closes it; in a multi-host
+    run only the main process writes."""
     path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    if sharding.is_main_process():
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fig.tight_layout()
+        fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

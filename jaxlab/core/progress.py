@@ -6,12 +6,15 @@ import time
 from absl import logging
 from tqdm.auto import tqdm
 
+from jaxlab.core import sharding
+
 
 class Progress:
     """Counts work units and reports the rate.
 
     On a TTY it draws a tqdm bar; otherwise (CI, pod logs) it writes an absl INFO line
-    at most every ``log_every_s`` seconds with done/total and units per second.
+    at most every ``log_every_s`` seconds with done/total and units per second. In a
+    multi-host run only the main process reports.
 
     Args:
       total: number of units in the whole run.
@@ -30,7 +33,8 @@ class Progress:
         self._last_log = -float("inf")
         self._log_every_s = log_every_s
         self._bar = None
-        if sys.stderr.isatty():
+        self._quiet = not sharding.is_main_process()
+        if sys.stderr.isatty() and not self._quiet:
             self._bar = tqdm(total=total, initial=initial, desc=desc, unit=unit,
                              unit_scale=True, dynamic_ncols=True)
 
@@ -42,6 +46,8 @@ class Progress:
 
     def update(self, n: int = 1, postfix: str | None = None) -> None:
         self.done += n
+        if self._quiet:
+            return
         if self._bar is not None:
             self._bar.update(n)
             if postfix:

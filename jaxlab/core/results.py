@@ -6,6 +6,8 @@ import os
 
 import numpy as np
 
+from jaxlab.core import sharding
+
 
 def _to_builtin(obj):
     if isinstance(obj, dict):
@@ -23,10 +25,18 @@ def _to_builtin(obj):
 
 
 def write_json(path: str | os.PathLike, obj) -> str:
-    """Writes ``obj`` (dicts/lists of numbers, NumPy/JAX arrays) as indented JSON."""
+    """Writes ``obj`` (dicts/lists of numbers, NumPy/JAX arrays) as indented JSON.
+
+    In a multi-host run only the main process writes (arrays must already be host
+    values, see ``sharding.to_host``), and every process waits until the file exists.
+    """
     path = os.fspath(path)
-    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-    with open(path, "w") as f:
-        json.dump(_to_builtin(obj), f, indent=2, sort_keys=True)
-        f.write("\n")
+    if sharding.is_main_process():
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(_to_builtin(obj), f, indent=2, sort_keys=True)
+            f.write("\n")
+        os.replace(tmp, path)
+    sharding.sync(f"write_json:{os.path.abspath(path)}")
     return path

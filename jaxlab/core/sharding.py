@@ -1,8 +1,15 @@
-"""Device meshes, batch sharding and multi-host initialisation.
+"""Device meshes, batch sharding and multi-host initialisation and gathering.
 
 Every method has a batch axis (seeds, particles, images, environments); placing that
 axis on a ``Mesh`` axis with a ``NamedSharding`` lets ``jit`` split the work across
 devices with no change to the method code. Never ``pmap``.
+
+Multi-host (multi-controller) runs: every process runs the same program on the same
+host values. ``shard_batch`` gives each process the shards of its own devices, jitted
+results are then global arrays spanning every host, ``to_host`` all-gathers them (every
+process must call it), and only ``is_main_process()`` writes files (``results.write_json``,
+``plots.save``); ``sync`` is the barrier that keeps the others from reading a file before
+it is written.
 """
 
 from collections.abc import Sequence
@@ -10,6 +17,7 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 from absl import logging
+from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxlab.core.types import PyTree
@@ -67,16 +75,59 @@ def shard_leading_axis(tree: PyTree, mesh: Mesh, axis_name: str = "batch") -> Py
     size = mesh.shape[axis_name]
 
     def put(x):
-        x = jax.numpy.asarray(x)
-        if x.ndim == 0:
-            return jax.device_put(x, NamedSharding(mesh, PartitionSpec()))
-        if x.shape[0] % size:
-            raise ValueError(f"leading dimension {x.shape[0]} is not divisible by mesh axis "
-                             f"`{axis_name}` of size {size}.")
-        spec = PartitionSpec(axis_name, *([None] * (x.ndim - 1)))
-        return jax.device_put(x, NamedSharding(mesh, spec))
+        if np.ndim(x) and np.shape(x)[0] % size:
+            raise ValueError(f"leading dimension {np.shape(x)[0]} is not divisible by mesh "
+                             f"axis `{axis_name}` of size {size}.")
+        spec = PartitionSpec(*([axis_name] if np.ndim(x) else []))
+        return place(x, NamedSharding(mesh, spec))
 
     return jax.tree.map(put, tree)
+
+
+def place(x, sharding: NamedSharding) -> jax.Array:
+    """``x`` placed with ``sharding`` (trailing axes replicated where the spec is shorter).
+
+    With one process this is ``jax.device_put``. When ``sharding`` spans devices of other
+    processes, every process must pass the same value of ``x``; each keeps the shards of
+    its own devices (``jax.make_array_from_callback``). Typed PRNG key arrays are placed
+    through their key data.
+    """
+    if sharding.is_fully_addressable or (isinstance(x, jax.Array)
+                                         and not x.is_fully_addressable):
+        return jax.device_put(x, sharding)
+    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+        data = place(jax.random.key_data(x), sharding)
+        return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
+    host = np.asarray(x)
+    return jax.make_array_from_callback(host.shape, sharding, lambda index: host[index])
+
+
+def is_main_process() -> bool:
+    """True on the process that writes results (process 0; always True on one host)."""
+    return jax.process_index() == 0
+
+
+def sync(name: str) -> None:
+    """Barrier across processes (a no-op on one host); ``name`` must match on every host."""
+    if jax.process_count() > 1:
+        multihost_utils.sync_global_devices(name)
+
+
+def to_host(tree: PyTree) -> PyTree:
+    """``tree`` with every array fetched as NumPy, also arrays that span other hosts.
+
+    Arrays that are not fully addressable (results of a jit over a multi-host mesh) are
+    all-gathered with ``multihost_utils.process_allgather``, so in a multi-host run every
+    process must call this at the same point; elsewhere it is ``np.asarray``.
+    """
+    def get(x):
+        if isinstance(x, jax.Array) and not x.is_fully_addressable:
+            if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+                raise TypeError("`to_host` got a PRNG key array; pass jax.random.key_data(k).")
+            return np.asarray(multihost_utils.process_allgather(x, tiled=True))
+        return np.asarray(x)
+
+    return jax.tree.map(get, tree)
 
 
 def shard_batch(tree: PyTree, mesh_shape: Sequence[int] | None = (-1,),

@@ -206,9 +206,10 @@ def evaluate_task(config, workdir, name) -> dict:
         for i in range(0, config.num_problems, b):
             p = sharding.shard_batch(prompt[i:i + b], config.get("mesh_shape", (-1,)))
             r = jfn(p, key=jax.random.key(config.seed * 1000 + i))
-            correct.append(np.asarray(task.verify(p, r.answer)))
-            pll.append(np.asarray(r.path_ll))
-            nfe.append(np.asarray(r.nfe))
+            ok, path_ll, n_fe = sharding.to_host((task.verify(p, r.answer), r.path_ll, r.nfe))
+            correct.append(ok)
+            pll.append(path_ll)
+            nfe.append(n_fe)
         correct, pll, nfe = map(np.concatenate, (correct, pll, nfe))
         acc, lo, hi = _bootstrap_ci(correct, config.bootstrap, config.seed)
         rows[dname] = {"family": family, "particles": n, "accuracy": acc,

@@ -103,8 +103,8 @@ def _batched(fn, x, batch, mesh_shape=(-1,)):
     n = x.shape[0]
     pad = (-n) % batch
     xp = np.concatenate([x, np.repeat(x[-1:], pad, 0)]) if pad else x
-    out = np.concatenate([np.asarray(fn(sharding.shard_batch(jnp.asarray(xp[i:i + batch]),
-                                                                  mesh_shape)))
+    out = np.concatenate([sharding.to_host(fn(sharding.shard_batch(xp[i:i + batch],
+                                                                   mesh_shape)))
                           for i in range(0, xp.shape[0], batch)])
     return out[:n]
 

@@ -87,7 +87,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         st, mdp, sc, q_star, per_chunk, config.record_every, config.sampling, step_size))
 
     @jax.jit
-    def chunk(c: _Carry, i) -> _Carry:
+    def chunk(c: _Carry, i, run_scheds) -> _Carry:
         st, tr = sim(c.states, run_scheds)
         trace = jax.tree.map(
             lambda buf, new: jax.lax.dynamic_update_slice_in_dim(buf, new, i * per_chunk, 1),
@@ -95,11 +95,12 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         return _Carry(st, trace)
 
     carry = checkpoint.run_resumable(
-        lambda c, i: chunk(c, jnp.int32(i)), carry, config.num_chunks,
+        lambda c, i: chunk(c, jnp.int32(i), run_scheds), carry, config.num_chunks,
         checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, config),
         desc="periodic Q-learning",
         unit="updates", units_per_chunk=num_runs * per_chunk * config.record_every)
-    trace = jax.tree.map(lambda x: np.asarray(x).reshape(n_sched, n_seeds, r), carry.trace)
+    trace = jax.tree.map(lambda x: x.reshape(n_sched, n_seeds, r),
+                         sharding.to_host(carry.trace))
     return _summarize(config, names, trace, q_star, workdir)
 
 

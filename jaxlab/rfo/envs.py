@@ -11,6 +11,7 @@ a tilted start), ``hopper`` (brax's hopper model, forward velocity + posture), a
 ``bouncing_ball`` (contacts with the floor; for gradient checks).
 """
 
+import contextlib
 import dataclasses
 import functools
 from collections.abc import Callable
@@ -88,10 +89,30 @@ class Task:
     act_dim: int
 
 
-def _load(xml: str):
+@contextlib.contextmanager
+def _mjx_on_local_device():
+    """Makes brax place the MJX model on this process's first device.
+
+    ``mujoco.mjx.put_model`` without a device picks ``jax.devices()[0]``, which in a
+    multi-host run belongs to process 0: on every other process the model's arrays would
+    live on a device it cannot address. Brax's MJCF loader passes no device, so it is
+    bound here for the duration of a load.
+    """
     from brax.io import mjcf
 
-    sys = mjcf.loads(xml)
+    put_model = mjcf.mjx.put_model
+    mjcf.mjx.put_model = functools.partial(put_model, device=jax.local_devices()[0])
+    try:
+        yield mjcf
+    finally:
+        mjcf.mjx.put_model = put_model
+
+
+def _load(xml: str | None = None, path=None):
+    """A brax ``System`` from an MJCF string or file, with reverse-mode friendly solver
+    settings (one solver iteration)."""
+    with _mjx_on_local_device() as mjcf:
+        sys = mjcf.loads(xml) if path is None else mjcf.load(path)
     return sys.tree_replace({"opt.iterations": 1, "opt.ls_iterations": 4})
 
 
@@ -121,11 +142,9 @@ def _cartpole():
 
 
 def _hopper():
-    from brax.io import mjcf
     from etils import epath
 
-    sys = mjcf.load(epath.resource_path("brax") / "envs/assets/hopper.xml")
-    sys = sys.tree_replace({"opt.iterations": 1, "opt.ls_iterations": 4})
+    sys = _load(path=epath.resource_path("brax") / "envs/assets/hopper.xml")
 
     def obs(ps):
         return jnp.concatenate([ps.q[1:], jnp.clip(ps.qd, -10, 10)])

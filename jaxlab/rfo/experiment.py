@@ -97,10 +97,12 @@ def run_method(config, task_name: str, method: str, workdir: str) -> dict:
         checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, ckpt_cfg),
         desc=f"{task_name} {method}", unit="env steps",
         units_per_chunk=config.num_seeds * per_chunk * per_update,
-        log_fn=lambda i, c: f"eval return {float(c[1][:, (i + 1) * per_chunk - 1].mean()):.1f}")
+        log_fn=lambda i, c: "eval return "
+        f"{sharding.to_host(c[1][:, (i + 1) * per_chunk - 1]).mean():.1f}")
+    ev, tr = sharding.to_host((ev, tr))
     out = {"task": task_name, "method": method,
            "env_steps": (per_update * np.arange(1, num_updates + 1)).tolist(),
-           "eval_return": np.asarray(ev).tolist(), "train_reward": np.asarray(tr).tolist(),
+           "eval_return": ev.tolist(), "train_reward": tr.tolist(),
            "wall_s": time.perf_counter() - t0, "config": cfg._asdict()}
     results.write_json(path, out)
     return out

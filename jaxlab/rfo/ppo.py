@@ -12,6 +12,7 @@ truncation), and run ``epochs`` x ``minibatches`` Adam steps on the clipped surr
     L = -E[min(rho A, clip(rho, 1 - eps, 1 + eps) A)] + vf_coef (V - G)^2 - ent_coef H[pi].
 """
 
+import math
 from typing import NamedTuple
 
 import jax
@@ -24,7 +25,7 @@ from jaxlab.core.types import Array, PRNGKey
 from jaxlab.rfo import envs
 from jaxlab.rfo.train import Metrics, reset_envs, reset_finished
 
-_LOG_2PI = float(jnp.log(2.0 * jnp.pi))
+_LOG_2PI = math.log(2.0 * math.pi)
 
 
 class PPOConfig(NamedTuple):

@@ -63,3 +63,27 @@ def test_shard_batch_places_or_leaves_the_batch_axis():
     assert out["a"].sharding.spec[0] == "batch"
     with pytest.raises(ValueError, match="1-D"):
         sharding.shard_batch(x, (1, 1))
+
+
+def test_to_host_and_place_on_one_process():
+    import numpy as np
+
+    x = sharding.shard_batch({"a": np.arange(4.0), "k": jax.random.split(jax.random.key(0), 4)})
+    host = sharding.to_host({"a": x["a"], "s": jax.numpy.float32(2.0)})
+    assert isinstance(host["a"], np.ndarray) and isinstance(host["s"], np.ndarray)
+    np.testing.assert_array_equal(host["a"], np.arange(4.0))
+    assert jax.dtypes.issubdtype(x["k"].dtype, jax.dtypes.prng_key)
+    assert sharding.is_main_process()
+    sharding.sync("single-process barrier is a no-op")
+
+
+def test_write_json_is_atomic_and_on_the_main_process(tmp_path):
+    import json
+
+    import numpy as np
+
+    from jaxlab.core import results
+
+    path = results.write_json(tmp_path / "d" / "r.json", {"x": np.arange(2), "nan": float("nan")})
+    assert json.loads(open(path).read()) == {"x": [0, 1], "nan": None}
+    assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["r.json"]  # no temp file left
