@@ -90,6 +90,18 @@ def main(argv):
     assert os.path.exists(path)
     print("write_json OK", flush=True)
 
+    # The suite binary's code path on two hosts (Q-learning at smoke size), and the same
+    # experiment with everything on one device per process, for the test to compare.
+    from experiments import suite
+    from experiments.configs import qlearning as qlearning_config
+    from jaxlab.qlearning import experiment as qlearning_experiment
+
+    suite.run_suite("smoke", os.path.join(workdir, "suite"), ["qlearning"])
+    cfg = qlearning_config.get_config("smoke")
+    cfg.mesh_shape = None
+    qlearning_experiment.train_and_evaluate(cfg, os.path.join(workdir, "single"))
+    print("suite OK", flush=True)
+
     try:
         from jaxlab.rfo import envs
     except ImportError:

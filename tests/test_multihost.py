@@ -2,8 +2,8 @@
 ``jax.distributed`` (``jaxlab.core.cluster``), one mesh over all 4 devices.
 
 Default: the core checks (global placement, all-gather, checkpoint/resume of global and
-host-local trees, main-process writing, MJX model placement) and the Q-learning binary,
-whose two-host summary must equal a single-device run's. ``-m slow``: every method's
+host-local trees, main-process writing, MJX model placement) and the suite, whose two-host
+Q-learning summary must equal a single-device run's. ``-m slow``: every method's
 binary at its smoke preset against its single-device run.
 """
 
@@ -84,31 +84,18 @@ def test_library_imports_leave_the_backend_uninitialised():
     assert "CLEAN" in out.stdout
 
 
-def test_core_multihost_checks(tmp_path):
+def test_two_hosts(tmp_path):
+    """Core checks on 2 processes x 2 devices (see tests/multihost_program.py), then the
+    suite's Q-learning run over the 2-host mesh: exactly the single-device summary, with
+    progress and the report from process 0 only."""
     out = _run_cluster(["-m", "tests.multihost_program", f"--workdir={tmp_path}"])
     for r in out:
         for check in ("shard_batch/to_host", "resumable global run", "host-local checkpoint",
-                      "write_json"):
+                      "write_json", "suite"):
             assert f"{check} OK" in r.output, r.output[-3000:]
-
-
-def test_qlearning_binary_on_two_hosts_equals_single_device(tmp_path):
-    hosts = tmp_path / "suite" / "qlearning"
-    out = _run_cluster(["-m", "experiments.qlearning",
-                        "--config=experiments/configs/qlearning.py:smoke", f"--workdir={hosts}"])
-    assert "updates/s" in out[0].output  # process 0 reports progress ...
-    assert "updates/s" not in out[1].output  # ... the other process stays quiet
-    two = _load(hosts / "summary.json")
-    single = _single_device("qlearning", "smoke", {}, tmp_path / "single")
-    _assert_same_results(two, single, rtol=0, atol=0)
-
-    # The suite on two hosts, the summary removed: everything is restored from the two-host
-    # checkpoints (no update runs again), and process 0 writes the report.
-    os.remove(hosts / "summary.json")
-    out = _run_cluster(["-m", "experiments.suite", "--preset=smoke", "--methods=qlearning",
-                        f"--workdir={tmp_path / 'suite'}"])
-    assert "updates/s" not in out[0].output
-    _assert_same_results(_load(hosts / "summary.json"), two, rtol=0, atol=0)
+    assert "updates/s" in out[0].output and "updates/s" not in out[1].output
+    two = _load(tmp_path / "suite" / "qlearning" / "summary.json")
+    _assert_same_results(two, _load(tmp_path / "single" / "summary.json"), rtol=0, atol=0)
     report = (tmp_path / "suite" / "REPORT.md").read_text()
     assert "4 device(s) over 2 processes" in report and "## qlearning" in report
 

@@ -95,7 +95,10 @@ _CODE = textwrap.dedent("""
 """)
 
 
-@pytest.mark.parametrize("methods", ["bco,avatar,gepc,dllm", "rfo"])
+# RFO's check (about a minute of PPO compiles) runs with -m slow, beside its two-host check
+# in tests/test_multihost.py.
+@pytest.mark.parametrize("methods", ["bco,avatar,gepc,dllm",
+                                     pytest.param("rfo", marks=pytest.mark.slow)])
 def test_sharded_batch_axis_equals_single_device(methods):
     if "rfo" in methods:
         pytest.importorskip("brax")
