@@ -176,12 +176,17 @@ def _plot(runs, workdir):
 def headline(summary: dict) -> list[tuple[str, str]]:
     """(metric, value) rows for results/REPORT.md."""
     rows = []
-    for t, by_m in summary["final_eval_return"].items():
+    final = summary["final_eval_return"]
+    tasks = [t for t in summary["config"]["tasks"] if t in final]  # config order, also
+    order = {m: i for i, m in enumerate(METHODS)}  # for summaries read back from JSON
+    for t in tasks:
+        by_m = dict(sorted(final[t].items(), key=lambda kv: order.get(kv[0], len(order))))
         cells = ", ".join(f"{m} {v['mean']:.1f} +- {v['ci95']:.1f}" for m, v in by_m.items())
         steps = max(v["env_steps"] for v in by_m.values())
         rows.append((f"{t}: final eval return at {steps} env steps (mean +- 95% CI)", cells))
     if "throughput" in summary:
         tp = summary["throughput"]
-        cells = ", ".join(f"B={b}: {r:.0f}" for b, r in tp["env_steps_per_s"].items())
+        rates = sorted(tp["env_steps_per_s"].items(), key=lambda kv: int(kv[0]))
+        cells = ", ".join(f"B={b}: {r:.0f}" for b, r in rates)
         rows.append((f"{tp['task']}: vmapped MJX rollout env steps/s", cells))
     return rows
