@@ -16,7 +16,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from jaxlab.core import validation
+from jaxlab.core import sharding, validation
 from jaxlab.core.progress import Progress
 from jaxlab.core.types import PyTree
 
@@ -65,15 +65,17 @@ class Checkpointer:
         step = self.latest_step() if step is None else step
         if step is None:
             raise FileNotFoundError(f"No checkpoint in {self.directory}.")
+        multi_host = jax.process_count() > 1
+        # Host-local leaves stored as NumPy (multi-host, see ``_storable``) restore as NumPy.
         abstract = jax.tree.map(
-            lambda x: x if isinstance(x, np.ndarray) else ocp.utils.to_shape_dtype_struct(x),
-            _storable(template))
+            lambda x: x if multi_host and isinstance(x, np.ndarray)
+            else ocp.utils.to_shape_dtype_struct(x), _storable(template))
         restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
         if _has_empty_leaves(template):
             leaves, treedef = jax.tree.flatten(template)
             restored = jax.tree.unflatten(treedef, [restored.get(str(i), x)
                                                     for i, x in enumerate(leaves)])
-        if jax.process_count() == 1:
+        if not multi_host:
             return restored
         return jax.tree.map(_from_host_local, template, restored)
 
@@ -94,22 +96,18 @@ class Checkpointer:
         self.close()
 
 
-def _is_key(x) -> bool:
-    return jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
-
-
 def _to_host_local(x):
     """A host-local ``jax.Array`` as NumPy (typed PRNG keys as their key data)."""
     if not (isinstance(x, jax.Array) and x.is_fully_addressable):
         return x
-    return np.asarray(jax.random.key_data(x) if _is_key(x) else x)
+    return np.asarray(jax.random.key_data(x) if sharding.is_prng_key(x) else x)
 
 
 def _from_host_local(template, restored):
     """Inverse of ``_to_host_local`` given the template leaf."""
     if not (isinstance(template, jax.Array) and isinstance(restored, np.ndarray)):
         return restored
-    if _is_key(template):
+    if sharding.is_prng_key(template):
         return jax.random.wrap_key_data(restored, impl=jax.random.key_impl(template))
     return jax.numpy.asarray(restored)
 

@@ -62,6 +62,8 @@ def run_local_cluster(
     Returns:
       One ``ProcessResult`` per process, in process-id order.
     """
+    if not args:
+        raise ValueError("`args` must name what to run, e.g. ['-m', 'experiments.bco', ...].")
     validation.check_positive_int("num_processes", num_processes)
     validation.check_positive_int("devices_per_process", devices_per_process)
     port = free_port()

@@ -84,6 +84,11 @@ def shard_leading_axis(tree: PyTree, mesh: Mesh, axis_name: str = "batch") -> Py
     return jax.tree.map(put, tree)
 
 
+def is_prng_key(x) -> bool:
+    """True for a typed PRNG key array (``jax.random.key``), which NumPy cannot hold."""
+    return isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key)
+
+
 def place(x, sharding: NamedSharding) -> jax.Array:
     """``x`` placed with ``sharding`` (trailing axes replicated where the spec is shorter).
 
@@ -95,7 +100,7 @@ def place(x, sharding: NamedSharding) -> jax.Array:
     if sharding.is_fully_addressable or (isinstance(x, jax.Array)
                                          and not x.is_fully_addressable):
         return jax.device_put(x, sharding)
-    if isinstance(x, jax.Array) and jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+    if is_prng_key(x):
         data = place(jax.random.key_data(x), sharding)
         return jax.random.wrap_key_data(data, impl=jax.random.key_impl(x))
     host = np.asarray(x)
@@ -122,7 +127,7 @@ def to_host(tree: PyTree) -> PyTree:
     """
     def get(x):
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            if jax.dtypes.issubdtype(x.dtype, jax.dtypes.prng_key):
+            if is_prng_key(x):
                 raise TypeError("`to_host` got a PRNG key array; pass jax.random.key_data(k).")
             return np.asarray(multihost_utils.process_allgather(x, tiled=True))
         return np.asarray(x)

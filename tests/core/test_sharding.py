@@ -87,3 +87,19 @@ def test_write_json_is_atomic_and_on_the_main_process(tmp_path):
     path = results.write_json(tmp_path / "d" / "r.json", {"x": np.arange(2), "nan": float("nan")})
     assert json.loads(open(path).read()) == {"x": [0, 1], "nan": None}
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["r.json"]  # no temp file left
+
+
+def test_is_prng_key_and_local_cluster_rejects_bad_input():
+    import numpy as np
+
+    from jaxlab.core import cluster
+
+    assert sharding.is_prng_key(jax.random.key(0))
+    assert not sharding.is_prng_key(jax.random.PRNGKey(0))  # raw uint32 key data
+    assert not sharding.is_prng_key(np.zeros(2))
+    with pytest.raises(ValueError, match="`args`"):
+        cluster.run_local_cluster([])
+    with pytest.raises(ValueError, match="`num_processes`"):
+        cluster.run_local_cluster(["-c", "pass"], num_processes=0)
+    with pytest.raises(ValueError, match="`devices_per_process`"):
+        cluster.run_local_cluster(["-c", "pass"], devices_per_process=1.5)
