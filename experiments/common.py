@@ -1,4 +1,20 @@
-"""Flags and entry point shared by the experiment binaries."""
+"""Flags and entry point shared by the experiment binaries.
+
+Command-line behaviour (every method binary):
+  * ``--workdir`` is required: without it the binary prints one line and exits with 2.
+  * ``--help`` prints the binary's docstring, its flags and every field of the chosen
+    ``--config`` (default: the binary's preset) with its default value.
+  * A ``--config.<field>`` that the chosen config lacks is one line naming the closest
+    fields, exit 2 (not a traceback from ml_collections).
+  * JAX's "Unable to initialize backend 'tpu'" INFO line is not printed on machines
+    without a TPU.
+"""
+
+import difflib
+import importlib.util
+import logging as pylogging
+import os
+import sys
 
 from absl import app, flags, logging
 from ml_collections import config_flags
@@ -11,6 +27,24 @@ COORDINATOR = flags.DEFINE_string("coordinator_address", None,
 NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "Processes in a multi-host run.")
 PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's id in a multi-host run.")
 
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class _DropMissingBackendInfo(pylogging.Filter):
+    """JAX logs at INFO each accelerator plugin it fails to find (libtpu on every CPU/GPU
+    machine); that line reads like an error to a new user and says nothing about the run."""
+
+    def filter(self, record):
+        return not (record.levelno < pylogging.WARNING
+                    and "Unable to initialize backend" in record.getMessage())
+
+
+def quiet_backend_probe() -> None:
+    """Installs ``_DropMissingBackendInfo`` on JAX's backend logger (idempotent)."""
+    logger = pylogging.getLogger("jax._src.xla_bridge")
+    if not any(isinstance(f, _DropMissingBackendInfo) for f in logger.filters):
+        logger.addFilter(_DropMissingBackendInfo())
+
 
 def run(train_and_evaluate, config) -> dict:
     """Initialises multi-host JAX if asked, then calls ``train_and_evaluate(config, workdir)``."""
@@ -21,8 +55,90 @@ def run(train_and_evaluate, config) -> dict:
     return train_and_evaluate(config, WORKDIR.value)
 
 
+def _flag_value(argv, name):
+    """The value of ``--name=v`` or ``--name v`` in ``argv`` (last one wins), else None."""
+    value = None
+    for i, a in enumerate(argv):
+        if a.startswith(f"--{name}="):
+            value = a.split("=", 1)[1]
+        elif a == f"--{name}" and i + 1 < len(argv):
+            value = argv[i + 1]
+    return value
+
+
+def load_config(spec: str):
+    """The ConfigDict of ``path.py[:arg]`` (path relative to the cwd or the repo root)."""
+    path, _, arg = spec.partition(":")
+    if not os.path.exists(path) and os.path.exists(os.path.join(ROOT, path)):
+        path = os.path.join(ROOT, path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"`--config`: no config file {path!r}.")
+    module_spec = importlib.util.spec_from_file_location("_jaxlab_config", path)
+    module = importlib.util.module_from_spec(module_spec)
+    module_spec.loader.exec_module(module)
+    return module.get_config(arg) if arg else module.get_config()
+
+
+def config_fields(config, prefix: str = "config") -> dict:
+    """{"config.a.b": default} for every leaf field of ``config`` (nested dicts flattened)."""
+    out = {}
+    for key, value in config.items():
+        name = f"{prefix}.{key}"
+        if hasattr(value, "items"):
+            out.update(config_fields(value, name))
+        else:
+            out[name] = value
+    return out
+
+
+def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
+    """Checks the command line before absl parses it.
+
+    Returns:
+      None when the run may go on; otherwise the text to print (help, or a one-line error)
+      and the caller exits (0 for help, 2 for an error: see ``launch``).
+    """
+    args = argv[1:]
+    spec = _flag_value(args, "config") or default_config
+    if any(a in ("--help", "-h", "--helpshort", "-?") for a in args):
+        try:
+            fields = config_fields(load_config(spec))
+        except Exception as e:  # noqa: BLE001 - help still prints the flags
+            fields = {f"(config {spec!r} could not be loaded: {e})": ""}
+        lines = [(doc or "").strip(), "", "Flags:",
+                 "  --config=PATH.py[:PRESET]  the experiment config (default "
+                 f"{default_config})",
+                 "  --workdir=DIR              output folder (results, checkpoints); required",
+                 "  --coordinator_address, --num_processes, --process_id  multi-host runs",
+                 "", f"Config fields of {spec} (override with --config.FIELD=VALUE):"]
+        width = max(map(len, fields), default=0)
+        lines += [f"  --{k:<{width}}  default: {v!r}" for k, v in fields.items()]
+        return "\n".join(lines)
+    if _flag_value(args, "workdir") is None:
+        return (f"error: --workdir is required (the folder for results and checkpoints), e.g. "
+                f"--workdir=results/{os.path.basename(argv[0]).removesuffix('.py')}")
+    overrides = [a[2:].split("=", 1)[0] for a in args if a.startswith("--config.")]
+    if overrides:
+        fields = config_fields(load_config(spec))
+        groups = {k.rsplit(".", i)[0] for k in fields for i in range(k.count("."))}
+        for name in overrides:
+            if name not in fields and name not in groups:
+                close = difflib.get_close_matches(name, list(fields), n=3, cutoff=0.6)
+                hint = f"; did you mean {', '.join('--' + c for c in close)}?" if close else ""
+                return (f"error: --{name}: the config {spec} has no field "
+                        f"{name.removeprefix('config.')!r}{hint} (--help lists the fields)")
+    return None
+
+
 def launch(train_and_evaluate, default_config: str) -> None:
     """The whole body of a method binary: --config (default ``default_config``), --workdir."""
+    quiet_backend_probe()
+    main_doc = getattr(sys.modules.get("__main__"), "__doc__", None)
+    message = check_argv(sys.argv, default_config, main_doc)
+    if message is not None:
+        is_help = not message.startswith("error:")
+        print(message, file=sys.stdout if is_help else sys.stderr)
+        sys.exit(0 if is_help else 2)
     config = config_flags.DEFINE_config_file("config", default_config)
 
     def main(argv):

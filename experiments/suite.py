@@ -3,21 +3,21 @@
   python -m experiments.suite --preset=quick --workdir=results
 
 Each method writes ``summary.json`` and PNG plots in ``<workdir>/<method>/``. A method
-whose summary exists is not rerun (pass --force to redo it); a method interrupted midway
-resumes from its orbax checkpoints.
+whose summary was written by this code under this preset's config (its ``provenance``
+block) is not rerun (pass --force to redo it); a summary from another config or code
+version is rerun, never reported; a method interrupted midway resumes from its orbax
+checkpoints.
 """
 
 import importlib
 import json
 import os
-import platform
 import time
 
-import jax
 from absl import app, flags, logging
 
 from experiments import common
-from jaxlab.core import results, sharding
+from jaxlab.core import provenance, results, sharding
 
 # method name -> (config module, library experiment module)
 METHODS = {
@@ -47,41 +47,67 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
     summaries, timings = {}, {}
     for name in methods:
         cfg_mod, exp_mod = (importlib.import_module(m) for m in METHODS[name])
+        config = cfg_mod.get_config(preset)
         out = os.path.join(workdir, name)
         path = os.path.join(out, "summary.json")
         wall_path = os.path.join(out, "suite_wall_time.json")
-        if os.path.exists(path) and not force:
-            logging.info("%s: summary exists, skipping (use --force to rerun)", name)
-            with open(path) as f:
-                summaries[name] = json.load(f)
-            timings[name] = None
-            if os.path.exists(wall_path):
-                with open(wall_path) as f:
-                    timings[name] = json.load(f)["wall_s"]
-        else:
-            logging.info("%s: running preset %s", name, preset)
-            t0 = time.perf_counter()
-            exp_mod.train_and_evaluate(cfg_mod.get_config(preset), out)
-            timings[name] = time.perf_counter() - t0
-            results.write_json(wall_path, {"wall_s": timings[name], "preset": preset})
-            # The report reads what is on disk, so a rerun that skips this method writes
-            # the same rows in the same order.
-            with open(path) as f:
-                summaries[name] = json.load(f)
+        old = _read_json(path)
+        if old is not None and not force and provenance.is_current(old, config):
+            logging.info("%s: summary exists for this config and code, skipping (use --force "
+                         "to rerun)", name)
+            summaries[name] = old
+            wall = _read_json(wall_path)
+            timings[name] = wall["wall_s"] if wall and wall.get("unit_key") == _key(old) else None
+            continue
+        if old is not None and not force:
+            logging.warning("%s: %s was written by another config or code version (%s); "
+                            "rerunning", name, path, _key(old) or "no provenance")
+        logging.info("%s: running preset %s", name, preset)
+        t0 = time.perf_counter()
+        exp_mod.train_and_evaluate(config, out)
+        timings[name] = time.perf_counter() - t0
+        # The report reads what is on disk, so a rerun that skips this method writes
+        # the same rows in the same order.
+        summaries[name] = _read_json(path)
+        results.write_json(wall_path, {"wall_s": timings[name], "preset": preset,
+                                       "unit_key": _key(summaries[name])})
     _write_report(preset, workdir, methods, summaries, timings)
     return summaries
 
 
+def _read_json(path):
+    if not os.path.exists(path):
+        return None
+    with open(path) as f:
+        return json.load(f)
+
+
+def _key(summary):
+    return (summary.get("provenance") or {}).get("unit_key")
+
+
 def _write_report(preset, workdir, methods, summaries, timings):
+    prov = summaries[methods[0]]["provenance"] if methods else provenance.record({})
+    git, pk, mach = prov["git"], prov["packages"], prov["machine"]
+    commit = ("not a git checkout" if git["commit"] is None
+              else f"{git['commit'][:12]}{' (uncommitted changes)' if git['dirty'] else ''}")
+    procs = mach["process_count"]
     lines = [f"# jaxlab results ({preset} preset)", "",
-             f"Machine: {platform.machine()}, {os.cpu_count()} CPU cores, JAX "
-             f"{jax.__version__} on {jax.default_backend()} ({jax.device_count()} device(s)"
-             f"{f' over {jax.process_count()} processes' if jax.process_count() > 1 else ''}).",
+             f"Machine: {mach['machine']}, {mach['cpu_count']} CPU cores, {mach['platform']}; "
+             f"JAX {pk['jax']} on {mach['backend']} ({mach['device_count']} device(s) of kind "
+             f"{mach['device_kind']}{f' over {procs} processes' if procs > 1 else ''}).",
+             "",
+             f"Code: jaxlab {prov['code_version']}, git commit {commit}. Packages: "
+             + ", ".join(f"{k} {v}" for k, v in pk.items() if v is not None) + ".",
              ""]
     for name in methods:
         exp_mod = importlib.import_module(METHODS[name][1])
         wall = ("not recorded" if timings[name] is None else f"{timings[name]:.0f} s")
-        lines += [f"## {name}", "", f"Wall time of the run that wrote this summary: {wall}", "",
+        p = summaries[name]["provenance"]
+        lines += [f"## {name}", "",
+                  f"Wall time of the run that wrote this summary: {wall}. Config hash "
+                  f"{p['config_hash']} (full config in {name}/summary.json), code "
+                  f"{p['code_version']}.", "",
                   "| metric | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in exp_mod.headline(summaries[name])]
         lines.append("")
@@ -124,4 +150,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    common.quiet_backend_probe()
     app.run(main)

@@ -20,9 +20,10 @@ from jaxlab.core import cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
-# Summary entries that measure time on the machine, not results of the method.
+# Summary entries that measure time on the machine or describe the run (provenance: device
+# and process counts differ by design), not results of the method.
 _TIMED = {"seconds", "wall_s", "scaling", "throughput", "env_steps_per_s",
-          "speedup_vs_smallest_batch", "adjoint_scaling", "config"}
+          "speedup_vs_smallest_batch", "adjoint_scaling", "config", "provenance"}
 
 
 def _run_cluster(args, timeout_s=600):

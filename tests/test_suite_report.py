@@ -17,3 +17,60 @@ def test_update_readme_replaces_only_the_marked_block(tmp_path):
     readme.write_text("no markers")
     with pytest.raises(ValueError, match="markers"):
         suite.update_readme(str(report), str(readme))
+
+
+class _FakeMethod:
+    """A method for the suite whose config depends on the preset and whose runs are counted."""
+
+    def __init__(self):
+        self.runs = []
+
+    def get_config(self, preset):
+        import ml_collections
+
+        return ml_collections.ConfigDict({"size": {"smoke": 1, "quick": 2}[preset], "seed": 0})
+
+    def train_and_evaluate(self, config, workdir):
+        from jaxlab.core import results
+
+        self.runs.append(config.size)
+        results.write_summary(workdir, {"value": 10 * config.size}, config)
+
+    @staticmethod
+    def headline(summary):
+        return [("value", str(summary["value"]))]
+
+
+def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
+    """The audit's case: a smoke summary on disk was titled "quick preset". A summary from
+    another config or code version is rerun; a current one is kept."""
+    import sys
+    import types
+
+    from jaxlab.core import provenance
+
+    fake = _FakeMethod()
+    mod = types.ModuleType("fake_method")
+    mod.get_config, mod.train_and_evaluate, mod.headline = (
+        fake.get_config, fake.train_and_evaluate, fake.headline)
+    monkeypatch.setitem(sys.modules, "fake_method", mod)
+    monkeypatch.setitem(suite.METHODS, "fake", ("fake_method", "fake_method"))
+
+    suite.run_suite("smoke", str(tmp_path), ["fake"])
+    suite.run_suite("smoke", str(tmp_path), ["fake"])
+    assert fake.runs == [1]  # current: reused
+    out = suite.run_suite("quick", str(tmp_path), ["fake"])
+    assert fake.runs == [1, 2] and out["fake"]["value"] == 20  # config changed: rerun
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "(quick preset)" in report and "| value | 20 |" in report
+    assert provenance.config_hash(fake.get_config("quick")) in report
+    monkeypatch.setattr(provenance, "code_version", lambda: "0.0.0+src.changed")
+    suite.run_suite("quick", str(tmp_path), ["fake"])
+    assert fake.runs == [1, 2, 2]  # code changed: rerun
+    suite.run_suite("quick", str(tmp_path), ["fake"], force=True)
+    assert fake.runs == [1, 2, 2, 2]
+    prov = provenance.record(fake.get_config("quick"))
+    for key in ("config", "config_hash", "code_version", "git", "packages", "machine"):
+        assert key in prov
+    assert {"jax", "jaxlib", "flax", "ott-jax", "brax"} <= set(prov["packages"])
+    assert {"device_kind", "device_count"} <= set(prov["machine"])

@@ -33,7 +33,6 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.eval_batch = 500
     c.particles = (2, 4, 8)
     c.temperature = 1.0
-    c.block_length = 0  # 0: no semi-AR blocks for the main decoders
     c.threshold = 0.9
     c.bootstrap = 1000
     c.throughput_particles = (1, 4, 16)

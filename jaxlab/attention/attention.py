@@ -3,6 +3,12 @@
 Layout [B, N, H, D] (the flax / LLaMA convention); GQA when the key heads divide the
 query heads. ``impl="sale"`` runs the two SALE Pallas kernels (estimation + selection,
 then block-sparse flash attention); on a CPU backend they run in the Pallas interpreter.
+
+Checks (static shapes / dtypes, so they also hold under ``jit``; values only when concrete):
+``impl`` one of ``IMPLS``; q, k, v 4-D with a floating dtype (TypeError naming the argument);
+k and v of shape (B, N, Hk, D) matching q's batch, length and head dim; Hq a multiple of Hk;
+for ``impl="sale"`` N divisible by ``sizes.block_q``, ``tau`` a scalar or [Hq] in [0, inf)
+without NaN, ``bits`` 8 or 4 (the last via the kernels' own checks).
 """
 
 import jax
@@ -14,6 +20,30 @@ from pallas_kernels.sale.estimate import sale_attention_pallas
 from pallas_kernels.sale.reference import BlockSizes
 
 IMPLS = ("dense", "sale")
+
+
+def _check_inputs(q, k, v, impl, tau, sizes):
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        validation.check_ndim(name, x, 4)
+        validation.check_floating(name, x)
+    b, n, hq, d = q.shape
+    for name, x in (("k", k), ("v", v)):
+        if x.shape[0] != b or x.shape[1] != n or x.shape[3] != d:
+            raise ValueError(f"`{name}` must have shape ({b}, {n}, Hk, {d}) to match `q` "
+                             f"{tuple(q.shape)} ([B, N, H, D]), got {tuple(x.shape)}.")
+    validation.check_shape("v", v, k.shape)
+    if k.shape[2] == 0 or hq % k.shape[2]:
+        raise ValueError(f"the {hq} query heads of `q` must be a multiple of the {k.shape[2]} "
+                         "key heads of `k` (GQA).")
+    if impl == "sale":
+        if n % sizes.block_q:
+            raise ValueError(f"sequence length {n} must be divisible by `block_q`="
+                             f"{sizes.block_q} of `sizes` for impl='sale'.")
+        if tau is not None:
+            if jnp.shape(tau) not in ((), (1,), (hq,)):
+                raise ValueError(f"`tau` must be a scalar or have shape ({hq},), got shape "
+                                 f"{jnp.shape(tau)}.")
+            validation.check_in_range("tau", tau, 0.0)
 
 
 def attention(q, k, v, *, impl: str = "dense", causal: bool = False, tau=None,
@@ -33,7 +63,7 @@ def attention(q, k, v, *, impl: str = "dense", causal: bool = False, tau=None,
     """
     if impl not in IMPLS:
         raise ValueError(f"`impl` must be one of {IMPLS}, got {impl!r}.")
-    validation.check_ndim("q", q, 4)
+    _check_inputs(q, k, v, impl, tau, sizes)
     to_bhnd = lambda x: jnp.swapaxes(x, 1, 2)  # noqa: E731
     qh, kh, vh = to_bhnd(q), to_bhnd(k), to_bhnd(v)
     if impl == "dense":

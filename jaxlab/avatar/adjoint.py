@@ -15,12 +15,24 @@ gradient below is invariant to that null direction). Then
 ``method="cg"`` solves with conjugate gradients on the matrix-free operator (memory
 O(n m) for T itself, O(n + m) extra); ``method="dense"`` forms H and uses a least-squares
 solve, the O((n + m)^3) reference.
+
+Checks: ``plan`` (2-D, finite, non-negative, every row and column sum > 0), ``grad_plan``
+(same shape, finite), ``epsilon`` > 0, ``tol`` > 0, ``maxiter`` >= 1 and ``method`` are
+validated eagerly (value checks skip traced arrays). The CG solve reports
+``AdjointInfo(converged, residual, iterations)`` (``cost_gradient_and_info``; a flag, so it
+works under ``jit`` / ``vmap``); ``check_adjoint`` turns a non-converged solve into a
+``RuntimeWarning`` naming ``maxiter`` and ``tol`` with the residual. ``cost_gradient`` calls
+it itself when its result is concrete (eager calls); inside compiled code the caller checks
+the flag (``active.run_active`` does).
 """
 
 import functools
+import warnings
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array
@@ -37,27 +49,120 @@ def _operator(plan):
     return matvec, a, b
 
 
+class AdjointInfo(NamedTuple):
+    """converged: [] bool, CG met ``tol`` (always True for "dense"); residual: [] final
+    relative residual ||H y - rhs|| / ||rhs|| of the adjoint system (0 when rhs = 0);
+    iterations: [] CG iterations (0 for "dense")."""
+
+    converged: Array
+    residual: Array
+    iterations: Array
+
+
+def _check_inputs(plan, grad_plan, epsilon, method, tol, maxiter):
+    validation.check_ndim("plan", plan, 2)
+    validation.check_shape("grad_plan", grad_plan, np.shape(plan))
+    validation.check_finite("plan", plan)
+    validation.check_finite("grad_plan", grad_plan)
+    validation.check_in_range("plan", plan, 0.0)
+    if not isinstance(plan, jax.core.Tracer):
+        p = np.asarray(plan)
+        if np.any(p.sum(1) <= 0) or np.any(p.sum(0) <= 0):
+            raise ValueError(f"`plan` must have positive row and column sums (an entropic "
+                             f"plan is positive), got {int((p.sum(1) <= 0).sum())} empty rows "
+                             f"and {int((p.sum(0) <= 0).sum())} empty columns.")
+    validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
+    validation.check_one_of("method", method, ("cg", "dense"))
+    validation.check_in_range("tol", tol, 0.0, low_inclusive=False)
+    validation.check_positive_int("maxiter", maxiter)
+
+
+def cost_gradient_and_info(plan: Array, grad_plan: Array, epsilon, method: str = "cg",
+                           tol: float = 1e-6, maxiter: int = 500) -> tuple[Array, AdjointInfo]:
+    """grad_C f and the solve report; no convergence check (see ``check_adjoint``).
+
+    Args: as ``cost_gradient``.
+
+    Returns:
+      ([n, m] gradient, AdjointInfo).
+    """
+    _check_inputs(plan, grad_plan, epsilon, method, tol, maxiter)
+    return _cost_gradient(plan, grad_plan, epsilon, method, tol, maxiter)
+
+
+def check_adjoint(info: AdjointInfo, tol, maxiter, where: str = "") -> bool:
+    """Warns (RuntimeWarning, with the numbers) if any CG solve in ``info`` did not converge.
+
+    ``info`` may hold a batch of solves. Traced values are not checked (returns True).
+
+    Returns:
+      True when every solve converged.
+    """
+    if isinstance(info.converged, jax.core.Tracer):
+        return True
+    conv = np.asarray(info.converged, bool)
+    res = np.asarray(info.residual, np.float64)
+    bad = ~conv | ~np.isfinite(res)
+    if not bad.any():
+        return True
+    worst = float(np.nanmax(res[bad])) if np.isfinite(res[bad]).any() else float("nan")
+    warnings.warn(f"adjoint CG did not converge{where}: {int(bad.sum())} of {bad.size} "
+                  f"solve(s), relative residual up to {worst:.3g} > `tol`={tol:g} after "
+                  f"`maxiter`={maxiter} iterations; the cost gradient is inaccurate. Raise "
+                  "`maxiter` (or use method='dense').", RuntimeWarning, stacklevel=3)
+    return False
+
+
 def cost_gradient(plan: Array, grad_plan: Array, epsilon, method: str = "cg",
                   tol: float = 1e-6, maxiter: int = 500) -> Array:
     """grad_C f for f(T(C)), given T and G = grad_T f at T.
+
+    Warns (``check_adjoint``) when called eagerly and CG did not reach ``tol``.
 
     Args:
       plan: [n, m] entropic OT plan (positive).
       grad_plan: [n, m] gradient of the utility w.r.t. the plan.
       epsilon: entropic regularisation > 0 used to compute the plan.
       method: "cg" (matrix-free conjugate gradients) or "dense" (least squares on H).
-      tol: CG relative tolerance.
-      maxiter: CG iteration cap.
+      tol: CG relative tolerance > 0.
+      maxiter: CG iteration cap >= 1.
 
     Returns:
       [n, m] gradient of f with respect to the cost matrix.
     """
-    validation.check_ndim("plan", plan, 2)
-    validation.check_shape("grad_plan", grad_plan, plan.shape)
-    validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
-    if method not in ("cg", "dense"):
-        raise ValueError(f"`method` must be 'cg' or 'dense', got {method!r}.")
-    return _cost_gradient(plan, grad_plan, epsilon, method, tol, maxiter)
+    grad, info = cost_gradient_and_info(plan, grad_plan, epsilon, method, tol, maxiter)
+    check_adjoint(info, tol, maxiter)
+    return grad
+
+
+def _vdot(x, y):
+    return jnp.vdot(x, y, precision=jax.lax.Precision.HIGHEST)
+
+
+def _pcg(matvec, rhs, precond, tol, maxiter):
+    """Preconditioned CG from x0 = 0, step for step as ``jax.scipy.sparse.linalg.cg``,
+    also returning the iteration count and whether the recursive residual met ``tol``."""
+    atol2 = jnp.square(tol) * _vdot(rhs, rhs)
+
+    def cond(v):
+        _, r, _, _, k = v
+        return (_vdot(r, r) > atol2) & (k < maxiter)
+
+    def body(v):
+        x, r, gamma, p, k = v
+        ap = matvec(p)
+        alpha = gamma / _vdot(p, ap)
+        x = x + alpha * p
+        r = r - alpha * ap
+        z = precond(r)
+        gamma_new = _vdot(r, z)
+        return x, r, gamma_new, z + (gamma_new / gamma) * p, k + 1
+
+    r0 = rhs
+    z0 = precond(r0)
+    x, r, _, _, k = jax.lax.while_loop(cond, body,
+                                       (jnp.zeros_like(rhs), r0, _vdot(r0, z0), z0, 0))
+    return x, k, _vdot(r, r) <= atol2
 
 
 @functools.partial(jax.jit, static_argnames=("method", "maxiter"))
@@ -69,10 +174,14 @@ def _cost_gradient(plan, grad_plan, epsilon, method, tol, maxiter):
     if method == "cg":
         # Jacobi preconditioner diag(H)^-1 = [1/a; 1/b].
         diag = jnp.concatenate([a, b])
-        y, _ = jax.scipy.sparse.linalg.cg(matvec, rhs, tol=tol, maxiter=maxiter,
-                                          M=lambda v: v / diag)
+        y, iters, converged = _pcg(matvec, rhs, lambda v: v / diag, tol, maxiter)
     else:
         h = jnp.block([[jnp.diag(a), plan], [plan.T, jnp.diag(b)]])
         y = jnp.linalg.lstsq(h, rhs)[0]
+        iters, converged = jnp.int32(0), jnp.bool_(True)
+    norm = jnp.linalg.norm(rhs)
+    residual = jnp.where(norm > 0, jnp.linalg.norm(matvec(y) - rhs) / jnp.where(norm > 0, norm,
+                                                                                 1.0), 0.0)
     ya, yb = y[:n], y[n:]
-    return plan * (ya[:, None] + yb[None, :] - grad_plan) / epsilon
+    grad = plan * (ya[:, None] + yb[None, :] - grad_plan) / epsilon
+    return grad, AdjointInfo(converged, residual, jnp.asarray(iters, jnp.int32))

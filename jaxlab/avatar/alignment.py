@@ -6,11 +6,17 @@ Anchors are a boolean mask over source nodes: anchor k is matched to truth[k]. T
 
 with A the anchor set (non-anchor columns are masked out), and anchored rows / columns
 pinned: C[k, truth[k]] = 0 and the rest of row k and column truth[k] at the maximum.
+
+Checks (shapes and dtypes also under ``jit``, values only on concrete arrays):
+``anchor_cost``: ``mask`` [n]; ``ranks_of_truth`` / ``alignment_metrics``: ``plan`` /
+``scores`` [n, n] and finite, ``truth`` [n] integers in [0, n), ``eval_mask`` [n].
 """
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array
 
 
@@ -24,6 +30,7 @@ def _normalise(c):
 
 def anchor_cost(task, mask: Array, feat_weight: float = 1.0, anchor_weight: float = 1.0) -> Array:
     """[n, n] cost given the anchor ``mask`` [n] (bool) over source nodes."""
+    validation.check_shape("mask", mask, (np.shape(task.truth)[-1],))
     truth = jnp.asarray(task.truth)
     m = mask.astype(jnp.float32)
     f1 = jnp.asarray(task.pos1, jnp.float32) * m[None, :]
@@ -47,6 +54,7 @@ def ranks_of_truth(scores: Array, truth: Array) -> tuple[Array, Array]:
     Returns:
       (source->target ranks [n], target->source ranks [n], aligned with source node i).
     """
+    _check_scores("scores", scores, truth)
     n = scores.shape[0]
     rows = jnp.arange(n)
     true_row = scores[rows, truth]
@@ -57,6 +65,8 @@ def ranks_of_truth(scores: Array, truth: Array) -> tuple[Array, Array]:
 
 def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30, 50)) -> dict:
     """Hits@k and MRR averaged over both directions on nodes where ``eval_mask`` is True."""
+    _check_scores("plan", plan, truth)
+    validation.check_shape("eval_mask", eval_mask, (np.shape(plan)[0],))
     r_st, r_ts = ranks_of_truth(plan, truth)
     w = eval_mask.astype(jnp.float32)
     denom = jnp.maximum(w.sum(), 1.0)
@@ -68,6 +78,15 @@ def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30
     for k in ks:
         out[f"hits@{k}"] = avg(((r_st < k).astype(jnp.float32), (r_ts < k).astype(jnp.float32)))
     return out
+
+
+def _check_scores(name, scores, truth):
+    validation.check_ndim(name, scores, 2)
+    n = np.shape(scores)[0]
+    validation.check_shape(name, scores, (n, n))
+    validation.check_finite(name, scores)
+    validation.check_shape("truth", truth, (n,))
+    validation.check_int_range("truth", truth, 0, n)
 
 
 def row_normalise(plan: Array) -> Array:

@@ -63,6 +63,7 @@ def time_adjoint(n: int, repeats: int = 3, epsilon: float = 0.05) -> tuple[float
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Runs every task study and the scaling study; writes summary.json and PNGs."""
+    active.validate_config(config)
     c = config
     names = list(c.tasks)
     shape = (len(METRICS), len(c.strategies), c.num_seeds, c.rounds + 1)
@@ -105,7 +106,7 @@ def _summarize(c, names, out, workdir) -> dict:
                     "dense_over_cg": (sc[:, 1] / sc[:, 0]).tolist(),
                     "slope_cg": metrics.loglog_slope(c.scaling_sizes, sc[:, 0]),
                     "slope_dense": metrics.loglog_slope(c.scaling_sizes, sc[:, 1])}
-    results.write_json(os.path.join(workdir, "summary.json"), s)
+    results.write_summary(workdir, s, c)
     _plot(c, names, s, workdir)
     logging.info("adjoint scaling: dense/cg %s, slopes cg %.2f dense %.2f",
                  np.round(s["scaling"]["dense_over_cg"], 1), s["scaling"]["slope_cg"],
@@ -129,7 +130,8 @@ def _plot(c, names, s, workdir):
                     label=f"dense solve (slope {sc['slope_dense']:.2f})")
     axes[-1].set(xlabel="n (n x n plan)", ylabel="seconds", title="adjoint solve")
     axes[-1].legend(fontsize=7)
-    plots.save(fig, os.path.join(workdir, "mrr_vs_round.png"))
+    plots.save(fig, os.path.join(workdir, "mrr_vs_round.png"),
+               caption=plots.t_band(c.num_seeds) + " Right: one timing per n.")
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:

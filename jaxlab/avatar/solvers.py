@@ -1,7 +1,23 @@
-"""Alignment solvers on ott-jax: entropic OT on a cost and fused Gromov-Wasserstein."""
+"""Alignment solvers on ott-jax: entropic OT on a cost and fused Gromov-Wasserstein.
+
+Checks: ``cost`` (2-D, finite), ``struct1`` / ``struct2`` (shapes [n, n] / [m, m], finite),
+``epsilon`` > 0, ``threshold`` > 0, ``max_iterations`` >= 1, ``fused_penalty`` >= 0 are
+validated eagerly before the solve (value checks skip traced arrays). Convergence is a
+property of the solve, not of the inputs: ``entropic_solve`` / ``fgw_solve`` return a
+``PlanResult`` carrying ott's ``converged`` flag and the final marginal error (a flag, no
+host sync, so they work under ``jit`` / ``vmap`` / ``scan``); ``check_plan`` turns that flag
+into a ``RuntimeWarning`` with the numbers (marginal error, tolerance, iterations, naming
+``max_iterations`` and ``epsilon``). ``entropic_plan`` / ``fgw_plan`` call ``check_plan``
+themselves when their result is concrete (eager calls); inside compiled code the caller
+checks the flags (``active.run_active`` does).
+"""
+
+import warnings
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from ott.geometry import geometry
 from ott.solvers import linear, quadratic
 
@@ -9,47 +25,161 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array
 
 
+class PlanResult(NamedTuple):
+    """plan: [n, m] transport plan; converged: [] bool, ott's convergence flag (for FGW the
+    outer loop and every inner Sinkhorn); marginal_error: [] L1 distance of the worse of the
+    two marginals to the uniform ones (NaN when the solve diverged); iterations: [] Sinkhorn
+    iterations (outer iterations for FGW), or None where not tracked."""
+
+    plan: Array
+    converged: Array
+    marginal_error: Array
+    iterations: Array
+
+
+def marginal_error(plan: Array) -> Array:
+    """max(||T 1 - 1/n||_1, ||T^T 1 - 1/m||_1) for an [n, m] plan with uniform marginals."""
+    n, m = plan.shape[-2:]
+    return jnp.maximum(jnp.abs(plan.sum(-1) - 1.0 / n).sum(-1),
+                       jnp.abs(plan.sum(-2) - 1.0 / m).sum(-1))
+
+
+def _check_cost(cost, epsilon):
+    validation.check_ndim("cost", cost, 2)
+    validation.check_finite("cost", cost)
+    validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
+
+
+def entropic_solve(cost: Array, epsilon, threshold: float = 1e-5,
+                   max_iterations: int = 3000) -> PlanResult:
+    """Entropic OT with uniform marginals; the plan with its convergence report.
+
+    Args:
+      cost: [n, m] finite cost matrix.
+      epsilon: regularisation > 0.
+      threshold: Sinkhorn marginal-error tolerance > 0.
+      max_iterations: Sinkhorn iteration cap >= 1.
+
+    Returns:
+      PlanResult (no check is made here: use ``check_plan`` or read ``converged``).
+    """
+    _check_cost(cost, epsilon)
+    validation.check_in_range("threshold", threshold, 0.0, low_inclusive=False)
+    validation.check_positive_int("max_iterations", max_iterations)
+    geom = geometry.Geometry(cost_matrix=cost, epsilon=epsilon)
+    out = linear.solve(geom, threshold=threshold, max_iterations=max_iterations)
+    plan = out.matrix
+    return PlanResult(plan, jnp.asarray(out.converged), marginal_error(plan),
+                      jnp.asarray(out.n_iters))
+
+
 def entropic_plan(cost: Array, epsilon, threshold: float = 1e-5,
                   max_iterations: int = 3000) -> Array:
     """Entropic OT plan with uniform marginals, [n, m] (sums to one).
 
+    Warns (``check_plan``) when called eagerly and Sinkhorn did not converge.
+
     Args:
-      cost: [n, m] cost matrix.
+      cost: [n, m] finite cost matrix.
       epsilon: regularisation > 0.
-      threshold: Sinkhorn marginal-error tolerance.
-      max_iterations: Sinkhorn iteration cap.
+      threshold: Sinkhorn marginal-error tolerance > 0.
+      max_iterations: Sinkhorn iteration cap >= 1.
     """
-    validation.check_ndim("cost", cost, 2)
-    validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
-    geom = geometry.Geometry(cost_matrix=cost, epsilon=epsilon)
-    out = linear.solve(geom, threshold=threshold, max_iterations=max_iterations)
-    return out.matrix
+    res = entropic_solve(cost, epsilon, threshold, max_iterations)
+    check_plan(res, threshold, max_iterations, epsilon)
+    return res.plan
+
+
+def fgw_solve(cost: Array, struct1: Array, struct2: Array, epsilon,
+              fused_penalty=1.0) -> PlanResult:
+    """Entropic fused Gromov-Wasserstein; the plan with its convergence report.
+
+    Args:
+      cost: [n, m] finite feature cost (the linear / Wasserstein term).
+      struct1: [n, n] finite intra-domain cost of the source (e.g. shortest paths).
+      struct2: [m, m] finite intra-domain cost of the target.
+      epsilon: entropic regularisation > 0.
+      fused_penalty: weight >= 0 of the linear term relative to the GW term.
+    """
+    _check_cost(cost, epsilon)
+    n, m = cost.shape
+    validation.check_shape("struct1", struct1, (n, n))
+    validation.check_shape("struct2", struct2, (m, m))
+    validation.check_finite("struct1", struct1)
+    validation.check_finite("struct2", struct2)
+    validation.check_in_range("fused_penalty", fused_penalty, 0.0)
+    out = quadratic.solve(geometry.Geometry(cost_matrix=struct1),
+                          geometry.Geometry(cost_matrix=struct2),
+                          geometry.Geometry(cost_matrix=cost), fused_penalty=fused_penalty,
+                          epsilon=epsilon)
+    lin = out.linear_convergence  # per outer iteration: 1 converged, 0 not, NaN unused
+    inner_ok = jnp.all(jnp.isnan(lin) | (lin > 0))
+    outer = jnp.sum(~jnp.isnan(lin))
+    plan = out.matrix
+    return PlanResult(plan, jnp.asarray(out.converged) & inner_ok, marginal_error(plan), outer)
 
 
 def fgw_plan(cost: Array, struct1: Array, struct2: Array, epsilon, fused_penalty=1.0) -> Array:
     """Entropic fused Gromov-Wasserstein plan, [n, m].
 
+    Warns (``check_plan``) when called eagerly and the solver did not converge.
+
     Args:
-      cost: [n, m] feature cost (the linear / Wasserstein term).
-      struct1: [n, n] intra-domain cost of the source (e.g. shortest-path distances).
-      struct2: [m, m] intra-domain cost of the target.
+      cost: [n, m] finite feature cost (the linear / Wasserstein term).
+      struct1: [n, n] finite intra-domain cost of the source (e.g. shortest paths).
+      struct2: [m, m] finite intra-domain cost of the target.
       epsilon: entropic regularisation > 0.
-      fused_penalty: weight of the linear term relative to the GW term.
+      fused_penalty: weight >= 0 of the linear term relative to the GW term.
     """
-    validation.check_ndim("cost", cost, 2)
-    n, m = cost.shape
-    validation.check_shape("struct1", struct1, (n, n))
-    validation.check_shape("struct2", struct2, (m, m))
-    validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
-    out = quadratic.solve(geometry.Geometry(cost_matrix=struct1),
-                          geometry.Geometry(cost_matrix=struct2),
-                          geometry.Geometry(cost_matrix=cost), fused_penalty=fused_penalty,
-                          epsilon=epsilon)
-    return out.matrix
+    res = fgw_solve(cost, struct1, struct2, epsilon, fused_penalty)
+    check_plan(res, None, None, epsilon, solver="FGW")
+    return res.plan
+
+
+def _is_concrete(*xs) -> bool:
+    return not any(isinstance(x, jax.core.Tracer) for x in xs)
+
+
+def check_plan(res: PlanResult, threshold=None, max_iterations=None, epsilon=None,
+               solver: str = "Sinkhorn", where: str = "") -> bool:
+    """Warns (RuntimeWarning, with the numbers) if any solve in ``res`` did not converge.
+
+    ``res`` may hold a batch of solves (e.g. one per round and seed). Traced results are
+    not checked (returns True); run this on the concrete output of the compiled code.
+
+    Returns:
+      True when every solve converged with finite marginals.
+    """
+    if not _is_concrete(res.converged, res.marginal_error):
+        return True
+    conv = np.asarray(res.converged, bool)
+    err = np.asarray(res.marginal_error, np.float64)
+    bad = ~conv | ~np.isfinite(err)
+    if not bad.any():
+        return True
+    worst = float(np.nanmax(err[bad])) if np.isfinite(err[bad]).any() else float("nan")
+    parts = [f"{solver} plan did not converge{where}: {int(bad.sum())} of {bad.size} "
+             f"solve(s), marginal error (L1) up to {worst:.3g}"]
+    if threshold is not None:
+        parts.append(f"tolerance `threshold`={threshold:g}")
+    if res.iterations is not None:
+        its = np.broadcast_to(np.asarray(res.iterations), bad.shape)[bad]
+        parts.append(f"after {int(np.max(its))} iteration(s)")
+    if max_iterations is not None:
+        parts.append(f"cap `max_iterations`={max_iterations}")
+    if epsilon is not None and _is_concrete(epsilon) and np.ndim(epsilon) == 0:
+        parts.append(f"`epsilon`={float(epsilon):g}")
+    fix = "`max_iterations` or `epsilon`" if max_iterations is not None else "`epsilon`"
+    warnings.warn(", ".join(parts) + f". Raise {fix} (or rescale the costs); the plan's "
+                  "marginals are off.", RuntimeWarning, stacklevel=3)
+    return False
 
 
 def implicit_utility_grad(cost: Array, epsilon, weights: Array) -> Array:
     """grad_C <T(C), W> by ott's implicit differentiation (the independent reference)."""
+    _check_cost(cost, epsilon)
+    validation.check_shape("weights", weights, cost.shape)
+
     def f(c):
         geom = geometry.Geometry(cost_matrix=c, epsilon=epsilon)
         out = linear.solve(geom, threshold=1e-7, max_iterations=5000)

@@ -5,6 +5,11 @@ i to a potential anchor k of the same domain: random-walk-with-restart scores fo
 distances for point clouds (invariant to rigid motions), cosine similarities for
 embeddings (relative representations). Once anchor k is matched to truth[k], column k of
 ``pos1`` and column truth[k] of ``pos2`` become comparable coordinates.
+
+Checks (eager, host-side builders): sizes are integers (``num_nodes`` >= 4 for the Holme-Kim
+graph, ``num_points`` / ``num_items`` / ``num_clusters`` / ``latent_dim`` >= 1, ``feat_dim``
+>= 0, ``dims`` >= 1), noise levels are finite and >= 0 (``edge_noise`` in [0, 1)), ``name``
+is a known real graph.
 """
 
 from typing import NamedTuple
@@ -42,6 +47,11 @@ class AlignmentTask(NamedTuple):
     @property
     def num_nodes(self) -> int:
         return self.truth.shape[0]
+
+
+def _check_non_negative_int(name, value):
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"`{name}` must be a non-negative integer, got {value!r}.")
 
 
 def rwr_matrix(adj: np.ndarray, restart: float = 0.2) -> np.ndarray:
@@ -93,6 +103,8 @@ def graph_pair(g: nx.Graph, seed: int = 0, edge_noise: float = 0.1, feat_dim: in
       feat_noise: std of the Gaussian noise added to the target features.
     """
     validation.check_in_range("edge_noise", edge_noise, 0.0, 1.0, high_inclusive=False)
+    validation.check_in_range("feat_noise", feat_noise, 0.0, np.inf)
+    _check_non_negative_int("feat_dim", feat_dim)
     g = nx.convert_node_labels_to_integers(g)
     n = g.number_of_nodes()
     rng = np.random.default_rng(seed)
@@ -113,7 +125,8 @@ def graph_pair(g: nx.Graph, seed: int = 0, edge_noise: float = 0.1, feat_dim: in
 def synthetic_graph_pair(num_nodes: int = 200, seed: int = 0, edge_noise: float = 0.1,
                          feat_dim: int = 8, feat_noise: float = 1.0) -> AlignmentTask:
     """Power-law cluster graph (Holme-Kim, m=3, p=0.3) aligned with its noisy permuted copy."""
-    validation.check_positive_int("num_nodes", num_nodes)
+    validation.check_min_count("num_nodes", num_nodes, 4,
+                               "the Holme-Kim graph attaches 3 edges per new node")
     g = nx.powerlaw_cluster_graph(num_nodes, 3, 0.3, seed=seed)
     return graph_pair(g, seed, edge_noise, feat_dim, feat_noise)
 
@@ -159,7 +172,9 @@ def point_cloud_pair(num_points: int = 150, seed: int = 0, noise: float = 0.02,
       noise: Gaussian jitter of the target points.
       nonrigid: amplitude of a smooth sinusoidal warp applied after the rigid motion.
     """
-    validation.check_positive_int("num_points", num_points)
+    validation.check_min_count("num_points", num_points, 8, "the kNN graphs use 6 neighbours")
+    validation.check_in_range("noise", noise, 0.0, np.inf)
+    validation.check_in_range("nonrigid", nonrigid, 0.0, np.inf)
     rng = np.random.default_rng(seed)
     s = rng.uniform(0, 2 * np.pi, num_points)
     x = np.stack([(2 + np.cos(3 * s)) * np.cos(2 * s), (2 + np.cos(3 * s)) * np.sin(2 * s),
@@ -186,7 +201,12 @@ def embedding_pair(num_items: int = 200, seed: int = 0, latent_dim: int = 8,
     Cross-modal coordinates are not comparable; anchors give relative representations
     (cosine similarity to the anchors, Moschella et al. 2023).
     """
-    validation.check_positive_int("num_items", num_items)
+    validation.check_min_count("num_items", num_items, 8, "the kNN graphs use 6 neighbours")
+    validation.check_positive_int("latent_dim", latent_dim)
+    validation.check_positive_int("num_clusters", num_clusters)
+    for d in dims:
+        validation.check_positive_int("dims", d)
+    validation.check_in_range("noise", noise, 0.0, np.inf)
     rng = np.random.default_rng(seed)
     centres = 2.0 * rng.normal(size=(num_clusters, latent_dim))
     z = centres[rng.integers(num_clusters, size=num_items)] + rng.normal(

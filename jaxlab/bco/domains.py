@@ -2,11 +2,17 @@
 
 Two-point methods play on the shrunk domain (1 - delta / r) X so that x +- delta u stays
 in X for every unit u; r is the radius of the largest centred ball inside X.
+
+Checks (eager): ``dim`` >= 1, ``radius`` > 0 and finite, ``low`` / ``high`` finite [d] with
+``high > low``; ``shrunk`` needs a ``Ball`` / ``Box`` (``domain``) and 0 < ``delta`` < r;
+``check_inside`` rejects a concrete start point outside X (``x0``).
 """
 
 from typing import NamedTuple
 
+import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array
@@ -73,7 +79,8 @@ class Box(NamedTuple):
 def ball(dim: int, radius: float = 1.0) -> Ball:
     """The centred ball of ``radius`` in R^dim."""
     validation.check_positive_int("dim", dim)
-    validation.check_in_range("radius", radius, 0.0, low_inclusive=False)
+    validation.check_in_range("radius", radius, 0.0, np.inf, low_inclusive=False,
+                              high_inclusive=False)
     return Ball(jnp.zeros(dim, jnp.float32), jnp.float32(radius))
 
 
@@ -82,6 +89,8 @@ def box(low, high) -> Box:
     low, high = jnp.asarray(low, jnp.float32), jnp.asarray(high, jnp.float32)
     validation.check_ndim("low", low, 1)
     validation.check_shape("high", high, low.shape)
+    validation.check_finite("low", low)
+    validation.check_finite("high", high)
     if not bool(jnp.all(high > low)):
         raise ValueError("`high` must exceed `low` in every coordinate.")
     return Box(low, high)
@@ -89,6 +98,40 @@ def box(low, high) -> Box:
 
 def shrunk(domain, delta) -> Ball | Box:
     """(1 - delta / r) X, where r is the domain's inner radius; needs 0 < delta < r."""
+    check_domain(domain)
     validation.check_in_range("delta", delta, 0.0, float(domain.inner_radius),
                               low_inclusive=False, high_inclusive=False)
     return domain.shrink(1.0 - delta / domain.inner_radius)
+
+
+def check_domain(domain, name: str = "domain") -> None:
+    """Raises ValueError unless ``domain`` is a ``Ball`` or ``Box``."""
+    if not isinstance(domain, Ball | Box):
+        raise ValueError(f"`{name}` must be a Ball or Box (see domains.ball / domains.box), "
+                         f"got {type(domain).__name__}.")
+
+
+def check_inside(name: str, x, domain, rtol: float = 1e-5) -> None:
+    """Raises ValueError if a concrete point ``x`` is NaN/inf or outside ``domain``.
+
+    Traced points are not checked. ``rtol`` (relative to the domain's size) absorbs
+    round-off on the boundary.
+    """
+    if isinstance(x, jax.core.Tracer) or any(
+            isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(domain)):
+        return
+    validation.check_finite(name, x)
+    v = np.asarray(x, np.float64)
+    if isinstance(domain, Ball):
+        c, r = np.asarray(domain.center, np.float64), float(domain.radius)
+        dist = float(np.linalg.norm(v - c))
+        if dist > r * (1 + rtol):
+            raise ValueError(f"`{name}` must lie in the ball of radius {r:g} (distance "
+                             f"{dist:.4g} from its centre).")
+    else:
+        lo, hi = np.asarray(domain.low, np.float64), np.asarray(domain.high, np.float64)
+        slack = rtol * (hi - lo)
+        out = (v < lo - slack) | (v > hi + slack)
+        if np.any(out):
+            raise ValueError(f"`{name}` must lie in the box [low, high]; {int(out.sum())} "
+                             "coordinate(s) are outside.")

@@ -12,6 +12,10 @@ linear for convex bases and strongly convex for bases tuned to lam_i > 0 (the
 Sword / Maler-style surrogate, Zhang et al. 2020-2022). Dynamic regret: bases with
 fixed steps eta_i = eta_min 2^i. Universal regret: one convex base plus bases for a grid
 of lam, so the ensemble adapts to convex or strongly convex losses without knowing.
+
+Checks (eager): ``domain`` / ``delta`` as in ``learners``; ``rules`` stacked with N >= 1;
+``meta_scale`` > 0; ``num_rounds``, ``num_bases`` >= 1; every ``lams`` > 0; ``x0`` in
+``domain`` at ``init``.
 """
 
 from typing import NamedTuple
@@ -53,13 +57,15 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
       meta_scale: multiplies the meta-learner's adaptive rate sqrt(ln N / (1 + sum range^2)).
     """
     play_domain = domains.shrunk(domain, delta)
+    validation.check_in_range("meta_scale", meta_scale, 0.0, np.inf, low_inclusive=False,
+                              high_inclusive=False)
     n = int(np.shape(rules.scale)[0]) if np.ndim(rules.scale) else 0
     if n < 1:
         raise ValueError("`rules` must be a stacked StepRule with a leading axis of size >= 1.")
     d = domain.dim
     log_n = float(np.log(max(n, 2)))
 
-    base_init = _init(play_domain)
+    base_init = _init(play_domain, domain)
 
     def init(x0: Array) -> EnsembleState:
         base = base_init(x0)

@@ -16,22 +16,28 @@ One-point on a box: pick a coordinate i and a sign s uniformly, query y = x + s 
     theta_hat = m + (d / delta) (f(y) - <m, y>) s e_i,                 E[theta_hat] = theta
 
 for linear f(x) = <theta, x>, with variance ~ (d / delta)^2 <theta - m, y>^2.
+
+Checks: ``dim`` >= 1 and ``delta`` > 0 (concrete values, e.g. the Python float a learner
+closes over; traced values are not checked).
 """
 
 import jax
 import jax.numpy as jnp
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
 
 def sphere(key: PRNGKey, dim: int) -> Array:
     """A uniform point on the unit sphere S^{dim-1}: [dim]."""
+    validation.check_positive_int("dim", dim)
     v = jax.random.normal(key, (dim,))
     return v / jnp.linalg.norm(v)
 
 
 def two_point(f_plus: Array, f_minus: Array, u: Array, delta, hint: Array | None = None):
     """Two-point estimate from f(x + delta u), f(x - delta u); control variate if hint given."""
+    validation.check_in_range("delta", delta, 0.0, low_inclusive=False)
     d = u.shape[-1]
     slope = (f_plus - f_minus) / (2.0 * delta)
     if hint is None:
@@ -49,5 +55,6 @@ def coordinate_query(key: PRNGKey, dim: int) -> tuple[Array, Array]:
 
 def one_point_box(f_y: Array, y: Array, i: Array, s: Array, delta, hint: Array) -> Array:
     """One-point estimate of a linear loss's gradient from f(y), y = x + s delta e_i."""
+    validation.check_in_range("delta", delta, 0.0, low_inclusive=False)
     d = y.shape[-1]
     return hint + (d / delta) * (f_y - jnp.dot(hint, y)) * s * jax.nn.one_hot(i, d)

@@ -127,6 +127,7 @@ def _units(c):
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Runs every study, writes ``summary.json`` and ``regret_scaling.png``/``variants.png``."""
+    learners.validate_config(config)
     units = _units(config)
     names = list(units)
     init = {n: jnp.zeros(units[n][0], jnp.float32) for n in names}
@@ -182,7 +183,7 @@ def _summarize(c, out, workdir) -> dict:
     s["one_point"] = {"drifts": list(c.one_point_drifts),
                       "gradient-variation hint (ema)": _stats(out["one_point"][0]),
                       "no hint": _stats(out["one_point"][1])}
-    results.write_json(os.path.join(workdir, "summary.json"), s)
+    results.write_summary(workdir, s, c)
     _plot(c, s, v_t, workdir)
     for n in lnames:
         logging.info("%s: slope vs d %.2f, vs T %.2f, vs V_T %.2f", n, s["slope_vs_dim"][n],
@@ -205,7 +206,8 @@ def _plot(c, s, v_t, workdir):
     axes[0].set_title(f"stochastic quadratics, T={c.num_rounds}")
     axes[1].set_title(f"d={c.dim}")
     axes[2].set_title(f"alternating quadratics, d={c.dim}, T={c.num_rounds}")
-    plots.save(fig, os.path.join(workdir, "regret_scaling.png"))
+    plots.save(fig, os.path.join(workdir, "regret_scaling.png"),
+               caption=plots.t_band(c.num_seeds))
 
     fig, axes = plots.figure(3)
     v = s["variants"]
@@ -228,7 +230,7 @@ def _plot(c, s, v_t, workdir):
     axes[2].set(xlabel="drift of theta (rad/round, +1e-4)", ylabel="regret", xscale="log",
                 title=f"one-point linear, box d={c.one_point_dim}")
     axes[2].legend(fontsize=7)
-    plots.save(fig, os.path.join(workdir, "variants.png"))
+    plots.save(fig, os.path.join(workdir, "variants.png"), caption=plots.t_band(c.num_seeds))
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:

@@ -20,6 +20,13 @@ variation sum ||g_s - g_{s-1}||^2 of estimates built from independent directions
 for the plain one sum ||g_s||^2. ``StepRule(lam > 0)`` gives eta_t = 1 / (lam t) for
 lam-strongly convex losses; ``eta_max`` caps the step (fixed-step dynamic-regret bases).
 ``one_point_box`` is the one-point linear learner on hyper-rectangles (estimators.py).
+
+Checks (eager, when the learner is built or ``init`` is called): ``domain`` is a Ball /
+Box, 0 < ``delta`` < inner radius, ``hint`` known, ``beta`` in (0, 1], ``scale`` and
+``eta_max`` > 0, ``lam`` >= 0 (``lam`` = 0 selects the convex rule; strongly convex rules
+need ``lam`` > 0), ``x0`` of shape [d], finite and inside ``domain``. Nothing is checked
+per round inside the scan. ``validate_config`` checks a BCO experiment config (called
+first in ``experiment.train_and_evaluate``; ``num_seeds`` >= 2 for the CIs).
 """
 
 from collections.abc import Callable
@@ -27,6 +34,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.bco import domains, estimators
 from jaxlab.core import validation
@@ -102,10 +110,11 @@ def _advance(state, g, m, eta, beta, play_domain) -> BanditState:
     )
 
 
-def _init(play_domain):
+def _init(play_domain, domain=None):
     def init(x0: Array) -> BanditState:
-        x0 = jnp.asarray(x0, jnp.float32)
         validation.check_shape("x0", x0, (play_domain.dim,))
+        domains.check_inside("x0", x0, play_domain if domain is None else domain)
+        x0 = jnp.asarray(x0, jnp.float32)
         return BanditState(play_domain.project(x0), jnp.zeros_like(x0), jnp.float32(0.0),
                            jnp.int32(0))
 
@@ -134,7 +143,7 @@ def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> 
         g = estimators.two_point(fp, fm, u, delta)
         return _advance(state, g, m, eta, 1.0, play_domain), RoundInfo(x, 0.5 * (fp + fm), g)
 
-    return BanditLearner(_init(play_domain), step)
+    return BanditLearner(_init(play_domain, domain), step)
 
 
 def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
@@ -176,6 +185,8 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
     """
     if not isinstance(domain, domains.Box):
         raise ValueError(f"`domain` must be a Box for one-point BLO, got {type(domain).__name__}.")
+    validation.check_in_range("delta", delta, 0.0, float(domain.inner_radius),
+                              low_inclusive=False, high_inclusive=False)
     if hint == "previous":
         raise ValueError("`hint` must be 'ema' or 'none' for one_point_box.")
     d = domain.dim
@@ -193,4 +204,34 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
         g = estimators.one_point_box(fy, y, i, s, delta, m)
         return _advance(state, g, m, eta, beta, play_domain), RoundInfo(x, fy, g)
 
-    return BanditLearner(_init(play_domain), step)
+    return BanditLearner(_init(play_domain, domain), step)
+
+
+def validate_config(config) -> None:
+    """Checks a BCO experiment config (experiments/configs/bco.py); raises ValueError naming
+    ``config.<field>``. ``num_seeds`` >= 2 because 95% CIs are computed over seeds."""
+    validation.check_fields(config, {
+        "num_rounds": validation.POSITIVE_INT, "dim": validation.POSITIVE_INT,
+        "sigma": validation.NON_NEGATIVE, "amplitudes": validation.NON_NEGATIVE,
+        "curvatures": validation.POSITIVE, "one_point_dim": validation.POSITIVE_INT,
+        "one_point_rounds": validation.POSITIVE_INT, "one_point_drifts": (None, None, True, True)})
+    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
+                               "95% confidence intervals over seeds are computed")
+    # Studies on the unit ball (inner radius 1) and the box [-1, 1]^d (half-width 1).
+    validation.check_in_range("config.delta", config.delta, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_in_range("config.one_point_delta", config.one_point_delta, 0.0, 1.0,
+                              low_inclusive=False, high_inclusive=False)
+    for name in ("dims", "horizons", "switch_periods", "amplitudes", "curvatures",
+                 "one_point_drifts"):
+        if name in config and len(config[name]) < 1:
+            raise ValueError(f"`config.{name}` must not be empty.")
+    for name in ("dims", "horizons", "switch_periods"):
+        for v in config[name]:
+            validation.check_positive_int(f"config.{name}", v)
+    if max(config.switch_periods) > config.num_rounds:
+        raise ValueError(f"`config.switch_periods` must not exceed `config.num_rounds`="
+                         f"{config.num_rounds}, got {list(config.switch_periods)}.")
+    if not np.all(np.isfinite(np.asarray(config.one_point_drifts, np.float64))):
+        raise ValueError(f"`config.one_point_drifts` must be finite, got "
+                         f"{list(config.one_point_drifts)}.")

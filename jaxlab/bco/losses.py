@@ -5,12 +5,19 @@ losses f_t(x) = <theta_t, x>. For the isotropic quadratic, sum_{s<=t} f_s is aga
 isotropic quadratic centred at the running mean of c_s, so the best fixed point in
 hindsight over any convex X is Proj_X(mean c), exactly; this gives the regret of every
 prefix T in one pass. All generators are jittable (static T, d).
+
+Checks (eager; traced parameters such as a vmapped ``drift`` are skipped): ``num_rounds``,
+``dim``, ``period`` >= 1; ``curvature`` > 0; ``radius``, ``offset``, ``sigma``, ``scale``
+>= 0 and finite; ``drift`` finite. ``check_seq`` (used by ``run``) rejects an unknown loss
+family (``seq``), non-finite ``seq.centers`` / ``seq.thetas`` and ``seq.curvature`` <= 0;
+the linear comparators need a ``Box`` (``domain``).
 """
 
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
@@ -29,8 +36,30 @@ class LinearSeq(NamedTuple):
     thetas: Array
 
 
+def check_seq(seq) -> None:
+    """Raises ValueError for an unknown loss family or bad concrete parameters of ``seq``."""
+    if not isinstance(seq, QuadraticSeq | LinearSeq):
+        raise ValueError(f"`seq` must be a QuadraticSeq or LinearSeq, got "
+                         f"{type(seq).__name__}.")
+    if isinstance(seq, QuadraticSeq):
+        validation.check_ndim("seq.centers", seq.centers, 2)
+        validation.check_finite("seq.centers", seq.centers)
+        validation.check_in_range("seq.curvature", seq.curvature, 0.0, np.inf,
+                                  low_inclusive=False, high_inclusive=False)
+    else:
+        validation.check_ndim("seq.thetas", seq.thetas, 2)
+        validation.check_finite("seq.thetas", seq.thetas)
+
+
+def _check_linear_domain(seq, domain):
+    if isinstance(seq, LinearSeq) and not hasattr(domain, "low"):
+        raise ValueError(f"`domain` must be a Box for linear losses, got "
+                         f"{type(domain).__name__}.")
+
+
 def round_params(seq):
     """The per-round leaves (scanned over), and a function f(params_t, x)."""
+    check_seq(seq)
     if isinstance(seq, QuadraticSeq):
         return seq.centers, lambda c, x: 0.5 * seq.curvature * jnp.sum((x - c) ** 2)
     return seq.thetas, lambda th, x: jnp.dot(th, x)
@@ -52,7 +81,8 @@ def drifting_quadratic(key: PRNGKey, num_rounds: int, dim: int, drift: float,
 
     V_T = curvature^2 * sum ||c_t - c_{t-1}||^2 = curvature^2 (T-1) (2 radius sin(drift/2))^2.
     """
-    _check(num_rounds, dim)
+    _check(num_rounds, dim, curvature=curvature, radius=radius, offset=offset)
+    _finite("drift", drift)
     k_c, k_o = jax.random.split(key)
     centers = offset * _unit(k_o, dim) + _circle(k_c, num_rounds, dim, radius, drift)
     return QuadraticSeq(centers, jnp.float32(curvature))
@@ -61,7 +91,7 @@ def drifting_quadratic(key: PRNGKey, num_rounds: int, dim: int, drift: float,
 def stochastic_quadratic(key: PRNGKey, num_rounds: int, dim: int, sigma: float,
                          radius: float = 0.5, curvature: float = 1.0) -> QuadraticSeq:
     """c_t = c + sigma xi_t / sqrt(d), xi_t ~ N(0, I): gradient variance curvature^2 sigma^2."""
-    _check(num_rounds, dim)
+    _check(num_rounds, dim, curvature=curvature, radius=radius, sigma=sigma)
     k_c, k_xi = jax.random.split(key)
     c = radius * _unit(k_c, dim)
     xi = jax.random.normal(k_xi, (num_rounds, dim)) / jnp.sqrt(dim)
@@ -77,7 +107,7 @@ def switching_quadratic(key: PRNGKey, num_rounds: int, dim: int, period: int,
     V_T = curvature^2 (2 radius)^2 * (number of switches). With period 1 and a growing
     radius this is the sequence of controlled gradient variation.
     """
-    _check(num_rounds, dim)
+    _check(num_rounds, dim, curvature=curvature, radius=radius, offset=offset)
     if not isinstance(period, jax.core.Tracer):  # traced periods (vmapped studies) pass
         validation.check_positive_int("period", period)
     k_c, k_o = jax.random.split(key)
@@ -89,7 +119,8 @@ def switching_quadratic(key: PRNGKey, num_rounds: int, dim: int, period: int,
 def drifting_linear(key: PRNGKey, num_rounds: int, dim: int, drift: float,
                     scale: float = 1.0) -> LinearSeq:
     """theta_t rotating at angular speed ``drift`` with norm ``scale`` (plus a fixed offset)."""
-    _check(num_rounds, dim)
+    _check(num_rounds, dim, scale=scale)
+    _finite("drift", drift)
     k_c, k_o = jax.random.split(key)
     offset = 0.5 * scale * _unit(k_o, dim)
     return LinearSeq(offset + _circle(k_c, num_rounds, dim, 0.5 * scale, drift))
@@ -100,9 +131,19 @@ def _unit(key, dim):
     return v / jnp.linalg.norm(v)
 
 
-def _check(num_rounds, dim):
+def _finite(name, value):
+    validation.check_in_range(name, value, -np.inf, np.inf, low_inclusive=False,
+                              high_inclusive=False)
+
+
+def _check(num_rounds, dim, curvature=None, **non_negative):
     validation.check_positive_int("num_rounds", num_rounds)
     validation.check_positive_int("dim", dim)
+    if curvature is not None:
+        validation.check_in_range("curvature", curvature, 0.0, np.inf, low_inclusive=False,
+                                  high_inclusive=False)
+    for name, value in non_negative.items():
+        validation.check_in_range(name, value, 0.0, np.inf, high_inclusive=False)
 
 
 def prefix_comparator_losses(seq, domain) -> Array:
@@ -111,6 +152,7 @@ def prefix_comparator_losses(seq, domain) -> Array:
     Returns:
       [T] the cumulative loss of the best fixed point in hindsight for each horizon.
     """
+    _check_linear_domain(seq, domain)
     if isinstance(seq, QuadraticSeq):
         t = jnp.arange(1, seq.centers.shape[0] + 1, dtype=jnp.float32)[:, None]
         mean = jnp.cumsum(seq.centers, 0) / t
@@ -127,6 +169,7 @@ def prefix_comparator_losses(seq, domain) -> Array:
 
 def per_round_minima(seq, domain) -> tuple[Array, Array]:
     """(u_t = argmin_X f_t [T, d], f_t(u_t) [T]): the moving comparator of dynamic regret."""
+    _check_linear_domain(seq, domain)
     if isinstance(seq, QuadraticSeq):
         u = jax.vmap(domain.project)(seq.centers)
         return u, 0.5 * seq.curvature * jnp.sum((u - seq.centers) ** 2, -1)

@@ -1,7 +1,13 @@
 """Plain NumPy two-point optimistic OGD on a ball: the independent reference and the
-benchmark baseline. Same update as ``learners.two_point`` given the same directions."""
+benchmark baseline. Same update as ``learners.two_point`` given the same directions.
+
+Checks: ``centers`` [T, d] finite, ``radius`` > 0, 0 < ``delta`` < ``radius``, ``scale`` > 0,
+``directions`` [T, d] unit vectors, ``x0`` [d] inside the ball.
+"""
 
 import numpy as np
+
+from jaxlab.core import validation
 
 
 def two_point_ogd_numpy(centers, curvature, radius, delta, scale, directions,
@@ -23,7 +29,22 @@ def two_point_ogd_numpy(centers, curvature, radius, delta, scale, directions,
       (losses [T], played points [T, d]).
     """
     centers = np.asarray(centers, np.float64)
+    validation.check_ndim("centers", centers, 2)
+    validation.check_finite("centers", centers)
     t_max, d = centers.shape
+    validation.check_in_range("radius", radius, 0.0, low_inclusive=False)
+    validation.check_in_range("delta", delta, 0.0, radius, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_in_range("scale", scale, 0.0, low_inclusive=False)
+    validation.check_shape("directions", directions, (t_max, d))
+    norms = np.linalg.norm(np.asarray(directions, np.float64), axis=1)
+    if not np.allclose(norms, 1.0, atol=1e-5):
+        raise ValueError(f"`directions` must be unit vectors, got norms in "
+                         f"[{norms.min():.4g}, {norms.max():.4g}].")
+    if x0 is not None:
+        validation.check_shape("x0", x0, (d,))
+        if np.linalg.norm(x0) > radius * (1 + 1e-5):
+            raise ValueError(f"`x0` must lie in the ball of radius {radius:g}.")
     r_play = radius * (1.0 - delta / radius)
 
     def proj(x):

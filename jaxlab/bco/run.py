@@ -1,4 +1,10 @@
-"""Running a bandit learner over a loss sequence in one ``lax.scan``, and its regret."""
+"""Running a bandit learner over a loss sequence in one ``lax.scan``, and its regret.
+
+Checks (eager; traced values skipped): ``seq`` is a known loss family with finite
+parameters (``losses.check_seq``), ``x0`` has shape [d], is finite and inside the learner's
+domain (checked by ``learner.init``); ``regret`` / ``dynamic_regret`` need ``info`` with as
+many rounds as ``seq``.
+"""
 
 import functools
 
@@ -25,6 +31,7 @@ def run(learner: BanditLearner, key: PRNGKey, seq, x0: Array) -> RoundInfo:
     """
     params, f = losses.round_params(seq)
     validation.check_shape("x0", x0, (params.shape[-1],))
+    validation.check_finite("x0", x0)
     keys = jax.random.split(key, params.shape[0])
 
     def body(state, inp):
@@ -37,10 +44,19 @@ def run(learner: BanditLearner, key: PRNGKey, seq, x0: Array) -> RoundInfo:
 
 def regret(info: RoundInfo, seq, domain) -> Array:
     """[T] static regret of every prefix against its best fixed point in X."""
+    _check_rounds(info, seq)
     return jnp.cumsum(info.loss) - losses.prefix_comparator_losses(seq, domain)
 
 
 def dynamic_regret(info: RoundInfo, seq, domain) -> Array:
     """[T] regret against the per-round minimisers u_t = argmin_X f_t."""
+    _check_rounds(info, seq)
     _, best = losses.per_round_minima(seq, domain)
     return jnp.cumsum(info.loss - best)
+
+
+def _check_rounds(info, seq):
+    params, _ = losses.round_params(seq)
+    if info.loss.shape[-1:] != params.shape[:1]:
+        raise ValueError(f"`info` must hold one round per round of `seq` ({params.shape[0]}), "
+                         f"got losses of shape {info.loss.shape}.")

@@ -5,10 +5,10 @@ A long run is written as ``num_chunks`` calls of one jitted ``chunk_fn(carry, i)
 interrupted run restarts from the last finished chunk and redoes no finished work.
 """
 
-import hashlib
-import json
 import logging as pylogging
 import os
+import shutil
+import warnings
 from collections.abc import Callable
 
 import jax
@@ -16,7 +16,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from jaxlab.core import sharding, validation
+from jaxlab.core import provenance, sharding, validation
 from jaxlab.core.progress import Progress
 from jaxlab.core.types import PyTree
 
@@ -42,9 +42,13 @@ class Checkpointer:
     def __init__(self, directory: str | os.PathLike, max_to_keep: int = 2):
         validation.check_positive_int("max_to_keep", max_to_keep)
         self.directory = os.path.abspath(os.fspath(directory))
-        self._manager = ocp.CheckpointManager(
+        self._max_to_keep = max_to_keep
+        self._manager = self._new_manager()
+
+    def _new_manager(self) -> ocp.CheckpointManager:
+        return ocp.CheckpointManager(
             self.directory,
-            options=ocp.CheckpointManagerOptions(max_to_keep=max_to_keep, create=True),
+            options=ocp.CheckpointManagerOptions(max_to_keep=self._max_to_keep, create=True),
         )
 
     def latest_step(self) -> int | None:
@@ -80,11 +84,37 @@ class Checkpointer:
         return jax.tree.map(_from_host_local, template, restored)
 
     def restore_or_init(self, template: PyTree) -> tuple[int, PyTree]:
-        """(latest step, restored tree), or (0, template) when nothing was saved."""
-        step = self.latest_step()
-        if step is None:
-            return 0, template
-        return step, self.restore(template, step)
+        """(step, restored tree) of the newest step that restores, or (0, template) when
+        nothing was saved.
+
+        A step that cannot be restored (truncated data file, garbage metadata, empty step
+        folder) is reported with its path (a ``RuntimeWarning`` and a log line), moved aside
+        to ``<directory>/corrupt-<step>`` (kept for inspection, never read again) and the
+        previous kept step is tried; when none restores the run starts from ``template``.
+        """
+        for step in sorted(self._manager.all_steps(), reverse=True):
+            try:
+                return step, self.restore(template, step)
+            except Exception as e:  # noqa: BLE001 - any unreadable step falls back the same way
+                path = os.path.join(self.directory, str(step))
+                aside = os.path.join(self.directory, f"corrupt-{step}")
+                msg = (f"checkpoint step {step} at {path} cannot be restored "
+                       f"({type(e).__name__}: {str(e)[:200]}); moved to {aside}, falling back "
+                       "to the previous kept step")
+                logging.warning(msg)
+                warnings.warn(msg, RuntimeWarning, stacklevel=2)
+                self._set_aside(path, aside)
+        return 0, template
+
+    def _set_aside(self, path: str, aside: str) -> None:
+        if sharding.is_main_process() and os.path.exists(path):
+            if os.path.exists(aside):
+                shutil.rmtree(aside)
+            os.replace(path, aside)
+        sharding.sync(f"checkpoint:set_aside:{path}")
+        # A manager that failed on a step keeps state from it: start a fresh one.
+        self._manager.close()
+        self._manager = self._new_manager()
 
     def close(self) -> None:
         self._manager.close()
@@ -133,10 +163,10 @@ def _storable(tree: PyTree) -> PyTree:
 
 
 def checkpoint_dir_for(workdir: str | os.PathLike, config) -> str:
-    """``workdir/checkpoints/<hash of config>``: a changed config never restores a stale run."""
-    cfg = config.to_dict() if hasattr(config, "to_dict") else dict(config)
-    digest = hashlib.sha1(json.dumps(cfg, sort_keys=True, default=str).encode()).hexdigest()
-    return os.path.join(os.fspath(workdir), "checkpoints", digest[:12])
+    """``workdir/checkpoints/<key>``, key = hash of (config, code version) (see
+    ``core.provenance.unit_key``): a changed config or changed code never restores a stale run.
+    """
+    return os.path.join(os.fspath(workdir), "checkpoints", provenance.unit_key(config))
 
 
 def run_resumable(

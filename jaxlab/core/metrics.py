@@ -1,4 +1,23 @@
-"""Metrics shared by the methods: AUROC, regret, slopes and confidence intervals."""
+"""Metrics shared by the methods: AUROC, regret, slopes and confidence intervals.
+
+Checks (eager, at the Python boundary; ``auroc`` validates before its jitted body, so
+nothing is added to compiled code and ``jit`` / ``vmap`` of ``auroc`` still work):
+
+* ``auroc``: ``scores`` 1-D, ``labels`` the same shape; when concrete: no NaN score
+  (+-inf scores are valid extreme ranks), ``labels`` boolean or exactly 0/1 (no NaN) with
+  both classes present. Traced inputs (e.g. a ``vmap`` over bootstrap resamples) are not
+  inspected: a resample with one class gives NaN there, as documented under Returns.
+* ``average_ranks``: 1-D ``x``, no NaN when concrete.
+* ``cumulative_regret``: matching shapes, finite ``losses`` / ``comparator_losses`` when
+  concrete.
+* ``loglog_slope``: 1-D ``x`` and ``y`` of equal length >= 2, positive (so finite logs),
+  and ``x`` not all equal.
+* ``mean_and_ci``: ``level`` in (0, 1); ``axis`` valid; >= 2 replicates along it; a
+  non-finite sample gives a RuntimeWarning naming ``samples`` (the NaN/inf result is kept
+  so a long run still writes its summary).
+"""
+
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -20,29 +39,67 @@ def average_ranks(x: ArrayLike) -> Array:
     """
     x = jnp.asarray(x)
     validation.check_ndim("x", x, 1)
+    _check_no_nan("x", x)
     s = jnp.sort(x)
     lo = jnp.searchsorted(s, x, side="left")
     hi = jnp.searchsorted(s, x, side="right")
     return (lo + hi + 1) / 2.0
 
 
-@jax.jit
+def _check_no_nan(name: str, x) -> None:
+    """ValueError if a concrete float ``x`` holds NaN (+-inf allowed; traced values pass)."""
+    if isinstance(x, jax.core.Tracer):
+        return
+    v = np.asarray(x)
+    if v.dtype.kind in "fc" and np.any(np.isnan(v)):
+        raise ValueError(f"`{name}` must not contain NaN, got {int(np.isnan(v).sum())} NaN "
+                         f"entries (shape {v.shape}).")
+
+
+def _check_auroc_inputs(scores, labels) -> None:
+    validation.check_ndim("scores", scores, 1)
+    validation.check_shape("labels", labels, np.shape(scores))
+    _check_no_nan("scores", scores)
+    if isinstance(labels, jax.core.Tracer):
+        return
+    lab = np.asarray(labels)
+    if lab.dtype != bool:
+        bad = ~np.isin(lab, (0, 1))
+        if np.any(bad):
+            shown = np.unique(lab[bad])[:5]
+            raise ValueError(f"`labels` must be booleans or 0/1, got {int(bad.sum())} other "
+                             f"entries (e.g. {shown.tolist()}).")
+        lab = lab.astype(bool)
+    n_pos = int(lab.sum())
+    if n_pos == 0 or n_pos == lab.size:
+        raise ValueError(f"`labels` must contain both classes, got {n_pos} positives and "
+                         f"{lab.size - n_pos} negatives (AUROC is undefined).")
+
+
 def auroc(scores: ArrayLike, labels: ArrayLike) -> Array:
     """Area under the ROC curve, positives = ``labels == True`` (Mann-Whitney U / (n+ n-)).
 
-    Ties count one half. Jittable and vmappable.
+    Ties count one half. Jittable and vmappable (inputs are validated first when concrete,
+    see the module docstring).
 
     Args:
-      scores: [n] real scores, larger means "more positive".
+      scores: [n] real scores, larger means "more positive"; no NaN.
       labels: [n] booleans (or 0/1), at least one of each class.
 
     Returns:
-      Scalar AUROC in [0, 1] (NaN if a class is empty).
+      Scalar AUROC in [0, 1] (NaN if a class is empty in traced input).
+
+    Raises:
+      ValueError: for concrete NaN scores, labels other than 0/1 or a single class.
     """
+    _check_auroc_inputs(scores, labels)
+    return _auroc(scores, labels)
+
+
+@jax.jit
+def _auroc(scores: ArrayLike, labels: ArrayLike) -> Array:
     scores = jnp.asarray(scores, jnp.float32)
     labels = jnp.asarray(labels).astype(bool)
-    validation.check_ndim("scores", scores, 1)
-    validation.check_shape("labels", labels, scores.shape)
     r = average_ranks(scores)
     n_pos = jnp.sum(labels)
     n_neg = labels.shape[0] - n_pos
@@ -63,6 +120,8 @@ def cumulative_regret(losses: ArrayLike, comparator_losses: ArrayLike) -> Array:
     losses = jnp.asarray(losses)
     comparator_losses = jnp.asarray(comparator_losses)
     validation.check_shape("comparator_losses", comparator_losses, losses.shape)
+    validation.check_finite("losses", losses)
+    validation.check_finite("comparator_losses", comparator_losses)
     return jnp.cumsum(losses - comparator_losses, axis=-1)
 
 
@@ -82,6 +141,9 @@ def loglog_slope(x: ArrayLike, y: ArrayLike) -> float:
     validation.check_shape("y", y, x.shape)
     validation.check_in_range("x", x, 0.0, low_inclusive=False)
     validation.check_in_range("y", y, 0.0, low_inclusive=False)
+    validation.check_min_count("len(x)", x.shape[0], 2, "a slope needs two points; `x`")
+    if np.ptp(x) == 0:
+        raise ValueError(f"`x` must not be constant (the slope is undefined), got all {x[0]:g}.")
     slope, _ = np.polyfit(np.log(x), np.log(y), 1)
     return float(slope)
 
@@ -99,9 +161,15 @@ def mean_and_ci(samples: ArrayLike, axis: int = 0, level: float = 0.95):
     """
     validation.check_in_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
     x = np.asarray(samples, np.float64)
+    if not -x.ndim <= axis < max(x.ndim, 1):
+        raise ValueError(f"`axis`={axis} is out of range for `samples` of shape {x.shape}.")
     n = x.shape[axis]
     if n < 2:
-        raise ValueError(f"`samples` needs >= 2 replicates along axis {axis}, got {n}.")
+        raise ValueError(f"`samples` needs >= 2 replicates along axis {axis}, got {n} "
+                         "(e.g. raise `num_seeds`).")
+    if not np.all(np.isfinite(x)):
+        warnings.warn(f"`samples` holds {int((~np.isfinite(x)).sum())} non-finite values: the "
+                      "mean / CI are NaN or inf.", RuntimeWarning, stacklevel=2)
     mean = x.mean(axis=axis)
     sem = x.std(axis=axis, ddof=1) / np.sqrt(n)
     return mean, stats.t.ppf(0.5 + level / 2.0, df=n - 1) * sem

@@ -27,13 +27,27 @@ def line_with_band(ax, x, mean, half_width=None, label=None, **kwargs):
     return line
 
 
-def save(fig, path: str | os.PathLike) -> str:
+def t_band(n: int, what: str = "seeds") -> str:
+    """Caption for ``line_with_band`` bands from ``core.metrics.mean_and_ci``."""
+    return f"Line: mean over {n} {what}; band: 95% Student-t confidence interval of the mean."
+
+
+def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
     """Saves ``fig`` as PNG at ``path`` (folders created) and closes it; in a multi-host
-    run only the main process writes."""
+    run only the main process writes.
+
+    Args:
+      fig: the figure.
+      path: PNG path.
+      caption: text under the axes; every figure with bands or error bars states what they
+        are (CI kind and level) and over how many seeds / problems / images (see ``t_band``).
+    """
     path = os.fspath(path)
+    if caption:
+        fig.text(0.5, 0.005, caption, ha="center", va="bottom", fontsize=8, wrap=True)
     if sharding.is_main_process():
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        fig.tight_layout()
+        fig.tight_layout(rect=(0, 0.05 if caption else 0, 1, 1))
         fig.savefig(path, dpi=120)
     plt.close(fig)
     return path

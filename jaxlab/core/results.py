@@ -40,3 +40,14 @@ def write_json(path: str | os.PathLike, obj) -> str:
         os.replace(tmp, path)
     sharding.sync(f"write_json:{os.path.abspath(path)}")
     return path
+
+
+def write_summary(workdir: str | os.PathLike, summary: dict, config) -> str:
+    """Writes ``workdir/summary.json`` = ``summary`` plus a ``provenance`` block (config,
+    config hash, code version, git commit, package versions, machine; see
+    ``core.provenance.record``), by which the suite tells a current summary from a stale one.
+    """
+    from jaxlab.core import provenance
+
+    return write_json(os.path.join(os.fspath(workdir), "summary.json"),
+                      {**summary, "provenance": provenance.record(config)})

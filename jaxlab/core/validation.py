@@ -66,3 +66,108 @@ def check_positive_int(name: str, value) -> None:
     """Raises ValueError unless ``value`` is a Python/NumPy integer >= 1."""
     if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 1:
         raise ValueError(f"`{name}` must be a positive integer, got {value!r}.")
+
+
+def check_finite(name: str, x) -> None:
+    """Raises ValueError if a concrete ``x`` holds NaN or +-inf (traced values pass).
+
+    Use it on inputs at the Python boundary; for values produced inside a compiled
+    loop return a flag in the method's Info tuple instead (see each module's docstring).
+    """
+    if not _is_concrete(x):
+        return
+    v = np.asarray(x)
+    if v.dtype.kind not in "fc":
+        return
+    bad = ~np.isfinite(v)
+    if np.any(bad):
+        n_nan, n_inf = int(np.isnan(v).sum()), int(np.isinf(v).sum())
+        raise ValueError(f"`{name}` must be finite, got {n_nan} NaN and {n_inf} inf "
+                         f"entr{'y' if n_nan + n_inf == 1 else 'ies'} (shape {v.shape}).")
+
+
+def check_int_range(name: str, x, low: int, high: int, *, exclude: int | None = None) -> None:
+    """Raises ValueError unless a concrete integer array ``x`` lies in [low, high).
+
+    Args:
+      name: argument name used in the message.
+      x: integer array (traced values are not checked; the dtype always is).
+      low: smallest allowed value.
+      high: one past the largest allowed value.
+      exclude: a value inside the range that is still not allowed (e.g. a mask id).
+    """
+    dtype = np.asarray(x).dtype if _is_concrete(x) else x.dtype
+    if not np.issubdtype(dtype, np.integer):
+        raise TypeError(f"`{name}` must be an integer array, got dtype {dtype}.")
+    if not _is_concrete(x):
+        return
+    v = np.asarray(x)
+    bad = (v < low) | (v >= high)
+    if np.any(bad):
+        raise ValueError(f"`{name}` must lie in [{low}, {high}), got {int(bad.sum())} entries "
+                         f"outside (min {v.min()}, max {v.max()}).")
+    if exclude is not None and np.any(v == exclude):
+        raise ValueError(f"`{name}` must not contain the reserved id {exclude} "
+                         f"({int((v == exclude).sum())} entries do).")
+
+
+def check_floating(name: str, x) -> None:
+    """Raises TypeError unless ``x`` has a floating dtype (works on traced values)."""
+    dtype = getattr(x, "dtype", None)
+    dtype = np.asarray(x).dtype if dtype is None else dtype
+    if not np.issubdtype(dtype, np.floating) and dtype != jax.numpy.bfloat16:
+        raise TypeError(f"`{name}` must have a floating dtype, got {dtype}.")
+
+
+def check_min_count(name: str, value, minimum: int, why: str) -> None:
+    """Raises ValueError unless the integer ``value`` >= ``minimum`` (``why``: what needs it)."""
+    if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < minimum:
+        raise ValueError(f"`{name}` must be an integer >= {minimum} ({why}), got {value!r}.")
+
+
+def check_one_of(name: str, value, choices) -> None:
+    """Raises ValueError unless ``value`` is one of ``choices``."""
+    if value not in tuple(choices):
+        raise ValueError(f"`{name}` must be one of {sorted(map(str, choices))}, got {value!r}.")
+
+
+# A rule for ``check_fields``: (low, high, low_inclusive, high_inclusive); None = unbounded.
+Rule = tuple[float | None, float | None, bool, bool]
+POSITIVE: Rule = (0.0, None, False, True)
+NON_NEGATIVE: Rule = (0.0, None, True, True)
+UNIT_CLOSED: Rule = (0.0, 1.0, True, True)
+UNIT_OPEN_RIGHT: Rule = (0.0, 1.0, True, False)
+UNIT_OPEN: Rule = (0.0, 1.0, False, False)
+POSITIVE_INT = "positive_int"
+
+
+def check_fields(obj, rules: dict, *, prefix: str = "config") -> None:
+    """Checks named fields of a config / NamedTuple of settings against ``rules``.
+
+    Args:
+      obj: an ``ml_collections.ConfigDict``, NamedTuple or any object with attributes.
+      rules: {dotted field name: Rule or ``POSITIVE_INT``}; a missing field is skipped
+        (configs of one method differ between presets).
+      prefix: how the message names ``obj`` (``config.lr``, ``PPOConfig.clip_eps`` ...).
+
+    Raises:
+      ValueError: naming ``prefix.field``, the allowed range and the value.
+    """
+    for field, rule in rules.items():
+        value, found = obj, True
+        for part in field.split("."):
+            if isinstance(value, dict) and part in value:
+                value = value[part]
+            elif not isinstance(value, dict) and hasattr(value, part):
+                value = getattr(value, part)
+            else:
+                found = False
+                break
+        if not found or value is None:
+            continue
+        name = f"{prefix}.{field}"
+        if rule == POSITIVE_INT:
+            check_positive_int(name, value)
+        else:
+            low, high, low_inc, high_inc = rule
+            check_in_range(name, value, low, high, low_inclusive=low_inc, high_inclusive=high_inc)

@@ -15,6 +15,20 @@ Predictions x0 are the argmax (``temperature=0``) or a sample from softmax(logit
 The Path LL increment of a step is the sum of the *untempered* model log-probs of the
 committed tokens, log p(x_{Q_t} | x_{O_t}) (POKE-SMC eq. for log p(x; tau)); the mask
 token is excluded from the predictive distribution everywhere.
+
+Checks (eager, at the Python boundary before the ``lax.scan`` / ``while_loop``; shapes and
+dtypes are static so they also hold under ``jit``, values only when concrete):
+
+* ``prompt``: 2-D [B, P] integer array with ids in [0, vocab_size) and no mask id
+  (``check_prompt``); ``path_log_likelihood`` checks ``answer`` the same way, and ``order``
+  (integers in [0, A), shape of ``answer``); the vocabulary comes from the denoiser's
+  abstract output shape (``jax.eval_shape``, no forward pass);
+* ``mask_id`` inside the vocabulary, ``vocab_size`` equal to the denoiser's logits width;
+* ``policy`` one of ``POLICIES``; ``temperature`` >= 0 and not NaN; ``threshold`` in [0, 1];
+* ``gen_length``, ``steps``, ``block_length`` positive ints with block_length dividing
+  gen_length, steps divisible by the number of blocks and <= gen_length.
+
+Nothing is checked on traced values inside the loops.
 """
 
 from collections.abc import Callable
@@ -161,11 +175,35 @@ def init_state(prompt: Array, gen_length: int, mask_id: int) -> DecodeState:
     return DecodeState(tokens, jnp.full((b, gen_length), -1, jnp.int32), jnp.zeros(b))
 
 
+def check_temperature(temperature) -> None:
+    """``temperature`` >= 0 (0: argmax), finite."""
+    validation.check_in_range("temperature", temperature, 0.0)
+    validation.check_finite("temperature", temperature)
+
+
+def check_prompt(prompt, vocab_size: int, mask_id: int, name: str = "prompt") -> None:
+    """``prompt`` 2-D integer [B, P] with ids in [0, vocab_size) other than ``mask_id``.
+
+    Values are checked only when concrete (a traced prompt has its dtype and shape checked).
+    """
+    validation.check_ndim(name, prompt, 2)
+    validation.check_int_range(name, prompt, 0, vocab_size, exclude=mask_id)
+
+
+def vocab_of(denoise_fn: Denoiser, batch: int, length: int) -> int:
+    """Logits width of ``denoise_fn`` on [batch, length] tokens (abstract evaluation only)."""
+    logits, _ = jax.eval_shape(denoise_fn, jax.ShapeDtypeStruct((batch, length), jnp.int32))
+    return logits.shape[-1]
+
+
 def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size: int,
                 mask_id: int) -> None:
-    """Clear errors for a denoiser/vocabulary mismatch (checked on abstract shapes)."""
+    """Clear errors for a denoiser/vocabulary mismatch (checked on abstract shapes) and for
+    a bad ``prompt`` (see ``check_prompt``)."""
+    validation.check_ndim("prompt", prompt, 2)
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
+    check_prompt(prompt, vocab_size, mask_id)
     shape = (prompt.shape[0], prompt.shape[1] + gen_length)
     logits, _ = jax.eval_shape(denoise_fn, jax.ShapeDtypeStruct(shape, jnp.int32))
     if logits.shape[-1] != vocab_size:
@@ -206,6 +244,7 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
     """
     if policy not in POLICIES:
         raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
+    check_temperature(temperature)
     steps = gen_length if steps is None else steps
     block_length = gen_length if block_length in (None, 0) else block_length
     schedule = transfer_schedule(gen_length, steps, block_length)
@@ -284,7 +323,17 @@ def path_log_likelihood(denoise_fn: Denoiser, prompt: Array, answer: Array, orde
     Returns:
       [B] Path LL. One denoiser pass per distinct step (``lax.map`` over t).
     """
-    validation.check_shape("order", order, answer.shape)
+    validation.check_ndim("prompt", prompt, 2)
+    validation.check_ndim("answer", answer, 2)
+    if np.shape(answer)[0] != np.shape(prompt)[0]:
+        raise ValueError(f"`answer` must have the batch size {np.shape(prompt)[0]} of `prompt`, "
+                         f"got shape {np.shape(answer)}.")
+    validation.check_shape("order", order, np.shape(answer))
+    vocab_size = vocab_of(denoise_fn, np.shape(prompt)[0],
+                          np.shape(prompt)[1] + np.shape(answer)[1])
+    check_prompt(prompt, vocab_size, mask_id)
+    check_prompt(answer, vocab_size, mask_id, name="answer")
+    validation.check_int_range("order", order, 0, np.shape(answer)[1])
     prompt_len = prompt.shape[1]
     num_steps = answer.shape[1]
 

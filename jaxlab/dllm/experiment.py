@@ -18,9 +18,10 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, sharding, timing
+from jaxlab.core import checkpoint, metrics, plots, provenance, sharding, timing
 from jaxlab.core.progress import Progress
-from jaxlab.core.results import write_json
+from jaxlab.core.results import write_json, write_summary
+from jaxlab.dllm import config as config_lib
 from jaxlab.dllm import decoding, poke, smc
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import tasks as tasks_lib
@@ -46,18 +47,38 @@ def _pretrained(config, name) -> str:
     return os.path.join(path, name)
 
 
+def _train_kwargs(config, name) -> dict:
+    return {**dict(config.train), **dict(config.get("task_train", {}).get(name, {}))}
+
+
+def _model_key(config, name, head: bool = False) -> str:
+    """Key of a model trained in a workdir: what determines it (task, architecture,
+    training settings, seed; the POKE settings for a head) and the code version."""
+    spec = {"task": name, "task_kwargs": dict(config.task_kwargs.get(name, {})),
+            "model": dict(config.model), "train": _train_kwargs(config, name),
+            "seed": config.seed}
+    if head:
+        spec["poke"] = dict(config.poke)
+    return provenance.unit_key(spec)
+
+
+def _export(path, step, params, key):
+    with checkpoint.Checkpointer(path, max_to_keep=1) as ck:
+        ck.save(step, params)
+    write_json(os.path.join(path, "trained_with.json"), {"unit_key": key})
+
+
 def train_denoiser(config, workdir, name):
     """Trains one task's denoiser (resumable) and exports params to workdir/models/name."""
     task = make_task(config, name)
     cfg = model_config(config, task)
-    kw = {**dict(config.train), **dict(config.get("task_train", {}).get(name, {}))}
+    kw = _train_kwargs(config, name)
     graphdef, params, history = train_lib.train(
         task, cfg, seed=config.seed,
         checkpoint_dir=os.path.join(checkpoint.checkpoint_dir_for(workdir, config),
                                     f"train_{name}"), **kw)
     out = os.path.join(os.path.abspath(workdir), "models", name)
-    with checkpoint.Checkpointer(out, max_to_keep=1) as ck:
-        ck.save(kw["steps"], params)
+    _export(out, kw["steps"], params, _model_key(config, name))
     write_json(os.path.join(workdir, "models", f"{name}_history.json"), history)
     logging.info("%s denoiser saved to %s (eval loss %.4f)", name, out,
                  history["eval_loss"][-1])
@@ -75,8 +96,22 @@ def train_denoisers(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 
 def _restore_first(paths, template, what):
-    """The params in the first of ``paths`` holding a checkpoint, else None."""
-    for path in paths:
+    """The params in the first of ``paths`` holding a checkpoint, else None.
+
+    ``paths`` holds (path, key): key None for shipped models (part of the code version);
+    a model trained in a workdir is used only if its ``trained_with.json`` has ``key``.
+    """
+    for path, key in paths:
+        if path and os.path.isdir(path) and key is not None:
+            marker = os.path.join(path, "trained_with.json")
+            found = None
+            if os.path.exists(marker):
+                with open(marker) as f:
+                    found = json.load(f)["unit_key"]
+            if found != key:
+                logging.warning("dllm: %s in %s was trained with another config or code "
+                                "version (%s); not using it", what, path, found)
+                continue
         if path and os.path.isdir(path):
             with checkpoint.Checkpointer(path) as ck:
                 if ck.latest_step() is not None:
@@ -89,8 +124,9 @@ def load_or_train_denoiser(config, workdir, name):
     """The shipped denoiser of ``name`` if there is one, else one trained in ``workdir``."""
     task = make_task(config, name)
     graphdef, template = model_lib.init(model_config(config, task), config.seed)
-    params = _restore_first((_pretrained(config, name),
-                             os.path.join(os.path.abspath(workdir), "models", name)),
+    params = _restore_first(((_pretrained(config, name), None),
+                             (os.path.join(os.path.abspath(workdir), "models", name),
+                              _model_key(config, name))),
                             template, f"{name} denoiser")
     if params is not None:
         return task, graphdef, params
@@ -120,8 +156,7 @@ def train_poke(config, workdir, name, task, denoise_fn):
         checkpoint_dir=os.path.join(checkpoint.checkpoint_dir_for(workdir, config),
                                     f"poke_{name}"))
     out = os.path.join(os.path.abspath(workdir), "models", f"{name}_poke")
-    with checkpoint.Checkpointer(out, max_to_keep=1) as ck:
-        ck.save(pc.steps, params)
+    _export(out, pc.steps, params, _model_key(config, name, head=True))
     return graphdef, params
 
 
@@ -139,8 +174,9 @@ def train_poke_heads(config: ml_collections.ConfigDict, workdir: str) -> dict:
 
 def load_or_train_poke(config, workdir, name, task, denoise_fn):
     graphdef, template = poke.init(config.model.d_model, config.poke.hidden, config.seed)
-    params = _restore_first((_pretrained(config, f"{name}_poke"),
-                             os.path.join(os.path.abspath(workdir), "models", f"{name}_poke")),
+    params = _restore_first(((_pretrained(config, f"{name}_poke"), None),
+                             (os.path.join(os.path.abspath(workdir), "models", f"{name}_poke"),
+                              _model_key(config, name, head=True))),
                             template, f"{name} POKE head")
     if params is not None:
         return graphdef, params
@@ -323,7 +359,9 @@ def _plot(config, workdir, results):
         ax.set_ylabel("accuracy")
         ax.set_title(name)
     axes[0].legend(fontsize=8)
-    plots.save(fig, os.path.join(workdir, "accuracy_vs_nfe.png"))
+    plots.save(fig, os.path.join(workdir, "accuracy_vs_nfe.png"),
+               caption=f"Points: accuracy on {config.num_problems} problems per task; bars: "
+               f"95% percentile-bootstrap interval ({config.bootstrap} resamples).")
     fig, axes = plots.figure(len(names), width=4.2)
     for ax, name in zip(axes, names, strict=True):
         rows = results[name]["decoders"]
@@ -343,6 +381,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     Finished tasks are kept in ``<workdir>/checkpoints/<config hash>/<task>.json`` so an
     interrupted run resumes at the next task.
     """
+    config_lib.validate_config(config)
     os.makedirs(workdir, exist_ok=True)
     done_dir = checkpoint.checkpoint_dir_for(workdir, config)
     os.makedirs(done_dir, exist_ok=True)
@@ -373,7 +412,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     if config.sale.task in config.tasks:
         summary["sale_attention"] = sale_check(config, workdir)
     _plot(config, workdir, results)
-    write_json(os.path.join(workdir, "summary.json"), summary)
+    write_summary(workdir, summary, config)
     return summary
 
 

@@ -13,6 +13,14 @@ swaps in the SALE block-sparse kernels.
 
 For pure-function use split the module once: ``graphdef, params = nnx.split(model)`` and
 call ``apply(graphdef, params, tokens)`` inside jit/vmap/scan.
+
+Checks: ``LLaDAConfig.__post_init__`` validates every field (positive int sizes,
+``n_heads`` dividing ``d_model`` with an even head dim, ``n_kv_heads`` dividing ``n_heads``,
+``mask_token_id`` inside the vocabulary, ``rope_theta`` > 0 and ``rms_norm_eps`` >= 0 finite,
+``attention_impl`` in ``jaxlab.attention.IMPLS``, ``sale_tau`` >= 0, SALE tiles via
+``BlockSizes``). The forward pass checks ``tokens``: 2-D integer dtype always (static), ids
+in [0, vocab_size) when concrete (out-of-range ids would gather NaN embeddings); traced
+tokens inside ``jit`` are not inspected.
 """
 
 import dataclasses
@@ -68,6 +76,16 @@ class LLaDAConfig:
     dtype: Any = jnp.float32
 
     def __post_init__(self):
+        for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads",
+                     "mlp_hidden_size", "sale_block_q", "sale_block_k", "sale_local"):
+            validation.check_positive_int(name, getattr(self, name))
+        for name in ("rope_theta", "rms_norm_eps", "sale_tau"):
+            validation.check_finite(name, getattr(self, name))
+        validation.check_in_range("rope_theta", self.rope_theta, 0.0, low_inclusive=False)
+        validation.check_in_range("rms_norm_eps", self.rms_norm_eps, 0.0)
+        validation.check_in_range("sale_tau", self.sale_tau, 0.0)
+        validation.check_one_of("attention_impl", self.attention_impl, attention_lib.IMPLS)
+        BlockSizes(self.sale_block_q, self.sale_block_k, self.sale_local)
         if self.d_model % self.n_heads:
             raise ValueError(f"`d_model`={self.d_model} must be divisible by "
                              f"`n_heads`={self.n_heads}.")
@@ -196,6 +214,7 @@ class LLaDA(nnx.Module):
 
     def __call__(self, tokens: Array) -> tuple[Array, Array]:
         validation.check_ndim("tokens", tokens, 2)
+        validation.check_int_range("tokens", tokens, 0, self.cfg.vocab_size)
         x = self.wte(tokens)
         for block in self.blocks:
             x = block(x)

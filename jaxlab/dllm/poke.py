@@ -9,6 +9,13 @@ so V = 0 once everything is unmasked and V scales with the work left. It is regr
 (MSE) on the realised remaining Path LL, log p(x; tau) - sum_{s < t} log p(x_{Q_s} | x_{O_s}),
 of rollouts of the SMC proposal from fresh prompts: every step of every rollout is one
 training pair (hidden states at step t, remaining Path LL after step t - 1).
+
+Checks (eager, at the Python boundary): ``collect_rollouts`` validates ``prompt`` (2-D
+integer ids in the denoiser's vocabulary, no mask id), ``policy``, ``temperature`` >= 0 and
+``gen_length`` before its jitted body; ``fit`` validates ``lr`` (finite, > 0), ``steps``,
+``num_chunks``, ``batch_size``, ``hidden`` (positive ints, steps divisible by num_chunks),
+``val_fraction`` in (0, 1), consistent ``rollouts`` shapes, finite ``rollouts.remaining``
+and at least one training and one held-out row.
 """
 
 import functools
@@ -81,12 +88,27 @@ class Rollouts(NamedTuple):
     remaining: Array
 
 
-@functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
-                                             "temperature"))
 def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
                      mask_id: int, policy: str = "confidence",
                      temperature: float = 1.0) -> Rollouts:
     """Sampled one-token-per-step rollouts of ``policy`` from ``prompt`` [R, P]."""
+    if policy not in decoding.POLICIES:
+        raise ValueError(f"`policy` must be one of {decoding.POLICIES}, got {policy!r}.")
+    decoding.check_temperature(temperature)
+    validation.check_positive_int("gen_length", gen_length)
+    validation.check_ndim("prompt", prompt, 2)
+    vocab_size = decoding.vocab_of(denoise_fn, prompt.shape[0], prompt.shape[1] + gen_length)
+    if not 0 <= mask_id < vocab_size:
+        raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
+    decoding.check_prompt(prompt, vocab_size, mask_id)
+    return _collect_rollouts(denoise_fn, prompt, gen_length, key, mask_id=mask_id,
+                             policy=policy, temperature=temperature)
+
+
+@functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
+                                             "temperature"))
+def _collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+                      mask_id: int, policy: str, temperature: float) -> Rollouts:
     prompt_len = prompt.shape[1]
     schedule = decoding.transfer_schedule(gen_length, gen_length)
 
@@ -118,6 +140,16 @@ class HeadState(NamedTuple):
     best_val: Array
 
 
+def _check_rollouts(rollouts: Rollouts) -> None:
+    validation.check_ndim("rollouts.hidden", rollouts.hidden, 3)
+    m, a, _ = rollouts.hidden.shape
+    validation.check_shape("rollouts.masked", rollouts.masked, (m, a))
+    validation.check_shape("rollouts.remaining", rollouts.remaining, (m,))
+    validation.check_finite("rollouts.remaining", rollouts.remaining)
+    validation.check_min_count("len(rollouts.remaining)", m, 2,
+                               "one training and one held-out row; `rollouts`")
+
+
 def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
         steps: int = 1500, batch_size: int = 512, lr: float = 3e-3, seed: int = 0,
         num_chunks: int = 5, checkpoint_dir: str | None = None):
@@ -133,6 +165,12 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
     validation.check_in_range("val_fraction", val_fraction, 0.0, 1.0, low_inclusive=False,
                               high_inclusive=False)
     validation.check_positive_int("steps", steps)
+    validation.check_positive_int("num_chunks", num_chunks)
+    validation.check_positive_int("batch_size", batch_size)
+    validation.check_positive_int("hidden", hidden)
+    validation.check_in_range("lr", lr, 0.0, low_inclusive=False)
+    validation.check_finite("lr", lr)
+    _check_rollouts(rollouts)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
     graphdef, params = init(rollouts.hidden.shape[-1], hidden, seed)

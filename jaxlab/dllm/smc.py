@@ -15,6 +15,18 @@ step of SMC follows blackjax's ``smc/base.py`` (reweight, resample, mutate):
 At the end the last twist is removed (V = 0 once nothing is masked) and the particle with
 the highest Path LL is returned. Best-of-N is the same loop with no twist and no
 resampling. NFE = steps * N per problem for all three.
+
+Checks: eagerly at the Python boundary (before the scan; see also ``decoding``'s
+docstring): ``prompt`` 2-D integer ids in [0, vocab_size) without the mask id;
+``num_particles`` a positive int; ``resampler`` in ``RESAMPLERS``; ``policy`` in
+``decoding.POLICIES``; ``ess_threshold`` in [0, 1]; ``temperature`` >= 0;
+``weight_scale`` finite and >= 0; the step / block schedule. Traced values: the log
+weights are built inside the ``lax.scan`` (from the denoiser's logits, ``value_fn`` and
+``weight_scale``), so each step records ``SMCInfo.nonfinite_weights`` [B] (a NaN or +inf
+log weight, or all of a problem's particles at -inf). ``run_particles`` and hence
+``smc_decode`` / ``best_of_n`` raise a ValueError on that flag when they run eagerly
+(concrete outputs); under a caller's ``jit`` they cannot, and the caller must check
+``info.nonfinite_weights`` on the returned info (``raise_if_nonfinite(info)``).
 """
 
 import functools
@@ -53,12 +65,35 @@ class SMCState(NamedTuple):
 
 class SMCInfo(NamedTuple):
     """Per step: ancestors [B, N], ESS before resampling [B], resampled [B] bool,
-    log-likelihood increment [B] (log mean incremental weight)."""
+    log-likelihood increment [B] (log mean incremental weight), nonfinite_weights [B] bool
+    (after the step some log weight is NaN or +inf, or all are -inf: see the module
+    docstring)."""
 
     ancestors: Array
     ess: Array
     resampled: Array
     log_likelihood_increment: Array
+    nonfinite_weights: Array | None = None
+
+
+def _nonfinite(log_w: Array) -> Array:
+    """[B] bool: a NaN / +inf log weight, or every particle of the problem at -inf."""
+    return (jnp.any(jnp.isnan(log_w) | jnp.isposinf(log_w), axis=1)
+            | jnp.all(jnp.isneginf(log_w), axis=1))
+
+
+def raise_if_nonfinite(info: SMCInfo) -> None:
+    """ValueError if any step flagged non-finite log weights (``info`` must be concrete)."""
+    flag = info.nonfinite_weights
+    if flag is None or isinstance(flag, jax.core.Tracer):
+        return
+    flag = np.asarray(flag)  # [steps, B]
+    if flag.any():
+        steps, probs = np.nonzero(flag)
+        raise ValueError(
+            f"SMC log weights became non-finite (NaN, +inf or all -inf) at step {steps[0]} for "
+            f"{len(np.unique(probs))} problem(s) (first: {probs[0]}); check the `value_fn` "
+            "outputs, the `denoise_fn` logits and `weight_scale`.")
 
 
 def _ess(log_w: Array) -> Array:
@@ -81,7 +116,7 @@ def resample_step(key: PRNGKey, state: SMCState, logits: Array, *, num_particles
     log_w = jnp.where(do[:, None], jnp.broadcast_to(mean_lw, (b, n)), state.log_weights)
     value = jnp.take_along_axis(state.value, anc, axis=1)
     dec = jax.tree.map(gather, state.decode)
-    info = SMCInfo(anc, ess, do, jnp.zeros(b))
+    info = SMCInfo(anc, ess, do, jnp.zeros(b), jnp.zeros(b, bool))
     return SMCState(dec, log_w, value), gather(logits), info
 
 
@@ -106,11 +141,15 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
       policy, steps, block_length, temperature: the proposal (see ``decoding.decode``).
       ess_threshold: resample when ESS < ess_threshold * N (0.5 in the paper).
       resampler: one of ``RESAMPLERS``.
-      weight_scale: beta in log w += beta * (increment + twist).
+      weight_scale: beta >= 0 in log w += beta * (increment + twist).
 
     Returns:
       (final SMCState: all B * N particles and their log weights, the last twist removed
        (V = 0 when nothing is masked); SMCInfo stacked over steps).
+
+    Raises:
+      ValueError: for bad arguments (module docstring) and, when run eagerly, when a step
+        produced non-finite log weights (``SMCInfo.nonfinite_weights``).
     """
     if not isinstance(num_particles, int | np.integer) or num_particles < 1:
         raise ValueError(f"`num_particles` must be a positive int, got {num_particles!r}.")
@@ -120,6 +159,9 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
     if policy not in decoding.POLICIES:
         raise ValueError(f"`policy` must be one of {decoding.POLICIES}, got {policy!r}.")
     validation.check_ndim("prompt", prompt, 2)
+    decoding.check_temperature(temperature)
+    validation.check_in_range("weight_scale", weight_scale, 0.0)
+    validation.check_finite("weight_scale", weight_scale)
     steps = gen_length if steps is None else steps
     block_length = gen_length if block_length in (None, 0) else block_length
     schedule = decoding.transfer_schedule(gen_length, steps, block_length)
@@ -146,13 +188,14 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
         else:
             lw_before = state.log_weights
             info = SMCInfo(jnp.broadcast_to(jnp.arange(n), (b, n)), _ess(lw_before),
-                           jnp.zeros(b, bool), jnp.zeros(b))
+                           jnp.zeros(b, bool), jnp.zeros(b), jnp.zeros(b, bool))
         dec, inc = decoding.decode_step(
             k_step, state.decode, logits, k, blk, t, mask_id=mask_id, prompt_len=prompt_len,
             policy=policy, temperature=temperature, block_length=block_length)
         log_w = state.log_weights + weight_scale * inc.reshape(b, n)
         info = info._replace(log_likelihood_increment=(
-            jax.nn.logsumexp(log_w, axis=1) - jax.nn.logsumexp(lw_before, axis=1)))
+            jax.nn.logsumexp(log_w, axis=1) - jax.nn.logsumexp(lw_before, axis=1)),
+            nonfinite_weights=_nonfinite(log_w))
         return SMCState(dec, log_w, state.value), info
 
     dec0 = decoding.init_state(jnp.repeat(prompt, n, axis=0), gen_length, mask_id)
@@ -162,6 +205,7 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
     state, info = jax.lax.scan(body, state, xs)
     state = SMCState(state.decode, state.log_weights - weight_scale * state.value,
                      jnp.zeros_like(state.value))
+    raise_if_nonfinite(info)
     return state, info
 
 

@@ -20,6 +20,12 @@ Tasks (all small enough that a tiny denoiser learns them on 2 CPU cores):
   edge list (the left-to-right "Clever Hans" failure case; easy goal-first); one token per edge.
 * ``Addition``: ``n_digits``-digit a + b, most significant digit first (carries flow
   right to left, against the reading order).
+
+Checks: each task's ``__post_init__`` validates its size fields (``Sudoku4.min_clues`` in
+[0, 16], ``Countdown.n_numbers`` 3 or 4 and ``max_number`` in [2, 99], ``StarGraph`` and
+``Addition`` sizes positive ints); ``verify`` checks the static shapes of ``prompt``
+[n, prompt_len] and ``answer`` [n, answer_len] (also under jit); ``make_task`` names an
+unknown ``name``.
 """
 
 import dataclasses
@@ -30,7 +36,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
+
+
+def _check_verify_shapes(task, prompt, answer) -> None:
+    validation.check_shape("prompt", prompt, (None, task.prompt_len))
+    validation.check_shape("answer", answer, (np.shape(prompt)[0], task.answer_len))
 
 
 @functools.cache
@@ -63,6 +75,10 @@ class Sudoku4:
     prompt_len: int = 16
     answer_len: int = 16
 
+    def __post_init__(self):
+        if not isinstance(self.min_clues, int | np.integer) or not 0 <= self.min_clues <= 16:
+            raise ValueError(f"`min_clues` must be an integer in [0, 16], got {self.min_clues!r}.")
+
     @property
     def mask_id(self) -> int:
         return self.vocab_size - 1
@@ -87,6 +103,7 @@ class Sudoku4:
         return jax.vmap(carve)(grids, orders).astype(jnp.int32), grids.astype(jnp.int32)
 
     def verify(self, prompt: Array, answer: Array) -> Array:
+        _check_verify_shapes(self, prompt, answer)
         g = answer.reshape(-1, 4, 4)
         onehot = jax.nn.one_hot(g - 1, 4)  # digits outside 1..4 give all-zero rows
         rows = jnp.all(onehot.sum(2) == 1, axis=(1, 2))
@@ -181,6 +198,7 @@ class Countdown:
         return prompt.astype(jnp.int32), eqs.ravel().astype(jnp.int32)
 
     def verify(self, prompt: Array, answer: Array) -> Array:
+        _check_verify_shapes(self, prompt, answer)
         return jax.vmap(self._verify_one)(prompt, answer)
 
     def _verify_one(self, prompt, answer):
@@ -240,6 +258,8 @@ class StarGraph:
     name: str = "star_graph"
 
     def __post_init__(self):
+        for name in ("degree", "arm_length", "num_nodes"):
+            validation.check_positive_int(name, getattr(self, name))
         if self.num_nodes < 1 + self.degree * self.arm_length:
             raise ValueError(f"`num_nodes`={self.num_nodes} must be >= 1 + degree * "
                              f"arm_length = {1 + self.degree * self.arm_length}.")
@@ -279,6 +299,7 @@ class StarGraph:
         return prompt.astype(jnp.int32), arms[goal_arm].astype(jnp.int32)
 
     def verify(self, prompt: Array, answer: Array) -> Array:
+        _check_verify_shapes(self, prompt, answer)
         e = self.degree * self.arm_length
         edges = prompt[:, :e]
         centre, goal = prompt[:, e], prompt[:, e + 1]
@@ -296,6 +317,9 @@ class Addition:
     n_digits: int = 4
     name: str = "addition"
     vocab_size: int = 11
+
+    def __post_init__(self):
+        validation.check_positive_int("n_digits", self.n_digits)
 
     @property
     def mask_id(self) -> int:
@@ -316,6 +340,7 @@ class Addition:
         return prompt.astype(jnp.int32), _digits(total, self.n_digits + 1).astype(jnp.int32)
 
     def verify(self, prompt: Array, answer: Array) -> Array:
+        _check_verify_shapes(self, prompt, answer)
         a = _undigits(prompt[:, :self.n_digits])
         b = _undigits(prompt[:, self.n_digits:])
         in_range = jnp.all(answer <= 9, axis=1)
@@ -329,5 +354,5 @@ TASKS = {"sudoku": Sudoku4, "countdown": Countdown, "star_graph": StarGraph,
 def make_task(name: str, **kwargs):
     """Builds a task by name (``sudoku``, ``countdown``, ``star_graph``, ``addition``)."""
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}; choose from {sorted(TASKS)}.")
+        raise ValueError(f"unknown task {name!r}: `name` must be one of {sorted(TASKS)}.")
     return TASKS[name](**kwargs)

@@ -7,6 +7,13 @@ answer token independently with probability t and minimise
 
 the negative ELBO of the masked diffusion model (LLaDA eq. 3, prompt never masked).
 Data are fresh draws from the task's jittable generator at every step (no epochs).
+
+Checks (eager, before anything is compiled): ``train`` validates ``steps``, ``batch_size``,
+``num_chunks`` (positive ints, steps divisible by num_chunks), ``lr`` (finite, > 0) and that
+the model's vocabulary / mask id match the task; ``make_optimizer`` validates ``lr``,
+``steps``, ``warmup`` and ``weight_decay``; ``mask_answers`` validates ``t_min`` in (0, 1].
+The training loss itself is not checked inside the jitted step (a diverged run shows up
+as a NaN loss in the history).
 """
 
 import functools
@@ -18,6 +25,7 @@ import optax
 from flax import nnx
 
 from jaxlab.core import checkpoint as ckpt_lib
+from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import model as model_lib
 
@@ -44,6 +52,7 @@ def mask_answers(key: PRNGKey, answer: Array, mask_id: int,
     Returns:
       (noisy [B, A], is_masked [B, A] bool, t [B]); t is stratified: (i + U_i) / B.
     """
+    validation.check_in_range("t_min", t_min, 0.0, 1.0, low_inclusive=False)
     b = answer.shape[0]
     k_t, k_m = jax.random.split(key)
     t = (jnp.arange(b) + jax.random.uniform(k_t, (b,))) / b
@@ -89,6 +98,13 @@ def make_train_step(task, graphdef, optimizer, batch_size: int):
 
 
 def make_optimizer(lr: float, steps: int, warmup: int = 100, weight_decay: float = 0.01):
+    """Warmup-cosine AdamW with global-norm clipping 1.0."""
+    validation.check_in_range("lr", lr, 0.0, low_inclusive=False)
+    validation.check_finite("lr", lr)
+    validation.check_positive_int("steps", steps)
+    validation.check_in_range("warmup", warmup, 0.0)
+    validation.check_in_range("weight_decay", weight_decay, 0.0)
+    validation.check_finite("weight_decay", weight_decay)
     schedule = optax.warmup_cosine_decay_schedule(0.0, lr, warmup, max(steps, warmup + 1),
                                                   lr * 0.05)
     return optax.chain(optax.clip_by_global_norm(1.0),
@@ -121,6 +137,11 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
                          f"{task.vocab_size} ({task.name}).")
     if cfg.mask_id != task.mask_id:
         raise ValueError(f"model `mask_token_id`={cfg.mask_id} != task mask id {task.mask_id}.")
+    validation.check_positive_int("steps", steps)
+    validation.check_positive_int("batch_size", batch_size)
+    validation.check_positive_int("num_chunks", num_chunks)
+    validation.check_in_range("lr", lr, 0.0, low_inclusive=False)
+    validation.check_finite("lr", lr)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
     graphdef, params = model_lib.init(cfg, seed)

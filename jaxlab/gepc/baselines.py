@@ -7,6 +7,10 @@
 * DiffPath (Heng et al. 2024) style: a deterministic DDIM inversion path from x0 to t = 1;
   features = sum ||eps_theta||^2 and sum ||delta eps_theta||^2 along the path (the rate
   and curvature of the path), then a GMM.
+
+Checks (eager, before ``jit``): ``x0`` [B, H, W, C] finite; ``score_norm``: ``t`` in (0, 1],
+``num_noise`` >= 1; ``msma_features``: ``ts`` in (0, 1]; ``diffpath_features``:
+``num_steps`` >= 1, ``t0`` in (0, 1 - 1e-3).
 """
 
 import functools
@@ -14,13 +18,26 @@ import functools
 import jax
 import jax.numpy as jnp
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.gepc import schedule
 
 
-@functools.partial(jax.jit, static_argnames=("eps_fn", "t", "num_noise"))
+def _check_x0(x0):
+    validation.check_ndim("x0", x0, 4)
+    validation.check_finite("x0", x0)
+
+
 def score_norm(eps_fn, x0: Array, key: PRNGKey, t: float = 0.01, num_noise: int = 1) -> Array:
-    """[B] mean ||s(x_t)|| at time t."""
+    """[B] mean ||s(x_t)|| at time t in (0, 1], over ``num_noise`` >= 1 noise draws."""
+    _check_x0(x0)
+    validation.check_in_range("t", t, 0.0, 1.0, low_inclusive=False)
+    validation.check_positive_int("num_noise", num_noise)
+    return _score_norm(eps_fn, x0, key, t, num_noise)
+
+
+@functools.partial(jax.jit, static_argnames=("eps_fn", "t", "num_noise"))
+def _score_norm(eps_fn, x0, key, t, num_noise):
     b = x0.shape[0]
     tb = jnp.full((b,), t)
     sigma = jnp.sqrt(1.0 - schedule.alpha_bar(t))
@@ -32,9 +49,15 @@ def score_norm(eps_fn, x0: Array, key: PRNGKey, t: float = 0.01, num_noise: int 
     return jax.lax.map(one, jax.random.split(key, num_noise)).mean(0)
 
 
-@functools.partial(jax.jit, static_argnames="eps_fn")
 def msma_features(eps_fn, x0: Array, ts) -> Array:
-    """[B, L] ||eps_theta(sqrt(abar_t) x0, t)|| at each of the L times."""
+    """[B, L] ||eps_theta(sqrt(abar_t) x0, t)|| at each of the L times ``ts`` in (0, 1]."""
+    _check_x0(x0)
+    validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
+    return _msma_features(eps_fn, x0, ts)
+
+
+@functools.partial(jax.jit, static_argnames="eps_fn")
+def _msma_features(eps_fn, x0, ts):
     b = x0.shape[0]
 
     def at(t):
@@ -45,9 +68,18 @@ def msma_features(eps_fn, x0: Array, ts) -> Array:
     return jax.lax.map(at, jnp.asarray(ts, jnp.float32)).T
 
 
-@functools.partial(jax.jit, static_argnames=("eps_fn", "num_steps", "t0"))
 def diffpath_features(eps_fn, x0: Array, num_steps: int = 10, t0: float = 1e-3) -> Array:
-    """[B, 2] (sum ||eps||^2, sum ||delta eps||^2) along a DDIM inversion path."""
+    """[B, 2] (sum ||eps||^2, sum ||delta eps||^2) along a DDIM inversion path of
+    ``num_steps`` >= 1 steps from ``t0`` in (0, 1 - 1e-3) to 1 - 1e-3."""
+    _check_x0(x0)
+    validation.check_positive_int("num_steps", num_steps)
+    validation.check_in_range("t0", t0, 0.0, 1.0 - 1e-3, low_inclusive=False,
+                              high_inclusive=False)
+    return _diffpath_features(eps_fn, x0, num_steps, t0)
+
+
+@functools.partial(jax.jit, static_argnames=("eps_fn", "num_steps", "t0"))
+def _diffpath_features(eps_fn, x0, num_steps, t0):
     b = x0.shape[0]
     ts = jnp.linspace(t0, 1.0 - 1e-3, num_steps + 1)
 

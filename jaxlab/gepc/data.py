@@ -2,6 +2,9 @@
 
 Images are float32 [N, S, S, 1] in [-1, 1]. Nothing is downloaded: every source ships
 inside its PyPI wheel.
+
+Checks: ``size``, ``num``, ``patch`` are positive integers, ``names`` are scikit-image
+images, ``patch`` is smaller than every image.
 """
 
 import jax
@@ -13,6 +16,7 @@ from jaxlab.core import validation
 
 def _resize(x: np.ndarray, size: int) -> np.ndarray:
     """[N, H, W] in [0, 1] -> [N, size, size, 1] in [-1, 1] (antialiased)."""
+    validation.check_positive_int("size", size)
     x = jnp.asarray(x, jnp.float32)[..., None]
     x = jax.image.resize(x, (x.shape[0], size, size, 1), "linear", antialias=True)
     return np.asarray(2.0 * jnp.clip(x, 0.0, 1.0) - 1.0)
@@ -42,6 +46,10 @@ def image_patches(names=("brick", "grass", "gravel"), num: int = 500, size: int 
 
     validation.check_positive_int("num", num)
     validation.check_positive_int("patch", patch)
+    validation.check_positive_int("size", size)
+    for n in names:
+        if n not in skd.__all__:
+            raise ValueError(f"`names` must be scikit-image images (skimage.data), got {n!r}.")
     rng = np.random.default_rng(seed)
     imgs = []
     for n in names:
@@ -67,6 +75,8 @@ def faces(size: int = 16) -> np.ndarray:
 
 
 def uniform_noise(num: int, size: int = 16, seed: int = 0) -> np.ndarray:
+    """[num, size, size, 1] uniform noise in [-1, 1]."""
     validation.check_positive_int("num", num)
+    validation.check_positive_int("size", size)
     rng = np.random.default_rng(seed)
     return rng.uniform(-1, 1, (num, size, size, 1)).astype(np.float32)

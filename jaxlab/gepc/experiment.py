@@ -129,6 +129,7 @@ def _features(config, eps_fn, score_fn, x, key):
 
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
+    scoring.validate_config(config)
     id_train, id_test, held_out = id_split(config)
     sets = {"id_train": id_train, "id_test": id_test, **ood_sets(config, id_test, held_out)}
     model, params = load_or_train(config, workdir, id_train)
@@ -157,8 +158,11 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     summary["cost_score_evals_per_image"] = {
         "gepc": config.num_t * (len(config.group) + 1), "score_norm": 1,
         "msma": config.msma_levels, "diffpath": config.diffpath_steps}
-    results.write_json(os.path.join(workdir, "summary.json"), summary)
-    _plot_auroc(summary, os.path.join(workdir, "auroc.png"))
+    results.write_summary(workdir, summary, config)
+    _plot_auroc(summary, os.path.join(workdir, "auroc.png"),
+                caption=f"Bars: AUROC (OOD positive) of {config.num_test} ID-test images vs "
+                f"each set (up to {config.num_test} images); error bars: 95% percentile "
+                f"bootstrap over images ({config.bootstrap} resamples).")
     _plot_maps(config, score_fn, sets, os.path.join(workdir, "maps.png"))
     return summary
 
@@ -209,7 +213,7 @@ def _auroc_ci(key, scores, labels, num_boot):
     return {"auroc": point, "ci95": [float(lo), float(hi)]}
 
 
-def _plot_auroc(summary, path):
+def _plot_auroc(summary, path, caption):
     table = summary["auroc"]
     sets = list(table)
     methods = list(next(iter(table.values())))
@@ -224,7 +228,7 @@ def _plot_auroc(summary, path):
     ax.set(ylabel="AUROC (OOD positive)", ylim=(0, 1.18), title="ID classes vs OOD sets")
     ax.axhline(0.5, color="gray", lw=0.8, ls=":")
     ax.legend(fontsize=7, ncol=5, loc="upper center")
-    plots.save(fig, path)
+    plots.save(fig, path, caption=caption)
 
 
 def _plot_maps(config, score_fn, sets, path):

@@ -3,6 +3,9 @@
 Images are [..., H, W, C]. Every action here permutes pixels, so a score that is exactly
 equivariant (e.g. the score of an isotropic Gaussian) satisfies g^-1 s(g x) = s(x).
 Register your own with ``register(name, forward, inverse, needs_square=False)``.
+
+Checks: ``get`` raises ValueError naming ``group`` for an unknown element and for a
+rotation of non-square images.
 """
 
 from collections.abc import Callable
@@ -49,7 +52,8 @@ def get(names, image_shape) -> list[GroupElement]:
     out = []
     for n in names:
         if n not in ELEMENTS:
-            raise ValueError(f"unknown group element {n!r}; known: {sorted(ELEMENTS)}.")
+            raise ValueError(f"unknown group element {n!r} in `group`; known: "
+                             f"{sorted(ELEMENTS)}.")
         e = ELEMENTS[n]
         h, w = image_shape[-3], image_shape[-2]
         if e.needs_square and h != w:

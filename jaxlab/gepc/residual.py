@@ -8,6 +8,11 @@ For each group element g,
 where P pools a [H, W, C] map by a channel mean followed by the mean of the top
 ``rho`` fraction of |values| (rho = 0.3 in the public code). The per-pixel map is the
 channel-mean of the ratio *before* pooling, averaged over g.
+
+Checks (eager, before ``jit``): ``x0`` is [B, H, W, C] and finite; ``ts`` in (0, 1] (NaN
+rejected); ``rho`` in (0, 1]; ``group`` names known (rotations need square images);
+``score_fn`` returns the shape of its input (by ``jax.eval_shape``, no compute).
+``top_rho_pool`` checks ``m`` is 4-D and ``rho`` in (0, 1].
 """
 
 import functools
@@ -25,6 +30,8 @@ ScoreFn = Callable[[Array, Array], Array]  # (x [B, H, W, C], t [B]) -> score [B
 
 def top_rho_pool(m: Array, rho: float) -> Array:
     """P[m]: channel mean, then the mean of the top-rho fraction of |values|. [B,H,W,C] -> [B]."""
+    validation.check_ndim("m", m, 4)
+    validation.check_in_range("rho", rho, 0.0, 1.0, low_inclusive=False)
     v = jnp.abs(m.mean(-1)).reshape(m.shape[0], -1)
     k = max(1, int(round(rho * v.shape[1])))
     return jax.lax.top_k(v, k)[0].mean(-1)
@@ -40,8 +47,18 @@ def score_from_eps(eps_fn: Callable[[Array, Array], Array]) -> ScoreFn:
 
 def _check(x0, ts, rho):
     validation.check_ndim("x0", x0, 4)
+    validation.check_finite("x0", x0)
     validation.check_in_range("rho", rho, 0.0, 1.0, low_inclusive=False)
     validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
+
+
+def _check_score_fn(score_fn, x0):
+    x = jax.ShapeDtypeStruct((2 * x0.shape[0],) + tuple(x0.shape[1:]), jnp.float32)
+    t = jax.ShapeDtypeStruct((2 * x0.shape[0],), jnp.float32)
+    out = jax.eval_shape(score_fn, x, t)
+    if getattr(out, "shape", None) != x.shape:
+        raise ValueError(f"`score_fn` must map x {x.shape} and t {t.shape} to a score of shape "
+                         f"{x.shape}, got {getattr(out, 'shape', type(out).__name__)}.")
 
 
 def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.DEFAULT_GROUP,
@@ -63,6 +80,7 @@ def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.
     ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
     _check(x0, ts, rho)
     elems = groups.get(group, x0.shape)
+    _check_score_fn(score_fn, x0)
     return _residuals(score_fn, jnp.asarray(x0, jnp.float32), key, ts, tuple(elems), rho,
                       with_maps)
 

@@ -1,4 +1,8 @@
-"""Cosine VP noise schedule (Nichol & Dhariwal 2021) in continuous time t in [0, 1]."""
+"""Cosine VP noise schedule (Nichol & Dhariwal 2021) in continuous time t in [0, 1].
+
+Checks: ``t`` in [0, 1] (``alpha_bar``, ``noise``) and ``sqrt_abar`` in (0, 1] on concrete
+values; traced values (inside ``jit``) are not checked.
+"""
 
 import jax.numpy as jnp
 import numpy as np
@@ -10,6 +14,7 @@ S = 0.008
 
 def alpha_bar(t):
     """abar(t) = cos^2(((t + s)/(1 + s)) pi/2) / cos^2((s/(1 + s)) pi/2), clipped."""
+    validation.check_in_range("t", t, 0.0, 1.0)
     f = jnp.cos((t + S) / (1 + S) * jnp.pi / 2) ** 2
     f0 = np.cos(S / (1 + S) * np.pi / 2) ** 2
     return jnp.clip(f / f0, 1e-5, 1.0)
@@ -25,6 +30,7 @@ def t_from_sqrt_alpha_bar(sqrt_abar):
 
 def noise(x0, eps, t):
     """x_t = sqrt(abar) x0 + sqrt(1 - abar) eps and sigma_t = sqrt(1 - abar)."""
+    validation.check_shape("eps", eps, np.shape(x0))
     ab = alpha_bar(t)
     ab = jnp.reshape(ab, jnp.shape(ab) + (1,) * (x0.ndim - jnp.ndim(ab)))
     return jnp.sqrt(ab) * x0 + jnp.sqrt(1 - ab) * eps, jnp.sqrt(1 - ab)

@@ -7,6 +7,14 @@ Fit on ID-train features F [N, T, G] (residual of group element g at time t):
 Higher scores mean "more out-of-distribution" (AUROC is computed with OOD positive).
 ``log_features=True`` (our extension) fits the KDEs to log residuals, which are far less
 skewed; the default follows the public code.
+
+Checks (eager; value checks skip traced arrays): ``fit``: ``features`` [N >= 2, T, G],
+finite and >= 0, ``num_t`` in [1, T]; ``score``: ``features`` [M, T, G] finite, with T
+covering the selected times and G matching the fit; ``kde_log_density``: ``bandwidth`` > 0,
+``x`` columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
+``fit_gmm``: ``x`` [N, D] finite, ``num_components`` in [1, N], ``iters`` >= 1;
+``gmm_nll``: ``x`` [M, D] with the fitted D. ``validate_config`` checks a GEPC experiment
+config (called first in ``experiment.train_and_evaluate``).
 """
 
 from typing import NamedTuple
@@ -31,6 +39,8 @@ class KDEScorer(NamedTuple):
 
 def silverman_bandwidth(x: Array) -> Array:
     """0.9 min(std, IQR / 1.34) n^(-1/5) per column of x [N, K]."""
+    validation.check_ndim("x", x, 2)
+    validation.check_min_count("x.shape[0]", x.shape[0], 2, "`x` needs two rows for a spread")
     n = x.shape[0]
     std = jnp.std(x, 0, ddof=1)
     q75, q25 = jnp.percentile(x, 75, 0), jnp.percentile(x, 25, 0)
@@ -41,6 +51,10 @@ def silverman_bandwidth(x: Array) -> Array:
 
 def kde_log_density(train: Array, bandwidth: Array, x: Array) -> Array:
     """log p_k(x_k) of per-column Gaussian KDEs: train [N, K], x [M, K] -> [M, K]."""
+    validation.check_ndim("train", train, 2)
+    validation.check_shape("x", x, (None, train.shape[1]))
+    validation.check_shape("bandwidth", bandwidth, (train.shape[1],))
+    validation.check_in_range("bandwidth", bandwidth, 0.0, low_inclusive=False)
     z = (x[:, None, :] - train[None, :, :]) / bandwidth
     n = train.shape[0]
     return (jax.nn.logsumexp(-0.5 * z**2, axis=1) - jnp.log(n * bandwidth)
@@ -59,6 +73,10 @@ def _transform(features, log_features):
 def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScorer:
     """Fits the GEPC scorer on ID-train ``features`` [N, T, G] (residuals >= 0)."""
     validation.check_ndim("features", features, 3)
+    validation.check_min_count("features.shape[0]", features.shape[0], 2,
+                               "`features` needs two ID-train rows for a KDE bandwidth")
+    validation.check_finite("features", features)
+    validation.check_in_range("features", features, 0.0)
     raw = jnp.asarray(features, jnp.float32)
     n_t = raw.shape[1]
     if not 1 <= num_t <= n_t:
@@ -74,6 +92,13 @@ def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScore
 def score(scorer: KDEScorer, features: Array) -> Array:
     """OOD scores [M] for features [M, T, G] (larger = more OOD)."""
     validation.check_ndim("features", features, 3)
+    validation.check_finite("features", features)
+    t_index = np.asarray(scorer.t_index) if not isinstance(
+        scorer.t_index, jax.core.Tracer) else np.zeros(scorer.t_index.shape, int)
+    if features.shape[1] <= t_index.max() or (
+            features.shape[2] * t_index.size != scorer.train.shape[1]):
+        raise ValueError(f"`features` must have the fitted layout [M, T > {t_index.max()}, "
+                         f"{scorer.train.shape[1] // t_index.size}], got {features.shape}.")
     f = jnp.asarray(features, jnp.float32)[:, scorer.t_index].reshape(features.shape[0], -1)
     f = _transform(f, scorer.log_features)
     logp = kde_log_density(scorer.train, scorer.bandwidth, f)
@@ -92,6 +117,8 @@ def fit_gmm(x, num_components: int = 4, iters: int = 100, seed: int = 0) -> Diag
     """EM for a diagonal GMM (the density model of the MSMA / DiffPath baselines)."""
     x = np.asarray(x, np.float64)
     validation.check_ndim("x", x, 2)
+    validation.check_finite("x", x)
+    validation.check_positive_int("iters", iters)
     n, d = x.shape
     if not 1 <= num_components <= n:
         raise ValueError(f"`num_components` must be in [1, {n}], got {num_components}.")
@@ -120,6 +147,51 @@ def gmm_component_logpdf(x, g: DiagGMM):
 
 def gmm_nll(g: DiagGMM, x) -> np.ndarray:
     """Negative log-likelihood per row (the OOD score of the GMM baselines)."""
+    validation.check_shape("x", x, (None, g.means.shape[1]))
     lp = gmm_component_logpdf(x, g)
     m = lp.max(1)
     return -(m + np.log(np.exp(lp - m[:, None]).sum(1)))
+
+
+def validate_config(config) -> None:
+    """Checks a GEPC experiment config (experiments/configs/gepc.py); raises ValueError naming
+    ``config.<field>``. ``bootstrap`` >= 2 because a bootstrap CI of the AUROC is computed."""
+    from jaxlab.gepc import groups  # noqa: PLC0415 - keeps scoring free of image code
+
+    validation.check_fields(config, {
+        "image_size": validation.POSITIVE_INT, "num_train": validation.POSITIVE_INT,
+        "num_test": validation.POSITIVE_INT, "train_steps": validation.POSITIVE_INT,
+        "train_chunks": validation.POSITIVE_INT, "batch_size": validation.POSITIVE_INT,
+        "learning_rate": validation.POSITIVE, "num_t": validation.POSITIVE_INT,
+        "rho": (0.0, 1.0, False, True), "msma_levels": validation.POSITIVE_INT,
+        "msma_t_min": (0.0, 1.0, False, True), "msma_t_max": (0.0, 1.0, False, True),
+        "diffpath_steps": validation.POSITIVE_INT, "gmm_components": validation.POSITIVE_INT,
+        "eval_batch": validation.POSITIVE_INT, "sqrt_abars": (0.0, 1.0, False, True)})
+    validation.check_one_of("config.id_dataset", config.id_dataset, ("mnist", "digits"))
+    validation.check_min_count("config.bootstrap", config.bootstrap, 2,
+                               "a bootstrap confidence interval of the AUROC is computed")
+    validation.check_min_count("config.num_train", config.num_train, 2,
+                               "the KDE bandwidth needs two ID-train rows")
+    downsample = 2 ** (len(config.channels) - 1)
+    if config.image_size % downsample:
+        raise ValueError(f"`config.image_size` must be divisible by {downsample} (the UNet "
+                         f"halves it {len(config.channels) - 1} times), got "
+                         f"{config.image_size}.")
+    if len(config.sqrt_abars) < 1 or config.num_t > len(config.sqrt_abars):
+        raise ValueError(f"`config.num_t` must be in [1, len(config.sqrt_abars) = "
+                         f"{len(config.sqrt_abars)}], got {config.num_t}.")
+    if config.msma_t_min > config.msma_t_max:
+        raise ValueError(f"`config.msma_t_min`={config.msma_t_min} must not exceed "
+                         f"`config.msma_t_max`={config.msma_t_max}.")
+    validation.check_int_range("config.id_classes", np.asarray(config.id_classes, np.int64),
+                               0, 10)
+    if len(config.id_classes) < 1 or len(config.id_classes) >= 10:
+        raise ValueError(f"`config.id_classes` must hold 1 to 9 digit classes (the rest are "
+                         f"the held-out OOD set), got {list(config.id_classes)}.")
+    if len(config.group) < 1:
+        raise ValueError("`config.group` must name at least one group element.")
+    for name in config.group:
+        validation.check_one_of("config.group", name, groups.ELEMENTS)
+    if config.train_steps % config.train_chunks:
+        raise ValueError(f"`config.train_steps`={config.train_steps} must be divisible by "
+                         f"`config.train_chunks`={config.train_chunks}.")

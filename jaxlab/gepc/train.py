@@ -1,7 +1,13 @@
-"""DDPM training of the UNet eps-model (cosine VP schedule), resumable with orbax."""
+"""DDPM training of the UNet eps-model (cosine VP schedule), resumable with orbax.
+
+Checks (eager, before any compile): ``images`` [N, S, S, C] finite with S divisible by
+2^(len(channels) - 1); ``steps``, ``batch_size``, ``num_chunks`` positive integers with
+``steps`` divisible by ``num_chunks``; ``learning_rate`` > 0. The training loss is not
+checked per step (it is logged per chunk).
+"""
 
 import functools
-import os
+import hashlib
 from typing import NamedTuple
 
 import jax
@@ -46,7 +52,15 @@ def train_score_model(images: np.ndarray, workdir: str, *, steps: int = 3000,
       (model, params, per-chunk mean losses).
     """
     validation.check_ndim("images", images, 4)
+    validation.check_finite("images", images)
+    down = 2 ** (len(channels) - 1)
+    if images.shape[1] % down or images.shape[2] % down:
+        raise ValueError(f"`images` height and width must be divisible by {down} (the UNet "
+                         f"halves them {len(channels) - 1} times), got {images.shape[1:3]}.")
     validation.check_positive_int("steps", steps)
+    validation.check_positive_int("batch_size", batch_size)
+    validation.check_positive_int("num_chunks", num_chunks)
+    validation.check_in_range("learning_rate", learning_rate, 0.0, low_inclusive=False)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
     model = UNet(tuple(channels))
@@ -79,7 +93,13 @@ def train_score_model(images: np.ndarray, workdir: str, *, steps: int = 3000,
 
     state = checkpoint.run_resumable(
         chunk, state, num_chunks,
-        checkpoint_dir=os.path.join(workdir, "train_checkpoints"), desc="GEPC score model",
+        # Keyed by everything that determines the model (data bytes included) and the code
+        # version: a changed setting or dataset never resumes another run's training.
+        checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, {
+            "what": "gepc_score_model", "steps": steps, "batch_size": batch_size,
+            "learning_rate": learning_rate, "num_chunks": num_chunks, "channels": channels,
+            "seed": seed, "data_sha1": hashlib.sha1(np.asarray(images).tobytes()).hexdigest()}),
+        desc="GEPC score model",
         unit="steps", units_per_chunk=per_chunk,
         log_fn=lambda i, s: f"loss {float(s.losses[i]):.4f}")
     return model, state.params, np.asarray(state.losses)

@@ -62,6 +62,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     Returns:
       The summary dict written to ``workdir/summary.json``.
     """
+    periodic.validate_config(config)
     if config.num_records % config.num_chunks:
         raise ValueError(f"`num_records`={config.num_records} must be divisible by "
                          f"`num_chunks`={config.num_chunks}.")
@@ -150,7 +151,7 @@ def _summarize(config, names, trace, q_star, workdir) -> dict:
         "final_target_error_mean": {n: float(trace.target_error[j, :, -1].mean())
                                     for j, n in enumerate(names)},
     }
-    results.write_json(os.path.join(workdir, "summary.json"), summary)
+    results.write_summary(workdir, summary, config)
     _plot(names, samples, trace, eps, bc, bt, workdir)
     for e, c, t in zip(eps, bc, bt, strict=True):
         logging.info("eps=%g best constant %.4g samples, theory %.4g (ratio %.2f)", e, c, t, c / t)
@@ -170,7 +171,9 @@ def _plot(names, samples, trace, eps, bc, bt, workdir):
     ax1.loglog(1.0 / eps, bt, "s--", label="theory K_n ~ gamma^(-2n/3)")
     ax1.set(xlabel="1 / eps", ylabel="samples to reach eps", title="sample complexity")
     ax1.legend(fontsize=8)
-    plots.save(fig, os.path.join(workdir, "error_vs_samples.png"))
+    plots.save(fig, os.path.join(workdir, "error_vs_samples.png"),
+               caption=plots.t_band(trace.target_error.shape[1], "runs (seeds)")
+               + " Right: samples at which the mean error first reaches eps.")
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:

@@ -1,4 +1,15 @@
-"""Tabular MDPs: the container, random Garnet MDPs and a chain MDP."""
+"""Tabular MDPs: the container, random Garnet MDPs and a chain MDP.
+
+Checks (eager, at the Python boundary, on concrete values; traced values pass):
+  * ``make_mdp`` / ``check_mdp``: ``transitions`` [S, A, S] non-negative, finite, each
+    P[s, a, :] summing to 1; ``rewards`` [S, A] finite; ``gamma`` in [0, 1) (``make_mdp``)
+    or [0, 1] (``check_mdp``, the weakest requirement; value iteration asks for < 1).
+  * ``garnet``: ``num_states``, ``num_actions``, ``branching`` positive integers with
+    ``branching`` <= ``num_states``; ``gamma`` in [0, 1).
+  * ``chain``: ``num_states`` >= 2; ``gamma`` in [0, 1); ``success_prob`` in (0, 1];
+    ``far_reward`` and ``near_reward`` finite.
+No check runs inside compiled code.
+"""
 
 from typing import NamedTuple
 
@@ -49,13 +60,38 @@ def make_mdp(transitions, rewards, gamma) -> TabularMDP:
         raise ValueError(f"`transitions` must have shape (S, A, S), got {(s, a, s2)}.")
     validation.check_shape("rewards", rewards, (s, a))
     validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
-    if not isinstance(transitions, jax.core.Tracer):
-        p = np.asarray(transitions, np.float64)
-        if np.any(p < 0) or not np.allclose(p.sum(-1), 1.0, atol=1e-5):
-            raise ValueError("`transitions` must be non-negative with each P[s, a, :] "
-                             "summing to 1.")
+    _check_transitions("transitions", transitions)
+    validation.check_finite("rewards", rewards)
     return TabularMDP(jnp.asarray(transitions, jnp.float32), jnp.asarray(rewards, jnp.float32),
                       jnp.asarray(gamma, jnp.float32))
+
+
+def _check_transitions(name: str, transitions) -> None:
+    """Raises ValueError unless a concrete P is finite, non-negative, rows summing to 1."""
+    if isinstance(transitions, jax.core.Tracer):
+        return
+    validation.check_finite(name, transitions)
+    p = np.asarray(transitions, np.float64)
+    if np.any(p < 0) or not np.allclose(p.sum(-1), 1.0, atol=1e-5):
+        rows = np.abs(p.sum(-1) - 1.0)
+        raise ValueError(f"`{name}` must be non-negative with each P[s, a, :] summing to 1; "
+                         f"min entry {p.min():.3g}, max |row sum - 1| {rows.max():.3g}.")
+
+
+def check_mdp(mdp: TabularMDP) -> None:
+    """Validates a ``TabularMDP`` built by hand (``make_mdp`` does this on construction).
+
+    Raises:
+      ValueError: naming ``mdp.transitions``, ``mdp.rewards`` or ``mdp.gamma``.
+    """
+    validation.check_ndim("mdp.transitions", mdp.transitions, 3)
+    s, a, s2 = np.shape(mdp.transitions)
+    if s != s2:
+        raise ValueError(f"`mdp.transitions` must have shape (S, A, S), got {(s, a, s2)}.")
+    validation.check_shape("mdp.rewards", mdp.rewards, (s, a))
+    validation.check_in_range("mdp.gamma", mdp.gamma, 0.0, 1.0)
+    _check_transitions("mdp.transitions", mdp.transitions)
+    validation.check_finite("mdp.rewards", mdp.rewards)
 
 
 def garnet(key: PRNGKey, num_states: int, num_actions: int, branching: int,
@@ -110,6 +146,8 @@ def chain(num_states: int, gamma: float, success_prob: float = 0.9,
         raise ValueError(f"`num_states` must be >= 2 for a chain, got {num_states}.")
     validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
     validation.check_in_range("success_prob", success_prob, 0.0, 1.0, low_inclusive=False)
+    validation.check_finite("far_reward", far_reward)
+    validation.check_finite("near_reward", near_reward)
     s = np.arange(num_states)
     left, right = np.maximum(s - 1, 0), np.minimum(s + 1, num_states - 1)
     p = np.zeros((num_states, 2, num_states))

@@ -14,16 +14,31 @@ Sampling:
   * ``"generative"``: (s, a) uniform over S x A (xi = 1 / (S A)), s' ~ P(. | s, a).
   * ``"trajectory"``: asynchronous along one trajectory of the uniform behaviour
     policy, s_{t+1} = s'.
+
+Checks (eager, at the Python boundary, on concrete values; traced values pass, and
+nothing is checked inside the compiled scan):
+  * ``init``: ``q0`` shape [S, A] and finite.
+  * ``build_kernel`` (and everything that calls it): ``sampling`` in SAMPLING_MODES; the
+    MDP is valid (``mdp.check_mdp``).
+  * ``run_uniforms``: ``uniforms`` shape [T, 2] with entries in [0, 1) (NaN rejected).
+  * ``run_steps``: ``num_steps`` a positive integer.
+  * ``simulate``: ``q_star`` shape [S, A] and finite; ``num_records`` and
+    ``record_every`` positive integers.
+  * ``samples_to_accuracy``: ``eps`` > 0; ``errors`` free of NaN; ``trace_samples`` of
+    shape [R] with R = ``errors.shape[-1]``.
+  * ``validate_config`` (first line of ``experiment.train_and_evaluate``): every field of
+    the experiment config, and ``num_seeds`` >= 2 (confidence intervals).
 """
 
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
-from jaxlab.qlearning.mdp import TabularMDP
+from jaxlab.qlearning.mdp import TabularMDP, check_mdp
 from jaxlab.qlearning.schedules import PolynomialStep, inverse_count_step
 
 SAMPLING_MODES = ("generative", "trajectory")
@@ -75,6 +90,7 @@ def init(key: PRNGKey, mdp: TabularMDP, q0: Array | None = None) -> PeriodicQSta
     if q0 is None:
         q0 = jnp.zeros(shape, jnp.float32)
     validation.check_shape("q0", q0, shape)
+    validation.check_finite("q0", q0)
     q0 = jnp.asarray(q0, jnp.float32)
     k_start, key = jax.random.split(key)
     zero = jnp.zeros((), jnp.int32)
@@ -102,6 +118,7 @@ def build_kernel(mdp: TabularMDP, sampling: str = "generative",
     behaviour action) and the next state by inverse-CDF lookup.
     """
     _check_sampling(sampling)
+    check_mdp(mdp)
     step_size = inverse_count_step() if step_size is None else step_size
     n_s, n_a = mdp.num_states, mdp.num_actions
     cdf = jnp.cumsum(mdp.transitions, axis=-1)
@@ -140,6 +157,11 @@ def run_uniforms(state: PeriodicQState, mdp: TabularMDP, schedule, uniforms: Arr
                  unroll: int = 1) -> PeriodicQState:
     """Runs one SGD step per row of ``uniforms`` ([T, 2] in [0, 1)) in one ``lax.scan``."""
     validation.check_shape("uniforms", uniforms, (None, 2))
+    validation.check_in_range("uniforms", uniforms, 0.0, 1.0, high_inclusive=False)
+    return _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll)
+
+
+def _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll):
     kernel = build_kernel(mdp, sampling, step_size)
     state, _ = jax.lax.scan(lambda st, u: (kernel(st, schedule, u), None), state, uniforms,
                             unroll=unroll)
@@ -153,7 +175,9 @@ def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,
     validation.check_positive_int("num_steps", num_steps)
     key, k_u = jax.random.split(state.key)
     us = jax.random.uniform(k_u, (num_steps, 2))
-    return run_uniforms(state._replace(key=key), mdp, schedule, us, sampling, step_size, unroll)
+    # The uniforms are drawn in [0, 1) here: no value check needed.
+    return _scan_uniforms(state._replace(key=key), mdp, schedule, us, sampling, step_size,
+                          unroll)
 
 
 def simulate(state: PeriodicQState, mdp: TabularMDP, schedule, q_star: Array,
@@ -178,7 +202,10 @@ def simulate(state: PeriodicQState, mdp: TabularMDP, schedule, q_star: Array,
       (final state, Trace with [R] fields).
     """
     validation.check_shape("q_star", q_star, (mdp.num_states, mdp.num_actions))
+    validation.check_finite("q_star", q_star)
     validation.check_positive_int("num_records", num_records)
+    validation.check_positive_int("record_every", record_every)
+    _check_sampling(sampling)
 
     def record(st, _):
         st = run_steps(st, mdp, schedule, record_every, sampling, step_size)
@@ -203,6 +230,10 @@ def samples_to_accuracy(trace_samples: Array, errors: Array, eps: float) -> Arra
       [...] float samples (``inf`` where the last record is still above eps).
     """
     validation.check_in_range("eps", eps, 0.0, low_inclusive=False)
+    validation.check_shape("trace_samples", trace_samples, (np.shape(errors)[-1],))
+    if not isinstance(errors, jax.core.Tracer) and np.any(np.isnan(np.asarray(errors))):
+        raise ValueError(f"`errors` must not contain NaN (a NaN error would count as below "
+                         f"eps), got {int(np.isnan(np.asarray(errors)).sum())} NaN entries.")
     above = errors > eps
     # Index of the last record above eps; the run "has converged" from the next one on.
     r = errors.shape[-1]
@@ -210,3 +241,59 @@ def samples_to_accuracy(trace_samples: Array, errors: Array, eps: float) -> Arra
     first_ok = last_above + 1
     samples = jnp.asarray(trace_samples, jnp.float32)
     return jnp.where(first_ok < r, samples[jnp.minimum(first_ok, r - 1)], jnp.inf)
+
+
+def validate_config(config) -> None:
+    """Checks an ``experiments/configs/qlearning.py`` config before any work is done.
+
+    Called first thing in ``experiment.train_and_evaluate``; every numeric field gets a
+    range check, and ``num_seeds`` >= 2 because the summary computes confidence intervals.
+
+    Raises:
+      ValueError: naming ``config.<field>``, the allowed range and the value.
+    """
+    validation.check_one_of("config.mdp", config.mdp, ("garnet", "chain"))
+    validation.check_one_of("config.sampling", config.sampling, SAMPLING_MODES)
+    validation.check_fields(config, {
+        "num_states": validation.POSITIVE_INT, "num_actions": validation.POSITIVE_INT,
+        "branching": validation.POSITIVE_INT, "record_every": validation.POSITIVE_INT,
+        "num_records": validation.POSITIVE_INT, "num_chunks": validation.POSITIVE_INT,
+        # the theory schedule needs gamma > 0; the MDPs need gamma < 1
+        "gamma": validation.UNIT_OPEN if config.get("theory_bases") else
+        validation.UNIT_OPEN_RIGHT,
+    })
+    if config.mdp == "garnet" and config.branching > config.num_states:
+        raise ValueError(f"`config.branching` must be <= config.num_states="
+                         f"{config.num_states}, got {config.branching}.")
+    if config.mdp == "chain" and config.num_states < 2:
+        raise ValueError(f"`config.num_states` must be >= 2 for a chain, got "
+                         f"{config.num_states}.")
+    for i, k in enumerate(config.constant_periods):
+        validation.check_positive_int(f"config.constant_periods[{i}]", k)
+    for i, b in enumerate(config.theory_bases):
+        validation.check_in_range(f"config.theory_bases[{i}]", b, 1.0)
+        validation.check_finite(f"config.theory_bases[{i}]", b)
+    for i, (b, r) in enumerate(config.shrinking):
+        validation.check_in_range(f"config.shrinking[{i}] base", b, 1.0)
+        validation.check_finite(f"config.shrinking[{i}] base", b)
+        validation.check_in_range(f"config.shrinking[{i}] ratio", r, 0.0, low_inclusive=False)
+        validation.check_finite(f"config.shrinking[{i}] ratio", r)
+    if not (len(config.constant_periods) + len(config.theory_bases) + len(config.shrinking)):
+        raise ValueError("`config.constant_periods`, `config.theory_bases` and "
+                         "`config.shrinking` are all empty: nothing to run.")
+    if len(config.eps_list) == 0:
+        raise ValueError("`config.eps_list` must be non-empty.")
+    validation.check_in_range("config.eps_list", list(config.eps_list), 0.0, low_inclusive=False)
+    validation.check_finite("config.eps_list", np.asarray(config.eps_list, np.float64))
+    if config.step_size != "inverse_count":
+        try:
+            alpha = float(config.step_size)
+        except (TypeError, ValueError):
+            raise ValueError(f"`config.step_size` must be 'inverse_count' or a number in "
+                             f"(0, 1], got {config.step_size!r}.") from None
+        validation.check_in_range("config.step_size", alpha, 0.0, 1.0, low_inclusive=False)
+    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
+                               "the summary computes 95% confidence intervals over seeds")
+    if config.num_records % config.num_chunks:
+        raise ValueError(f"`config.num_records`={config.num_records} must be divisible by "
+                         f"`config.num_chunks`={config.num_chunks}.")

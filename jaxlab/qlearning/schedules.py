@@ -9,6 +9,12 @@ Theory (arXiv 2602.03911, DESIGN.md): with a constant period the sample complexi
 an extra log(1/((1-gamma) eps)) factor; growing the period geometrically,
 K_n proportional to gamma^(-2n/3), removes it. So the theory schedule's *period grows*
 and the target-update *frequency* falls.
+
+Checks (eager, in the constructor functions; nothing runs inside compiled code):
+``geometric``: ``base`` >= 1 and finite, ``ratio`` > 0 and finite, ``max_period`` >= 1
+(may be inf: capped at int32 max); ``constant``: ``period`` an integer >= 1; ``theory``:
+``gamma`` in (0, 1); ``constant_step``: ``alpha`` in (0, 1]; ``stack``: non-empty.
+Building the NamedTuples by hand skips these checks.
 """
 
 from typing import NamedTuple
@@ -48,7 +54,9 @@ def geometric(base: float, ratio: float, max_period: float = 1e9) -> GeometricPe
       max_period: cap on K_n, >= 1.
     """
     validation.check_in_range("base", base, 1.0)
+    validation.check_finite("base", base)
     validation.check_in_range("ratio", ratio, 0.0, low_inclusive=False)
+    validation.check_finite("ratio", ratio)
     validation.check_in_range("max_period", max_period, 1.0)
     f = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
     return GeometricPeriod(f(base), f(ratio), f(min(float(max_period), _INT32_MAX)))

@@ -7,9 +7,23 @@ TD(lambda) returns computed backward through the rollout,
     G_t = r_t + gamma * ((1 - lambda) V(s_{t+1}) + lambda G_{t+1}),   G_{H-1} = r + gamma V(s_H),
 
 with V evaluated by a slowly moving target copy (Polyak averaging).
+
+Episode boundaries follow brax's ``compute_gae``: ``termination[t] = 1`` means s_{t+1} is
+terminal (no bootstrap: G_t = r_t); ``truncation[t] = 1`` means the transition t crossed a
+time-limit reset, so s_{t+1} is not the true next state and the step gives no target
+(G_t = V(s_t)), and the trace is cut there without treating s_t as terminal. Without
+masks (the default; no task in ``envs`` terminates) the original recursion runs unchanged.
+
+Checks (eager, at the Python boundary, on concrete values; traced values pass):
+``td_lambda_targets``: ``values`` has T + 1 rows and the trailing shape of ``rewards``;
+``rewards`` / ``values`` finite; ``gamma`` and ``lam`` in [0, 1]; masks of ``rewards``'
+shape with entries in {0, 1}. ``polyak``: ``tau`` in [0, 1]. ``init``: positive sizes.
+Nothing is checked inside compiled code.
 """
 
 import jax
+import jax.numpy as jnp
+import numpy as np
 from flax import nnx
 
 from jaxlab.core import validation
@@ -36,22 +50,69 @@ def init(obs_dim: int, hidden: int, seed: int = 0):
     return nnx.split(ValueNet(obs_dim, hidden, rngs=nnx.Rngs(seed)))
 
 
-def td_lambda_targets(rewards: Array, values: Array, gamma: float, lam: float) -> Array:
-    """TD(lambda) returns (SHAC Eq. 7).
+def check_return_inputs(rewards, values, gamma, lam, termination=None,
+                        truncation=None) -> None:
+    """Shared checks of ``td_lambda_targets`` and ``ppo.gae`` (eager; see module doc)."""
+    if np.ndim(rewards) < 1:
+        raise ValueError(f"`rewards` must be [T, ...], got shape {np.shape(rewards)}.")
+    if np.shape(values)[:1] != (np.shape(rewards)[0] + 1,):
+        raise ValueError(f"`values` must have {np.shape(rewards)[0] + 1} rows (one per state "
+                         f"incl. the last), got shape {np.shape(values)}.")
+    if np.shape(values)[1:] != np.shape(rewards)[1:]:
+        raise ValueError(f"`values` must have the trailing shape of `rewards` "
+                         f"{np.shape(rewards)[1:]}, got {np.shape(values)[1:]}.")
+    validation.check_finite("rewards", rewards)
+    validation.check_finite("values", values)
+    validation.check_in_range("gamma", gamma, 0.0, 1.0)
+    validation.check_in_range("lam", lam, 0.0, 1.0)
+    for name, m in (("termination", termination), ("truncation", truncation)):
+        if m is None:
+            continue
+        validation.check_shape(name, m, np.shape(rewards))
+        if not isinstance(m, jax.core.Tracer):
+            v = np.asarray(m)
+            if not np.all((v == 0) | (v == 1)):
+                raise ValueError(f"`{name}` must hold only 0 / 1 flags, got values "
+                                 f"{np.unique(v)[:5]}.")
+
+
+def _masks(rewards, termination, truncation):
+    zeros = jnp.zeros_like(rewards)
+    d = zeros if termination is None else jnp.asarray(termination, rewards.dtype)
+    tr = zeros if truncation is None else jnp.asarray(truncation, rewards.dtype)
+    return d, tr
+
+
+def td_lambda_targets(rewards: Array, values: Array, gamma: float, lam: float,
+                      termination: Array | None = None,
+                      truncation: Array | None = None) -> Array:
+    """TD(lambda) returns (SHAC Eq. 7), equal to brax ``compute_gae``'s ``vs``.
 
     Args:
       rewards: [T, ...] rewards r_0 .. r_{T-1}.
-      values: [T + 1, ...] V(s_0) .. V(s_T) (only V(s_1) .. V(s_T) are used).
-      gamma: discount in (0, 1]; lam: lambda in [0, 1].
+      values: [T + 1, ...] V(s_0) .. V(s_T) (V(s_0) .. V(s_{T-1}) are used only at
+        truncated steps).
+      gamma: discount in [0, 1]; lam: lambda in [0, 1].
+      termination: optional [T, ...] 0/1, s_{t+1} terminal (no bootstrap).
+      truncation: optional [T, ...] 0/1, step t crossed a time-limit reset (no target:
+        G_t = V(s_t); the trace is cut).
 
     Returns:
       [T, ...] targets G_0 .. G_{T-1}.
     """
-    if values.shape[0] != rewards.shape[0] + 1:
-        raise ValueError(f"`values` must have {rewards.shape[0] + 1} rows (one per state incl. "
-                         f"the last), got {values.shape[0]}.")
-    if not 0.0 <= lam <= 1.0:
-        raise ValueError(f"`lam` must lie in [0, 1], got {lam}.")
+    check_return_inputs(rewards, values, gamma, lam, termination, truncation)
+    if termination is not None or truncation is not None:
+        d, tr = _masks(rewards, termination, truncation)
+
+        def back_masked(g_next, x):
+            r, v, v_next, d_t, tr_t = x
+            g = r + gamma * (1.0 - d_t) * ((1.0 - lam) * v_next + lam * g_next)
+            g = jnp.where(tr_t > 0, v, g)
+            return g, g
+
+        _, g = jax.lax.scan(back_masked, values[-1], (rewards, values[:-1], values[1:], d, tr),
+                            reverse=True)
+        return g
 
     def back(g_next, x):
         r, v_next = x
@@ -63,7 +124,8 @@ def td_lambda_targets(rewards: Array, values: Array, gamma: float, lam: float) -
 
 
 def polyak(target, online, tau: float):
-    """target <- (1 - tau) target + tau online."""
+    """target <- (1 - tau) target + tau online (``tau`` in [0, 1])."""
+    validation.check_in_range("tau", tau, 0.0, 1.0)
     return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
 
 

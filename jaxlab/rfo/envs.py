@@ -9,6 +9,14 @@ gradients through ``mjx.step`` need ``opt.iterations == 1`` (otherwise the solve
 Tasks: ``pendulum`` (torque-limited swing-up), ``cartpole`` (balance a pole on a cart from
 a tilted start), ``hopper`` (brax's hopper model, forward velocity + posture), and
 ``bouncing_ball`` (contacts with the floor; for gradient checks).
+
+No task terminates early (hopper included), so ``EnvState`` carries no done flag; episode
+ends are time limits handled by the training loops.
+
+Checks (eager, at the Python boundary; nothing runs inside compiled code):
+``make_task``: ``name`` one of ``TASK_NAMES``. ``step``: ``action`` of shape
+``(task.act_dim,)`` (also under ``vmap``, where the shape is per environment) and, when
+concrete, finite.
 """
 
 import contextlib
@@ -20,6 +28,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
 PENDULUM_XML = """
@@ -174,13 +183,14 @@ def _ball():
 
 _TASKS = {"pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper,
           "bouncing_ball": _ball}
+TASK_NAMES = tuple(sorted(_TASKS))
 
 
 @functools.cache
 def make_task(name: str) -> Task:
     """Builds (once per process) the task ``name``."""
     if name not in _TASKS:
-        raise ValueError(f"unknown task {name!r}; choose from {sorted(_TASKS)}.")
+        raise ValueError(f"unknown task {name!r}: `name` must be one of {sorted(_TASKS)}.")
     return _TASKS[name]()
 
 
@@ -197,6 +207,9 @@ def reset(task: Task, key: PRNGKey) -> EnvState:
 def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
     """``task.n_frames`` physics steps with ``action`` in [-1, 1]^act_dim; returns reward."""
     from brax.mjx import pipeline
+
+    validation.check_shape("action", action, (task.act_dim,))
+    validation.check_finite("action", action)
 
     def frame(ps, _):
         return pipeline.step(task.sys, ps, action), None

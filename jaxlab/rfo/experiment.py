@@ -3,10 +3,11 @@
 ``train_and_evaluate(config, workdir)`` is what the binary, the suite, the notebook and the
 tests call. For every (task, method) all seeds run as one jitted, vmapped program whose
 update loop is a ``lax.scan``; the run is split into ``num_chunks`` chunks with an orbax
-checkpoint after each, and a finished (task, method) is stored in ``runs/`` and never
-redone, so an interrupted study resumes without losing work. Methods get the same budget of
-environment steps. The seed axis is placed on the ``config.mesh_shape`` mesh when it
-divides. Also measures env steps/s of the vmapped MJX rollout at several batch sizes.
+checkpoint after each, and a finished (task, method) is stored in ``runs/`` under a key of
+(config, code version) and never redone, so an interrupted study resumes without losing
+work. Methods get the same budget of environment steps. The seed axis is placed on the
+``config.mesh_shape`` mesh when it divides. Also measures env steps/s of the vmapped MJX
+rollout at several batch sizes.
 """
 
 import functools
@@ -20,7 +21,7 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, results, sharding, timing
+from jaxlab.core import checkpoint, metrics, plots, provenance, results, sharding, timing
 from jaxlab.rfo import envs, ppo, train
 
 METHODS = ("rfo", "rfo_chunked", "apg", "ppo")
@@ -57,18 +58,28 @@ def _make(task, method, cfg):
 
 
 def run_method(config, task_name: str, method: str, workdir: str) -> dict:
-    """Trains ``method`` on ``task_name`` for all seeds; returns per-update eval returns."""
-    path = os.path.join(workdir, "runs", f"{task_name}_{method}.json")
-    if os.path.exists(path):
-        with open(path) as f:
-            return json.load(f)
-    task = envs.make_task(task_name)
+    """Trains ``method`` on ``task_name`` for all seeds; returns per-update eval returns.
+
+    The finished run is kept as ``workdir/runs/<task>_<method>_<key>.json`` with key =
+    hash of (everything that determines it, code version): a changed setting (seeds, budget,
+    any method hyperparameter) or changed code trains anew instead of reusing it.
+    """
     cfg, per_update = method_config(config, task_name, method)
     n_chunks = min(config.num_chunks, cfg.num_updates)
     per_chunk = -(-cfg.num_updates // n_chunks)
     num_updates = per_chunk * n_chunks
-    fns = _make(task, method, cfg._replace(num_updates=num_updates))
     seed0 = config.seed + 1000 * config.tasks.index(task_name)
+    ckpt_cfg = {"task": task_name, "method": method, "cfg": cfg._asdict(),
+                "seeds": config.num_seeds, "seed": seed0, "chunks": n_chunks}
+    path = os.path.join(workdir, "runs",
+                        f"{task_name}_{method}_{provenance.unit_key(ckpt_cfg)}.json")
+    if os.path.exists(path):
+        logging.info("rfo: %s %s finished earlier with this config and code (%s)",
+                     task_name, method, path)
+        with open(path) as f:
+            return json.load(f)
+    task = envs.make_task(task_name)
+    fns = _make(task, method, cfg._replace(num_updates=num_updates))
     keys = jax.random.split(jax.random.key(seed0), config.num_seeds)
     state = jax.jit(jax.vmap(fns.init))(keys)
     buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
@@ -90,8 +101,6 @@ def run_method(config, task_name: str, method: str, workdir: str) -> dict:
         return st, ev, tr
 
     t0 = time.perf_counter()
-    ckpt_cfg = {"task": task_name, "method": method, "cfg": cfg._asdict(),
-                "seeds": config.num_seeds, "seed": seed0, "chunks": n_chunks}
     _, ev, tr = checkpoint.run_resumable(
         lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
         checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, ckpt_cfg),
@@ -130,6 +139,7 @@ def rollout_throughput(task_name: str, batch_sizes, horizon: int, repeats: int =
 
 def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Runs every (task, method), measures rollout throughput, writes summary.json + PNGs."""
+    train.validate_config(config)
     task_methods = config.get("task_methods", {})
     for m in {*config.methods, *(m for ms in task_methods.values() for m in ms)}:
         if m not in METHODS:
@@ -157,7 +167,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         summary["throughput"] = rollout_throughput(config.throughput.task,
                                                    tuple(config.throughput.batch_sizes),
                                                    config.throughput.horizon)
-    results.write_json(os.path.join(workdir, "summary.json"), summary)
+    results.write_summary(workdir, summary, config)
     _plot(runs, workdir)
     return summary
 
@@ -170,7 +180,10 @@ def _plot(runs, workdir):
             plots.line_with_band(ax, r["env_steps"], mean, hw, label=m)
         ax.set(xlabel="environment steps", ylabel="eval return", title=f"{t} (mean, 95% CI)")
         ax.legend(fontsize=8)
-    plots.save(fig, os.path.join(workdir, "return_vs_env_steps.png"))
+    seeds = {len(r["eval_return"]) for by_m in runs.values() for r in by_m.values()}
+    plots.save(fig, os.path.join(workdir, "return_vs_env_steps.png"),
+               caption=plots.t_band(max(seeds)) if len(seeds) == 1 else
+               f"Line: mean over seeds ({sorted(seeds)} per run); band: 95% Student-t CI.")
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:

@@ -5,6 +5,12 @@ action = tanh(a_K). With ``chunk = H`` the flow acts on an [H, act_dim] action c
 is executed open loop. The whole map (noise, obs) -> action is differentiable in theta and
 obs, so a policy gradient is the gradient of the rollout return through the Euler steps
 (and the dynamics); no log-likelihood is needed.
+
+Checks (eager, at the Python boundary; traced values pass): ``check_config`` / ``init``:
+every ``FlowConfig`` field a positive integer. ``integrate``: ``ode_steps`` a positive
+integer; ``obs`` [B, O] and ``noise`` [B, D] with the widths the velocity field was built
+for; ``sample``: ``obs`` [B, obs_dim]; both: ``obs`` / ``noise`` finite when concrete.
+Nothing is checked inside compiled code.
 """
 
 from typing import NamedTuple
@@ -62,6 +68,13 @@ def integrate(graphdef, params, obs: Array, noise: Array, ode_steps: int) -> Arr
     """Euler integration of the flow from ``noise`` [B, D] given ``obs`` [B, O] -> a_K [B, D]."""
     validation.check_positive_int("ode_steps", ode_steps)
     v = nnx.merge(graphdef, params)
+    validation.check_ndim("obs", obs, 2)
+    validation.check_ndim("noise", noise, 2)
+    d = v.out.out_features
+    validation.check_shape("noise", noise, (obs.shape[0], d))
+    validation.check_shape("obs", obs, (None, v.layers[0].in_features - d - 1))
+    validation.check_finite("obs", obs)
+    validation.check_finite("noise", noise)
     dt = 1.0 / ode_steps
 
     def step(a, k):

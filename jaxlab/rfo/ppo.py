@@ -10,6 +10,19 @@ advantages (Schulman et al. 2016, Eq. 16) bootstrapped with V at the last state 
 truncation), and run ``epochs`` x ``minibatches`` Adam steps on the clipped surrogate
 
     L = -E[min(rho A, clip(rho, 1 - eps, 1 + eps) A)] + vf_coef (V - G)^2 - ent_coef H[pi].
+
+``gae`` takes optional ``termination`` / ``truncation`` masks with brax ``compute_gae``
+semantics (see ``critic.py``); the rollouts pass none: no task terminates, and
+``episode_length`` is a multiple of ``rollout_len`` so resets happen only between updates,
+where V(s_T) bootstraps the time-limit truncation.
+
+Checks (eager, at the Python boundary, on concrete values; traced values pass):
+``check_config`` (run by ``make_train``): sizes are positive integers, ``lr``,
+``grad_clip``, ``clip_eps``, ``reward_scale`` > 0, ``vf_coef``, ``ent_coef`` >= 0,
+``gamma`` and ``gae_lambda`` in [0, 1], every float finite, ``minibatches`` divides
+``num_envs * rollout_len``, ``episode_length`` a multiple of ``rollout_len``. ``gae``: as
+``critic.td_lambda_targets``. Inside the compiled loop nothing is checked; a non-finite
+gradient shows as a non-finite ``Metrics.grad_norm`` (the caller's to turn into an error).
 """
 
 import math
@@ -22,8 +35,8 @@ from flax import nnx
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
-from jaxlab.rfo import envs
-from jaxlab.rfo.train import Metrics, reset_envs, reset_finished
+from jaxlab.rfo import critic, envs
+from jaxlab.rfo.train import Metrics, check_finite_fields, reset_envs, reset_finished
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -70,11 +83,35 @@ def gaussian_log_prob(a: Array, mean: Array, log_std: Array) -> Array:
     return jnp.sum(-0.5 * z ** 2 - log_std - 0.5 * _LOG_2PI, axis=-1)
 
 
-def gae(rewards: Array, values: Array, gamma: float, lam: float) -> Array:
-    """Generalised advantage estimates. rewards [T, ...], values [T + 1, ...] -> [T, ...]."""
-    if values.shape[0] != rewards.shape[0] + 1:
-        raise ValueError(f"`values` must have {rewards.shape[0] + 1} rows, got "
-                         f"{values.shape[0]}.")
+def gae(rewards: Array, values: Array, gamma: float, lam: float,
+        termination: Array | None = None, truncation: Array | None = None) -> Array:
+    """Generalised advantage estimates (brax ``compute_gae``'s ``vs - values``).
+
+    Args:
+      rewards: [T, ...] rewards.
+      values: [T + 1, ...] V(s_0) .. V(s_T).
+      gamma: discount in [0, 1]; lam: lambda in [0, 1].
+      termination: optional [T, ...] 0/1, s_{t+1} terminal (no bootstrap).
+      truncation: optional [T, ...] 0/1, step t crossed a time-limit reset (advantage 0,
+        trace cut).
+
+    Returns:
+      [T, ...] advantages.
+    """
+    critic.check_return_inputs(rewards, values, gamma, lam, termination, truncation)
+    if termination is not None or truncation is not None:
+        d, tr = critic._masks(rewards, termination, truncation)
+        keep = 1.0 - tr
+        deltas = (rewards + gamma * (1.0 - d) * values[1:] - values[:-1]) * keep
+
+        def back_masked(adv, x):
+            delta, d_t, keep_t = x
+            adv = delta + gamma * (1.0 - d_t) * keep_t * lam * adv
+            return adv, adv
+
+        _, adv = jax.lax.scan(back_masked, jnp.zeros_like(deltas[0]), (deltas, d, keep),
+                              reverse=True)
+        return adv
     deltas = rewards + gamma * values[1:] - values[:-1]
 
     def back(adv, d):
@@ -93,9 +130,18 @@ class PPOState(NamedTuple):
 
 
 def check_config(cfg: PPOConfig) -> None:
+    """Raises ValueError naming the first out-of-range field of ``cfg`` (module doc)."""
     for name in ("num_envs", "rollout_len", "num_updates", "epochs", "minibatches",
-                 "eval_horizon", "episode_length"):
+                 "eval_horizon", "episode_length", "hidden"):
         validation.check_positive_int(name, getattr(cfg, name))
+    validation.check_fields(cfg, {
+        "lr": validation.POSITIVE, "grad_clip": validation.POSITIVE,
+        "clip_eps": validation.POSITIVE, "reward_scale": validation.POSITIVE,
+        "vf_coef": validation.NON_NEGATIVE, "ent_coef": validation.NON_NEGATIVE,
+        "gamma": validation.UNIT_CLOSED, "gae_lambda": validation.UNIT_CLOSED,
+    }, prefix="PPOConfig")
+    check_finite_fields(cfg, ("lr", "grad_clip", "clip_eps", "reward_scale", "vf_coef",
+                              "ent_coef"), "PPOConfig")
     if (cfg.num_envs * cfg.rollout_len) % cfg.minibatches:
         raise ValueError(f"`num_envs * rollout_len` = {cfg.num_envs * cfg.rollout_len} must be "
                          f"divisible by `minibatches`={cfg.minibatches}.")

@@ -7,6 +7,12 @@ s ~ U(0, 1), x_s = (1 - s) eps + s a_1, and regress v(x_s, s | obs) on a_1 - eps
   behaviour that produced the data (a stable, non-collapsing flow between updates);
 * ``exploration_loss``: CFM toward actions drawn uniformly from the action box, which
   keeps probability mass over the whole box.
+
+Checks (eager, at the Python boundary, on concrete values; inside ``train``'s compiled
+loss the inputs are traced and pass): ``cfm_loss``: ``obs`` [B, O] and ``target`` [B, D]
+with one batch, both finite. ``stability_loss`` / ``pre_squash``: ``actions`` in [-1, 1]
+(NaN rejected), ``actions`` [B, H, A] with the batch of ``obs``. ``exploration_loss``:
+``action_shape`` a pair of positive integers; ``obs`` [B, O].
 """
 
 import jax
@@ -21,6 +27,7 @@ _EDGE = 1.0 - 1e-4  # atanh stays finite on saturated actions
 
 def pre_squash(actions: Array) -> Array:
     """atanh of actions in [-1, 1] (clipped to the open box)."""
+    validation.check_in_range("actions", actions, -1.0, 1.0)
     return jnp.arctanh(jnp.clip(actions, -_EDGE, _EDGE))
 
 
@@ -28,6 +35,9 @@ def cfm_loss(graphdef, params, obs: Array, target: Array, key: PRNGKey) -> Array
     """Mean CFM loss. obs [B, O]; target [B, D] pre-squash actions (flattened chunks)."""
     validation.check_ndim("obs", obs, 2)
     validation.check_ndim("target", target, 2)
+    validation.check_shape("target", target, (obs.shape[0], None))
+    validation.check_finite("obs", obs)
+    validation.check_finite("target", target)
     k_eps, k_s = jax.random.split(key)
     eps = jax.random.normal(k_eps, target.shape)
     s = jax.random.uniform(k_s, target.shape[:1])
@@ -38,6 +48,8 @@ def cfm_loss(graphdef, params, obs: Array, target: Array, key: PRNGKey) -> Array
 
 def stability_loss(graphdef, params, obs: Array, actions: Array, key: PRNGKey) -> Array:
     """CFM on recent data: obs [B, O], actions [B, H, A] in [-1, 1]."""
+    validation.check_ndim("obs", obs, 2)
+    validation.check_shape("actions", actions, (obs.shape[0], None, None))
     target = jax.lax.stop_gradient(pre_squash(actions.reshape(actions.shape[0], -1)))
     return cfm_loss(graphdef, params, jax.lax.stop_gradient(obs), target, key)
 
@@ -45,6 +57,11 @@ def stability_loss(graphdef, params, obs: Array, actions: Array, key: PRNGKey) -
 def exploration_loss(graphdef, params, obs: Array, action_shape: tuple[int, int],
                      key: PRNGKey) -> Array:
     """CFM toward actions uniform on [-1, 1]^(H x A) at the observed states."""
+    if len(action_shape) != 2:
+        raise ValueError(f"`action_shape` must be (chunk, act_dim), got {action_shape!r}.")
+    for n in action_shape:
+        validation.check_positive_int("action_shape", n)
+    validation.check_ndim("obs", obs, 2)
     k_u, k_cfm = jax.random.split(key)
     u = jax.random.uniform(k_u, (obs.shape[0], action_shape[0] * action_shape[1]), minval=-1,
                            maxval=1)

@@ -16,12 +16,28 @@ from the Euler ODE of ``flow.py`` (``chunk`` > 1: one chunk of actions per ``chu
 steps, executed open loop); the Gaussian baseline uses tanh(mu(obs) + sigma * eps) with
 a learned state-independent log sigma. The regularisers apply to the flow only.
 A whole run is ``make_train(...)(key)``: one ``lax.scan`` over updates, vmappable over seeds.
+
+Checks (eager, at the Python boundary, on concrete values; traced values pass):
+  * ``check_config`` (run by ``make_train``): ``policy`` in {flow, gaussian}; sizes
+    positive integers; ``horizon`` divisible by ``chunk``; ``eval_horizon`` >= ``chunk``;
+    ``episode_length`` 0 or a multiple of ``horizon``; ``lr``, ``grad_clip``,
+    ``critic_lr`` > 0; ``stability_coef``, ``exploration_coef`` >= 0; ``gamma`` in (0, 1];
+    ``td_lambda``, ``target_tau`` in [0, 1]; every float finite.
+  * ``reset_envs`` / ``rollout`` / ``rollout_from``: ``num_envs`` and ``horizon``
+    positive integers, ``horizon`` a multiple of ``cfg.chunk``.
+  * ``validate_config``: every field of an ``experiments/configs/rfo.py`` config, task
+    names, and ``num_seeds`` >= 2 (the summary computes confidence intervals); called
+    first thing in ``experiment.train_and_evaluate``.
+Inside the compiled update nothing is checked: non-finite gradient entries (known near
+contacts, DESIGN.md) are zeroed before the optimizer step, and ``Metrics.grad_norm`` (the
+norm before zeroing) is then non-finite: that is the flag the caller turns into an error.
 """
 
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
@@ -74,13 +90,26 @@ class GaussianPolicy(nnx.Module):
         return jnp.tanh(self.mu(h) + jnp.exp(self.log_std[...]) * eps)[:, None, :]
 
 
+def check_finite_fields(cfg, names, prefix: str) -> None:
+    """Raises ValueError if a float field of ``cfg`` is NaN or +-inf (a generic check kept
+    here privately; ``validation.check_fields`` lets +inf through its one-sided ranges)."""
+    for name in names:
+        value = getattr(cfg, name)
+        if isinstance(value, float) and not np.isfinite(value):
+            raise ValueError(f"`{prefix}.{name}` must be finite, got {value!r}.")
+
+
 def check_config(cfg: TrainConfig) -> None:
+    """Raises ValueError naming the first out-of-range field of ``cfg`` (module doc)."""
     if cfg.policy not in ("flow", "gaussian"):
         raise ValueError(f"`policy` must be 'flow' or 'gaussian', got {cfg.policy!r}.")
-    for name in ("num_envs", "horizon", "num_updates", "chunk", "ode_steps", "eval_horizon"):
+    for name in ("num_envs", "horizon", "num_updates", "chunk", "ode_steps", "eval_horizon",
+                 "hidden"):
         validation.check_positive_int(name, getattr(cfg, name))
     if cfg.horizon % cfg.chunk:
         raise ValueError(f"`horizon`={cfg.horizon} must be divisible by `chunk`={cfg.chunk}.")
+    if cfg.eval_horizon < cfg.chunk:
+        raise ValueError(f"`eval_horizon`={cfg.eval_horizon} must be >= `chunk`={cfg.chunk}.")
     if cfg.policy == "gaussian" and cfg.chunk != 1:
         raise ValueError("the Gaussian baseline acts per step: `chunk` must be 1.")
     if cfg.episode_length < 0 or cfg.episode_length % cfg.horizon:
@@ -90,6 +119,14 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"`gamma` must lie in (0, 1], got {cfg.gamma}.")
     if cfg.critic:
         validation.check_positive_int("critic_iters", cfg.critic_iters)
+    validation.check_fields(cfg, {
+        "lr": validation.POSITIVE, "grad_clip": validation.POSITIVE,
+        "critic_lr": validation.POSITIVE, "stability_coef": validation.NON_NEGATIVE,
+        "exploration_coef": validation.NON_NEGATIVE, "td_lambda": validation.UNIT_CLOSED,
+        "target_tau": validation.UNIT_CLOSED,
+    }, prefix="TrainConfig")
+    check_finite_fields(cfg, ("lr", "grad_clip", "critic_lr", "stability_coef",
+                              "exploration_coef"), "TrainConfig")
 
 
 def init_policy(task: envs.Task, cfg: TrainConfig, seed: int = 0):
@@ -105,6 +142,7 @@ def init_policy(task: envs.Task, cfg: TrainConfig, seed: int = 0):
 
 def reset_envs(task: envs.Task, key: PRNGKey, num_envs: int) -> envs.EnvState:
     """``num_envs`` fresh environment states (a batched ``EnvState``)."""
+    validation.check_positive_int("num_envs", num_envs)
     return jax.vmap(lambda k: envs.reset(task, k))(jax.random.split(key, num_envs))
 
 
@@ -127,6 +165,7 @@ def rollout_from(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn,
       (final state, rewards [horizon, E], obs at every step [horizon + 1, E, O],
        obs at decision steps [horizon / chunk, E, O], actions [horizon / chunk, E, chunk, A]).
     """
+    _check_horizon(horizon, cfg.chunk)
     step = jax.vmap(lambda s, a: envs.step(task, s, a))
 
     def decision(state, k):
@@ -147,6 +186,12 @@ def rollout_from(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn,
     return final, rewards.reshape(horizon, e), all_obs, obs, acts
 
 
+def _check_horizon(horizon, chunk) -> None:
+    validation.check_positive_int("horizon", horizon)
+    if horizon % chunk:
+        raise ValueError(f"`horizon`={horizon} must be a multiple of `cfg.chunk`={chunk}.")
+
+
 def rollout(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn, key: PRNGKey,
             num_envs: int, horizon: int):
     """Differentiable vmapped rollout from fresh resets.
@@ -155,6 +200,7 @@ def rollout(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn, key: PR
       (rewards [horizon, num_envs], obs at decision steps [horizon / chunk, num_envs, O],
        actions [horizon / chunk, num_envs, chunk, A]).
     """
+    _check_horizon(horizon, cfg.chunk)
     k_reset, k_act = jax.random.split(key)
     state = reset_envs(task, k_reset, num_envs)
     _, rewards, _, obs, acts = rollout_from(task, cfg, graphdef, params, act_fn, state, k_act,
@@ -282,3 +328,53 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
     train.init, train.update = init, update
     train.graphdef, train.act_fn = graphdef, act_fn
     return train
+
+
+def validate_config(config) -> None:
+    """Checks an ``experiments/configs/rfo.py`` config before any work is done.
+
+    Called first thing in ``experiment.train_and_evaluate`` (method names are checked
+    there). Every numeric field gets a range check; ``num_seeds`` >= 2 because the summary
+    computes confidence intervals.
+
+    Raises:
+      ValueError: naming ``config.<field>``, the allowed range and the value.
+    """
+    for t in config.tasks:
+        validation.check_one_of("config.tasks", t, envs.TASK_NAMES)
+    for t in config.get("task_methods", {}):
+        validation.check_one_of("config.task_methods", t, envs.TASK_NAMES)
+    for t in config.get("task_env_steps", {}):
+        validation.check_one_of("config.task_env_steps", t, envs.TASK_NAMES)
+        validation.check_positive_int(f"config.task_env_steps.{t}", config.task_env_steps[t])
+    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
+                               "the summary computes 95% confidence intervals over seeds")
+    pint, pos, nonneg = validation.POSITIVE_INT, validation.POSITIVE, validation.NON_NEGATIVE
+    validation.check_fields(config, {
+        "env_steps": pint, "num_chunks": pint,
+        "common.num_envs": pint, "common.horizon": pint, "common.hidden": pint,
+        "common.eval_horizon": pint, "common.lr": pos, "common.gamma": (0.0, 1.0, False, True),
+        "rfo.chunk": pint, "rfo.ode_steps": pint, "rfo.stability_coef": nonneg,
+        "rfo.exploration_coef": nonneg, "ppo.epochs": pint, "ppo.minibatches": pint,
+        "ppo.lr": pos,
+    })
+    for name in ("common.lr", "ppo.lr", "rfo.stability_coef", "rfo.exploration_coef"):
+        group, field = name.split(".")
+        if group in config and field in config[group]:
+            check_finite_fields(config[group], (field,), f"config.{group}")
+    c = config.common
+    if c.episode_length < 0 or c.episode_length % c.horizon:
+        raise ValueError(f"`config.common.episode_length`={c.episode_length} must be 0 or a "
+                         f"positive multiple of `config.common.horizon`={c.horizon}.")
+    steps_per_update = c.num_envs * c.horizon
+    budgets = [config.env_steps, *config.get("task_env_steps", {}).values()]
+    if min(budgets) < steps_per_update:
+        raise ValueError(f"`config.env_steps` (and each `config.task_env_steps`) must be >= "
+                         f"num_envs * horizon = {steps_per_update} (one update), got "
+                         f"{min(budgets)}.")
+    tp = config.get("throughput")
+    if tp is not None and tp.task:
+        validation.check_one_of("config.throughput.task", tp.task, envs.TASK_NAMES)
+        validation.check_positive_int("config.throughput.horizon", tp.horizon)
+        for b in tp.batch_sizes:
+            validation.check_positive_int("config.throughput.batch_sizes", b)

@@ -10,6 +10,11 @@ Masked logits use a large finite negative value, not -inf, so a tile whose keys 
 in the future (the second diagonal block of a causal row) contributes exp(0) terms that
 the next visible block rescales away with alpha = exp(m_old - m_new) = 0; every row keeps
 the sink block, so no row stays fully masked.
+
+Checks (before the jitted body): q, k, v as in ``reference._check_qkv`` (4-D, floating,
+matching shapes, GQA heads, N divisible by ``block_q``); ``block_mask`` boolean of shape
+[B, Hq, N / b_q, N / b_k] and, when concrete, keeping >= 1 block in every row (an empty row
+would divide by a zero softmax sum). A traced mask is not inspected.
 """
 
 import functools
@@ -18,7 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
-from jaxlab.core import validation
+from pallas_kernels.sale import _checks
 from pallas_kernels.sale.reference import BlockSizes, _check_qkv
 
 MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
@@ -62,7 +67,22 @@ def _kernel(idx_ref, cnt_ref, q_ref, k_ref, v_ref, o_ref, *, block_q, block_k, c
     o_ref[...] = (acc / l_sum[:, None]).astype(o_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret"))
+def check_block_mask(block_mask, q, sizes: BlockSizes) -> None:
+    """Dtype, shape and (concrete) non-empty rows of a block mask for ``q`` [B, Hq, N, D]."""
+    b, hq, n, _ = q.shape
+    _checks.check_shape("block_mask", block_mask, (b, hq, n // sizes.block_q,
+                                                   n // sizes.block_k))
+    dtype = getattr(block_mask, "dtype", None)
+    dtype = jnp.asarray(block_mask).dtype if dtype is None else dtype
+    if dtype != jnp.bool_:
+        raise TypeError(f"`block_mask` must be boolean, got dtype {dtype}.")
+    if _checks.is_concrete(block_mask):
+        empty = ~jnp.asarray(block_mask).any(-1)
+        if bool(empty.any()):
+            raise ValueError(f"`block_mask` must keep at least one key block per query row "
+                             f"block, got {int(empty.sum())} empty rows.")
+
+
 def block_sparse_attention(q, k, v, block_mask, sizes: BlockSizes = BlockSizes(),
                            causal: bool = False, interpret: bool = False):
     """Attention of q over the kept key blocks of ``block_mask``.
@@ -79,9 +99,12 @@ def block_sparse_attention(q, k, v, block_mask, sizes: BlockSizes = BlockSizes()
       [B, Hq, N, D] output in q's dtype.
     """
     _check_qkv(q, k, v, sizes)
-    b, hq, n, d = q.shape
-    nq, nk = n // sizes.block_q, n // sizes.block_k
-    validation.check_shape("block_mask", block_mask, (b, hq, nq, nk))
+    check_block_mask(block_mask, q, sizes)
+    return _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret)
+
+
+@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret"))
+def _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret):
     idx, cnt = compact_block_lists(block_mask)
     return _attend(q, k, v, idx, cnt, sizes, causal, interpret)
 

@@ -6,6 +6,9 @@ the pipeline only DMAs kept blocks. Grid (batch, head, query block, slot j) with
 reduction axis; slots past the row's count re-map to its last kept block (no new DMA)
 and skip compute with ``pl.when``. Running max / sum / accumulator live in VMEM scratch.
 Tested on CPU with ``interpret=True`` against the reference.
+
+Checks: as ``block_sparse_attention`` (q/k/v via ``reference._check_qkv``, ``block_mask`` via
+``check_block_mask``), before the jitted body.
 """
 
 import functools
@@ -15,9 +18,9 @@ import jax.numpy as jnp
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
-from jaxlab.core import validation
 from pallas_kernels.sale.block_sparse_attention import (
     MASK_VALUE,
+    check_block_mask,
     compact_block_lists,
     online_softmax_step,
 )
@@ -52,14 +55,18 @@ def _kernel(idx_ref, cnt_ref, q_ref, k_ref, v_ref, o_ref, m_sc, l_sc, acc_sc, *,
         o_ref[...] = (acc_sc[...] / l_sc[...]).astype(o_ref.dtype)
 
 
-@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret"))
 def block_sparse_attention_tpu(q, k, v, block_mask, sizes: BlockSizes = BlockSizes(),
                                causal: bool = False, interpret: bool = False):
     """Same contract as ``block_sparse_attention``; TPU grid with scalar prefetch."""
     _check_qkv(q, k, v, sizes)
+    check_block_mask(block_mask, q, sizes)
+    return _block_sparse_attention_tpu(q, k, v, block_mask, sizes, causal, interpret)
+
+
+@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret"))
+def _block_sparse_attention_tpu(q, k, v, block_mask, sizes, causal, interpret):
     b, hq, n, d = q.shape
     nq, nk = n // sizes.block_q, n // sizes.block_k
-    validation.check_shape("block_mask", block_mask, (b, hq, nq, nk))
     groups = hq // k.shape[1]
     idx, cnt = compact_block_lists(block_mask)
 

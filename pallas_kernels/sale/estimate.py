@@ -10,6 +10,11 @@ const = mq . mk. The kernel, one program per (batch, head, query block):
    integer product accumulated in int32, the Relative Attention Score
    exp(S~ - m_i) / l_i, its block max, and the keep decision (max > tau or always-kept),
    appended to a compact list of kept key blocks (the input of block_sparse_attention).
+
+Checks (before the jitted body, via ``reference._check_qkv`` and ``_checks``): q, k (and v)
+4-D floating arrays with matching batch / length / head dim, GQA heads, N divisible by
+``block_q``; ``bits`` 8 or 4; ``tau`` a scalar or [Hq] in [0, inf), no NaN (values only
+when concrete). Nothing is checked inside the kernel.
 """
 
 import functools
@@ -18,6 +23,7 @@ import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
+from pallas_kernels.sale import _checks
 from pallas_kernels.sale import reference as ref
 from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, _attend, compact_block_lists
 from pallas_kernels.sale.reference import BlockSizes
@@ -84,7 +90,12 @@ def _prepare(q, k, sizes, bits):
     return qc, qscale[..., 0, 0], kc, kscale[..., 0, 0], r, c, const
 
 
-@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret"))
+def _check_inputs(q, k, tau, sizes, bits):
+    ref._check_qkv(q, k, k, sizes)
+    ref._check_bits(bits)
+    _checks.check_tau(tau, q.shape[1])
+
+
 def estimate_and_select(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int = 8,
                         causal: bool = False, interpret: bool = False):
     """(kv_index [B, Hq, nq, nk], kv_count [B, Hq, nq], ras_max [B, Hq, nq, nk]).
@@ -95,9 +106,13 @@ def estimate_and_select(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int =
       sizes, bits, causal: as in ``reference.block_keep_mask``.
       interpret: run in the Pallas interpreter.
     """
-    ref._check_qkv(q, k, k, sizes)
-    if bits not in ref.QMAX:
-        raise ValueError(f"`bits` must be 8 or 4, got {bits}.")
+    _check_inputs(q, k, tau, sizes, bits)
+    return _estimate_and_select(q, k, tau, sizes, bits, causal, interpret)
+
+
+@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret"))
+def _estimate_and_select(q, k, tau, sizes: BlockSizes, bits: int, causal: bool,
+                         interpret: bool):
     b, hq, n, d = q.shape
     nq, nk = n // sizes.block_q, n // sizes.block_k
     groups = hq // k.shape[1]
@@ -143,6 +158,7 @@ def estimate_and_select(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int =
 def sale_attention_pallas(q, k, v, tau, sizes: BlockSizes = BlockSizes(), bits: int = 8,
                           causal: bool = False, interpret: bool = False):
     """SALE end to end with the two kernels: (output [B, Hq, N, D], kv_count)."""
+    ref._check_qkv(q, k, v, sizes)
     ras, idx, cnt = estimate_and_select(q, k, tau, sizes, bits, causal, interpret)
     del ras
     return _attend(q, k, v, idx, cnt, sizes, causal, interpret), cnt

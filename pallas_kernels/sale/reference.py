@@ -14,6 +14,14 @@ Shapes: q [B, Hq, N, D], k and v [B, Hk, N, D] with Hq a multiple of Hk (GQA).
 5. Relative Attention Score P~_ij = exp(S~_ij - m_i) / l_i; a (query block, key block)
    is kept if any element exceeds the head's tau (or it is always-kept).
 6. Attention restricted to kept blocks (softmax over kept keys only).
+
+Checks (``pallas_kernels.sale._checks``, no jaxlab import; static shapes and dtypes, values
+only when concrete, so nothing is added to compiled code): q, k, v 4-D with a floating dtype,
+k and v of shape (B, Hk, N, D) matching q, Hq a multiple of Hk, N a multiple of
+``block_q`` (and ``block`` in ``quantize_blocks``); ``BlockSizes`` positive ints with block_q a
+multiple of block_k; ``bits`` in {8, 4} (or None where allowed); ``tau`` a scalar or [Hq]
+in [0, inf) without NaN (checked before the jitted body of ``sale_attention``); ``theta`` > 0
+and 0 < ``tau_min`` < ``tau0`` in ``calibrate_tau``.
 """
 
 import dataclasses
@@ -21,8 +29,9 @@ import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
-from jaxlab.core import validation
+from pallas_kernels.sale import _checks
 
 
 @dataclasses.dataclass(frozen=True)
@@ -35,7 +44,7 @@ class BlockSizes:
 
     def __post_init__(self):
         for name in ("block_q", "block_k", "local"):
-            validation.check_positive_int(name, getattr(self, name))
+            _checks.check_positive_int(name, getattr(self, name))
         if self.block_q % self.block_k:
             raise ValueError(f"`block_q`={self.block_q} must be a multiple of "
                              f"`block_k`={self.block_k}.")
@@ -45,17 +54,30 @@ QMAX = {8: 127.0, 4: 7.0}
 DEFAULT_TAU = 1e-3  # used when no per-head calibration is given
 
 
-def _check_qkv(q, k, v, sizes: BlockSizes):
-    validation.check_ndim("q", q, 4)
+def _check_qkv(q, k, v, sizes: BlockSizes | None = None):
+    """Layout [B, H, N, D] checks shared by the reference and the kernels."""
+    _checks.check_ndim("q", q, 4)
+    _checks.check_floating("q", q)
     b, hq, n, d = q.shape
-    validation.check_ndim("k", k, 4)
-    if k.shape[0] != b or k.shape[2:] != (n, d):
-        raise ValueError(f"`k` must have shape ({b}, Hk, {n}, {d}), got {k.shape}.")
-    validation.check_shape("v", v, k.shape)
-    if hq % k.shape[1]:
-        raise ValueError(f"query heads {hq} must be a multiple of key heads {k.shape[1]} (GQA).")
-    if n % sizes.block_q:
-        raise ValueError(f"sequence length {n} must be divisible by block_q={sizes.block_q}.")
+    for name, x in (("k", k), ("v", v)):
+        _checks.check_ndim(name, x, 4)
+        _checks.check_floating(name, x)
+        if x.shape[0] != b or x.shape[2:] != (n, d):
+            raise ValueError(f"`{name}` must have shape ({b}, Hk, {n}, {d}) to match `q` "
+                             f"{tuple(q.shape)}, got {tuple(x.shape)}.")
+    _checks.check_shape("v", v, k.shape)
+    if k.shape[1] == 0 or hq % k.shape[1]:
+        raise ValueError(f"query heads {hq} of `q` must be a multiple of the key heads "
+                         f"{k.shape[1]} of `k` (GQA).")
+    if sizes is not None and n % sizes.block_q:
+        raise ValueError(f"sequence length {n} must be divisible by `block_q`={sizes.block_q} "
+                         "(pad the sequence or choose other `sizes`).")
+
+
+def _check_bits(bits, allow_none: bool = False):
+    if not (bits in QMAX or (allow_none and bits is None)):
+        raise ValueError(f"`bits` must be 8 or 4{' or None' if allow_none else ''}, got "
+                         f"{bits!r}.")
 
 
 def _repeat_kv(x, groups):
@@ -73,9 +95,14 @@ def quantize_blocks(x, block: int, bits: int = 8):
     Returns:
       (integer codes [..., N, D] as int8, scales [..., N / block, 1, 1] float32).
     """
-    if bits not in QMAX:
-        raise ValueError(f"`bits` must be 8 or 4, got {bits}.")
+    _check_bits(bits)
+    _checks.check_floating("x", x)
+    if np.ndim(x) < 2:
+        raise ValueError(f"`x` must have at least 2 axes [..., N, D], got shape {np.shape(x)}.")
+    _checks.check_positive_int("block", block)
     *lead, n, d = x.shape
+    if n % block:
+        raise ValueError(f"the sequence length {n} of `x` must be divisible by `block`={block}.")
     xb = x.reshape(*lead, n // block, block, d)
     scale = jnp.max(jnp.abs(xb), axis=(-2, -1), keepdims=True) / QMAX[bits]
     scale = jnp.where(scale > 0, scale, 1.0)
@@ -92,6 +119,7 @@ def dequantize_blocks(codes, scale, block: int):
 def estimate_scores(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8):
     """S~ [B, Hq, N, N] from smoothed, quantized Q and K (``bits=None``: no quantization)."""
     _check_qkv(q, k, k, sizes)
+    _check_bits(bits, allow_none=True)
     groups = q.shape[1] // k.shape[1]
     q, k = q.astype(jnp.float32), _repeat_kv(k.astype(jnp.float32), groups)
     mq, mk = q.mean(-2, keepdims=True), k.mean(-2, keepdims=True)
@@ -165,6 +193,7 @@ def block_keep_mask(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int | Non
     """
     _check_qkv(q, k, k, sizes)
     n, hq = q.shape[2], q.shape[1]
+    _checks.check_tau(tau, hq)
     tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), (hq,))
     keep = block_ras_max(q, k, sizes, bits, causal) > tau[None, :, None, None]
     keep = keep | always_kept_blocks(n, sizes, causal)[None, None]
@@ -176,6 +205,7 @@ def block_keep_mask(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int | Non
 
 def dense_attention(q, k, v, causal: bool = False):
     """softmax(Q K^T / sqrt(D)) V with GQA, [B, Hq, N, D]."""
+    _check_qkv(q, k, v)
     groups = q.shape[1] // k.shape[1]
     k, v = _repeat_kv(k, groups), _repeat_kv(v, groups)
     s = jnp.einsum("bhnd,bhmd->bhnm", q, k).astype(jnp.float32) / jnp.sqrt(q.shape[-1])
@@ -185,11 +215,17 @@ def dense_attention(q, k, v, causal: bool = False):
     return jnp.einsum("bhnm,bhmd->bhnd", jax.nn.softmax(s, -1), v.astype(jnp.float32))
 
 
-@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal"))
 def sale_attention(q, k, v, tau, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
                    causal: bool = False):
     """(output [B, Hq, N, D], block mask) of SALE's sparse attention (reference)."""
     _check_qkv(q, k, v, sizes)
+    _check_bits(bits, allow_none=True)
+    _checks.check_tau(tau, q.shape[1])
+    return _sale_attention(q, k, v, tau, sizes, bits, causal)
+
+
+@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal"))
+def _sale_attention(q, k, v, tau, sizes: BlockSizes, bits: int | None, causal: bool):
     keep = block_keep_mask(q, k, tau, sizes, bits, causal)
     n = q.shape[2]
     groups = q.shape[1] // k.shape[1]
@@ -224,8 +260,10 @@ def calibrate_tau(q, k, v, theta: float, sizes: BlockSizes = BlockSizes(), bits:
     Returns:
       [Hq] float32 thresholds.
     """
-    validation.check_in_range("theta", theta, 0.0, low_inclusive=False)
-    validation.check_in_range("tau0", tau0, tau_min, low_inclusive=False)
+    _checks.check_in_range("theta", theta, 0.0, low_inclusive=False)
+    _checks.check_in_range("tau_min", tau_min, 0.0, low_inclusive=False)
+    _checks.check_in_range("tau0", tau0, tau_min, low_inclusive=False)
+    _check_qkv(q, k, v, sizes)
     hq = q.shape[1]
     dense = dense_attention(q, k, v, causal)
     tau = jnp.full((hq,), tau0, jnp.float32)

@@ -77,6 +77,22 @@ def test_more_anchors_improve_alignment_and_vmap_over_seeds():
     np.testing.assert_allclose(one.metrics["mrr"], mrr[1], rtol=1e-5)
 
 
+def test_loop_returns_solver_flags_and_warns(karate):
+    res = avatar.run_active(karate, jax.random.key(0), "avatar", rounds=2, budget_frac=0.1)
+    assert res.plan_converged.shape == res.plan_error.shape == (3,)
+    assert res.cg_converged.shape == res.cg_residual.shape == (2,)
+    assert np.all(np.asarray(res.cg_converged)) and np.all(np.asarray(res.cg_residual) < 1e-5)
+    assert np.all(np.asarray(res.plan_error) < 1e-3)
+    with pytest.warns(RuntimeWarning, match="epsilon"):
+        bad = avatar.run_active(karate, jax.random.key(0), "random", rounds=1, budget_frac=0.1,
+                                epsilon=1e-5)
+    assert not np.any(np.asarray(bad.plan_converged))
+    keys = jax.random.split(jax.random.key(0), 2)
+    with pytest.warns(RuntimeWarning, match="did not converge"):  # under vmap: a callback
+        jax.block_until_ready(jax.vmap(lambda k: avatar.run_active(
+            karate, k, "random", rounds=1, budget_frac=0.1, epsilon=1e-5))(keys))
+
+
 def test_fgw_solver_runs_in_the_loop(karate):
     res = avatar.run_active(karate, jax.random.key(0), "avatar", solver="fgw", rounds=2,
                             budget_frac=0.1)

@@ -76,3 +76,82 @@ def test_checkpoint_dir_depends_on_the_config_only():
     assert da != checkpoint.checkpoint_dir_for("/w", c)
     assert da.startswith("/w/checkpoints/")
     assert da == checkpoint.checkpoint_dir_for("/w", {"seed": 0, "sizes": [1, 2]})
+
+
+def _corrupt(step_dir, how):
+    """Damages one saved step the way a killed or full-disk write can."""
+    import glob
+    import os
+    import shutil
+
+    if how == "truncated_data":
+        files = glob.glob(os.path.join(step_dir, "**", "d", "*"), recursive=True)
+        assert files
+        for f in files:
+            with open(f, "r+b") as fh:
+                fh.truncate(10)
+    elif how == "garbage_metadata":
+        with open(os.path.join(step_dir, "default", "_METADATA"), "w") as fh:
+            fh.write("garbage{")
+    elif how == "empty_step_dir":
+        shutil.rmtree(step_dir)
+        os.makedirs(step_dir)
+
+
+@pytest.mark.parametrize("how", ["truncated_data", "garbage_metadata", "empty_step_dir"])
+def test_corrupt_latest_step_falls_back_to_previous(tmp_path, how):
+    template = State(jnp.zeros(3), jnp.int32(0))
+    with checkpoint.Checkpointer(tmp_path) as ck:
+        ck.save(1, State(jnp.arange(3.0), jnp.int32(1)))
+        ck.save(2, State(jnp.arange(3.0) + 10, jnp.int32(2)))
+    _corrupt(str(tmp_path / "2"), how)
+    with checkpoint.Checkpointer(tmp_path) as ck:
+        with pytest.warns(RuntimeWarning, match=rf"step 2 at {tmp_path}/2 cannot be restored"):
+            step, state = ck.restore_or_init(template)
+        assert step == 1 and int(state.n) == 1
+        np.testing.assert_array_equal(state.x, [0.0, 1.0, 2.0])
+        # The damaged step is kept aside, never read again, and the run can save step 2 anew.
+        assert (tmp_path / "corrupt-2").is_dir()
+        ck.save(2, State(jnp.arange(3.0) + 20, jnp.int32(2)))
+        assert ck.latest_step() == 2
+
+
+def test_every_step_corrupt_starts_from_template(tmp_path):
+    template = State(jnp.zeros(3), jnp.int32(0))
+    with checkpoint.Checkpointer(tmp_path) as ck:
+        ck.save(1, State(jnp.arange(3.0), jnp.int32(1)))
+        ck.save(2, State(jnp.arange(3.0), jnp.int32(2)))
+    _corrupt(str(tmp_path / "1"), "truncated_data")
+    _corrupt(str(tmp_path / "2"), "empty_step_dir")
+    with checkpoint.Checkpointer(tmp_path) as ck, pytest.warns(RuntimeWarning):
+        step, state = ck.restore_or_init(template)
+    assert step == 0 and state is template
+
+
+def test_run_resumable_resumes_past_a_corrupt_step(tmp_path):
+    """A resumable run whose newest checkpoint is damaged redoes only the lost chunk and
+    ends where an uninterrupted run ends."""
+    calls = []
+
+    def chunk(c, i):
+        calls.append(i)
+        return {"x": c["x"] * 2 + i}
+
+    init = {"x": jnp.float32(1)}
+    full = checkpoint.run_resumable(chunk, init, 4)
+    checkpoint.run_resumable(chunk, init, 3, checkpoint_dir=tmp_path)
+    _corrupt(str(tmp_path / "3"), "truncated_data")
+    calls.clear()
+    with pytest.warns(RuntimeWarning, match="cannot be restored"):
+        out = checkpoint.run_resumable(chunk, init, 4, checkpoint_dir=tmp_path)
+    assert calls == [2, 3] and float(out["x"]) == float(full["x"])
+
+
+def test_checkpoint_dir_depends_on_config_and_code_version(tmp_path, monkeypatch):
+    from jaxlab.core import provenance
+
+    a = checkpoint.checkpoint_dir_for(tmp_path, {"lr": 0.1})
+    assert a == checkpoint.checkpoint_dir_for(tmp_path, {"lr": 0.1})
+    assert a != checkpoint.checkpoint_dir_for(tmp_path, {"lr": 0.2})
+    monkeypatch.setattr(provenance, "code_version", lambda: "0.1.0+src.other")
+    assert a != checkpoint.checkpoint_dir_for(tmp_path, {"lr": 0.1})

@@ -62,3 +62,35 @@ def test_cumulative_regret():
                                [0.5, 0.5, 2.5])
     with pytest.raises(ValueError, match="comparator_losses"):
         metrics.cumulative_regret(jnp.zeros(3), jnp.zeros(2))
+
+
+@pytest.mark.parametrize("scores,labels,arg", [
+    ([0.1, np.nan, 0.3, 0.9], [0, 1, 0, 1], "scores"),
+    ([0.1, 0.2, 0.3, 0.9], [0.0, np.nan, 0.0, 1.0], "labels"),
+    ([0.1, 0.2, 0.3, 0.9], [0, 2, 0, 1], "labels"),
+    ([0.1, 0.2, 0.3], [1, 1, 1], "labels"),
+    ([0.1, 0.2, 0.3], [False, False, False], "labels"),
+])
+def test_auroc_rejects_nan_bad_labels_and_one_class(scores, labels, arg):
+    with pytest.raises(ValueError, match=f"`{arg}`"):
+        metrics.auroc(np.asarray(scores), np.asarray(labels))
+
+
+def test_auroc_still_jits_and_allows_infinite_scores():
+    scores, labels = jnp.array([-jnp.inf, 0.0, 1.0, jnp.inf]), jnp.array([0, 0, 1, 1])
+    assert float(metrics.auroc(scores, labels)) == 1.0
+    assert float(jax.jit(metrics.auroc)(scores, labels)) == 1.0
+
+
+def test_regret_slope_and_ci_bad_input():
+    with pytest.raises(ValueError, match="`losses`"):
+        metrics.cumulative_regret([1.0, np.nan], [0.0, 0.0])
+    with pytest.raises(ValueError, match="`x`"):
+        metrics.loglog_slope([2.0, 2.0], [1.0, 2.0])
+    with pytest.raises(ValueError, match="`x`"):
+        metrics.loglog_slope([2.0], [1.0])
+    with pytest.raises(ValueError, match="`axis`"):
+        metrics.mean_and_ci(np.ones((3, 2)), axis=2)
+    with pytest.warns(RuntimeWarning, match="`samples`"):
+        m, _ = metrics.mean_and_ci(np.array([1.0, np.nan, 2.0]))
+    assert np.isnan(m)

@@ -64,3 +64,31 @@ def test_bad_input():
         smc.get_resampler("nope")
     with pytest.raises(ValueError, match="weights"):
         smc.systematic(jax.random.key(0), jnp.ones((2, 2)), 4)
+
+
+@pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
+@pytest.mark.parametrize("weights,num_samples,arg", [
+    ([0.5, np.nan, 0.5], 4, "weights"), ([0.5, np.inf, 0.5], 4, "weights"),
+    ([0.5, -0.1, 0.6], 4, "weights"), ([0.0, 0.0, 0.0], 4, "weights"), ([], 4, "weights"),
+    ([0.5, 0.5], 0, "num_samples"), ([0.5, 0.5], -1, "num_samples"),
+])
+def test_resamplers_reject_bad_weights(name, weights, num_samples, arg):
+    with pytest.raises(ValueError, match=f"`{arg}`"):
+        smc.RESAMPLERS[name](jax.random.key(0), np.asarray(weights, np.float32), num_samples)
+
+
+@pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
+def test_traced_weights_are_not_inspected(name):
+    """Inside jit the checks cannot see values: the function still traces and runs."""
+    fn = jax.jit(lambda w: smc.RESAMPLERS[name](jax.random.key(0), w, 5))
+    assert fn(jnp.asarray(WEIGHTS)).shape == (5,)
+
+
+@pytest.mark.parametrize("log_weights", [[0.0, np.nan], [0.0, np.inf], [-np.inf, -np.inf], []])
+def test_ess_rejects_bad_log_weights(log_weights):
+    with pytest.raises(ValueError, match="`log_weights`"):
+        smc.ess(jnp.asarray(log_weights, jnp.float32))
+
+
+def test_ess_accepts_zero_weight_particles():
+    assert float(smc.ess(jnp.array([0.0, -jnp.inf, 0.0]))) == pytest.approx(2.0)

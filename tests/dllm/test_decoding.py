@@ -127,3 +127,52 @@ def test_wrong_vocab_and_mask_raise(denoiser):
     with pytest.raises(ValueError, match="block_length"):
         decoding.decode(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
                         vocab_size=V, block_length=4)
+
+
+@pytest.mark.parametrize("bad,err", [(-3, ValueError), (V, ValueError), (99, ValueError),
+                                     (MASK, ValueError), (None, ValueError), ("float", TypeError)])
+def test_bad_prompts_raise_naming_prompt(denoiser, bad, err):
+    if bad is None:
+        prompt = jnp.zeros((P,), jnp.int32)  # 1-D
+    elif bad == "float":
+        prompt = jnp.zeros((2, P), jnp.float32)
+    else:
+        prompt = jnp.zeros((2, P), jnp.int32).at[1, 0].set(bad)
+    kw = dict(key=jax.random.key(0), mask_id=MASK, vocab_size=V)
+    for fn in (decoding.decode, decoding.decode_threshold):
+        with pytest.raises(err, match="`prompt`"):
+            fn(denoiser, prompt, A, **kw)
+
+
+def test_prompt_checks_do_not_break_jit(denoiser):
+    prompt = jnp.zeros((2, P), jnp.int32)
+    fn = jax.jit(functools.partial(decoding.decode, denoiser, gen_length=A, mask_id=MASK,
+                                   vocab_size=V))
+    eager = decoding.decode(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
+                            vocab_size=V)
+    np.testing.assert_array_equal(fn(prompt, key=jax.random.key(0)).answer, eager.answer)
+
+
+def test_path_ll_rejects_ids_and_orders_outside_their_ranges(denoiser):
+    prompt = jnp.zeros((2, P), jnp.int32)
+    answer = jnp.ones((2, A), jnp.int32)
+    order = jnp.tile(jnp.arange(A), (2, 1))
+    ok = decoding.path_log_likelihood(denoiser, prompt, answer, order, mask_id=MASK)
+    assert np.all(np.isfinite(np.asarray(ok)))
+    for bad_answer in (answer.at[0, 0].set(MASK), answer.at[0, 0].set(V + 2),
+                       answer.at[0, 0].set(-1)):
+        with pytest.raises(ValueError, match="`answer`"):
+            decoding.path_log_likelihood(denoiser, prompt, bad_answer, order, mask_id=MASK)
+    for bad_order in (order.at[0, 0].set(-1), order.at[0, 0].set(A)):
+        with pytest.raises(ValueError, match="`order`"):
+            decoding.path_log_likelihood(denoiser, prompt, answer, bad_order, mask_id=MASK)
+    with pytest.raises(ValueError, match="`prompt`"):
+        decoding.path_log_likelihood(denoiser, prompt.at[0, 0].set(99), answer, order,
+                                     mask_id=MASK)
+
+
+@pytest.mark.parametrize("temperature", [-0.1, float("nan")])
+def test_bad_temperature_raises(denoiser, temperature):
+    with pytest.raises(ValueError, match="`temperature`"):
+        decoding.decode(denoiser, jnp.zeros((2, P), jnp.int32), A, key=jax.random.key(0),
+                        mask_id=MASK, vocab_size=V, temperature=temperature)

@@ -120,3 +120,44 @@ def test_bad_resampler_and_vocab_raise():
     with pytest.raises(ValueError, match="vocab_size"):
         smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V + 3, **kw)
 
+
+
+def _nan_after_first_step(hidden, tokens):
+    """A value function that breaks once a token is committed (NaN twist at step 2)."""
+    done = jnp.sum(tokens[:, 1:] != MASK, axis=1)
+    return jnp.where(done > 0, jnp.nan, 0.0)
+
+
+def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
+    prompt = jnp.zeros((3, 1), jnp.int32)
+    kw = dict(mask_id=MASK, vocab_size=V, num_particles=4, value_fn=_nan_after_first_step)
+    _, info = jax.jit(lambda k: smc.run_particles(toy_denoiser, prompt, 2, key=k, **kw))(
+        jax.random.key(0))
+    np.testing.assert_array_equal(np.asarray(info.nonfinite_weights),
+                                  [[False] * 3, [True] * 3])
+    with pytest.raises(ValueError, match="step 1 .*`value_fn`"):
+        smc.smc_decode(toy_denoiser, prompt, 2, key=jax.random.key(0), **kw)
+    # A healthy run flags nothing.
+    _, info = smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(0), mask_id=MASK,
+                                vocab_size=V, num_particles=4)
+    assert not np.asarray(info.nonfinite_weights).any()
+
+
+@pytest.mark.parametrize("kwargs,arg", [
+    (dict(weight_scale=float("nan")), "weight_scale"),
+    (dict(weight_scale=float("inf")), "weight_scale"),
+    (dict(weight_scale=-1.0), "weight_scale"),
+    (dict(temperature=-1.0), "temperature"),
+    (dict(temperature=float("nan")), "temperature"),
+])
+def test_bad_settings_raise(kwargs, arg):
+    with pytest.raises(ValueError, match=f"`{arg}`"):
+        smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
+                       mask_id=MASK, vocab_size=V, num_particles=2, **kwargs)
+
+
+@pytest.mark.parametrize("prompt", [[[-3], [0]], [[7], [0]], [[MASK], [0]]])
+def test_bad_prompt_ids_raise(prompt):
+    with pytest.raises(ValueError, match="`prompt`"):
+        smc.smc_decode(toy_denoiser, jnp.asarray(prompt, jnp.int32), 2, key=jax.random.key(0),
+                       mask_id=MASK, vocab_size=V, num_particles=2)

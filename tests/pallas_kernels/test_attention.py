@@ -30,3 +30,25 @@ def test_bad_impl():
         attention(q, q, q, impl="flash")
     with pytest.raises(ValueError, match="`q`"):
         attention(q[0], q, q)
+
+
+@pytest.mark.parametrize("arg", ["q", "k", "v"])
+def test_integer_inputs_raise_type_error_naming_the_argument(arg):
+    x = jnp.ones((1, 16, 2, 4), jnp.float32)
+    qkv = {"q": x, "k": x, "v": x, arg: x.astype(jnp.int32)}
+    for impl in ("dense", "sale"):
+        with pytest.raises(TypeError, match=f"`{arg}`"):
+            attention(**qkv, impl=impl, sizes=R.BlockSizes(8, 8, 8))
+
+
+def test_mismatched_shapes_and_tau_raise():
+    x = jnp.ones((1, 16, 2, 4), jnp.float32)
+    with pytest.raises(ValueError, match="`k`"):
+        attention(x, jnp.ones((1, 16, 3, 4)), jnp.ones((1, 16, 3, 4)))
+    with pytest.raises(ValueError, match="`v`"):
+        attention(x, x, jnp.ones((1, 8, 2, 4)))
+    with pytest.raises(ValueError, match="`block_q`"):
+        attention(x[:, :12], x[:, :12], x[:, :12], impl="sale", sizes=R.BlockSizes(8, 8, 8))
+    for tau in (-1.0, float("nan")):
+        with pytest.raises(ValueError, match="`tau`"):
+            attention(x, x, x, impl="sale", tau=tau, sizes=R.BlockSizes(8, 8, 8))

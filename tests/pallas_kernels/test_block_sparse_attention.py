@@ -7,6 +7,7 @@ from pallas_kernels.sale.block_sparse_attention import (
     block_sparse_attention,
     compact_block_lists,
 )
+from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
 from tests.pallas_kernels.test_sale_reference import structured
 
 
@@ -62,8 +63,6 @@ def test_bad_input():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_tpu_scalar_prefetch_variant_equals_reference(causal):
-    from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
-
     q, k, v = structured(n=256)
     ref, keep = R.sale_attention(q, k, v, R.DEFAULT_TAU, causal=causal)
     out = block_sparse_attention_tpu(q, k, v, keep, causal=causal, interpret=True)
@@ -74,3 +73,16 @@ def test_tpu_scalar_prefetch_variant_equals_reference(causal):
     np.testing.assert_allclose(dense, R.dense_attention(q1, k1, v1, causal), atol=1e-5)
     with pytest.raises(ValueError, match="block_mask"):
         block_sparse_attention_tpu(q1, k1, v1, jnp.ones((1, 4, 2, 3), bool), interpret=True)
+
+
+@pytest.mark.parametrize("fn", [block_sparse_attention, block_sparse_attention_tpu])
+def test_block_mask_must_be_boolean_and_keep_a_block_per_row(fn):
+    q, k, v = structured(n=128)
+    mask = np.ones((1, 4, 2, 4), bool)
+    mask[0, 3, 1] = False
+    with pytest.raises(ValueError, match="`block_mask`.*1 empty rows"):
+        fn(q, k, v, jnp.asarray(mask), interpret=True)
+    with pytest.raises(TypeError, match="`block_mask`"):
+        fn(q, k, v, jnp.ones((1, 4, 2, 4), jnp.float32), interpret=True)
+    with pytest.raises(TypeError, match="`v`"):
+        fn(q, k, v.astype(jnp.int32), jnp.ones((1, 4, 2, 4), bool), interpret=True)

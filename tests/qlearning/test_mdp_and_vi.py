@@ -59,3 +59,58 @@ def test_make_mdp_errors():
         ql.garnet(jax.random.key(0), 3, 2, 4, 0.9)
     with pytest.raises(ValueError, match="gamma"):
         ql.garnet(jax.random.key(0), 3, 2, 2, 1.5)
+
+
+def test_value_iteration_reports_convergence():
+    mdp = ql.garnet(jax.random.key(3), 8, 3, 3, 0.9)
+    q, info = ql.value_iteration(mdp, return_info=True)
+    assert bool(info.converged) and int(info.iterations) < 10_000
+    assert float(info.residual) <= 1e-5 * (1 - 0.9) / 0.9
+    np.testing.assert_array_equal(q, ql.value_iteration(mdp))
+
+
+def test_value_iteration_hitting_the_cap_raises_or_warns():
+    mdp = ql.garnet(jax.random.key(3), 8, 3, 3, 0.9)
+    with pytest.raises(RuntimeError, match=r"`max_iters`=5.*`tol`.*residual"):
+        ql.value_iteration(mdp, max_iters=5)
+    with pytest.warns(RuntimeWarning, match="max_iters"):
+        q, info = ql.value_iteration(mdp, max_iters=5, return_info=True)
+    assert not bool(info.converged) and int(info.iterations) == 5
+    # The reported residual is the last sweep's ||TQ - Q||_inf (checked independently).
+    p, r = np.asarray(mdp.transitions, np.float64), np.asarray(mdp.rewards, np.float64)
+    qs = [np.zeros_like(r)]
+    for _ in range(5):
+        qs.append(r + 0.9 * p @ qs[-1].max(-1))
+    np.testing.assert_allclose(q, qs[-1], rtol=1e-5)
+    np.testing.assert_allclose(float(info.residual), np.abs(qs[-1] - qs[-2]).max(), rtol=1e-4)
+
+
+def test_value_iteration_flag_under_jit():
+    mdp = ql.garnet(jax.random.key(3), 8, 3, 3, 0.9)
+    _, info = jax.jit(lambda m: ql.value_iteration(m, max_iters=5, return_info=True))(mdp)
+    assert not bool(info.converged)  # traced: no error, the caller reads the flag
+
+
+@pytest.mark.parametrize("call,arg", [
+    (lambda m: ql.value_iteration(m, tol=0.0), "tol"),
+    (lambda m: ql.value_iteration(m, max_iters=0), "max_iters"),
+    (lambda m: ql.value_iteration(m._replace(gamma=jax.numpy.float32(1.0))), "gamma"),
+    (lambda m: ql.value_iteration(m._replace(transitions=m.transitions * 0.5)), "transitions"),
+    (lambda m: ql.bellman_optimality(m, np.full((8, 3), np.nan)), "q"),
+    (lambda m: ql.make_mdp(m.transitions, np.full((8, 3), np.inf), 0.9), "rewards"),
+])
+def test_bad_value_iteration_inputs_name_the_argument(call, arg):
+    mdp = ql.garnet(jax.random.key(3), 8, 3, 3, 0.9)
+    with pytest.raises(ValueError, match=arg):
+        call(mdp)
+
+
+@pytest.mark.parametrize("preset", ["smoke", "quick", "full"])
+def test_presets_pass_validation_and_bad_fields_fail(preset):
+    from experiments.configs import qlearning as qcfg
+
+    cfg = qcfg.get_config(preset)
+    ql.periodic.validate_config(cfg)
+    cfg.num_seeds = 1
+    with pytest.raises(ValueError, match="config.num_seeds"):
+        ql.periodic.validate_config(cfg)

@@ -87,3 +87,115 @@ def test_rfo_with_critic_over_carried_episodes_learns():
     assert ev[-5:].mean() > ev[:3].mean() + 10.0
     assert closs[-5:].mean() < 0.5 * closs[:3].mean()  # the critic fits its TD targets
     assert int(state.env_state.t.max()) <= 128  # episodes were reset at episode_length
+
+
+def _np_masked(r, v, gamma, lam, term, trunc):
+    """NumPy loop of brax-semantics TD(lambda) targets and GAE with episode masks."""
+    t = len(r)
+    g, adv = np.zeros(t), np.zeros(t)
+    g_next, a_next = v[t], 0.0
+    for i in reversed(range(t)):
+        if trunc[i]:
+            g[i], adv[i] = v[i], 0.0
+        else:
+            cont = gamma * (1.0 - term[i])
+            g[i] = r[i] + cont * ((1 - lam) * v[i + 1] + lam * g_next)
+            adv[i] = r[i] + cont * v[i + 1] - v[i] + cont * lam * a_next
+        g_next, a_next = g[i], adv[i]
+    return g, adv
+
+
+def _random_episode_data(seed, t=12, b=5):
+    rng = np.random.default_rng(seed)
+    r = rng.normal(size=(t, b)).astype(np.float32)
+    v = rng.normal(size=(t + 1, b)).astype(np.float32)
+    term = (rng.uniform(size=(t, b)) < 0.2).astype(np.float32)
+    trunc = (rng.uniform(size=(t, b)) < 0.2).astype(np.float32) * (1 - term)
+    return r, v, term, trunc
+
+
+@pytest.mark.parametrize("lam", [0.0, 0.8, 1.0])
+@pytest.mark.parametrize("seed", [0, 1])
+def test_masked_gae_and_td_lambda_match_brax_compute_gae(lam, seed):
+    pytest.importorskip("brax")
+    from brax.training.agents.ppo import losses as brax_losses
+
+    r, v, term, trunc = _random_episode_data(seed)
+    assert term.any() and trunc.any()
+    vs, _ = brax_losses.compute_gae(truncation=jnp.asarray(trunc), termination=jnp.asarray(term),
+                                    rewards=jnp.asarray(r), values=jnp.asarray(v[:-1]),
+                                    bootstrap_value=jnp.asarray(v[-1]), lambda_=lam,
+                                    discount=0.9)
+    g = critic.td_lambda_targets(jnp.asarray(r), jnp.asarray(v), 0.9, lam,
+                                 termination=jnp.asarray(term), truncation=jnp.asarray(trunc))
+    a = ppo.gae(jnp.asarray(r), jnp.asarray(v), 0.9, lam, termination=jnp.asarray(term),
+                truncation=jnp.asarray(trunc))
+    np.testing.assert_allclose(g, vs, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(a, np.asarray(vs) - v[:-1], rtol=1e-5, atol=1e-5)
+    for e in range(r.shape[1]):
+        g_ref, a_ref = _np_masked(r[:, e].astype(np.float64), v[:, e].astype(np.float64), 0.9,
+                                  lam, term[:, e], trunc[:, e])
+        np.testing.assert_allclose(g[:, e], g_ref, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(a[:, e], a_ref, rtol=1e-5, atol=1e-5)
+
+
+def test_masks_change_only_steps_at_or_before_episode_ends():
+    r, v, _, _ = _random_episode_data(3)
+    zeros = jnp.zeros_like(jnp.asarray(r))
+    plain = critic.td_lambda_targets(jnp.asarray(r), jnp.asarray(v), 0.9, 0.7)
+    # All-zero masks take the masked path and reproduce the unmasked result.
+    np.testing.assert_allclose(
+        critic.td_lambda_targets(jnp.asarray(r), jnp.asarray(v), 0.9, 0.7, termination=zeros,
+                                 truncation=zeros), plain, rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(
+        ppo.gae(jnp.asarray(r), jnp.asarray(v), 0.9, 0.7, termination=zeros),
+        ppo.gae(jnp.asarray(r), jnp.asarray(v), 0.9, 0.7), rtol=1e-6, atol=1e-6)
+    # A termination at step 6 of env 0: G_6 = r_6 exactly; steps after it are untouched.
+    term = np.zeros_like(r)
+    term[6, 0] = 1.0
+    g = np.asarray(critic.td_lambda_targets(jnp.asarray(r), jnp.asarray(v), 0.9, 0.7,
+                                            termination=jnp.asarray(term)))
+    np.testing.assert_allclose(g[6, 0], r[6, 0], rtol=1e-6)
+    np.testing.assert_allclose(g[7:], np.asarray(plain)[7:], rtol=1e-6, atol=1e-6)
+    np.testing.assert_allclose(g[:, 1:], np.asarray(plain)[:, 1:], rtol=1e-6, atol=1e-6)
+    assert abs(g[5, 0] - np.asarray(plain)[5, 0]) > 1e-3  # the trace before the end changed
+
+
+@pytest.mark.parametrize("call,arg", [
+    (lambda: critic.polyak({"w": jnp.zeros(2)}, {"w": jnp.ones(2)}, 1.5), "tau"),
+    (lambda: critic.td_lambda_targets(jnp.ones((3, 2)), jnp.ones((4, 3)), 0.9, 0.5), "values"),
+    (lambda: critic.td_lambda_targets(jnp.ones(3), jnp.ones(4), 0.9, 0.5,
+                                      truncation=jnp.full(3, 0.5)), "truncation"),
+    (lambda: ppo.gae(jnp.ones(3), jnp.ones(4), 1.5, 0.5), "gamma"),
+    (lambda: ppo.gae(jnp.array([1.0, jnp.nan, 0.0]), jnp.ones(4), 0.9, 0.5), "rewards"),
+    (lambda: ppo.gae(jnp.ones(3), jnp.ones(4), 0.9, 0.5, termination=jnp.ones(4)),
+     "termination"),
+    (lambda: ppo.check_config(ppo.PPOConfig(clip_eps=0.0)), "clip_eps"),
+    (lambda: ppo.check_config(ppo.PPOConfig(gae_lambda=-0.1)), "gae_lambda"),
+    (lambda: ppo.check_config(ppo.PPOConfig(lr=float("inf"))), "lr"),
+])
+def test_bad_return_and_ppo_inputs_name_the_argument(call, arg):
+    with pytest.raises(ValueError, match=arg):
+        call()
+
+
+def test_gae_and_td_lambda_still_jit_and_vmap():
+    r, v, term, trunc = _random_episode_data(4)
+    f = jax.jit(jax.vmap(lambda r, v, d, t: ppo.gae(r, v, 0.9, 0.8, d, t), in_axes=1,
+                         out_axes=1))
+    np.testing.assert_allclose(f(r, v, term, trunc),
+                               ppo.gae(jnp.asarray(r), jnp.asarray(v), 0.9, 0.8,
+                                       jnp.asarray(term), jnp.asarray(trunc)),
+                               rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("preset", ["smoke", "quick", "full"])
+def test_rfo_presets_pass_validation_and_bad_fields_fail(preset):
+    from experiments.configs import rfo as rfo_cfg
+    from jaxlab.rfo import train as rfo_train
+
+    cfg = rfo_cfg.get_config(preset)
+    rfo_train.validate_config(cfg)
+    cfg.common.lr = float("nan")
+    with pytest.raises(ValueError, match="config.common.lr"):
+        rfo_train.validate_config(cfg)

@@ -37,6 +37,28 @@ def test_smoke_study_writes_results_and_skips_finished_runs(tmp_path, monkeypatc
     s2 = experiment.train_and_evaluate(cfg, str(tmp_path))
     assert s2["final_eval_return"] == s1["final_eval_return"]
 
+    # A changed setting (the audit's case: more seeds) or changed code never reuses runs/.
+    class WouldTrain(Exception):
+        pass
+
+    def would_train(*a, **k):
+        raise WouldTrain
+
+    monkeypatch.setattr(experiment.checkpoint, "run_resumable", would_train)
+    with pytest.raises(WouldTrain):
+        experiment.run_method(_with(cfg, num_seeds=cfg.num_seeds + 1), "pendulum", "ppo",
+                              str(tmp_path))
+    experiment.run_method(cfg, "pendulum", "ppo", str(tmp_path))  # same key: reused
+    monkeypatch.setattr(experiment.provenance, "code_version", lambda: "0.0.0+src.changed")
+    with pytest.raises(WouldTrain):
+        experiment.run_method(cfg, "pendulum", "ppo", str(tmp_path))
+
+
+def _with(cfg, **overrides):
+    out = cfg.copy_and_resolve_references()
+    out.update(overrides)
+    return out
+
 
 def test_unknown_method_raises(tmp_path):
     cfg = rfo_cfg.get_config("smoke")

@@ -1,0 +1,121 @@
+"""Validation of the dLLM experiment config (``experiments/configs/dllm.py``).
+
+``validate_config(config)`` is the first call of ``experiment.train_and_evaluate``: a bad
+field fails in well under a second with a message naming ``config.<field>`` instead of
+after training, or silently (a NaN temperature used to give a NaN-filled summary).
+
+Checks: every numeric field against its range (``check_fields`` rules below, finiteness of
+the float ones); ``config.num_problems`` >= 2 and ``config.bootstrap`` >= 2 (the accuracy
+CIs are percentile bootstraps over problems; there is one seed per study, so no seed
+minimum); ``config.particles`` / ``config.throughput_particles`` non-empty tuples of
+positive ints; ``config.tasks`` non-empty known task names whose ``config.task_kwargs``
+build; per-task ``config.task_train`` overrides checked like ``config.train``; ``steps``
+divisible by ``num_chunks`` for training and the POKE head; ``config.sale.taus`` >= 0;
+``config.sale.task`` empty or a known task (a warning when it is not one of
+``config.tasks``: the SALE check is then skipped).
+"""
+
+import warnings
+
+import numpy as np
+
+from jaxlab.core import validation as V
+from jaxlab.dllm import tasks as tasks_lib
+
+TRAIN_RULES = {"steps": V.POSITIVE_INT, "batch_size": V.POSITIVE_INT,
+               "num_chunks": V.POSITIVE_INT, "lr": V.POSITIVE}
+
+RULES = {
+    "seed": V.NON_NEGATIVE,
+    "model.d_model": V.POSITIVE_INT, "model.n_layers": V.POSITIVE_INT,
+    "model.n_heads": V.POSITIVE_INT, "model.n_kv_heads": V.POSITIVE_INT,
+    "model.mlp_hidden_size": V.POSITIVE_INT, "model.rope_theta": V.POSITIVE,
+    "model.rms_norm_eps": V.NON_NEGATIVE, "model.sale_tau": V.NON_NEGATIVE,
+    **{f"train.{k}": r for k, r in TRAIN_RULES.items()},
+    "poke.hidden": V.POSITIVE_INT, "poke.rollouts": V.POSITIVE_INT,
+    "poke.temperature": V.NON_NEGATIVE, "poke.steps": V.POSITIVE_INT,
+    "poke.batch_size": V.POSITIVE_INT, "poke.lr": V.POSITIVE, "poke.num_chunks": V.POSITIVE_INT,
+    "num_problems": V.POSITIVE_INT, "eval_batch": V.POSITIVE_INT,
+    "temperature": V.NON_NEGATIVE, "threshold": V.UNIT_CLOSED, "bootstrap": V.POSITIVE_INT,
+    "sale.num_problems": V.POSITIVE_INT, "sale.block_q": V.POSITIVE_INT,
+    "sale.block_k": V.POSITIVE_INT, "sale.local": V.POSITIVE_INT,
+}
+FLOATS = ("model.rope_theta", "model.rms_norm_eps", "model.sale_tau", "train.lr",
+          "poke.temperature", "poke.lr", "temperature", "threshold")
+
+
+def _get(config, dotted):
+    value = config
+    for part in dotted.split("."):
+        if part not in value:
+            return None
+        value = value[part]
+    return value
+
+
+def _check_int_tuple(name: str, values) -> None:
+    if values is None:
+        return
+    if isinstance(values, int | np.integer):
+        values = (values,)
+    if len(tuple(values)) == 0:
+        raise ValueError(f"`{name}` must list at least one particle count, got {values!r}.")
+    for v in values:
+        V.check_positive_int(name, v)
+
+
+def _check_steps_chunks(prefix: str, section) -> None:
+    steps, chunks = section.get("steps"), section.get("num_chunks")
+    if steps is not None and chunks is not None and steps % chunks:
+        raise ValueError(f"`{prefix}.steps`={steps} must be divisible by "
+                         f"`{prefix}.num_chunks`={chunks}.")
+
+
+def validate_config(config) -> None:
+    """Raises ValueError naming ``config.<field>`` for the first bad field (module docstring).
+
+    Args:
+      config: the ``ml_collections.ConfigDict`` of ``experiments/configs/dllm.py``.
+    """
+    V.check_fields(config, RULES)
+    for field in FLOATS:
+        value = _get(config, field)
+        if value is not None:
+            V.check_finite(f"config.{field}", value)
+    if _get(config, "num_problems") is not None:
+        V.check_min_count("config.num_problems", config.num_problems, 2,
+                          "the bootstrap accuracy CI needs two problems")
+    if _get(config, "bootstrap") is not None:
+        V.check_min_count("config.bootstrap", config.bootstrap, 2,
+                          "bootstrap resamples for a percentile CI")
+    _check_int_tuple("config.particles", _get(config, "particles"))
+    _check_int_tuple("config.throughput_particles", _get(config, "throughput_particles"))
+    names = tuple(_get(config, "tasks") or ())
+    if not names:
+        raise ValueError("`config.tasks` must name at least one task.")
+    for name in names:
+        V.check_one_of("config.tasks", name, tasks_lib.TASKS)
+        kwargs = dict((_get(config, "task_kwargs") or {}).get(name, {}))
+        try:
+            tasks_lib.make_task(name, **kwargs)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"`config.task_kwargs.{name}` is invalid: {e}") from e
+    if _get(config, "train") is not None:
+        _check_steps_chunks("config.train", config.train)
+    for name, over in dict(_get(config, "task_train") or {}).items():
+        V.check_one_of("config.task_train", name, tasks_lib.TASKS)
+        merged = {**dict(_get(config, "train") or {}), **dict(over)}
+        V.check_fields(merged, TRAIN_RULES, prefix=f"config.task_train.{name}")
+        _check_steps_chunks(f"config.task_train.{name}", merged)
+    if _get(config, "poke") is not None:
+        _check_steps_chunks("config.poke", config.poke)
+    taus = _get(config, "sale.taus")
+    if taus is not None:
+        V.check_in_range("config.sale.taus", np.asarray(tuple(taus), np.float64), 0.0)
+        V.check_finite("config.sale.taus", np.asarray(tuple(taus), np.float64))
+    sale_task = _get(config, "sale.task")
+    if sale_task:
+        V.check_one_of("config.sale.task", sale_task, tasks_lib.TASKS)
+        if sale_task not in names:
+            warnings.warn(f"`config.sale.task`={sale_task!r} is not in `config.tasks`; the "
+                          "SALE attention check is skipped.", UserWarning, stacklevel=2)

@@ -1,0 +1,173 @@
+"""Bad-input cases for jaxlab.avatar (solvers, adjoint CG, utilities, active loop, tasks)."""
+
+import functools
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.configs import avatar as avatar_config
+from jaxlab.avatar import active, adjoint, alignment, experiment, solvers, tasks, utilities
+from tests.bad_inputs.harness import Case
+
+EPS = 0.1
+
+
+def _cost(n=6, m=7, seed=0):
+    return jax.random.uniform(jax.random.key(seed), (n, m))
+
+
+@functools.cache
+def _plan():
+    return solvers.entropic_plan(_cost(), EPS)
+
+
+@functools.cache
+def _karate():
+    return tasks.real_graph_pair("karate", seed=0)
+
+
+def _with(x, idx, value):
+    x = np.array(x, np.float32)
+    x[idx] = value
+    return x
+
+
+def _run(**kw):
+    task = kw.pop("task", None) or _karate()
+    kw.setdefault("rounds", 1)
+    kw.setdefault("budget_frac", 0.1)
+    return active.run_active(task, jax.random.key(0), **kw)
+
+
+def _config(**changes):
+    c = avatar_config.get_config("smoke")
+    for k, v in changes.items():
+        setattr(c, k, v)
+    return c
+
+
+def _train(**changes):
+    return experiment.train_and_evaluate(_config(**changes), tempfile.mkdtemp())
+
+
+def _lap(n):
+    return np.eye(n) * 2 - np.ones((n, n)) / n
+
+
+CASES = [
+    # --- Sinkhorn / FGW -------------------------------------------------------------------
+    Case("avatar/entropic_plan/not_converged", lambda: solvers.entropic_plan(
+        _cost() * 1e4, 1e-3, max_iterations=5), "max_iterations"),
+    Case("avatar/entropic_plan/cost_nan", lambda: solvers.entropic_plan(
+        _with(_cost(), (0, 0), np.nan), EPS), "cost"),
+    Case("avatar/entropic_plan/cost_inf", lambda: solvers.entropic_plan(
+        _with(_cost(), (1, 2), np.inf), EPS), "cost"),
+    Case("avatar/entropic_plan/epsilon_negative", lambda: solvers.entropic_plan(
+        _cost(), -0.1), "epsilon"),
+    Case("avatar/entropic_plan/cost_1d", lambda: solvers.entropic_plan(
+        jnp.ones(5), EPS), "cost"),
+    Case("avatar/entropic_plan/threshold_zero", lambda: solvers.entropic_plan(
+        _cost(), EPS, threshold=0.0), "threshold"),
+    Case("avatar/entropic_plan/max_iterations_zero", lambda: solvers.entropic_plan(
+        _cost(), EPS, max_iterations=0), "max_iterations"),
+    Case("avatar/fgw_plan/cost_nan", lambda: solvers.fgw_plan(
+        _with(_cost(6, 6), (0, 0), np.nan), jnp.ones((6, 6)), jnp.ones((6, 6)), EPS), "cost"),
+    Case("avatar/fgw_plan/struct1_inf", lambda: solvers.fgw_plan(
+        _cost(6, 6), _with(np.ones((6, 6)), (0, 1), np.inf), jnp.ones((6, 6)), EPS),
+        "struct1"),
+    Case("avatar/fgw_plan/fused_penalty_negative", lambda: solvers.fgw_plan(
+        _cost(6, 6), jnp.ones((6, 6)), jnp.ones((6, 6)), EPS, fused_penalty=-1.0),
+        "fused_penalty"),
+    Case("avatar/fgw_plan/epsilon_zero", lambda: solvers.fgw_plan(
+        _cost(6, 6), jnp.ones((6, 6)), jnp.ones((6, 6)), 0.0), "epsilon"),
+    Case("avatar/fgw_plan/not_converged", lambda: solvers.fgw_plan(
+        _cost(6, 6) * 100, _cost(6, 6, 1) * 100, _cost(6, 6, 2) * 100, 1e-3), "epsilon"),
+    Case("avatar/fgw_plan/diverged_nan", lambda: solvers.fgw_plan(
+        _cost(6, 6) * 1e4, _cost(6, 6, 1) * 1e4, _cost(6, 6, 2) * 1e4, 1e-3), "epsilon"),
+    # --- adjoint CG -----------------------------------------------------------------------
+    Case("avatar/cost_gradient/maxiter_1", lambda: adjoint.cost_gradient(
+        _plan(), jnp.log(_plan()) + 1.0, EPS, maxiter=1), "maxiter"),
+    Case("avatar/cost_gradient/maxiter_zero", lambda: adjoint.cost_gradient(
+        _plan(), jnp.log(_plan()) + 1.0, EPS, maxiter=0), "maxiter"),
+    Case("avatar/cost_gradient/tol_zero", lambda: adjoint.cost_gradient(
+        _plan(), jnp.log(_plan()) + 1.0, EPS, tol=0.0), "tol"),
+    Case("avatar/cost_gradient/plan_nan", lambda: adjoint.cost_gradient(
+        _with(_plan(), (0, 0), np.nan), jnp.ones((6, 7)), EPS), "plan"),
+    Case("avatar/cost_gradient/plan_negative", lambda: adjoint.cost_gradient(
+        _with(_plan(), (0, 0), -0.5), jnp.ones((6, 7)), EPS), "plan"),
+    Case("avatar/cost_gradient/plan_zero_row", lambda: adjoint.cost_gradient(
+        _with(_plan(), (2, slice(None)), 0.0), jnp.ones((6, 7)), EPS), "plan"),
+    Case("avatar/cost_gradient/grad_plan_inf", lambda: adjoint.cost_gradient(
+        _plan(), _with(np.ones((6, 7)), (1, 1), np.inf), EPS), "grad_plan"),
+    Case("avatar/cost_gradient/epsilon_negative", lambda: adjoint.cost_gradient(
+        _plan(), jnp.ones((6, 7)), -1.0), "epsilon"),
+    # --- utilities / informativeness ------------------------------------------------------
+    Case("avatar/utilities/unknown", lambda: utilities.gradient("nope", _plan()), "utility"),
+    Case("avatar/utilities/plan_nan", lambda: utilities.gradient(
+        "entropy", _with(_plan(), (0, 0), np.nan)), "plan"),
+    Case("avatar/utilities/plan_negative", lambda: utilities.value(
+        "entropy", _with(_plan(), (0, 0), -1.0)), "plan"),
+    Case("avatar/utilities/lap1_shape", lambda: utilities.gradient(
+        "consistency", _plan(), utilities.UtilityContext(lap1=_lap(5), lap2=_lap(7))),
+        "ctx.lap1"),
+    Case("avatar/utilities/kl_cost_shape", lambda: utilities.gradient(
+        "kl", _plan(), utilities.UtilityContext(cost=jnp.ones((7, 6)))), "ctx.cost"),
+    Case("avatar/informativeness/cost_nan", lambda: active.informativeness(
+        _plan(), _with(_cost(), (0, 0), np.nan), EPS), "cost"),
+    Case("avatar/informativeness/cost_shape", lambda: active.informativeness(
+        _plan(), _cost(7, 6), EPS), "cost"),
+    Case("avatar/informativeness/utility_unknown", lambda: active.informativeness(
+        _plan(), _cost(), EPS, utility="variance"), "utility"),
+    # --- metrics --------------------------------------------------------------------------
+    Case("avatar/alignment_metrics/truth_out_of_range", lambda: alignment.alignment_metrics(
+        _plan()[:, :6], jnp.array([0, 1, 2, 3, 4, 9]), jnp.ones(6, bool)), "truth"),
+    Case("avatar/alignment_metrics/plan_nan", lambda: alignment.alignment_metrics(
+        _with(_plan()[:, :6], (0, 0), np.nan), jnp.arange(6), jnp.ones(6, bool)), "plan"),
+    Case("avatar/alignment_metrics/eval_mask_shape", lambda: alignment.alignment_metrics(
+        _plan()[:, :6], jnp.arange(6), jnp.ones(4, bool)), "eval_mask"),
+    Case("avatar/anchor_cost/mask_shape", lambda: alignment.anchor_cost(
+        _karate(), jnp.zeros(5, bool)), "mask"),
+    # --- the active loop ------------------------------------------------------------------
+    Case("avatar/run_active/epsilon_tiny", lambda: _run(epsilon=1e-5), "epsilon"),
+    Case("avatar/run_active/feat_nan", lambda: _run(task=_karate()._replace(
+        feat1=_with(_karate().feat1, (0, 0), np.nan))), "task.feat1"),
+    Case("avatar/run_active/pos2_inf", lambda: _run(task=_karate()._replace(
+        pos2=_with(_karate().pos2, (3, 3), np.inf))), "task.pos2"),
+    Case("avatar/run_active/truth_not_permutation", lambda: _run(task=_karate()._replace(
+        truth=np.zeros(34, np.int32))), "task.truth"),
+    Case("avatar/run_active/truth_out_of_range", lambda: _run(task=_karate()._replace(
+        truth=np.arange(34, dtype=np.int32) + 1)), "task.truth"),
+    Case("avatar/run_active/feat_weight_negative", lambda: _run(feat_weight=-1.0),
+         "feat_weight"),
+    Case("avatar/run_active/anchor_weight_nan", lambda: _run(anchor_weight=np.nan),
+         "anchor_weight"),
+    Case("avatar/run_active/test_frac_negative", lambda: _run(test_frac=-0.1), "test_frac"),
+    Case("avatar/run_active/utility_unknown", lambda: _run(utility="variance"), "utility"),
+    Case("avatar/run_active/solver_unknown", lambda: _run(solver="emd"), "solver"),
+    # --- tasks ----------------------------------------------------------------------------
+    Case("avatar/graph_pair/feat_noise_negative", lambda: tasks.real_graph_pair(
+        "karate", feat_noise=-1.0), "feat_noise"),
+    Case("avatar/graph_pair/feat_dim_negative", lambda: tasks.real_graph_pair(
+        "karate", feat_dim=-2), "feat_dim"),
+    Case("avatar/synthetic_graph_pair/too_small", lambda: tasks.synthetic_graph_pair(3),
+         "num_nodes"),
+    Case("avatar/point_cloud_pair/noise_negative", lambda: tasks.point_cloud_pair(
+        20, noise=-0.1), "noise"),
+    Case("avatar/embedding_pair/num_clusters_zero", lambda: tasks.embedding_pair(
+        20, num_clusters=0), "num_clusters"),
+    # --- experiment config ----------------------------------------------------------------
+    Case("avatar/config/num_seeds_1", lambda: _train(num_seeds=1), "config.num_seeds"),
+    Case("avatar/config/epsilon_zero", lambda: _train(epsilon=0.0), "config.epsilon"),
+    Case("avatar/config/rounds_zero", lambda: _train(rounds=0), "config.rounds"),
+    Case("avatar/config/test_frac_one", lambda: _train(test_frac=1.0), "config.test_frac"),
+    Case("avatar/config/strategy_unknown", lambda: _train(strategies=["avatar", "oracle"]),
+         "config.strategies"),
+    Case("avatar/config/task_unknown", lambda: _train(tasks=["karate", "facebook"]),
+         "config.tasks"),
+    Case("avatar/config/utility_unknown", lambda: _train(utility="variance"),
+         "config.utility"),
+    Case("avatar/config/scaling_sizes_zero", lambda: _train(scaling_sizes=[0, 50]),
+         "config.scaling_sizes"),
+]

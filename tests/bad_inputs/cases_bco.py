@@ -1,0 +1,141 @@
+"""Bad-input cases for jaxlab.bco (domains, losses, estimators, learners, ensembles, run)."""
+
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.configs import bco as bco_config
+from jaxlab import bco
+from jaxlab.bco import ensembles, estimators, experiment, losses, reference
+from tests.bad_inputs.harness import Case
+
+D = 3
+
+
+def _seq(t=10, d=D):
+    return losses.stochastic_quadratic(jax.random.key(0), t, d, 0.1)
+
+
+def _run(learner=None, seq=None, x0=None):
+    learner = learner or bco.gradient_variation(bco.ball(D), 0.1)
+    seq = _seq() if seq is None else seq
+    x0 = jnp.zeros(D) if x0 is None else x0
+    return bco.run(learner, jax.random.key(1), seq, x0).loss
+
+
+def _config(**changes):
+    c = bco_config.get_config("smoke")
+    for k, v in changes.items():
+        setattr(c, k, v)
+    return c
+
+
+def _train(**changes):
+    return experiment.train_and_evaluate(_config(**changes), tempfile.mkdtemp())
+
+
+def _regret_mismatch():
+    info = bco.run(bco.gradient_variation(bco.ball(D), 0.1), jax.random.key(1), _seq(10),
+                   jnp.zeros(D))
+    return bco.regret(info, _seq(1), bco.ball(D))
+
+
+CASES = [
+    # --- domains --------------------------------------------------------------------------
+    Case("bco/ball/dim_zero", lambda: bco.ball(0), "dim"),
+    Case("bco/ball/radius_zero", lambda: bco.ball(D, 0.0), "radius"),
+    Case("bco/ball/radius_nan", lambda: bco.ball(D, np.nan), "radius"),
+    Case("bco/box/low_inf", lambda: bco.box([-np.inf, 0.0], [1.0, 1.0]), "low"),
+    Case("bco/box/high_nan", lambda: bco.box([0.0, 0.0], [1.0, np.nan]), "high"),
+    Case("bco/box/low_ge_high", lambda: bco.box([0.0, 1.0], [1.0, 1.0]), "high"),
+    # --- losses ---------------------------------------------------------------------------
+    Case("bco/losses/num_rounds_zero", lambda: _seq(t=0), "num_rounds"),
+    Case("bco/losses/dim_zero", lambda: _seq(d=0), "dim"),
+    Case("bco/losses/curvature_negative", lambda: losses.drifting_quadratic(
+        jax.random.key(0), 10, D, 0.1, curvature=-1.0), "curvature"),
+    Case("bco/losses/curvature_zero", lambda: losses.stochastic_quadratic(
+        jax.random.key(0), 10, D, 0.1, curvature=0.0), "curvature"),
+    Case("bco/losses/radius_negative", lambda: losses.drifting_quadratic(
+        jax.random.key(0), 10, D, 0.1, radius=-0.5), "radius"),
+    Case("bco/losses/drift_nan", lambda: losses.drifting_quadratic(
+        jax.random.key(0), 10, D, np.nan), "drift"),
+    Case("bco/losses/sigma_negative", lambda: losses.stochastic_quadratic(
+        jax.random.key(0), 10, D, -0.1), "sigma"),
+    Case("bco/losses/period_zero", lambda: losses.switching_quadratic(
+        jax.random.key(0), 10, D, 0), "period"),
+    Case("bco/losses/offset_negative", lambda: losses.switching_quadratic(
+        jax.random.key(0), 10, D, 2, offset=-1.0), "offset"),
+    Case("bco/losses/linear_scale_negative", lambda: losses.drifting_linear(
+        jax.random.key(0), 10, D, 0.1, scale=-1.0), "scale"),
+    Case("bco/losses/linear_on_ball", lambda: losses.prefix_comparator_losses(
+        losses.drifting_linear(jax.random.key(0), 10, D, 0.1), bco.ball(D)), "domain"),
+    # --- estimators -----------------------------------------------------------------------
+    Case("bco/estimators/sphere_dim_zero", lambda: estimators.sphere(jax.random.key(0), 0),
+         "dim"),
+    Case("bco/estimators/two_point_delta_zero", lambda: estimators.two_point(
+        1.0, 0.5, jnp.array([1.0, 0.0]), 0.0), "delta"),
+    Case("bco/estimators/one_point_delta_negative", lambda: estimators.one_point_box(
+        1.0, jnp.zeros(2), 0, 1.0, -0.1, jnp.zeros(2)), "delta"),
+    # --- learners -------------------------------------------------------------------------
+    Case("bco/learners/delta_zero", lambda: bco.gradient_variation(bco.ball(D), 0.0), "delta"),
+    Case("bco/learners/delta_ge_radius", lambda: bco.gradient_variation(bco.ball(D), 1.0),
+         "delta"),
+    Case("bco/learners/delta_nan", lambda: bco.agarwal2010(bco.ball(D), np.nan), "delta"),
+    Case("bco/learners/scale_zero", lambda: bco.step_rule(scale=0.0), "scale"),
+    Case("bco/learners/eta_max_negative", lambda: bco.step_rule(eta_max=-1.0), "eta_max"),
+    Case("bco/learners/lam_negative", lambda: bco.step_rule(lam=-0.1), "lam"),
+    Case("bco/learners/lam_nan", lambda: bco.step_rule(lam=np.nan), "lam"),
+    Case("bco/learners/domain_not_a_domain", lambda: bco.two_point(
+        (np.zeros(D), 1.0), 0.1, bco.step_rule()), "domain"),
+    Case("bco/learners/one_point_on_ball", lambda: bco.one_point_box(
+        bco.ball(2), 0.1, bco.step_rule()), "domain"),
+    Case("bco/learners/one_point_beta_zero", lambda: bco.one_point_box(
+        bco.box(-np.ones(2), np.ones(2)), 0.1, bco.step_rule(), beta=0.0), "beta"),
+    Case("bco/learners/one_point_hint_unknown", lambda: bco.one_point_box(
+        bco.box(-np.ones(2), np.ones(2)), 0.1, bco.step_rule(), hint="last"), "hint"),
+    # --- ensembles ------------------------------------------------------------------------
+    Case("bco/ensembles/lams_zero", lambda: ensembles.universal_ensemble(
+        bco.ball(D), 0.1, lams=(1.0, 0.0)), "lams"),
+    Case("bco/ensembles/num_bases_zero", lambda: ensembles.dynamic_ensemble(
+        bco.ball(D), 0.1, 10, num_bases=0), "num_bases"),
+    Case("bco/ensembles/meta_scale_zero", lambda: ensembles.ensemble(
+        bco.ball(D), 0.1, jax.tree.map(lambda x: x[None], bco.step_rule()), meta_scale=0.0),
+        "meta_scale"),
+    Case("bco/ensembles/delta_zero", lambda: ensembles.dynamic_ensemble(bco.ball(D), 0.0, 10),
+         "delta"),
+    # --- run / regret ---------------------------------------------------------------------
+    Case("bco/run/x0_outside_domain", lambda: _run(x0=jnp.full(D, 5.0)), "x0"),
+    Case("bco/run/x0_nan", lambda: _run(x0=jnp.array([0.0, np.nan, 0.0])), "x0"),
+    Case("bco/run/x0_shape", lambda: _run(x0=jnp.zeros(D + 1)), "x0"),
+    Case("bco/run/centers_nan", lambda: _run(seq=losses.QuadraticSeq(
+        jnp.full((10, D), jnp.nan), jnp.float32(1.0))), "seq.centers"),
+    Case("bco/run/thetas_inf", lambda: _run(seq=losses.LinearSeq(
+        jnp.full((10, D), jnp.inf))), "seq.thetas"),
+    Case("bco/run/seq_unknown_family", lambda: _run(seq=(jnp.zeros((10, D)),)), "seq"),
+    Case("bco/run/curvature_negative_seq", lambda: _run(seq=losses.QuadraticSeq(
+        jnp.zeros((10, D)), jnp.float32(-1.0))), "seq.curvature"),
+    Case("bco/regret/length_mismatch", _regret_mismatch, "info"),
+    # --- reference ------------------------------------------------------------------------
+    Case("bco/reference/delta_ge_radius", lambda: reference.two_point_ogd_numpy(
+        np.zeros((5, 2)), 1.0, 1.0, 1.5, 1.0, np.tile([1.0, 0.0], (5, 1)))[0], "delta"),
+    Case("bco/reference/directions_not_unit", lambda: reference.two_point_ogd_numpy(
+        np.zeros((5, 2)), 1.0, 1.0, 0.1, 1.0, np.ones((5, 2)) * 3)[0], "directions"),
+    Case("bco/reference/directions_shape", lambda: reference.two_point_ogd_numpy(
+        np.zeros((5, 2)), 1.0, 1.0, 0.1, 1.0, np.ones((4, 2)))[0], "directions"),
+    # --- experiment config ----------------------------------------------------------------
+    Case("bco/config/num_seeds_1", lambda: _train(num_seeds=1), "config.num_seeds"),
+    Case("bco/config/delta_zero", lambda: _train(delta=0.0), "config.delta"),
+    Case("bco/config/delta_ge_radius", lambda: _train(delta=1.0), "config.delta"),
+    Case("bco/config/dims_zero", lambda: _train(dims=[0, 2]), "config.dims"),
+    Case("bco/config/num_rounds_zero", lambda: _train(num_rounds=0), "config.num_rounds"),
+    Case("bco/config/sigma_negative", lambda: _train(sigma=-0.3), "config.sigma"),
+    Case("bco/config/curvatures_zero", lambda: _train(curvatures=[0.0, 1.0]),
+         "config.curvatures"),
+    Case("bco/config/switch_periods_zero", lambda: _train(switch_periods=[0, 10]),
+         "config.switch_periods"),
+    Case("bco/config/one_point_delta_big", lambda: _train(one_point_delta=1.0),
+         "config.one_point_delta"),
+    Case("bco/config/horizons_zero", lambda: _train(horizons=[0, 100]), "config.horizons"),
+]

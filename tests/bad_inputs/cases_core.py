@@ -1,0 +1,103 @@
+"""Bad-input cases for ``jaxlab.core.smc`` and ``jaxlab.core.metrics``."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab.core import metrics, smc
+from tests.bad_inputs.harness import Case
+
+KEY = jax.random.key(0)
+W = np.array([0.2, 0.3, 0.5], np.float32)
+
+
+def _w(i, value):
+    w = W.copy()
+    w[i] = value
+    return w
+
+
+def _resampler_cases():
+    out = []
+    for name in sorted(smc.RESAMPLERS):
+        fn = smc.RESAMPLERS[name]
+        out += [
+            Case(f"smc.{name}: NaN weight", lambda fn=fn: fn(KEY, _w(1, np.nan), 4), "`weights`"),
+            Case(f"smc.{name}: inf weight", lambda fn=fn: fn(KEY, _w(0, np.inf), 4), "`weights`"),
+            Case(f"smc.{name}: negative weight", lambda fn=fn: fn(KEY, _w(2, -0.5), 4),
+                 "`weights`"),
+            Case(f"smc.{name}: all-zero weights", lambda fn=fn: fn(KEY, np.zeros(3), 4),
+                 "`weights`"),
+            Case(f"smc.{name}: empty weights", lambda fn=fn: fn(KEY, np.zeros(0), 4),
+                 "`weights`"),
+            Case(f"smc.{name}: 2-D weights", lambda fn=fn: fn(KEY, np.ones((2, 2)), 4),
+                 "`weights`"),
+            Case(f"smc.{name}: num_samples=0", lambda fn=fn: fn(KEY, W, 0), "`num_samples`"),
+            Case(f"smc.{name}: num_samples=-2", lambda fn=fn: fn(KEY, W, -2), "`num_samples`"),
+        ]
+    return out
+
+
+CASES = _resampler_cases() + [
+    Case("smc.get_resampler: unknown name", lambda: smc.get_resampler("nope"), "`name`"),
+    Case("smc.normalize_log_weights: NaN", lambda: smc.normalize_log_weights(
+        jnp.array([0.0, jnp.nan, 1.0])), "`log_weights`"),
+    Case("smc.normalize_log_weights: +inf", lambda: smc.normalize_log_weights(
+        jnp.array([0.0, jnp.inf, 1.0])), "`log_weights`"),
+    Case("smc.normalize_log_weights: all -inf", lambda: smc.normalize_log_weights(
+        jnp.full(3, -jnp.inf)), "`log_weights`"),
+    Case("smc.normalize_log_weights: empty", lambda: smc.normalize_log_weights(jnp.zeros(0)),
+         "`log_weights`"),
+    Case("smc.ess: NaN log weight", lambda: smc.ess(jnp.array([0.0, jnp.nan])), "`log_weights`"),
+    Case("smc.ess: +inf log weight", lambda: smc.ess(jnp.array([0.0, jnp.inf])),
+         "`log_weights`"),
+    Case("smc.ess: all -inf", lambda: smc.ess(jnp.full(4, -jnp.inf)), "`log_weights`"),
+    Case("smc.ess: 2-D", lambda: smc.ess(jnp.zeros((2, 3))), "`log_weights`"),
+    # metrics.auroc
+    Case("metrics.auroc: NaN score", lambda: metrics.auroc(
+        np.array([0.1, np.nan, 0.3, 0.9]), np.array([0, 1, 0, 1])), "`scores`"),
+    Case("metrics.auroc: NaN label", lambda: metrics.auroc(
+        np.array([0.1, 0.2, 0.3, 0.9]), np.array([0.0, np.nan, 0.0, 1.0])), "`labels`"),
+    Case("metrics.auroc: label 2", lambda: metrics.auroc(
+        np.array([0.1, 0.2, 0.3, 0.9]), np.array([0, 2, 0, 1])), "`labels`"),
+    Case("metrics.auroc: label -1", lambda: metrics.auroc(
+        np.array([0.1, 0.2, 0.3, 0.9]), np.array([-1, 1, -1, 1])), "`labels`"),
+    Case("metrics.auroc: one class", lambda: metrics.auroc(
+        np.array([0.1, 0.2, 0.3]), np.array([1, 1, 1])), "`labels`"),
+    Case("metrics.auroc: empty", lambda: metrics.auroc(np.zeros(0), np.zeros(0, bool)),
+         "`labels`"),
+    Case("metrics.auroc: shape mismatch", lambda: metrics.auroc(np.zeros(5), np.zeros(4)),
+         "`labels`"),
+    Case("metrics.auroc: 2-D scores", lambda: metrics.auroc(np.zeros((2, 2)), np.zeros((2, 2))),
+         "`scores`"),
+    Case("metrics.average_ranks: NaN", lambda: metrics.average_ranks(
+        np.array([1.0, np.nan, 2.0])), "`x`"),
+    # regret / slopes / CIs
+    Case("metrics.cumulative_regret: NaN loss", lambda: metrics.cumulative_regret(
+        np.array([1.0, np.nan]), np.array([0.0, 0.0])), "`losses`"),
+    Case("metrics.cumulative_regret: inf comparator", lambda: metrics.cumulative_regret(
+        np.array([1.0, 1.0]), np.array([0.0, np.inf])), "`comparator_losses`"),
+    Case("metrics.cumulative_regret: shape mismatch", lambda: metrics.cumulative_regret(
+        np.zeros(3), np.zeros(2)), "`comparator_losses`"),
+    Case("metrics.loglog_slope: NaN y", lambda: metrics.loglog_slope(
+        np.array([1.0, 2.0, 4.0]), np.array([1.0, np.nan, 2.0])), "`y`"),
+    Case("metrics.loglog_slope: one point", lambda: metrics.loglog_slope(
+        np.array([1.0]), np.array([2.0])), "`x`"),
+    Case("metrics.loglog_slope: constant x", lambda: metrics.loglog_slope(
+        np.array([2.0, 2.0, 2.0]), np.array([1.0, 2.0, 3.0])), "`x`"),
+    Case("metrics.mean_and_ci: one replicate", lambda: metrics.mean_and_ci(np.ones((1, 3))),
+         "`samples`"),
+    Case("metrics.mean_and_ci: empty", lambda: metrics.mean_and_ci(np.ones((0,))),
+         "`samples`"),
+    Case("metrics.mean_and_ci: NaN sample", lambda: metrics.mean_and_ci(
+        np.array([1.0, np.nan, 2.0])), "`samples`"),
+    Case("metrics.mean_and_ci: level 1.5", lambda: metrics.mean_and_ci(np.ones(4), level=1.5),
+         "`level`"),
+    Case("metrics.mean_and_ci: level NaN", lambda: metrics.mean_and_ci(np.ones(4),
+                                                                       level=float("nan")),
+         "`level`"),
+    Case("metrics.mean_and_ci: bad axis", lambda: metrics.mean_and_ci(np.ones((3, 4)), axis=2),
+         "`axis`"),
+]
+
+CASES = [c._replace(name=f"core/{c.name}") for c in CASES]

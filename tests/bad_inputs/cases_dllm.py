@@ -1,0 +1,247 @@
+"""Bad-input cases for ``jaxlab.dllm`` (decoding, SMC, POKE, model, tasks, training, config)."""
+
+import functools
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.configs import dllm as dllm_configs
+from jaxlab.dllm import decoding, poke, smc, tasks
+from jaxlab.dllm import model as model_lib
+from jaxlab.dllm import train as train_lib
+from tests.bad_inputs.harness import Case
+
+MASK, V = 3, 4
+KEY = jax.random.key(0)
+GOOD = np.zeros((2, 1), np.int32)
+
+
+def toy(tokens):
+    """Context-free denoiser over V = 4 tokens (mask 3); prompt length 1."""
+    m, n = tokens.shape
+    logits = jnp.broadcast_to(jnp.log(jnp.array([0.5, 0.3, 0.2, 1e-9])), (m, n, V))
+    return logits, jax.nn.one_hot(tokens, V)
+
+
+def nan_value_fn(hidden, tokens):
+    return jnp.full(tokens.shape[0], jnp.nan)
+
+
+def dec(prompt=GOOD, gen=2, **kw):
+    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, **kw}
+    return decoding.decode(toy, prompt, gen, **kw)
+
+
+def sdec(prompt=GOOD, gen=2, **kw):
+    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, "num_particles": 2, **kw}
+    return smc.smc_decode(toy, prompt, gen, **kw)
+
+
+def thr(prompt=GOOD, gen=2, **kw):
+    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, **kw}
+    return decoding.decode_threshold(toy, prompt, gen, **kw)
+
+
+def pll(prompt=GOOD, answer=None, order=None):
+    answer = np.zeros((2, 2), np.int32) if answer is None else answer
+    order = np.tile([0, 1], (2, 1)) if order is None else order
+    return decoding.path_log_likelihood(toy, prompt, answer, order, mask_id=MASK)
+
+
+TINY = dict(vocab_size=6, d_model=8, n_layers=1, n_heads=2, n_kv_heads=2, mlp_hidden_size=8,
+            mask_token_id=5)
+
+
+def cfg(**kw):
+    return model_lib.LLaDAConfig(**{**TINY, **kw})
+
+
+@functools.cache
+def tiny_model():
+    return model_lib.init(cfg())
+
+
+def apply_tokens(tokens):
+    graphdef, params = tiny_model()
+    return model_lib.apply(graphdef, params, tokens)
+
+
+def rollouts():
+    return poke.Rollouts(jnp.zeros((20, 2, 4)), jnp.ones((20, 2), bool), jnp.zeros(20))
+
+
+def smoke(**changes):
+    c = dllm_configs.get_config("smoke")
+    for k, v in changes.items():
+        parent = c
+        *path, last = k.split(".")
+        for p in path:
+            parent = parent[p]
+        parent[last] = v
+    return c
+
+
+def validate(**changes):
+    from jaxlab.dllm import config as config_lib
+
+    return config_lib.validate_config(smoke(**changes))
+
+
+def run_experiment(**changes):
+    from jaxlab.dllm import experiment
+
+    with tempfile.TemporaryDirectory() as d:
+        return experiment.train_and_evaluate(smoke(**changes), d)
+
+
+CASES = [
+    # prompts
+    Case("decode: negative prompt id", lambda: dec(np.array([[-3], [0]])), "`prompt`"),
+    Case("decode: prompt id >= vocab", lambda: dec(np.array([[99], [0]])), "`prompt`"),
+    Case("decode: prompt id == mask", lambda: dec(np.array([[MASK], [0]])), "`prompt`"),
+    Case("decode: 1-D prompt", lambda: dec(np.zeros(3, np.int32)), "`prompt`"),
+    Case("decode: float prompt", lambda: dec(np.zeros((2, 1), np.float32)), "`prompt`"),
+    Case("smc_decode: negative prompt id", lambda: sdec(np.array([[-3], [0]])), "`prompt`"),
+    Case("smc_decode: prompt id >= vocab", lambda: sdec(np.array([[99], [0]])), "`prompt`"),
+    Case("smc_decode: prompt id == mask", lambda: sdec(np.array([[MASK], [0]])), "`prompt`"),
+    Case("smc_decode: 1-D prompt", lambda: sdec(np.zeros(3, np.int32)), "`prompt`"),
+    Case("best_of_n: prompt id >= vocab", lambda: smc.best_of_n(
+        toy, np.array([[7], [0]]), 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2),
+        "`prompt`"),
+    Case("decode_threshold: prompt id == mask", lambda: thr(np.array([[MASK], [0]])),
+         "`prompt`"),
+    Case("decode_threshold: 1-D prompt", lambda: thr(np.zeros(3, np.int32)), "`prompt`"),
+    Case("path_log_likelihood: prompt id 99", lambda: pll(np.array([[99], [0]])), "`prompt`"),
+    Case("path_log_likelihood: answer has mask", lambda: pll(answer=np.full((2, 2), MASK)),
+         "`answer`"),
+    Case("path_log_likelihood: negative answer id", lambda: pll(answer=-np.ones((2, 2), int)),
+         "`answer`"),
+    Case("path_log_likelihood: order -1", lambda: pll(order=np.tile([-1, 0], (2, 1))),
+         "`order`"),
+    Case("path_log_likelihood: order past A", lambda: pll(order=np.tile([0, 5], (2, 1))),
+         "`order`"),
+    Case("path_log_likelihood: order shape", lambda: pll(order=np.zeros((2, 3), int)),
+         "`order`"),
+    Case("path_log_likelihood: 1-D prompt", lambda: pll(np.zeros(1, np.int32)), "`prompt`"),
+    # decoding settings
+    Case("decode: unknown policy", lambda: dec(policy="greedy"), "`policy`"),
+    Case("decode: temperature -1", lambda: dec(temperature=-1.0), "`temperature`"),
+    Case("decode: temperature NaN", lambda: dec(temperature=float("nan")), "`temperature`"),
+    Case("decode: block_length 3 of 4", lambda: dec(gen=4, block_length=3), "`block_length`"),
+    Case("decode: steps 0", lambda: dec(steps=0), "`steps`"),
+    Case("decode: gen_length 0", lambda: dec(gen=0), "`gen_length`"),
+    Case("decode: mask_id outside vocab", lambda: dec(mask_id=V), "`mask_id`"),
+    Case("decode: vocab mismatch", lambda: dec(vocab_size=V + 1), "`vocab_size`"),
+    Case("decode_threshold: threshold NaN", lambda: thr(threshold=float("nan")), "`threshold`"),
+    Case("decode_threshold: threshold 1.5", lambda: thr(threshold=1.5), "`threshold`"),
+    Case("decode_threshold: block_length 3 of 4", lambda: thr(gen=4, block_length=3),
+         "`block_length`"),
+    Case("transfer_schedule: steps > gen_length", lambda: decoding.transfer_schedule(2, 4),
+         "`steps`"),
+    # SMC settings
+    Case("smc_decode: weight_scale NaN", lambda: sdec(weight_scale=float("nan")),
+         "`weight_scale`"),
+    Case("smc_decode: weight_scale inf", lambda: sdec(weight_scale=float("inf")),
+         "`weight_scale`"),
+    Case("smc_decode: weight_scale -1", lambda: sdec(weight_scale=-1.0), "`weight_scale`"),
+    Case("smc_decode: num_particles 0", lambda: sdec(num_particles=0), "`num_particles`"),
+    Case("smc_decode: temperature -2", lambda: sdec(temperature=-2.0), "`temperature`"),
+    Case("smc_decode: ess_threshold NaN", lambda: sdec(ess_threshold=float("nan")),
+         "`ess_threshold`"),
+    Case("smc_decode: ess_threshold 2", lambda: sdec(ess_threshold=2.0), "`ess_threshold`"),
+    Case("smc_decode: unknown resampler", lambda: sdec(resampler="greedy"), "`resampler`"),
+    Case("smc_decode: unknown policy", lambda: sdec(policy="greedy"), "`policy`"),
+    Case("smc_decode: block_length 3 of 4", lambda: sdec(gen=4, block_length=3),
+         "`block_length`"),
+    Case("smc_decode: NaN value_fn (traced weights)", lambda: sdec(gen=1, value_fn=nan_value_fn),
+         "`value_fn`"),
+    Case("run_particles: NaN value_fn (traced weights)", lambda: smc.run_particles(
+        toy, GOOD, 1, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        value_fn=nan_value_fn), "`value_fn`"),
+    # POKE
+    Case("collect_rollouts: prompt id == mask", lambda: poke.collect_rollouts(
+        toy, np.array([[MASK], [0]]), 2, KEY, mask_id=MASK), "`prompt`"),
+    Case("collect_rollouts: temperature -1", lambda: poke.collect_rollouts(
+        toy, GOOD, 2, KEY, mask_id=MASK, temperature=-1.0), "`temperature`"),
+    Case("collect_rollouts: unknown policy", lambda: poke.collect_rollouts(
+        toy, GOOD, 2, KEY, mask_id=MASK, policy="greedy"), "`policy`"),
+    Case("poke.fit: lr 0", lambda: poke.fit(rollouts(), steps=2, num_chunks=1, lr=0.0),
+         "`lr`"),
+    Case("poke.fit: lr NaN", lambda: poke.fit(rollouts(), steps=2, num_chunks=1,
+                                              lr=float("nan")), "`lr`"),
+    Case("poke.fit: num_chunks 0", lambda: poke.fit(rollouts(), steps=2, num_chunks=0),
+         "`num_chunks`"),
+    Case("poke.fit: batch_size 0", lambda: poke.fit(rollouts(), steps=2, num_chunks=1,
+                                                    batch_size=0), "`batch_size`"),
+    Case("poke.fit: NaN targets", lambda: poke.fit(
+        rollouts()._replace(remaining=jnp.full(20, jnp.nan)), steps=2, num_chunks=1),
+        "`rollouts.remaining`"),
+    # model
+    Case("LLaDAConfig: n_heads 0", lambda: cfg(n_heads=0), "`n_heads`"),
+    Case("LLaDAConfig: d_model -8", lambda: cfg(d_model=-8), "`d_model`"),
+    Case("LLaDAConfig: n_layers 0", lambda: cfg(n_layers=0), "`n_layers`"),
+    Case("LLaDAConfig: rope_theta 0", lambda: cfg(rope_theta=0.0), "`rope_theta`"),
+    Case("LLaDAConfig: rms_norm_eps NaN", lambda: cfg(rms_norm_eps=float("nan")),
+         "`rms_norm_eps`"),
+    Case("LLaDAConfig: attention_impl", lambda: cfg(attention_impl="flash"), "`attention_impl`"),
+    Case("LLaDAConfig: sale_tau -1", lambda: cfg(sale_tau=-1.0), "`sale_tau`"),
+    Case("LLaDAConfig: vocab_size 0", lambda: cfg(vocab_size=0, mask_token_id=-1),
+         "`vocab_size`"),
+    Case("LLaDAConfig: mask_token_id 6", lambda: cfg(mask_token_id=6), "`mask_token_id`"),
+    Case("model.apply: token id 99", lambda: apply_tokens(np.array([[99, 0]])), "`tokens`"),
+    Case("model.apply: negative token", lambda: apply_tokens(np.array([[-3, 0]])), "`tokens`"),
+    Case("model.apply: float tokens", lambda: apply_tokens(np.zeros((1, 2), np.float32)),
+         "`tokens`"),
+    Case("model.apply: 1-D tokens", lambda: apply_tokens(np.zeros(2, np.int32)), "`tokens`"),
+    # training
+    Case("train.train: lr 0", lambda: train_lib.train(
+        tasks.Addition(1), cfg(vocab_size=11, mask_token_id=10), steps=2, batch_size=2, lr=0.0,
+        num_chunks=1), "`lr`"),
+    Case("train.train: batch_size 0", lambda: train_lib.train(
+        tasks.Addition(1), cfg(vocab_size=11, mask_token_id=10), steps=2, batch_size=0,
+        lr=1e-3, num_chunks=1), "`batch_size`"),
+    Case("train.train: num_chunks 0", lambda: train_lib.train(
+        tasks.Addition(1), cfg(vocab_size=11, mask_token_id=10), steps=2, batch_size=2,
+        lr=1e-3, num_chunks=0), "`num_chunks`"),
+    Case("train.mask_answers: t_min 0", lambda: train_lib.mask_answers(
+        KEY, jnp.zeros((2, 3), jnp.int32), 3, t_min=0.0), "`t_min`"),
+    Case("train.make_optimizer: lr -1", lambda: train_lib.make_optimizer(-1.0, 10), "`lr`"),
+    # tasks
+    Case("make_task: unknown", lambda: tasks.make_task("chess"), "`name`"),
+    Case("Sudoku4: min_clues 17", lambda: tasks.Sudoku4(min_clues=17), "`min_clues`"),
+    Case("Addition: n_digits 0", lambda: tasks.Addition(n_digits=0), "`n_digits`"),
+    Case("StarGraph: degree 0", lambda: tasks.StarGraph(degree=0), "`degree`"),
+    Case("StarGraph: arm_length 0", lambda: tasks.StarGraph(arm_length=0), "`arm_length`"),
+    Case("Addition.verify: answer shape", lambda: tasks.Addition(2).verify(
+        jnp.zeros((3, 4), jnp.int32), jnp.zeros((3, 2), jnp.int32)), "`answer`"),
+    Case("Sudoku4.verify: prompt shape", lambda: tasks.Sudoku4().verify(
+        jnp.zeros((3, 15), jnp.int32), jnp.zeros((3, 16), jnp.int32)), "`prompt`"),
+    # experiment config
+    Case("config: temperature -1", lambda: validate(temperature=-1.0), "`config.temperature`"),
+    Case("config: threshold 1.5", lambda: validate(threshold=1.5), "`config.threshold`"),
+    Case("config: num_problems 1 (bootstrap CI)", lambda: validate(num_problems=1),
+         "`config.num_problems`"),
+    Case("config: bootstrap 1", lambda: validate(bootstrap=1), "`config.bootstrap`"),
+    Case("config: eval_batch 0", lambda: validate(eval_batch=0), "`config.eval_batch`"),
+    Case("config: particles has 0", lambda: validate(particles=(0, 2)), "`config.particles`"),
+    Case("config: throughput_particles empty", lambda: validate(throughput_particles=()),
+         "`config.throughput_particles`"),
+    Case("config: train.lr 0", lambda: validate(**{"train.lr": 0.0}), "`config.train.lr`"),
+    Case("config: train steps % num_chunks", lambda: validate(**{"train.steps": 41}),
+         "`config.train.steps`"),
+    Case("config: poke.lr NaN", lambda: validate(**{"poke.lr": float("nan")}),
+         "`config.poke.lr`"),
+    Case("config: poke.temperature -1", lambda: validate(**{"poke.temperature": -1.0}),
+         "`config.poke.temperature`"),
+    Case("config: model.n_layers 0", lambda: validate(**{"model.n_layers": 0}),
+         "`config.model.n_layers`"),
+    Case("config: unknown task", lambda: validate(tasks=("chess",)), "`config.tasks`"),
+    Case("config: sale.taus negative", lambda: validate(**{"sale.taus": (-1.0,)}),
+         "`config.sale.taus`"),
+    Case("train_and_evaluate: temperature NaN", lambda: run_experiment(
+        temperature=float("nan")), "`config.temperature`"),
+]
+
+CASES = [c._replace(name=f"dllm/{c.name}") for c in CASES]

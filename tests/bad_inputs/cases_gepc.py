@@ -1,0 +1,159 @@
+"""Bad-input cases for jaxlab.gepc (residual, schedule, scoring, baselines, data, training)."""
+
+import tempfile
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from experiments.configs import gepc as gepc_config
+from jaxlab.gepc import baselines, data, experiment, residual, schedule, scoring, train
+from tests.bad_inputs.harness import Case
+
+TS = [0.01, 0.02]
+
+
+def _x(b=2, s=8, seed=0):
+    return jax.random.uniform(jax.random.key(seed), (b, s, s, 1), minval=-1, maxval=1)
+
+
+def _with(x, idx, value):
+    x = np.array(x, np.float32)
+    x[idx] = value
+    return x
+
+
+def _score(x, t):
+    return -x
+
+
+def _eps(x, t):
+    return 0.1 * x
+
+
+def _feats(n=50, t=3, g=2, seed=0):
+    return np.abs(1.0 + 0.2 * np.random.default_rng(seed).normal(size=(n, t, g)))
+
+
+def _scorer():
+    return scoring.fit(_feats(), num_t=2)
+
+
+def _residuals(**kw):
+    args = {"score_fn": _score, "x0": _x(), "key": jax.random.key(0), "ts": TS}
+    args.update(kw)
+    return residual.gepc_residuals(**args)
+
+
+def _config(**changes):
+    c = gepc_config.get_config("smoke")
+    for k, v in changes.items():
+        setattr(c, k, v)
+    return c
+
+
+def _train_eval(**changes):
+    return experiment.train_and_evaluate(_config(**changes), tempfile.mkdtemp())
+
+
+def _train_model(**kw):
+    args = {"images": np.asarray(_x(4, 8)), "workdir": tempfile.mkdtemp(), "steps": 2,
+            "batch_size": 2, "num_chunks": 1, "channels": (8, 8, 8)}
+    args.update(kw)
+    return train.train_score_model(**args)[2]
+
+
+CASES = [
+    # --- residual -------------------------------------------------------------------------
+    Case("gepc/residuals/x0_nan", lambda: _residuals(x0=_with(_x(), (0, 1, 1, 0), np.nan)),
+         "x0"),
+    Case("gepc/residuals/ts_zero", lambda: _residuals(ts=[0.0, 0.1]), "ts"),
+    Case("gepc/residuals/ts_above_T", lambda: _residuals(ts=[0.5, 1.5]), "ts"),
+    Case("gepc/residuals/ts_nan", lambda: _residuals(ts=[np.nan]), "ts"),
+    Case("gepc/residuals/rho_zero", lambda: _residuals(rho=0.0), "rho"),
+    Case("gepc/residuals/rho_above_one", lambda: _residuals(rho=1.5), "rho"),
+    Case("gepc/residuals/group_unknown", lambda: _residuals(group=("hflip", "shear")),
+         "group"),
+    Case("gepc/residuals/score_fn_shape", lambda: _residuals(
+        score_fn=lambda x, t: x.mean((1, 2, 3))), "score_fn"),
+    Case("gepc/residuals/x0_3d", lambda: _residuals(x0=jnp.zeros((8, 8, 1))), "x0"),
+    Case("gepc/top_rho_pool/rho_zero", lambda: residual.top_rho_pool(_x(), 0.0), "rho"),
+    Case("gepc/top_rho_pool/rho_two", lambda: residual.top_rho_pool(_x(), 2.0), "rho"),
+    Case("gepc/top_rho_pool/m_3d", lambda: residual.top_rho_pool(jnp.ones((2, 8, 8)), 0.3),
+         "m"),
+    # --- schedule -------------------------------------------------------------------------
+    Case("gepc/schedule/sqrt_abar_nan", lambda: schedule.t_from_sqrt_alpha_bar(np.nan),
+         "sqrt_abar"),
+    Case("gepc/schedule/sqrt_abar_zero", lambda: schedule.t_from_sqrt_alpha_bar(0.0),
+         "sqrt_abar"),
+    Case("gepc/schedule/alpha_bar_t_above_one", lambda: schedule.alpha_bar(2.0), "t"),
+    Case("gepc/schedule/noise_t_negative", lambda: schedule.noise(
+        _x(), _x(seed=1), jnp.array([-0.5, 0.1])), "t"),
+    # --- scoring --------------------------------------------------------------------------
+    Case("gepc/fit/features_nan", lambda: scoring.fit(_with(_feats(), (0, 0, 0), np.nan)),
+         "features"),
+    Case("gepc/fit/features_negative", lambda: scoring.fit(
+        _with(_feats(), (0, 0, 0), -1.0), log_features=True), "features"),
+    Case("gepc/fit/one_row", lambda: scoring.fit(_feats(1)), "features"),
+    Case("gepc/fit/num_t_zero", lambda: scoring.fit(_feats(), num_t=0), "num_t"),
+    Case("gepc/score/features_nan", lambda: scoring.score(
+        _scorer(), _with(_feats(5), (0, 0, 0), np.nan)), "features"),
+    Case("gepc/score/features_too_few_t", lambda: scoring.score(_scorer(), _feats(5, t=1)),
+         "features"),
+    Case("gepc/score/features_wrong_g", lambda: scoring.score(_scorer(), _feats(5, g=3)),
+         "features"),
+    Case("gepc/kde/bandwidth_zero", lambda: scoring.kde_log_density(
+        jnp.ones((5, 2)), jnp.array([0.1, 0.0]), jnp.ones((3, 2))), "bandwidth"),
+    Case("gepc/kde/x_columns", lambda: scoring.kde_log_density(
+        jnp.ones((5, 2)), jnp.array([0.1, 0.1]), jnp.ones((3, 3))), "x"),
+    Case("gepc/silverman/one_row", lambda: scoring.silverman_bandwidth(jnp.ones((1, 2))), "x"),
+    Case("gepc/fit_gmm/x_nan", lambda: scoring.fit_gmm(_with(np.ones((20, 2)), (0, 0),
+                                                            np.nan), 2), "x"),
+    Case("gepc/fit_gmm/iters_zero", lambda: scoring.fit_gmm(
+        np.random.default_rng(0).normal(size=(20, 2)), 2, iters=0), "iters"),
+    Case("gepc/gmm_nll/x_columns", lambda: scoring.gmm_nll(scoring.fit_gmm(
+        np.random.default_rng(0).normal(size=(20, 2)), 2), np.ones((3, 4))), "x"),
+    # --- baselines ------------------------------------------------------------------------
+    Case("gepc/score_norm/t_zero", lambda: baselines.score_norm(_eps, _x(), jax.random.key(0),
+                                                                t=0.0), "t"),
+    Case("gepc/score_norm/num_noise_zero", lambda: baselines.score_norm(
+        _eps, _x(), jax.random.key(0), num_noise=0), "num_noise"),
+    Case("gepc/score_norm/x0_nan", lambda: baselines.score_norm(
+        _eps, _with(_x(), (0, 0, 0, 0), np.nan), jax.random.key(0)), "x0"),
+    Case("gepc/msma/ts_above_one", lambda: baselines.msma_features(_eps, _x(), [0.1, 2.0]),
+         "ts"),
+    Case("gepc/diffpath/num_steps_zero", lambda: baselines.diffpath_features(
+        _eps, _x(), num_steps=0), "num_steps"),
+    Case("gepc/diffpath/t0_negative", lambda: baselines.diffpath_features(
+        _eps, _x(), t0=-0.5), "t0"),
+    # --- data / training ------------------------------------------------------------------
+    Case("gepc/data/uniform_noise_size_zero", lambda: data.uniform_noise(3, size=0), "size"),
+    Case("gepc/data/digits_size_zero", lambda: data.sklearn_digits(size=0), "size"),
+    Case("gepc/data/image_patches_unknown", lambda: data.image_patches(("nope",), num=2),
+         "names"),
+    Case("gepc/train/images_nan", lambda: _train_model(
+        images=_with(np.asarray(_x(4, 8)), (0, 0, 0, 0), np.nan)), "images"),
+    Case("gepc/train/learning_rate_negative", lambda: _train_model(learning_rate=-1e-3),
+         "learning_rate"),
+    Case("gepc/train/batch_size_zero", lambda: _train_model(batch_size=0), "batch_size"),
+    Case("gepc/train/num_chunks_zero", lambda: _train_model(num_chunks=0), "num_chunks"),
+    Case("gepc/train/image_size_odd", lambda: _train_model(images=np.zeros((4, 6, 6, 1))),
+         "images"),
+    # --- experiment config ----------------------------------------------------------------
+    Case("gepc/config/rho_zero", lambda: _train_eval(rho=0.0), "config.rho"),
+    Case("gepc/config/sqrt_abars_above_one", lambda: _train_eval(sqrt_abars=[0.9999, 1.2]),
+         "config.sqrt_abars"),
+    Case("gepc/config/num_t_too_many", lambda: _train_eval(num_t=5), "config.num_t"),
+    Case("gepc/config/bootstrap_one", lambda: _train_eval(bootstrap=1), "config.bootstrap"),
+    Case("gepc/config/learning_rate_zero", lambda: _train_eval(learning_rate=0.0),
+         "config.learning_rate"),
+    Case("gepc/config/id_classes_out_of_range", lambda: _train_eval(id_classes=[0, 11]),
+         "config.id_classes"),
+    Case("gepc/config/group_unknown", lambda: _train_eval(group=["hflip", "shear"]),
+         "config.group"),
+    Case("gepc/config/image_size_odd", lambda: _train_eval(image_size=10), "config.image_size"),
+    Case("gepc/config/msma_t_min_zero", lambda: _train_eval(msma_t_min=0.0),
+         "config.msma_t_min"),
+    Case("gepc/config/id_dataset_unknown", lambda: _train_eval(id_dataset="cifar"),
+         "config.id_dataset"),
+]

@@ -1,0 +1,217 @@
+"""Bad-input cases for jaxlab.rfo (train/PPO configs, critic, GAE, flow, regularisers, envs,
+experiment config)."""
+
+import tempfile
+
+import jax
+import jax.numpy as jnp
+
+from tests.bad_inputs.harness import Case
+
+
+def _task(name="pendulum"):
+    from jaxlab.rfo import envs
+
+    return envs.make_task(name)
+
+
+def _train(**over):
+    from jaxlab.rfo import train
+
+    kw = dict(num_envs=2, horizon=4)
+    kw.update(over)
+    return train.make_train(_task(), train.TrainConfig(**kw))
+
+
+def _ppo(**over):
+    from jaxlab.rfo import ppo
+
+    kw = dict(num_envs=2, rollout_len=4, minibatches=2, episode_length=8)
+    kw.update(over)
+    return ppo.make_train(_task(), ppo.PPOConfig(**kw))
+
+
+def _td(r=None, v=None, gamma=0.9, lam=0.5, **kw):
+    from jaxlab.rfo import critic
+
+    r = jnp.ones((5, 3)) if r is None else jnp.asarray(r)
+    v = jnp.ones((6, 3)) if v is None else jnp.asarray(v)
+    return critic.td_lambda_targets(r, v, gamma, lam, **kw)
+
+
+def _gae(r=None, v=None, gamma=0.9, lam=0.5, **kw):
+    from jaxlab.rfo import ppo
+
+    r = jnp.ones((5, 3)) if r is None else jnp.asarray(r)
+    v = jnp.ones((6, 3)) if v is None else jnp.asarray(v)
+    return ppo.gae(r, v, gamma, lam, **kw)
+
+
+def _polyak(tau):
+    from jaxlab.rfo import critic
+
+    return critic.polyak({"w": jnp.zeros(3)}, {"w": jnp.ones(3)}, tau)
+
+
+def _flow():
+    from jaxlab.rfo import flow
+
+    cfg = flow.FlowConfig(obs_dim=3, act_dim=2, chunk=2, hidden=8)
+    graphdef, params = flow.init(cfg)
+    return flow, cfg, graphdef, params
+
+
+def _sample(obs):
+    flow, cfg, graphdef, params = _flow()
+    return flow.sample(graphdef, params, cfg, jnp.asarray(obs), jax.random.key(0))
+
+
+def _integrate(obs, noise):
+    flow, cfg, graphdef, params = _flow()
+    return flow.integrate(graphdef, params, jnp.asarray(obs), jnp.asarray(noise), 4)
+
+
+def _stability(obs, actions):
+    from jaxlab.rfo import regularizers
+
+    _, _, graphdef, params = _flow()
+    return regularizers.stability_loss(graphdef, params, jnp.asarray(obs), jnp.asarray(actions),
+                                       jax.random.key(0))
+
+
+def _exploration(action_shape):
+    from jaxlab.rfo import regularizers
+
+    _, _, graphdef, params = _flow()
+    return regularizers.exploration_loss(graphdef, params, jnp.zeros((4, 3)), action_shape,
+                                         jax.random.key(0))
+
+
+def _cfm(target):
+    from jaxlab.rfo import regularizers
+
+    _, _, graphdef, params = _flow()
+    return regularizers.cfm_loss(graphdef, params, jnp.zeros((4, 3)), jnp.asarray(target),
+                                 jax.random.key(0))
+
+
+def _env_step(action):
+    from jaxlab.rfo import envs
+
+    # The action is checked before the state is read, so a placeholder state keeps the case
+    # cheap (a real ``envs.reset`` costs ~30 s of eager MJX work on CPU).
+    task = _task()
+    state = envs.EnvState(None, jnp.zeros(task.obs_dim), jnp.int32(0))
+    return envs.step(task, state, jnp.asarray(action))
+
+
+def _rollout(horizon, num_envs=2):
+    from jaxlab.rfo import train
+
+    task = _task()
+    cfg = train.TrainConfig(num_envs=2, horizon=4, chunk=2)
+    graphdef, params, act_fn = train.init_policy(task, cfg)
+    return train.rollout(task, cfg, graphdef, params, act_fn, jax.random.key(0), num_envs,
+                         horizon)
+
+
+def _experiment(**over):
+    """train_and_evaluate on a tiny smoke config with one (dotted) field changed."""
+    from experiments.configs import rfo as rcfg
+    from jaxlab.rfo import experiment
+
+    cfg = rcfg.get_config("smoke")
+    cfg.methods = ("apg",)
+    cfg.env_steps = 2 * 4
+    cfg.task_env_steps = {}
+    cfg.num_chunks = 1
+    cfg.common.update(num_envs=2, horizon=4, eval_horizon=4, episode_length=4, hidden=8)
+    cfg.throughput.task = ""
+    for k, v in over.items():
+        node = cfg
+        *path, leaf = k.split(".")
+        for p in path:
+            node = node[p]
+        node[leaf] = v
+    return experiment.train_and_evaluate(cfg, tempfile.mkdtemp(prefix="bad_rfo_"))
+
+
+CASES = [
+    # RFO / APG training settings.
+    Case("rfo.TrainConfig.lr_zero", lambda: _train(lr=0.0), "lr"),
+    Case("rfo.TrainConfig.lr_nan", lambda: _train(lr=float("nan")), "lr"),
+    Case("rfo.TrainConfig.grad_clip_zero", lambda: _train(grad_clip=0.0), "grad_clip"),
+    Case("rfo.TrainConfig.gamma_above_one", lambda: _train(gamma=1.5), "gamma"),
+    Case("rfo.TrainConfig.td_lambda_above_one", lambda: _train(critic=True, td_lambda=1.5),
+         "td_lambda"),
+    Case("rfo.TrainConfig.target_tau_above_one", lambda: _train(critic=True, target_tau=1.5),
+         "target_tau"),
+    Case("rfo.TrainConfig.critic_lr_zero", lambda: _train(critic=True, critic_lr=0.0),
+         "critic_lr"),
+    Case("rfo.TrainConfig.stability_coef_negative", lambda: _train(stability_coef=-1.0),
+         "stability_coef"),
+    Case("rfo.TrainConfig.exploration_coef_nan", lambda: _train(exploration_coef=float("nan")),
+         "exploration_coef"),
+    Case("rfo.TrainConfig.hidden_zero", lambda: _train(hidden=0), "hidden"),
+    Case("rfo.TrainConfig.num_envs_zero", lambda: _train(num_envs=0), "num_envs"),
+    # PPO settings.
+    Case("rfo.PPOConfig.lr_zero", lambda: _ppo(lr=0.0), "lr"),
+    Case("rfo.PPOConfig.clip_eps_zero", lambda: _ppo(clip_eps=0.0), "clip_eps"),
+    Case("rfo.PPOConfig.gae_lambda_above_one", lambda: _ppo(gae_lambda=1.5), "gae_lambda"),
+    Case("rfo.PPOConfig.gamma_negative", lambda: _ppo(gamma=-0.1), "gamma"),
+    Case("rfo.PPOConfig.vf_coef_negative", lambda: _ppo(vf_coef=-1.0), "vf_coef"),
+    Case("rfo.PPOConfig.ent_coef_nan", lambda: _ppo(ent_coef=float("nan")), "ent_coef"),
+    Case("rfo.PPOConfig.reward_scale_zero", lambda: _ppo(reward_scale=0.0), "reward_scale"),
+    Case("rfo.PPOConfig.grad_clip_negative", lambda: _ppo(grad_clip=-1.0), "grad_clip"),
+    Case("rfo.PPOConfig.hidden_zero", lambda: _ppo(hidden=0), "hidden"),
+    # TD(lambda) targets, GAE, Polyak.
+    Case("rfo.td_lambda_targets.rewards_nan", lambda: _td(r=jnp.full((5, 3), jnp.nan)),
+         "rewards"),
+    Case("rfo.td_lambda_targets.values_inf", lambda: _td(v=jnp.full((6, 3), jnp.inf)), "values"),
+    Case("rfo.td_lambda_targets.gamma_above_one", lambda: _td(gamma=1.5), "gamma"),
+    Case("rfo.td_lambda_targets.values_batch_mismatch", lambda: _td(v=jnp.ones((6, 4))),
+         "values"),
+    Case("rfo.td_lambda_targets.termination_not_binary",
+         lambda: _td(termination=jnp.full((5, 3), 0.5)), "termination"),
+    Case("rfo.gae.lam_above_one", lambda: _gae(lam=1.5), "lam"),
+    Case("rfo.gae.gamma_nan", lambda: _gae(gamma=float("nan")), "gamma"),
+    Case("rfo.gae.rewards_inf", lambda: _gae(r=jnp.full((5, 3), jnp.inf)), "rewards"),
+    Case("rfo.gae.values_batch_mismatch", lambda: _gae(v=jnp.ones((6, 4))), "values"),
+    Case("rfo.gae.truncation_shape", lambda: _gae(truncation=jnp.zeros((4, 3))), "truncation"),
+    Case("rfo.polyak.tau_above_one", lambda: _polyak(1.5), "tau"),
+    Case("rfo.polyak.tau_negative", lambda: _polyak(-0.1), "tau"),
+    # Flow policy and regularisers.
+    Case("rfo.flow.sample.obs_nan", lambda: _sample(jnp.full((4, 3), jnp.nan)), "obs"),
+    Case("rfo.flow.integrate.noise_width", lambda: _integrate(jnp.zeros((4, 3)),
+                                                              jnp.zeros((4, 3))), "noise"),
+    Case("rfo.flow.integrate.batch_mismatch", lambda: _integrate(jnp.zeros((4, 3)),
+                                                                 jnp.zeros((5, 4))), "noise"),
+    Case("rfo.stability_loss.actions_outside_box",
+         lambda: _stability(jnp.zeros((4, 3)), jnp.full((4, 2, 2), 3.0)), "actions"),
+    Case("rfo.stability_loss.actions_nan",
+         lambda: _stability(jnp.zeros((4, 3)), jnp.full((4, 2, 2), jnp.nan)), "actions"),
+    Case("rfo.stability_loss.batch_mismatch",
+         lambda: _stability(jnp.zeros((4, 3)), jnp.zeros((5, 2, 2))), "actions"),
+    Case("rfo.exploration_loss.action_shape_zero", lambda: _exploration((0, 2)), "action_shape"),
+    Case("rfo.cfm_loss.target_nan", lambda: _cfm(jnp.full((4, 4), jnp.nan)), "target"),
+    # Environments and rollouts.
+    Case("rfo.envs.make_task.unknown", lambda: _task("walker"), "name"),
+    Case("rfo.envs.step.action_shape", lambda: _env_step(jnp.zeros(3)), "action"),
+    Case("rfo.envs.step.action_nan", lambda: _env_step(jnp.full(1, jnp.nan)), "action"),
+    Case("rfo.rollout.horizon_not_multiple_of_chunk", lambda: _rollout(3), "horizon"),
+    Case("rfo.rollout.num_envs_zero", lambda: _rollout(4, num_envs=0), "num_envs"),
+    # Experiment config (validate_config, first thing in train_and_evaluate).
+    Case("rfo.config.num_seeds_one", lambda: _experiment(num_seeds=1), "num_seeds"),
+    Case("rfo.config.common_lr_negative", lambda: _experiment(**{"common.lr": -1e-3}),
+         "config.common.lr"),
+    Case("rfo.config.common_gamma_above_one", lambda: _experiment(**{"common.gamma": 1.5}),
+         "config.common.gamma"),
+    Case("rfo.config.ppo_lr_zero", lambda: _experiment(methods=("ppo",), **{"ppo.lr": 0.0}),
+         "config.ppo.lr"),
+    Case("rfo.config.stability_coef_negative",
+         lambda: _experiment(methods=("rfo",), **{"rfo.stability_coef": -1.0}),
+         "config.rfo.stability_coef"),
+    Case("rfo.config.unknown_task", lambda: _experiment(tasks=("walker",)), "config.tasks"),
+    Case("rfo.config.env_steps_zero", lambda: _experiment(env_steps=0), "config.env_steps"),
+    Case("rfo.config.num_chunks_zero", lambda: _experiment(num_chunks=0), "config.num_chunks"),
+]

@@ -1,0 +1,126 @@
+"""Bad-input cases for ``jaxlab.attention`` and ``pallas_kernels.sale``."""
+
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab.attention import attention
+from pallas_kernels.sale import reference as R
+from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
+from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
+from pallas_kernels.sale.estimate import estimate_and_select, sale_attention_pallas
+from pallas_kernels.sale.synthetic import structured_qkv
+from tests.bad_inputs.harness import Case
+
+SIZES = R.BlockSizes(8, 8, 8)
+B, H, N, D = 1, 2, 16, 4
+
+
+def bhnd(h=H, n=N, d=D, dtype=jnp.float32, seed=0):
+    rng = np.random.default_rng(seed)
+    return jnp.asarray(rng.normal(size=(B, h, n, d)), dtype)
+
+
+def bnhd(h=H, n=N, d=D, dtype=jnp.float32, seed=0):
+    return jnp.swapaxes(bhnd(h, n, d, dtype, seed), 1, 2)
+
+
+def ints(shape):
+    return jnp.ones(shape, jnp.int32)
+
+
+def att(q=None, k=None, v=None, **kw):
+    q = bnhd() if q is None else q
+    k = bnhd(seed=1) if k is None else k
+    v = bnhd(seed=2) if v is None else v
+    return attention(q, k, v, **kw)
+
+
+def sale(q=None, k=None, v=None, tau=1e-3, sizes=SIZES, **kw):
+    return att(q, k, v, impl="sale", tau=tau, sizes=sizes, **kw)
+
+
+def ref(q=None, k=None, v=None, tau=1e-3, sizes=SIZES, bits=8):
+    q = bhnd() if q is None else q
+    k = bhnd(seed=1) if k is None else k
+    v = bhnd(seed=2) if v is None else v
+    return R.sale_attention(q, k, v, tau, sizes, bits)
+
+
+def mask(keep_rows=True, dtype=bool):
+    m = np.ones((B, H, N // 8, N // 8), bool)
+    if not keep_rows:
+        m[0, 1, 1] = False
+    return jnp.asarray(m, dtype)
+
+
+CASES = [
+    # jaxlab.attention
+    Case("attention: int32 q", lambda: att(q=ints((B, N, H, D))), "`q`"),
+    Case("attention: int32 k", lambda: att(k=ints((B, N, H, D))), "`k`"),
+    Case("attention: int32 v", lambda: att(v=ints((B, N, H, D))), "`v`"),
+    Case("attention sale: int32 q", lambda: sale(q=ints((B, N, H, D))), "`q`"),
+    Case("attention: 3-D q", lambda: att(q=jnp.zeros((N, H, D))), "`q`"),
+    Case("attention: k head dim differs", lambda: att(k=bnhd(d=2)), "`k`"),
+    Case("attention: v length differs", lambda: att(v=bnhd(n=8)), "`v`"),
+    Case("attention: heads 2 vs 3", lambda: att(k=bnhd(h=3), v=bnhd(h=3)), "`k`"),
+    Case("attention: unknown impl", lambda: att(impl="flash"), "`impl`"),
+    Case("attention sale: tau -1", lambda: sale(tau=-1.0), "`tau`"),
+    Case("attention sale: tau NaN", lambda: sale(tau=float("nan")), "`tau`"),
+    Case("attention sale: tau wrong length", lambda: sale(tau=jnp.ones(3) * 1e-3), "`tau`"),
+    Case("attention sale: N 12 with block_q 8", lambda: sale(
+        q=bnhd(n=12), k=bnhd(n=12), v=bnhd(n=12)), "`block_q`"),
+    Case("attention sale: bits 5", lambda: sale(bits=5), "`bits`"),
+    # reference
+    Case("reference.sale_attention: int q", lambda: ref(q=ints((B, H, N, D))), "`q`"),
+    Case("reference.sale_attention: tau -1", lambda: ref(tau=-1.0), "`tau`"),
+    Case("reference.sale_attention: k length", lambda: ref(k=bhnd(n=8)), "`k`"),
+    Case("reference.sale_attention: bits 3", lambda: ref(bits=3), "`bits`"),
+    Case("reference.dense_attention: int q", lambda: R.dense_attention(
+        ints((B, H, N, D)), bhnd(), bhnd()), "`q`"),
+    Case("reference.dense_attention: heads 2 vs 3", lambda: R.dense_attention(
+        bhnd(), bhnd(h=3), bhnd(h=3)), "`k`"),
+    Case("reference.estimate_scores: float16 k vs int q", lambda: R.estimate_scores(
+        ints((B, H, N, D)), bhnd(), SIZES), "`q`"),
+    Case("reference.quantize_blocks: N % block", lambda: R.quantize_blocks(
+        jnp.ones((10, 4)), 4), "`block`"),
+    Case("reference.quantize_blocks: int x", lambda: R.quantize_blocks(ints((8, 4)), 4), "`x`"),
+    Case("reference.block_keep_mask: tau NaN", lambda: R.block_keep_mask(
+        bhnd(), bhnd(seed=1), float("nan"), SIZES), "`tau`"),
+    Case("reference.calibrate_tau: theta 0", lambda: R.calibrate_tau(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), 0.0, SIZES), "`theta`"),
+    Case("reference.calibrate_tau: tau_min 0", lambda: R.calibrate_tau(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), 0.1, SIZES, tau_min=0.0), "`tau_min`"),
+    Case("BlockSizes: block_q 0", lambda: R.BlockSizes(0, 8, 8), "`block_q`"),
+    Case("BlockSizes: 12 vs 8", lambda: R.BlockSizes(12, 8, 8), "`block_q`"),
+    # kernels
+    Case("estimate_and_select: int k", lambda: estimate_and_select(
+        bhnd(), ints((B, H, N, D)), 1e-3, SIZES, interpret=True), "`k`"),
+    Case("estimate_and_select: tau NaN", lambda: estimate_and_select(
+        bhnd(), bhnd(seed=1), float("nan"), SIZES, interpret=True), "`tau`"),
+    Case("sale_attention_pallas: int v", lambda: sale_attention_pallas(
+        bhnd(), bhnd(seed=1), ints((B, H, N, D)), 1e-3, SIZES, interpret=True), "`v`"),
+    Case("block_sparse_attention: empty mask row", lambda: block_sparse_attention(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), mask(False), SIZES, interpret=True),
+        "`block_mask`"),
+    Case("block_sparse_attention: float mask", lambda: block_sparse_attention(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), mask(dtype=jnp.float32), SIZES, interpret=True),
+        "`block_mask`"),
+    Case("block_sparse_attention: int q", lambda: block_sparse_attention(
+        ints((B, H, N, D)), bhnd(seed=1), bhnd(seed=2), mask(), SIZES, interpret=True), "`q`"),
+    Case("block_sparse_attention: mask shape", lambda: block_sparse_attention(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), jnp.ones((1, 2, 2, 3), bool), SIZES,
+        interpret=True), "`block_mask`"),
+    Case("block_sparse_attention_tpu: empty mask row", lambda: block_sparse_attention_tpu(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), mask(False), SIZES, interpret=True),
+        "`block_mask`"),
+    Case("block_sparse_attention_tpu: int v", lambda: block_sparse_attention_tpu(
+        bhnd(), bhnd(seed=1), ints((B, H, N, D)), mask(), SIZES, interpret=True), "`v`"),
+    Case("structured_qkv: q_heads 3 kv_heads 2", lambda: structured_qkv(
+        n=64, d=17, q_heads=3, kv_heads=2), "`q_heads`"),
+    Case("structured_qkv: kv_heads 0", lambda: structured_qkv(n=64, d=17, kv_heads=0),
+         "`kv_heads`"),
+    Case("structured_qkv: int dtype", lambda: structured_qkv(n=64, d=17, dtype=jnp.int32),
+         "`dtype`"),
+]
+
+CASES = [c._replace(name=f"sale/{c.name}") for c in CASES]

@@ -1,0 +1,79 @@
+"""Bad-input sweep: each case calls a public function with one bad argument.
+
+A case is *clear* when the call raises (or warns) with a message that names the bad
+argument. Anything else is a defect, tallied as:
+
+  unclear         raised, but the message does not name the argument
+  silent_nonfinite returned NaN/inf with no error
+  silent_finite   returned a finite (so wrong-looking-right) value with no error
+
+Per-method cases live in ``cases_<method>.py`` as a ``CASES`` list; ``test_bad_inputs``
+runs each as a test and ``python -m tests.bad_inputs.tally`` prints the tally.
+"""
+
+import importlib
+import pkgutil
+import warnings
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+
+
+class Case(NamedTuple):
+    """One bad call. ``arg`` must appear in the error (or warning) message."""
+
+    name: str
+    call: Callable[[], Any]
+    arg: str
+
+
+OUTCOMES = ("clear", "unclear", "silent_nonfinite", "silent_finite")
+
+
+def _all_finite(out) -> bool:
+    for leaf in jax.tree.leaves(out):
+        try:
+            arr = np.asarray(leaf)
+        except Exception:  # noqa: BLE001 - non-array leaves (strings, objects) are skipped
+            continue
+        if arr.dtype.kind in "fc" and not np.all(np.isfinite(arr)):
+            return False
+    return True
+
+
+def classify(case: Case) -> tuple[str, str]:
+    """Runs ``case`` and returns (outcome, detail)."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            out = case.call()
+            jax.block_until_ready(out)
+        except Exception as e:  # noqa: BLE001 - every error type is classified
+            msg = f"{type(e).__name__}: {e}"
+            return ("clear" if case.arg in str(e) else "unclear"), msg[:300]
+    for w in caught:
+        if issubclass(w.category, UserWarning | RuntimeWarning) and case.arg in str(w.message):
+            return "clear", f"warning: {w.message}"[:300]
+    if _all_finite(out):
+        return "silent_finite", "returned a finite value without an error"
+    return "silent_nonfinite", "returned NaN/inf without an error"
+
+
+def all_cases() -> list[Case]:
+    """Every ``CASES`` list of the ``cases_*`` modules next to this file."""
+    import tests.bad_inputs as pkg
+
+    cases = []
+    for mod in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
+        if mod.startswith("cases_"):
+            cases += importlib.import_module(f"tests.bad_inputs.{mod}").CASES
+    return cases
+
+
+def tally(cases: list[Case]) -> tuple[dict[str, int], list[tuple[Case, str, str]]]:
+    """({outcome: count}, [(case, outcome, detail) for every case])."""
+    rows = [(c, *classify(c)) for c in cases]
+    counts = {o: sum(r[1] == o for r in rows) for o in OUTCOMES}
+    return counts, rows

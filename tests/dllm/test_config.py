@@ -1,0 +1,64 @@
+"""The dLLM experiment config validator: presets pass, bad fields are named."""
+
+import pytest
+
+from experiments.configs import dllm as dllm_configs
+from jaxlab.dllm import config as config_lib
+
+
+@pytest.mark.parametrize("arg", ["smoke", "quick", "full"])
+def test_presets_are_valid(arg):
+    config_lib.validate_config(dllm_configs.get_config(arg))
+
+
+def test_dead_block_length_field_is_gone():
+    assert "block_length" not in dllm_configs.get_config("full")
+
+
+@pytest.mark.parametrize("field,value", [
+    ("temperature", -0.5), ("temperature", float("nan")), ("threshold", 1.2),
+    ("num_problems", 1), ("bootstrap", 0), ("eval_batch", 0), ("seed", -1),
+    ("particles", (2, 0)), ("particles", ()), ("throughput_particles", ()),
+    ("train.lr", 0.0), ("train.lr", float("inf")), ("train.steps", 41),
+    ("train.batch_size", 0), ("poke.lr", -1e-3), ("poke.temperature", -1.0),
+    ("poke.steps", 21), ("model.n_layers", 0), ("model.rope_theta", 0.0),
+    ("sale.taus", (1e-3, -1.0)), ("sale.block_q", 0), ("sale.task", "chess"),
+    ("tasks", ("chess",)), ("tasks", ()),
+])
+def test_bad_field_is_named(field, value):
+    c = dllm_configs.get_config("smoke")
+    *path, last = field.split(".")
+    section = c
+    for p in path:
+        section = section[p]
+    section[last] = value
+    with pytest.raises(ValueError, match=f"`config.{path[0] if path else last}"):
+        config_lib.validate_config(c)
+
+
+def test_task_overrides_and_kwargs_are_checked():
+    c = dllm_configs.get_config("quick")
+    c.task_train.countdown.steps = 4001
+    with pytest.raises(ValueError, match="`config.task_train.countdown.steps`"):
+        config_lib.validate_config(c)
+    c = dllm_configs.get_config("quick")
+    c.task_kwargs.countdown.n_numbers = 5
+    with pytest.raises(ValueError, match="`config.task_kwargs.countdown`.*n_numbers"):
+        config_lib.validate_config(c)
+
+
+def test_sale_task_outside_tasks_warns():
+    c = dllm_configs.get_config("smoke")
+    c.sale.task = "sudoku"
+    with pytest.warns(UserWarning, match="`config.sale.task`"):
+        config_lib.validate_config(c)
+
+
+def test_train_and_evaluate_validates_first(tmp_path):
+    from jaxlab.dllm import experiment
+
+    c = dllm_configs.get_config("smoke")
+    c.threshold = float("nan")
+    with pytest.raises(ValueError, match="`config.threshold`"):
+        experiment.train_and_evaluate(c, str(tmp_path / "run"))
+    assert not (tmp_path / "run").exists()  # failed before touching the workdir
