@@ -12,8 +12,8 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def _cmd(workdir):
     return [sys.executable, "-m", "experiments.qlearning",
-            "--config=experiments/configs/qlearning.py:smoke", "--config.num_records=160",
-            "--config.num_chunks=16", f"--workdir={workdir}"]
+            "--config=experiments/configs/qlearning.py:smoke", "--config.num_records=64",
+            "--config.num_chunks=8", f"--workdir={workdir}"]
 
 
 def _first_committed_step(workdir):

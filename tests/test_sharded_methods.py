@@ -74,10 +74,11 @@ _CODE = textwrap.dedent("""
         prompt, _ = task.sample(jax.random.key(3), 16)
         decs = ex.decoders(c, task, denoise, None)
         fn = jax.jit(decs[f"smc_{c.particles[0]}"][2])  # the experiment's Path-LL SMC
-        ref = fn(prompt, key=jax.random.key(1))
+        ref, bad = fn(prompt, key=jax.random.key(1))
+        assert not bool(bad)
         p8 = sharding.shard_batch(prompt)
         assert spread(p8) == 8
-        out = fn(p8, key=jax.random.key(1))
+        out, _ = fn(p8, key=jax.random.key(1))
         np.testing.assert_array_equal(out.answer, ref.answer)
         np.testing.assert_allclose(out.path_ll, ref.path_ll, rtol=1e-4, atol=1e-4)
         print("dllm OK")

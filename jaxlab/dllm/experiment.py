@@ -87,6 +87,7 @@ def train_denoiser(config, workdir, name):
 
 def train_denoisers(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """Trains every task's denoiser; returns {task: final held-out diffusion loss}."""
+    config_lib.validate_config(config)
     out = {}
     for name in config.tasks:
         train_denoiser(config, workdir, name)
@@ -162,6 +163,7 @@ def train_poke(config, workdir, name, task, denoise_fn):
 
 def train_poke_heads(config: ml_collections.ConfigDict, workdir: str) -> dict:
     """experiments/poke_train.py: fits every task's POKE head on its (shipped) denoiser."""
+    config_lib.validate_config(config)
     out = {}
     for name in config.tasks:
         task, graphdef, params = load_or_train_denoiser(config, workdir, name)
@@ -189,27 +191,41 @@ def semi_ar_block(gen_length: int) -> int:
 
 
 def decoders(config, task, denoise_fn, value_fn) -> dict:
-    """name -> (family, N, fn(prompt, key) -> DecodeResult), each jitted once."""
+    """name -> (family, N, fn(prompt, key) -> (DecodeResult, flag)), each jitted once.
+
+    ``flag`` is True when SMC log weights became non-finite on any step (``SMCInfo.
+    nonfinite_weights``; always False for the greedy decoders); ``evaluate_task`` raises on it.
+    """
     a, common = task.answer_len, dict(mask_id=task.mask_id, vocab_size=task.vocab_size)
     out = {}
     for pol in decoding.POLICIES:
-        out[pol] = ("greedy", 1, functools.partial(decoding.decode, denoise_fn, gen_length=a,
-                                                   policy=pol, **common))
-    out["semi_ar"] = ("greedy", 1, functools.partial(
-        decoding.decode, denoise_fn, gen_length=a, block_length=semi_ar_block(a), **common))
-    out["threshold"] = ("greedy", 1, functools.partial(
+        out[pol] = ("greedy", 1, _no_flag(functools.partial(
+            decoding.decode, denoise_fn, gen_length=a, policy=pol, **common)))
+    out["semi_ar"] = ("greedy", 1, _no_flag(functools.partial(
+        decoding.decode, denoise_fn, gen_length=a, block_length=semi_ar_block(a), **common)))
+    out["threshold"] = ("greedy", 1, _no_flag(functools.partial(
         decoding.decode_threshold, denoise_fn, gen_length=a, threshold=config.threshold,
-        **common))
+        **common)))
     for n in config.particles:
         kw = dict(num_particles=n, temperature=config.temperature, **common)
-        first = lambda f: (lambda *x, **k: f(*x, **k)[0])  # noqa: E731
-        out[f"best_of_{n}"] = ("best_of_n", n, first(functools.partial(
+        out[f"best_of_{n}"] = ("best_of_n", n, _weight_flag(functools.partial(
             smc.best_of_n, denoise_fn, gen_length=a, **kw)))
-        out[f"smc_{n}"] = ("smc", n, first(functools.partial(
+        out[f"smc_{n}"] = ("smc", n, _weight_flag(functools.partial(
             smc.smc_decode, denoise_fn, gen_length=a, **kw)))
-        out[f"poke_smc_{n}"] = ("poke_smc", n, first(functools.partial(
+        out[f"poke_smc_{n}"] = ("poke_smc", n, _weight_flag(functools.partial(
             smc.smc_decode, denoise_fn, gen_length=a, value_fn=value_fn, **kw)))
     return out
+
+
+def _no_flag(f):
+    return lambda *x, **k: (f(*x, **k), jnp.bool_(False))
+
+
+def _weight_flag(f):
+    def g(*x, **k):
+        result, info = f(*x, **k)
+        return result, jnp.any(info.nonfinite_weights)
+    return g
 
 
 def _bootstrap_ci(x, num, seed, paired_with=None):
@@ -241,8 +257,14 @@ def evaluate_task(config, workdir, name) -> dict:
         t0 = time.perf_counter()
         for i in range(0, config.num_problems, b):
             p = sharding.shard_batch(prompt[i:i + b], config.get("mesh_shape", (-1,)))
-            r = jfn(p, key=jax.random.key(config.seed * 1000 + i))
-            ok, path_ll, n_fe = sharding.to_host((task.verify(p, r.answer), r.path_ll, r.nfe))
+            r, bad = jfn(p, key=jax.random.key(config.seed * 1000 + i))
+            ok, path_ll, n_fe, bad = sharding.to_host(
+                (task.verify(p, r.answer), r.path_ll, r.nfe, bad))
+            if bool(bad):
+                raise FloatingPointError(
+                    f"dllm {name} {dname}: SMC log weights became non-finite on problems "
+                    f"{i}..{i + p.shape[0] - 1}; check `weight_scale`, `temperature` and the "
+                    "POKE head (see smc.raise_if_nonfinite).")
             correct.append(ok)
             pll.append(path_ll)
             nfe.append(n_fe)

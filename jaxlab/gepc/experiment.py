@@ -67,6 +67,7 @@ def _model_dir(config):
 def train(config: ml_collections.ConfigDict, workdir: str, id_train=None):
     """Trains the eps-model on ID-train (loaded unless given) and exports its params to
     ``workdir/score_model``."""
+    scoring.validate_config(config)
     if id_train is None:
         id_train, _, _ = id_split(config)
     model, params, losses = train_score_model(

@@ -83,7 +83,7 @@ def run_method(config, task_name: str, method: str, workdir: str) -> dict:
     keys = jax.random.split(jax.random.key(seed0), config.num_seeds)
     state = jax.jit(jax.vmap(fns.init))(keys)
     buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
-    carry = (state, buf, buf)
+    carry = (state, buf, buf, buf)
     carry = sharding.shard_batch(carry, config.mesh_shape)
 
     def scan_chunk(st):
@@ -94,24 +94,36 @@ def run_method(config, task_name: str, method: str, workdir: str) -> dict:
 
     @functools.partial(jax.jit, out_shardings=shardings)
     def chunk(c, i):
-        st, ev, tr = c
+        st, ev, tr, gn = c
         st, m = jax.vmap(scan_chunk)(st)
         ev = jax.lax.dynamic_update_slice_in_dim(ev, m.eval_return, i * per_chunk, 1)
         tr = jax.lax.dynamic_update_slice_in_dim(tr, m.train_return, i * per_chunk, 1)
-        return st, ev, tr
+        gn = jax.lax.dynamic_update_slice_in_dim(gn, m.grad_norm, i * per_chunk, 1)
+        return st, ev, tr, gn
 
     t0 = time.perf_counter()
-    _, ev, tr = checkpoint.run_resumable(
+    _, ev, tr, gn = checkpoint.run_resumable(
         lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
         checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, ckpt_cfg),
         desc=f"{task_name} {method}", unit="env steps",
         units_per_chunk=config.num_seeds * per_chunk * per_update,
         log_fn=lambda i, c: "eval return "
         f"{sharding.to_host(c[1][:, (i + 1) * per_chunk - 1]).mean():.1f}")
-    ev, tr = sharding.to_host((ev, tr))
+    ev, tr, gn = sharding.to_host((ev, tr, gn))
+    # Non-finite gradient entries (near contacts) are zeroed inside the update and show as a
+    # non-finite pre-clip grad norm: counted per seed, reported, never silently averaged.
+    bad_grads = (~np.isfinite(gn)).sum(axis=1)
+    if bad_grads.any():
+        logging.warning("rfo: %s %s: %d of %d updates had non-finite policy gradients "
+                        "(zeroed before the step); per seed %s", task_name, method,
+                        int(bad_grads.sum()), gn.size, bad_grads.tolist())
+    if not np.all(np.isfinite(ev)):
+        raise FloatingPointError(f"rfo: {task_name} {method}: non-finite eval returns "
+                                 f"({int((~np.isfinite(ev)).sum())} entries).")
     out = {"task": task_name, "method": method,
            "env_steps": (per_update * np.arange(1, num_updates + 1)).tolist(),
            "eval_return": ev.tolist(), "train_reward": tr.tolist(),
+           "nonfinite_grad_updates": bad_grads.tolist(),
            "wall_s": time.perf_counter() - t0, "config": cfg._asdict()}
     results.write_json(path, out)
     return out
@@ -160,7 +172,8 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             mean, hw = metrics.mean_and_ci(final)
             summary["final_eval_return"][t][m] = {
                 "mean": float(mean), "ci95": float(hw), "initial": float(ev[:, 0].mean()),
-                "env_steps": int(r["env_steps"][-1]), "wall_s": r["wall_s"]}
+                "env_steps": int(r["env_steps"][-1]), "wall_s": r["wall_s"],
+                "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
             logging.info("%s %s: eval return %.1f +- %.1f after %d env steps", t, m, mean, hw,
                          r["env_steps"][-1])
     if config.throughput.task:
