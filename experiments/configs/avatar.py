@@ -16,6 +16,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.epsilon = 0.05
     c.sinkhorn_threshold = 1e-4  # L1 marginal error of every plan (see active.run_active)
     c.sinkhorn_max_iterations = 10000
+    c.cg_tol = 1e-4  # relative residual of the adjoint CG (see active.run_active)
     c.rounds = 10
     c.test_frac = 0.5
     c.init_frac = 0.2

@@ -45,7 +45,7 @@ def _study(c, name) -> np.ndarray:
             task, k, strat, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
             init_frac=c.init_frac, budget_frac=c.budget_frac, utility=c.utility,
             sinkhorn_threshold=c.sinkhorn_threshold,
-            sinkhorn_max_iterations=c.sinkhorn_max_iterations))(keys)
+            sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol))(keys)
         res_metrics = sharding.to_host(res.metrics)
         for m, key in enumerate(METRICS):
             out[m, i] = res_metrics[key]

@@ -81,7 +81,7 @@ def test_loop_returns_solver_flags_and_warns(karate):
     res = avatar.run_active(karate, jax.random.key(0), "avatar", rounds=2, budget_frac=0.1)
     assert res.plan_converged.shape == res.plan_error.shape == (3,)
     assert res.cg_converged.shape == res.cg_residual.shape == (2,)
-    assert np.all(np.asarray(res.cg_converged)) and np.all(np.asarray(res.cg_residual) < 1e-5)
+    assert np.all(np.asarray(res.cg_converged)) and np.all(np.asarray(res.cg_residual) < 1e-4)
     assert np.all(np.asarray(res.plan_error) < 1e-4)
     assert np.all(np.asarray(res.plan_converged))  # the defaults converge: no warning
     with pytest.warns(RuntimeWarning, match="epsilon"):

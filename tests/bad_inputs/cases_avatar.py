@@ -1,7 +1,6 @@
 """Bad-input cases for jaxlab.avatar (solvers, adjoint CG, utilities, active loop, tasks)."""
 
 import functools
-import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -9,7 +8,7 @@ import numpy as np
 
 from experiments.configs import avatar as avatar_config
 from jaxlab.avatar import active, adjoint, alignment, experiment, solvers, tasks, utilities
-from tests.bad_inputs.harness import Case
+from tests.bad_inputs.harness import Case, train_smoke
 
 EPS = 0.1
 
@@ -41,15 +40,8 @@ def _run(**kw):
     return active.run_active(task, jax.random.key(0), **kw)
 
 
-def _config(**changes):
-    c = avatar_config.get_config("smoke")
-    for k, v in changes.items():
-        setattr(c, k, v)
-    return c
-
-
 def _train(**changes):
-    return experiment.train_and_evaluate(_config(**changes), tempfile.mkdtemp())
+    return train_smoke(avatar_config, experiment, **changes)
 
 
 def _lap(n):

@@ -1,6 +1,5 @@
 """Bad-input cases for jaxlab.bco (domains, losses, estimators, learners, ensembles, run)."""
 
-import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -9,7 +8,7 @@ import numpy as np
 from experiments.configs import bco as bco_config
 from jaxlab import bco
 from jaxlab.bco import ensembles, estimators, experiment, losses, reference
-from tests.bad_inputs.harness import Case
+from tests.bad_inputs.harness import Case, train_smoke
 
 D = 3
 
@@ -25,15 +24,8 @@ def _run(learner=None, seq=None, x0=None):
     return bco.run(learner, jax.random.key(1), seq, x0).loss
 
 
-def _config(**changes):
-    c = bco_config.get_config("smoke")
-    for k, v in changes.items():
-        setattr(c, k, v)
-    return c
-
-
 def _train(**changes):
-    return experiment.train_and_evaluate(_config(**changes), tempfile.mkdtemp())
+    return train_smoke(bco_config, experiment, **changes)
 
 
 def _regret_mismatch():

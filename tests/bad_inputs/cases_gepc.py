@@ -8,7 +8,7 @@ import numpy as np
 
 from experiments.configs import gepc as gepc_config
 from jaxlab.gepc import baselines, data, experiment, residual, schedule, scoring, train
-from tests.bad_inputs.harness import Case
+from tests.bad_inputs.harness import Case, train_smoke
 
 TS = [0.01, 0.02]
 
@@ -45,15 +45,8 @@ def _residuals(**kw):
     return residual.gepc_residuals(**args)
 
 
-def _config(**changes):
-    c = gepc_config.get_config("smoke")
-    for k, v in changes.items():
-        setattr(c, k, v)
-    return c
-
-
 def _train_eval(**changes):
-    return experiment.train_and_evaluate(_config(**changes), tempfile.mkdtemp())
+    return train_smoke(gepc_config, experiment, **changes)
 
 
 def _train_model(**kw):

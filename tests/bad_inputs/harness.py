@@ -1,9 +1,11 @@
 """Bad-input sweep: each case calls a public function with one bad argument.
 
-A case is *clear* when the call raises (or warns) with a message that names the bad
-argument. Anything else is a defect, tallied as:
+A case is *clear* when the call raises an input error (ValueError, TypeError,
+FloatingPointError, FileNotFoundError unless the case says otherwise) or warns
+(UserWarning / RuntimeWarning), with a message that names the bad argument. Anything else
+is a defect, tallied as:
 
-  unclear         raised, but the message does not name the argument
+  unclear         raised, but not an input error or without naming the argument
   silent_nonfinite returned NaN/inf with no error
   silent_finite   returned a finite (so wrong-looking-right) value with no error
 
@@ -22,11 +24,13 @@ import numpy as np
 
 
 class Case(NamedTuple):
-    """One bad call. ``arg`` must appear in the error (or warning) message."""
+    """One bad call. ``arg`` must appear in the error (or warning) message, and the error
+    must be one of ``errors`` (the input errors a caller can catch, by default)."""
 
     name: str
     call: Callable[[], Any]
     arg: str
+    errors: tuple = (ValueError, TypeError, FloatingPointError, FileNotFoundError)
 
 
 OUTCOMES = ("clear", "unclear", "silent_nonfinite", "silent_finite")
@@ -52,7 +56,8 @@ def classify(case: Case) -> tuple[str, str]:
             jax.block_until_ready(out)
         except Exception as e:  # noqa: BLE001 - every error type is classified
             msg = f"{type(e).__name__}: {e}"
-            return ("clear" if case.arg in str(e) else "unclear"), msg[:300]
+            clear = case.arg in str(e) and isinstance(e, case.errors)
+            return ("clear" if clear else "unclear"), msg[:300]
     for w in caught:
         if issubclass(w.category, UserWarning | RuntimeWarning) and case.arg in str(w.message):
             return "clear", f"warning: {w.message}"[:300]
@@ -77,3 +82,14 @@ def tally(cases: list[Case]) -> tuple[dict[str, int], list[tuple[Case, str, str]
     rows = [(c, *classify(c)) for c in cases]
     counts = {o: sum(r[1] == o for r in rows) for o in OUTCOMES}
     return counts, rows
+
+
+def train_smoke(config_module, experiment_module, **changes):
+    """``experiment_module.train_and_evaluate`` on the smoke config with ``changes`` applied,
+    in a fresh temporary workdir (the config validator must stop it before any work)."""
+    import tempfile
+
+    config = config_module.get_config("smoke")
+    for key, value in changes.items():
+        setattr(config, key, value)
+    return experiment_module.train_and_evaluate(config, tempfile.mkdtemp())

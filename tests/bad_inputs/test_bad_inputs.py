@@ -24,6 +24,10 @@ def test_harness_classifies_each_outcome():
         raise ValueError("bad")
 
     assert harness.classify(harness.Case("a", raise_named, "x"))[0] == "clear"
+    def index_error():
+        raise IndexError("`x` index 3 is out of bounds")
+
     assert harness.classify(harness.Case("b", raise_other, "x"))[0] == "unclear"
+    assert harness.classify(harness.Case("b2", index_error, "x"))[0] == "unclear"
     assert harness.classify(harness.Case("c", lambda: np.nan, "x"))[0] == "silent_nonfinite"
     assert harness.classify(harness.Case("d", lambda: 0.75, "x"))[0] == "silent_finite"
