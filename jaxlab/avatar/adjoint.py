@@ -98,14 +98,10 @@ def check_adjoint(info: AdjointInfo, tol, maxiter, where: str = "") -> bool:
     Returns:
       True when every solve converged.
     """
-    if isinstance(info.converged, jax.core.Tracer):
+    failed = validation.failed_solves(info.converged, info.residual)
+    if failed is None:
         return True
-    conv = np.asarray(info.converged, bool)
-    res = np.asarray(info.residual, np.float64)
-    bad = ~conv | ~np.isfinite(res)
-    if not bad.any():
-        return True
-    worst = float(np.nanmax(res[bad])) if np.isfinite(res[bad]).any() else float("nan")
+    bad, worst = failed
     warnings.warn(f"adjoint CG did not converge{where}: {int(bad.sum())} of {bad.size} "
                   f"solve(s), relative residual up to {worst:.3g} > `tol`={tol:g} after "
                   f"`maxiter`={maxiter} iterations; the cost gradient is inaccurate. Raise "

@@ -150,14 +150,10 @@ def check_plan(res: PlanResult, threshold=None, max_iterations=None, epsilon=Non
     Returns:
       True when every solve converged with finite marginals.
     """
-    if not _is_concrete(res.converged, res.marginal_error):
+    failed = validation.failed_solves(res.converged, res.marginal_error)
+    if failed is None:
         return True
-    conv = np.asarray(res.converged, bool)
-    err = np.asarray(res.marginal_error, np.float64)
-    bad = ~conv | ~np.isfinite(err)
-    if not bad.any():
-        return True
-    worst = float(np.nanmax(err[bad])) if np.isfinite(err[bad]).any() else float("nan")
+    bad, worst = failed
     parts = [f"{solver} plan did not converge{where}: {int(bad.sum())} of {bad.size} "
              f"solve(s), marginal error (L1) up to {worst:.3g}"]
     if threshold is not None:

@@ -80,17 +80,18 @@ def config_dict(config) -> dict:
     return json.loads(json.dumps(dict(config), sort_keys=True, default=str))
 
 
+def _digest(obj) -> str:
+    return hashlib.sha1(json.dumps(obj, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
 def config_hash(config) -> str:
     """sha1 (12 hex digits) of the config alone."""
-    text = json.dumps(config_dict(config), sort_keys=True, default=str)
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
+    return _digest(config_dict(config))
 
 
 def unit_key(config) -> str:
     """Cache key of work done under ``config`` by this code: hash of (config, code version)."""
-    text = json.dumps({"config": config_dict(config), "code": code_version()}, sort_keys=True,
-                      default=str)
-    return hashlib.sha1(text.encode()).hexdigest()[:12]
+    return _digest({"config": config_dict(config), "code": code_version()})
 
 
 def package_versions() -> dict:

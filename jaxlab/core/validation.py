@@ -171,3 +171,24 @@ def check_fields(obj, rules: dict, *, prefix: str = "config") -> None:
         else:
             low, high, low_inc, high_inc = rule
             check_in_range(name, value, low, high, low_inclusive=low_inc, high_inclusive=high_inc)
+
+
+def failed_solves(converged, errors):
+    """The failed solves of a (batch of) solver report(s), for a non-convergence message.
+
+    Args:
+      converged: bool flags, any shape.
+      errors: the solves' final errors / residuals, same shape.
+
+    Returns:
+      None when the values are traced or every solve converged with a finite error; else
+      (bad mask, largest finite error among the failed solves or NaN).
+    """
+    if not (_is_concrete(converged) and _is_concrete(errors)):
+        return None
+    err = np.asarray(errors, np.float64)
+    bad = ~np.asarray(converged, bool) | ~np.isfinite(err)
+    if not bad.any():
+        return None
+    worst = float(np.nanmax(err[bad])) if np.isfinite(err[bad]).any() else float("nan")
+    return bad, worst
