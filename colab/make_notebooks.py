@@ -11,33 +11,17 @@ headline table and the PNG plots. tests/test_notebooks.py executes them at smoke
 """
 
 import os
+import sys
 
 import nbformat
 from nbformat import v4
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from experiments.lib import registry  # noqa: E402
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
-# method -> (title, extras, one-line summary, README anchor text)
-METHODS = {
-    "qlearning": ("Periodic Q-learning", "dev",
-                  "Constant vs geometrically growing target-update periods on random MDPs: "
-                  "samples to reach ||Q - Q*||_inf <= eps."),
-    "bco": ("Gradient-variation bandit convex optimization", "dev",
-            "Two-point BCO (convex, strongly convex), one-point linear bandits on boxes, "
-            "dynamic and universal regret against the anchor baselines."),
-    "avatar": ("AvAtar: active supervision for OT alignment", "ot",
-               "Entropic OT / FGW alignment on ott-jax with adjoint-CG utilities choosing "
-               "which pairs to label."),
-    "gepc": ("GEPC: equivariance-consistency OOD detection", "vision",
-             "Group-equivariant posterior consistency of a diffusion score as an OOD score "
-             "against score-norm, MSMA and DiffPath."),
-    "dllm": ("POKE-SMC: masked diffusion LM decoding", "dev",
-             "Unmasking policies, best-of-N, Path-LL SMC and POKE-SMC on four reasoning "
-             "tasks with exact verifiers (shipped tiny denoisers)."),
-    "rfo": ("RFO: flow policies through MJX", "rl",
-            "Flow policies trained by backpropagating through the ODE and MJX physics "
-            "against Gaussian APG and PPO at equal environment steps."),
-}
+METHODS = registry.METHODS
 
 INSTALL = '''\
 # Install: inside a jaxlab checkout (local Jupyter, the tests) nothing is done; on Colab the
@@ -62,12 +46,12 @@ WORKDIR = "results_colab/{method}"
 OVERRIDES = {{}}  # flattened config fields, e.g. {{"num_seeds": 8}}'''
 
 RUN = '''\
-from experiments.configs import {method} as config_lib
-from jaxlab.{method} import experiment
+from experiments.lib import registry
 
-config = config_lib.get_config(PRESET)
+config = registry.get_config("{method}", PRESET)
 config.update_from_flattened_dict(OVERRIDES)
-summary = experiment.train_and_evaluate(config, WORKDIR)  # same call as the binary'''
+summary = registry.train_and_evaluate("{method}", config, WORKDIR)  # same as the binary
+experiment = registry.experiment("{method}")'''
 
 SHOW = '''\
 import glob
@@ -133,7 +117,7 @@ for path in sorted(glob.glob(os.path.join(WORKDIR, "*.png"))):
 
 def notebook(method: str) -> nbformat.NotebookNode:
     sale = method == "sale"
-    title, extras, summary = SALE_TITLE if sale else METHODS[method]
+    title, extras, summary = SALE_TITLE if sale else METHODS[method][1:]
     nb = v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3",
                                  "language": "python"}
@@ -143,7 +127,7 @@ def notebook(method: str) -> nbformat.NotebookNode:
             f"# {title}\n\n{summary}\n\n" + (
                 "Calls the same kernels as `python -m experiments.bench_sale` at the `smoke` "
                 "size (change `PRESET` below)." if sale else
-                f"Runs `jaxlab.{method}.experiment.train_and_evaluate` at the `smoke` preset "
+                f"Runs the `{method}` experiment (`experiments/{method}.py`) at the `smoke` preset "
                 f"(change `PRESET` below), the same code as `python -m experiments.{method}`. "
                 "See the README section of this method for the `quick` / `full` figures.")),
         v4.new_code_cell(INSTALL.format(extras=extras)),

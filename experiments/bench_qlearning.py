@@ -9,8 +9,8 @@ import jax
 import numpy as np
 from absl import app, flags
 
+from experiments.lib import timing
 from jaxlab import qlearning as ql
-from jaxlab.core import timing
 from jaxlab.qlearning.reference import periodic_q_learning_numpy
 
 _NP_STEPS = flags.DEFINE_integer("numpy_steps", 100_000, "Steps for the NumPy loop.")

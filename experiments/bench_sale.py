@@ -13,7 +13,7 @@ import jax
 import jax.numpy as jnp
 from absl import app, flags
 
-from jaxlab.core import timing
+from experiments.lib import timing
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.estimate import estimate_and_select, sale_attention_pallas
 from pallas_kernels.sale.synthetic import structured_qkv

@@ -19,6 +19,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
+from experiments.lib import study
 from jaxlab.core import sharding
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
@@ -47,11 +48,14 @@ def quiet_backend_probe() -> None:
 
 
 def run(train_and_evaluate, config) -> dict:
-    """Initialises multi-host JAX if asked, then calls ``train_and_evaluate(config, workdir)``."""
+    """Initialises multi-host JAX if asked, then runs ``train_and_evaluate`` (a
+    ``study.Experiment``, or a function of ``(config, workdir)``) into ``--workdir``."""
     if WORKDIR.value is None:
         raise flags.ValidationError("--workdir is required.")
     sharding.initialize_distributed(COORDINATOR.value, NUM_PROCESSES.value, PROCESS_ID.value)
     logging.info("config:\n%s", config)
+    if isinstance(train_and_evaluate, study.Experiment):
+        return study.train_and_evaluate(train_and_evaluate, config, WORKDIR.value)
     return train_and_evaluate(config, WORKDIR.value)
 
 
@@ -131,7 +135,12 @@ def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
 
 
 def launch(train_and_evaluate, default_config: str) -> None:
-    """The whole body of a method binary: --config (default ``default_config``), --workdir."""
+    """The whole body of a method binary: --config (default ``default_config``), --workdir.
+
+    Args:
+      train_and_evaluate: a ``study.Experiment`` or a function of ``(config, workdir)``.
+      default_config: ``path.py:preset`` used when --config is not given.
+    """
     quiet_backend_probe()
     main_doc = getattr(sys.modules.get("__main__"), "__doc__", None)
     message = check_argv(sys.argv, default_config, main_doc)

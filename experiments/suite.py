@@ -9,7 +9,6 @@ version is rerun, never reported; a method interrupted midway resumes from its o
 checkpoints.
 """
 
-import importlib
 import json
 import os
 import time
@@ -17,17 +16,10 @@ import time
 from absl import app, flags, logging
 
 from experiments import common
-from jaxlab.core import provenance, results, sharding
+from experiments.lib import provenance, registry, results
+from jaxlab.core import sharding
 
-# method name -> (config module, library experiment module)
-METHODS = {
-    "qlearning": ("experiments.configs.qlearning", "jaxlab.qlearning.experiment"),
-    "bco": ("experiments.configs.bco", "jaxlab.bco.experiment"),
-    "avatar": ("experiments.configs.avatar", "jaxlab.avatar.experiment"),
-    "gepc": ("experiments.configs.gepc", "jaxlab.gepc.experiment"),
-    "dllm": ("experiments.configs.dllm", "jaxlab.dllm.experiment"),
-    "rfo": ("experiments.configs.rfo", "jaxlab.rfo.experiment"),
-}
+METHODS = registry.METHODS
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
 _METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
@@ -46,8 +38,7 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
         raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(METHODS)}.")
     summaries, timings = {}, {}
     for name in methods:
-        cfg_mod, exp_mod = (importlib.import_module(m) for m in METHODS[name])
-        config = cfg_mod.get_config(preset)
+        config = registry.get_config(name, preset)
         out = os.path.join(workdir, name)
         path = os.path.join(out, "summary.json")
         wall_path = os.path.join(out, "suite_wall_time.json")
@@ -64,7 +55,7 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
                             "rerunning", name, path, _key(old) or "no provenance")
         logging.info("%s: running preset %s", name, preset)
         t0 = time.perf_counter()
-        exp_mod.train_and_evaluate(config, out)
+        registry.train_and_evaluate(name, config, out)
         timings[name] = time.perf_counter() - t0
         # The report reads what is on disk, so a rerun that skips this method writes
         # the same rows in the same order.
@@ -101,7 +92,6 @@ def _write_report(preset, workdir, methods, summaries, timings):
              + ", ".join(f"{k} {v}" for k, v in pk.items() if v is not None) + ".",
              ""]
     for name in methods:
-        exp_mod = importlib.import_module(METHODS[name][1])
         wall = ("not recorded" if timings[name] is None else f"{timings[name]:.0f} s")
         p = summaries[name]["provenance"]
         lines += [f"## {name}", "",
@@ -109,7 +99,7 @@ def _write_report(preset, workdir, methods, summaries, timings):
                   f"{p['config_hash']} (full config in {name}/summary.json), code "
                   f"{p['code_version']}.", "",
                   "| metric | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in exp_mod.headline(summaries[name])]
+        lines += [f"| {k} | {v} |" for k, v in registry.experiment(name).headline(summaries[name])]
         lines.append("")
     if sharding.is_main_process():
         os.makedirs(workdir, exist_ok=True)

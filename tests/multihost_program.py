@@ -1,5 +1,5 @@
 """The multi-host checks of ``tests/test_multihost.py``, run as every process of a local
-cluster (``jaxlab.core.cluster``): 2 processes x 2 CPU devices, one global mesh.
+cluster (``experiments.lib.cluster``): 2 processes x 2 CPU devices, one global mesh.
 
 Each check prints ``<name> OK``; any failure exits non-zero (and the cluster kills the peer).
 """
@@ -25,7 +25,8 @@ def main(argv):
     import jax.numpy as jnp
     import numpy as np
 
-    from jaxlab.core import checkpoint, results, sharding
+    from experiments.lib import checkpoint, results, study
+    from jaxlab.core import sharding
 
     workdir = common.WORKDIR.value
     pid = jax.process_index()
@@ -57,16 +58,16 @@ def main(argv):
         done.append(i)
         return step(c)
 
-    expected = sharding.to_host(checkpoint.run_resumable(chunk, init, 4))
+    expected = sharding.to_host(study.run_resumable(chunk, init, 4))
     ckdir = os.path.join(workdir, "global_run")
     try:
-        checkpoint.run_resumable(lambda c, i: chunk(c, i, stop_at=2), init, 4,
+        study.run_resumable(lambda c, i: chunk(c, i, stop_at=2), init, 4,
                                  checkpoint_dir=ckdir)
         raise AssertionError("expected the interruption")
     except KeyboardInterrupt:
         pass
     done.clear()
-    resumed = checkpoint.run_resumable(chunk, init, 4, checkpoint_dir=ckdir)
+    resumed = study.run_resumable(chunk, init, 4, checkpoint_dir=ckdir)
     assert done == [2, 3], done
     assert not resumed.x.is_fully_addressable
     for a, b in zip(sharding.to_host(resumed), expected, strict=True):
@@ -93,13 +94,12 @@ def main(argv):
     # The suite binary's code path on two hosts (Q-learning at smoke size), and the same
     # experiment with everything on one device per process, for the test to compare.
     from experiments import suite
-    from experiments.configs import qlearning as qlearning_config
-    from jaxlab.qlearning import experiment as qlearning_experiment
+    from experiments.lib import registry
 
     suite.run_suite("smoke", os.path.join(workdir, "suite"), ["qlearning"])
-    cfg = qlearning_config.get_config("smoke")
+    cfg = registry.get_config("qlearning", "smoke")
     cfg.mesh_shape = None
-    qlearning_experiment.train_and_evaluate(cfg, os.path.join(workdir, "single"))
+    registry.train_and_evaluate("qlearning", cfg, os.path.join(workdir, "single"))
     print("suite OK", flush=True)
 
     try:

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from experiments.configs import dllm as dllm_cfg
-from jaxlab.core import checkpoint, provenance
+from experiments.lib import checkpoint, provenance
 from jaxlab.dllm import experiment
 
 

@@ -1,5 +1,5 @@
 """The multi-host path, run for real: 2 local processes x 2 CPU devices joined by
-``jax.distributed`` (``jaxlab.core.cluster``), one mesh over all 4 devices.
+``jax.distributed`` (``experiments.lib.cluster``), one mesh over all 4 devices.
 
 Default: the core checks (global placement, all-gather, checkpoint/resume of global and
 host-local trees, main-process writing, MJX model placement) and the suite, whose two-host
@@ -16,7 +16,7 @@ import sys
 import numpy as np
 import pytest
 
-from jaxlab.core import cluster
+from experiments.lib import cluster
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

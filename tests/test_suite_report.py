@@ -31,7 +31,7 @@ class _FakeMethod:
         return ml_collections.ConfigDict({"size": {"smoke": 1, "quick": 2}[preset], "seed": 0})
 
     def train_and_evaluate(self, config, workdir):
-        from jaxlab.core import results
+        from experiments.lib import results
 
         self.runs.append(config.size)
         results.write_summary(workdir, {"value": 10 * config.size}, config)
@@ -47,7 +47,7 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     import sys
     import types
 
-    from jaxlab.core import provenance
+    from experiments.lib import provenance
 
     fake = _FakeMethod()
     mod = types.ModuleType("fake_method")

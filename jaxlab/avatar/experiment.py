@@ -1,6 +1,6 @@
 """AvAtar experiments: MRR vs round per strategy and task; CG vs dense adjoint scaling.
 
-Every (task) study and the scaling study are chunks of ``core.checkpoint.run_resumable``;
+Every (task) study and the scaling study are chunks of ``core.study.run_resumable``;
 strategies run vmapped over seeds in one jitted scan each.
 """
 
@@ -13,8 +13,9 @@ import ml_collections
 import numpy as np
 from absl import logging
 
+from experiments.lib import checkpoint, plots, results, study, timing
 from jaxlab.avatar import active, adjoint, solvers, tasks
-from jaxlab.core import checkpoint, metrics, plots, results, sharding, timing
+from jaxlab.core import metrics, sharding
 
 METRICS = ("mrr", "hits@1", "hits@10", "hits@30", "hits@50")
 
@@ -81,7 +82,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
             arr = _study(c, name)
         return {**carry, name: jnp.asarray(arr)}
 
-    out = checkpoint.run_resumable(chunk, init, len(units),
+    out = study.run_resumable(chunk, init, len(units),
                                    checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, c),
                                    desc="avatar studies", unit="study")
     out = {k: np.asarray(v) for k, v in out.items()}

@@ -18,8 +18,6 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
-from ott.geometry import geometry
-from ott.solvers import linear, quadratic
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array
@@ -36,6 +34,15 @@ class PlanResult(NamedTuple):
     marginal_error: Array
     iterations: Array
 
+
+
+def _ott():
+    """(geometry, linear, quadratic) of ott-jax, imported on first use: ott's own import
+    pulls in matplotlib, which ``import jaxlab.avatar`` must not (tests/test_imports.py)."""
+    from ott.geometry import geometry
+    from ott.solvers import linear, quadratic
+
+    return geometry, linear, quadratic
 
 def marginal_error(plan: Array) -> Array:
     """max(||T 1 - 1/n||_1, ||T^T 1 - 1/m||_1) for an [n, m] plan with uniform marginals."""
@@ -66,6 +73,7 @@ def entropic_solve(cost: Array, epsilon, threshold: float = 1e-5,
     _check_cost(cost, epsilon)
     validation.check_in_range("threshold", threshold, 0.0, low_inclusive=False)
     validation.check_positive_int("max_iterations", max_iterations)
+    geometry, linear, _ = _ott()
     geom = geometry.Geometry(cost_matrix=cost, epsilon=epsilon)
     out = linear.solve(geom, threshold=threshold, max_iterations=max_iterations)
     plan = out.matrix
@@ -108,6 +116,7 @@ def fgw_solve(cost: Array, struct1: Array, struct2: Array, epsilon,
     validation.check_finite("struct1", struct1)
     validation.check_finite("struct2", struct2)
     validation.check_in_range("fused_penalty", fused_penalty, 0.0)
+    geometry, _, quadratic = _ott()
     out = quadratic.solve(geometry.Geometry(cost_matrix=struct1),
                           geometry.Geometry(cost_matrix=struct2),
                           geometry.Geometry(cost_matrix=cost), fused_penalty=fused_penalty,
@@ -177,6 +186,7 @@ def implicit_utility_grad(cost: Array, epsilon, weights: Array) -> Array:
     validation.check_shape("weights", weights, cost.shape)
 
     def f(c):
+        geometry, linear, _ = _ott()
         geom = geometry.Geometry(cost_matrix=c, epsilon=epsilon)
         out = linear.solve(geom, threshold=1e-7, max_iterations=5000)
         return jnp.sum(out.matrix * weights)

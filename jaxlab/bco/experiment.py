@@ -1,7 +1,7 @@
 """Experiments for gradient-variation BCO: regret vs T, d and V_T, variants, baselines.
 
 Each study is one unit producing a fixed-shape array of per-seed regrets; the units run
-through ``core.checkpoint.run_resumable`` so an interrupted run keeps finished units.
+through ``core.study.run_resumable`` so an interrupted run keeps finished units.
 All (learner, seed) runs of a unit are vmapped over seeds inside one jitted scan.
 """
 
@@ -13,9 +13,10 @@ import ml_collections
 import numpy as np
 from absl import logging
 
+from experiments.lib import checkpoint, plots, results, study
 from jaxlab.bco import domains, ensembles, learners, losses
 from jaxlab.bco.run import dynamic_regret, regret, run
-from jaxlab.core import checkpoint, metrics, plots, results, sharding
+from jaxlab.core import metrics, sharding
 
 TWO_POINT = {
     "gradient_variation (ours)": learners.gradient_variation,
@@ -137,7 +138,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         logging.info("bco: study %s", name)
         return {**carry, name: jnp.asarray(units[name][1](), jnp.float32)}
 
-    out = checkpoint.run_resumable(chunk, init, len(names),
+    out = study.run_resumable(chunk, init, len(names),
                                    checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, config),
                                    desc="bco studies", unit="study")
     out = {k: np.asarray(v) for k, v in out.items()}

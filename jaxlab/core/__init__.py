@@ -1,16 +1,11 @@
-"""Method-agnostic building blocks shared by every jaxlab method."""
+"""Method-agnostic building blocks shared by every jaxlab method.
 
-from jaxlab.core import (
-    checkpoint,
-    metrics,
-    plots,
-    progress,
-    sharding,
-    smc,
-    timing,
-    types,
-    validation,
-)
+Pure: math, SMC, metrics (incl. bootstrap CIs), sharding helpers, validation, chunk loops
+and the shared types. Nothing here writes files, plots or imports matplotlib/orbax; the
+experiment plumbing (checkpoints, results, provenance, plots, progress, timing, clusters)
+lives in ``experiments.lib``.
+"""
 
-__all__ = ["checkpoint", "metrics", "plots", "progress", "sharding", "smc", "timing", "types",
-           "validation"]
+from jaxlab.core import loops, metrics, sharding, smc, types, validation
+
+__all__ = ["loops", "metrics", "sharding", "smc", "types", "validation"]

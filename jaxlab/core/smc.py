@@ -10,7 +10,7 @@ when concrete, finite, non-negative with a positive sum (they need not be normal
 ``log_weights`` of ``normalize_log_weights`` / ``ess``: 1-D, non-empty and, when concrete,
 free of NaN and +inf with at least one finite entry (-inf marks a zero weight). Traced
 weights (inside a caller's ``jit`` / ``vmap`` / ``scan``) cannot be inspected: callers that
-build weights in compiled loops flag non-finite ones themselves (``jaxlab.dllm.smc`` returns
+build weights in compiled loops flag non-finite ones themselves (``jaxlab.dllm.path_smc`` returns
 ``SMCInfo.nonfinite_weights`` and raises on it at its Python entry point).
 """
 

@@ -18,11 +18,12 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, provenance, sharding, timing
-from jaxlab.core.progress import Progress
-from jaxlab.core.results import write_json, write_summary
+from experiments.lib import checkpoint, plots, provenance, study, timing
+from experiments.lib.progress import Progress
+from experiments.lib.results import write_json, write_summary
+from jaxlab.core import metrics, sharding
 from jaxlab.dllm import config as config_lib
-from jaxlab.dllm import decoding, poke, smc
+from jaxlab.dllm import decoding, path_smc, poke
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import tasks as tasks_lib
 from jaxlab.dllm import train as train_lib
@@ -75,8 +76,8 @@ def train_denoiser(config, workdir, name):
     kw = _train_kwargs(config, name)
     graphdef, params, history = train_lib.train(
         task, cfg, seed=config.seed,
-        checkpoint_dir=os.path.join(checkpoint.checkpoint_dir_for(workdir, config),
-                                    f"train_{name}"), **kw)
+        runner=functools.partial(study.run_resumable, checkpoint_dir=os.path.join(
+            checkpoint.checkpoint_dir_for(workdir, config), f"train_{name}")), **kw)
     out = os.path.join(os.path.abspath(workdir), "models", name)
     _export(out, kw["steps"], params, _model_key(config, name))
     write_json(os.path.join(workdir, "models", f"{name}_history.json"), history)
@@ -154,8 +155,8 @@ def train_poke(config, workdir, name, task, denoise_fn):
     graphdef, params, _, _ = poke.fit(
         ro, hidden=pc.hidden, steps=pc.steps, batch_size=pc.batch_size, lr=pc.lr,
         seed=config.seed, num_chunks=pc.num_chunks,
-        checkpoint_dir=os.path.join(checkpoint.checkpoint_dir_for(workdir, config),
-                                    f"poke_{name}"))
+        runner=functools.partial(study.run_resumable, checkpoint_dir=os.path.join(
+            checkpoint.checkpoint_dir_for(workdir, config), f"poke_{name}")))
     out = os.path.join(os.path.abspath(workdir), "models", f"{name}_poke")
     _export(out, pc.steps, params, _model_key(config, name, head=True))
     return graphdef, params
@@ -209,11 +210,11 @@ def decoders(config, task, denoise_fn, value_fn) -> dict:
     for n in config.particles:
         kw = dict(num_particles=n, temperature=config.temperature, **common)
         out[f"best_of_{n}"] = ("best_of_n", n, _weight_flag(functools.partial(
-            smc.best_of_n, denoise_fn, gen_length=a, **kw)))
+            path_smc.best_of_n, denoise_fn, gen_length=a, **kw)))
         out[f"smc_{n}"] = ("smc", n, _weight_flag(functools.partial(
-            smc.smc_decode, denoise_fn, gen_length=a, **kw)))
+            path_smc.smc_decode, denoise_fn, gen_length=a, **kw)))
         out[f"poke_smc_{n}"] = ("poke_smc", n, _weight_flag(functools.partial(
-            smc.smc_decode, denoise_fn, gen_length=a, value_fn=value_fn, **kw)))
+            path_smc.smc_decode, denoise_fn, gen_length=a, value_fn=value_fn, **kw)))
     return out
 
 
@@ -264,7 +265,7 @@ def evaluate_task(config, workdir, name) -> dict:
                 raise FloatingPointError(
                     f"dllm {name} {dname}: SMC log weights became non-finite on problems "
                     f"{i}..{i + p.shape[0] - 1}; check `weight_scale`, `temperature` and the "
-                    "POKE head (see smc.raise_if_nonfinite).")
+                    "POKE head (see path_smc.raise_if_nonfinite).")
             correct.append(ok)
             pll.append(path_ll)
             nfe.append(n_fe)
@@ -317,7 +318,7 @@ def throughput(config, name, workdir) -> dict:
     common = dict(mask_id=task.mask_id, vocab_size=task.vocab_size)
     out = {}
     for n in config.throughput_particles:
-        fn = jax.jit(functools.partial(smc.smc_decode, denoise_fn, gen_length=task.answer_len,
+        fn = jax.jit(functools.partial(path_smc.smc_decode, denoise_fn, gen_length=task.answer_len,
                                        num_particles=n, **common))
         sec = timing.best_time(lambda fn=fn: fn(prompt, key=jax.random.key(0)), repeats=2)
         out[str(n)] = {"seconds": sec,

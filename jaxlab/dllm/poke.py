@@ -27,8 +27,7 @@ import numpy as np
 import optax
 from flax import nnx
 
-from jaxlab.core import checkpoint as ckpt_lib
-from jaxlab.core import validation
+from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
 
@@ -152,7 +151,7 @@ def _check_rollouts(rollouts: Rollouts) -> None:
 
 def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
         steps: int = 1500, batch_size: int = 512, lr: float = 3e-3, seed: int = 0,
-        num_chunks: int = 5, checkpoint_dir: str | None = None):
+        num_chunks: int = 5, runner: loops.ChunkRunner = loops.run_chunks):
     """Regresses a ValueHead on ``rollouts`` (MSE) with early stopping, resumable per chunk.
 
     The last ``val_fraction`` of the rollouts (whole rollouts, they are stored rollout-major)
@@ -216,8 +215,8 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
 
     state = HeadState(params, opt.init(params), jax.random.key(seed), jnp.zeros(num_chunks),
                       jnp.zeros(num_chunks), params, jnp.array(jnp.inf))
-    state = ckpt_lib.run_resumable(
-        chunk, state, num_chunks, checkpoint_dir=checkpoint_dir, desc="POKE head",
+    state = runner(
+        chunk, state, num_chunks, desc="POKE head",
         unit="steps", units_per_chunk=per_chunk,
         log_fn=lambda i, s: f"mse {float(s.losses[i]):.4f} val {float(s.val_losses[i]):.4f}")
     return graphdef, state.best_params, np.asarray(state.losses), np.asarray(state.val_losses)

@@ -24,8 +24,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from jaxlab.core import checkpoint as ckpt_lib
-from jaxlab.core import validation
+from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import model as model_lib
 
@@ -122,9 +121,10 @@ def evaluate_loss(task, graphdef, params, batch_size: int, seed: int) -> Array:
 
 
 def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: float,
-          seed: int = 0, checkpoint_dir: str | None = None,
+          seed: int = 0, runner: loops.ChunkRunner = loops.run_chunks,
           num_chunks: int = 10) -> tuple[nnx.GraphDef, nnx.State, dict]:
-    """Trains a denoiser on ``task``; resumable from ``checkpoint_dir`` after every chunk.
+    """Trains a denoiser on ``task`` in ``num_chunks`` chunks driven by ``runner``
+    (``loops.run_chunks``; the experiments pass a resumable, checkpointing runner).
 
     A Python loop of jitted steps (on XLA:CPU faster than a scan around a network step,
     see WORKSPACE_NOTES); the whole TrainState is checkpointed after each chunk.
@@ -160,8 +160,8 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
         return st._replace(losses=st.losses.at[i].set(total / per_chunk),
                            eval_losses=st.eval_losses.at[i].set(ev))
 
-    state = ckpt_lib.run_resumable(
-        chunk, state, num_chunks, checkpoint_dir=checkpoint_dir,
+    state = runner(
+        chunk, state, num_chunks,
         desc=f"{task.name} denoiser", unit="steps", units_per_chunk=per_chunk,
         log_fn=lambda i, s: f"loss {float(s.losses[i]):.4f} eval {float(s.eval_losses[i]):.4f}")
     history = {"step": [per_chunk * (i + 1) for i in range(num_chunks)],

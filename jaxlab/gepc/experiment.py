@@ -7,6 +7,8 @@ loads the shipped model (or trains one), computes GEPC residuals and baseline fe
 for every set (one resumable chunk per set), and writes AUROCs with bootstrap CIs.
 """
 
+import functools
+import hashlib
 import os
 
 import jax
@@ -15,7 +17,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, results, sharding
+from experiments.lib import checkpoint, plots, results, study
+from jaxlab.core import metrics, sharding
 from jaxlab.gepc import baselines, data, residual, schedule, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
@@ -70,8 +73,17 @@ def train(config: ml_collections.ConfigDict, workdir: str, id_train=None):
     scoring.validate_config(config)
     if id_train is None:
         id_train, _, _ = id_split(config)
+    # Keyed by everything that determines the model (data bytes included) and the code
+    # version: a changed setting or dataset never resumes another run's training.
+    ckpt = checkpoint.checkpoint_dir_for(workdir, {
+        "what": "gepc_score_model", "steps": config.train_steps,
+        "batch_size": config.batch_size, "learning_rate": config.learning_rate,
+        "num_chunks": config.train_chunks, "channels": tuple(config.channels),
+        "seed": config.seed,
+        "data_sha1": hashlib.sha1(np.asarray(id_train).tobytes()).hexdigest()})
     model, params, losses = train_score_model(
-        id_train, workdir, steps=config.train_steps, batch_size=config.batch_size,
+        id_train, runner=functools.partial(study.run_resumable, checkpoint_dir=ckpt),
+        steps=config.train_steps, batch_size=config.batch_size,
         learning_rate=config.learning_rate, num_chunks=config.train_chunks,
         channels=tuple(config.channels), seed=config.seed)
     out = os.path.join(os.path.abspath(workdir), "score_model")
@@ -151,7 +163,7 @@ def train_and_evaluate(config: ml_collections.ConfigDict, workdir: str) -> dict:
         f = _features(config, eps_fn, score_fn, sets[name], jax.random.key(config.seed + i))
         return {**carry, name: {k: jnp.asarray(v, jnp.float32) for k, v in f.items()}}
 
-    feats = checkpoint.run_resumable(chunk, init, len(names),
+    feats = study.run_resumable(chunk, init, len(names),
                                      checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, config),
                                      desc="GEPC sets", unit="set")
     feats = jax.tree.map(np.asarray, feats)

@@ -7,7 +7,6 @@ checked per step (it is logged per chunk).
 """
 
 import functools
-import hashlib
 from typing import NamedTuple
 
 import jax
@@ -15,7 +14,7 @@ import jax.numpy as jnp
 import numpy as np
 import optax
 
-from jaxlab.core import checkpoint, validation
+from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey, PyTree
 from jaxlab.gepc import schedule
 from jaxlab.gepc.model import UNet
@@ -43,10 +42,12 @@ def make_eps_fn(model: UNet, params):
     return jax.jit(lambda x, t: model.apply(params, x, t))
 
 
-def train_score_model(images: np.ndarray, workdir: str, *, steps: int = 3000,
+def train_score_model(images: np.ndarray, *, steps: int = 3000,
                       batch_size: int = 64, learning_rate: float = 2e-3, num_chunks: int = 10,
-                      channels=(32, 64, 64), seed: int = 0):
-    """Trains the eps-model on ``images`` [N, S, S, C] in [-1, 1]; resumes from workdir.
+                      channels=(32, 64, 64), seed: int = 0,
+                      runner: loops.ChunkRunner = loops.run_chunks):
+    """Trains the eps-model on ``images`` [N, S, S, C] in [-1, 1] in ``num_chunks`` chunks
+    driven by ``runner`` (the experiment passes a resumable, checkpointing runner).
 
     Returns:
       (model, params, per-chunk mean losses).
@@ -91,14 +92,8 @@ def train_score_model(images: np.ndarray, workdir: str, *, steps: int = 3000,
             total += loss
         return TrainState(p, o, k, st.step + per_chunk, st.losses.at[i].set(total / per_chunk))
 
-    state = checkpoint.run_resumable(
+    state = runner(
         chunk, state, num_chunks,
-        # Keyed by everything that determines the model (data bytes included) and the code
-        # version: a changed setting or dataset never resumes another run's training.
-        checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, {
-            "what": "gepc_score_model", "steps": steps, "batch_size": batch_size,
-            "learning_rate": learning_rate, "num_chunks": num_chunks, "channels": channels,
-            "seed": seed, "data_sha1": hashlib.sha1(np.asarray(images).tobytes()).hexdigest()}),
         desc="GEPC score model",
         unit="steps", units_per_chunk=per_chunk,
         log_fn=lambda i, s: f"loss {float(s.losses[i]):.4f}")

@@ -21,7 +21,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import checkpoint, metrics, plots, provenance, results, sharding, timing
+from experiments.lib import checkpoint, plots, provenance, results, study, timing
+from jaxlab.core import metrics, sharding
 from jaxlab.rfo import envs, ppo, train
 
 METHODS = ("rfo", "rfo_chunked", "apg", "ppo")
@@ -102,7 +103,7 @@ def run_method(config, task_name: str, method: str, workdir: str) -> dict:
         return st, ev, tr, gn
 
     t0 = time.perf_counter()
-    _, ev, tr, gn = checkpoint.run_resumable(
+    _, ev, tr, gn = study.run_resumable(
         lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
         checkpoint_dir=checkpoint.checkpoint_dir_for(workdir, ckpt_cfg),
         desc=f"{task_name} {method}", unit="env steps",

@@ -41,7 +41,7 @@ def _run(**kw):
 
 
 def _train(**changes):
-    return train_smoke(avatar_config, experiment, **changes)
+    return train_smoke("avatar", **changes)
 
 
 def _lap(n):

@@ -25,7 +25,7 @@ def _run(learner=None, seq=None, x0=None):
 
 
 def _train(**changes):
-    return train_smoke(bco_config, experiment, **changes)
+    return train_smoke("bco", **changes)
 
 
 def _regret_mismatch():

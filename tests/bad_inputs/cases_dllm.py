@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.configs import dllm as dllm_configs
-from jaxlab.dllm import decoding, poke, smc, tasks
+from jaxlab.dllm import decoding, path_smc, poke, tasks
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import train as train_lib
 from tests.bad_inputs.harness import Case
@@ -36,7 +36,7 @@ def dec(prompt=GOOD, gen=2, **kw):
 
 def sdec(prompt=GOOD, gen=2, **kw):
     kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, "num_particles": 2, **kw}
-    return smc.smc_decode(toy, prompt, gen, **kw)
+    return path_smc.smc_decode(toy, prompt, gen, **kw)
 
 
 def thr(prompt=GOOD, gen=2, **kw):
@@ -107,7 +107,7 @@ CASES = [
     Case("smc_decode: prompt id >= vocab", lambda: sdec(np.array([[99], [0]])), "`prompt`"),
     Case("smc_decode: prompt id == mask", lambda: sdec(np.array([[MASK], [0]])), "`prompt`"),
     Case("smc_decode: 1-D prompt", lambda: sdec(np.zeros(3, np.int32)), "`prompt`"),
-    Case("best_of_n: prompt id >= vocab", lambda: smc.best_of_n(
+    Case("best_of_n: prompt id >= vocab", lambda: path_smc.best_of_n(
         toy, np.array([[7], [0]]), 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2),
         "`prompt`"),
     Case("decode_threshold: prompt id == mask", lambda: thr(np.array([[MASK], [0]])),
@@ -157,7 +157,7 @@ CASES = [
          "`block_length`"),
     Case("smc_decode: NaN value_fn (traced weights)", lambda: sdec(gen=1, value_fn=nan_value_fn),
          "`value_fn`"),
-    Case("run_particles: NaN value_fn (traced weights)", lambda: smc.run_particles(
+    Case("run_particles: NaN value_fn (traced weights)", lambda: path_smc.run_particles(
         toy, GOOD, 1, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=nan_value_fn), "`value_fn`"),
     # POKE

@@ -1,6 +1,5 @@
 """Bad-input cases for jaxlab.gepc (residual, schedule, scoring, baselines, data, training)."""
 
-import tempfile
 
 import jax
 import jax.numpy as jnp
@@ -46,11 +45,11 @@ def _residuals(**kw):
 
 
 def _train_eval(**changes):
-    return train_smoke(gepc_config, experiment, **changes)
+    return train_smoke("gepc", **changes)
 
 
 def _train_model(**kw):
-    args = {"images": np.asarray(_x(4, 8)), "workdir": tempfile.mkdtemp(), "steps": 2,
+    args = {"images": np.asarray(_x(4, 8)), "steps": 2,
             "batch_size": 2, "num_chunks": 1, "channels": (8, 8, 8)}
     args.update(kw)
     return train.train_score_model(**args)[2]

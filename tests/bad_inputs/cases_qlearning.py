@@ -80,15 +80,14 @@ def _s2a(samples, errors, eps=0.5):
 
 def _experiment(**over):
     """train_and_evaluate on a tiny smoke config with one field changed."""
-    from experiments.configs import qlearning as qcfg
-    from jaxlab.qlearning import experiment
+    from experiments.lib import registry
 
-    cfg = qcfg.get_config("smoke")
+    cfg = registry.get_config("qlearning", "smoke")
     cfg.constant_periods, cfg.theory_bases, cfg.shrinking = [5], [2.0], [(10.0, 0.9)]
     cfg.eps_list, cfg.num_seeds = [1.0], 2
     cfg.record_every, cfg.num_records, cfg.num_chunks = 10, 4, 1
     cfg.update(over)
-    return experiment.train_and_evaluate(cfg, tempfile.mkdtemp(prefix="bad_ql_"))
+    return registry.train_and_evaluate("qlearning", cfg, tempfile.mkdtemp(prefix="bad_ql_"))
 
 
 _NAN_R = np.array([[0.0, np.nan], [0.0, 0.0], [0.0, 0.0]])

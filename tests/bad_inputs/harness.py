@@ -84,12 +84,14 @@ def tally(cases: list[Case]) -> tuple[dict[str, int], list[tuple[Case, str, str]
     return counts, rows
 
 
-def train_smoke(config_module, experiment_module, **changes):
-    """``experiment_module.train_and_evaluate`` on the smoke config with ``changes`` applied,
-    in a fresh temporary workdir (the config validator must stop it before any work)."""
+def train_smoke(method: str, **changes):
+    """Method ``method``'s experiment on its smoke config with ``changes`` applied, in a
+    fresh temporary workdir (the config validator must stop it before any work)."""
     import tempfile
 
-    config = config_module.get_config("smoke")
+    from experiments.lib import registry
+
+    config = registry.get_config(method, "smoke")
     for key, value in changes.items():
         setattr(config, key, value)
-    return experiment_module.train_and_evaluate(config, tempfile.mkdtemp())
+    return registry.train_and_evaluate(method, config, tempfile.mkdtemp())

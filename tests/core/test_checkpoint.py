@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab.core import checkpoint
+from experiments.lib import checkpoint, study
 
 
 class State(NamedTuple):
@@ -51,17 +51,17 @@ def test_run_resumable_resumes_without_redoing_work(tmp_path):
         return step(c)
 
     init = State(jnp.ones(2), jnp.int32(0))
-    expected = checkpoint.run_resumable(chunk, init, 5)
+    expected = study.run_resumable(chunk, init, 5)
     with pytest.raises(KeyboardInterrupt):
-        checkpoint.run_resumable(lambda c, i: chunk(c, i, fail_at=3), init, 5,
+        study.run_resumable(lambda c, i: chunk(c, i, fail_at=3), init, 5,
                                  checkpoint_dir=tmp_path)
     calls.clear()
-    resumed = checkpoint.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
+    resumed = study.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
     assert calls == [3, 4]
     np.testing.assert_array_equal(resumed.x, expected.x)
     assert int(resumed.n) == 5
     calls.clear()
-    again = checkpoint.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
+    again = study.run_resumable(chunk, init, 5, checkpoint_dir=tmp_path)
     assert calls == [] and int(again.n) == 5
 
 
@@ -138,17 +138,17 @@ def test_run_resumable_resumes_past_a_corrupt_step(tmp_path):
         return {"x": c["x"] * 2 + i}
 
     init = {"x": jnp.float32(1)}
-    full = checkpoint.run_resumable(chunk, init, 4)
-    checkpoint.run_resumable(chunk, init, 3, checkpoint_dir=tmp_path)
+    full = study.run_resumable(chunk, init, 4)
+    study.run_resumable(chunk, init, 3, checkpoint_dir=tmp_path)
     _corrupt(str(tmp_path / "3"), "truncated_data")
     calls.clear()
     with pytest.warns(RuntimeWarning, match="cannot be restored"):
-        out = checkpoint.run_resumable(chunk, init, 4, checkpoint_dir=tmp_path)
+        out = study.run_resumable(chunk, init, 4, checkpoint_dir=tmp_path)
     assert calls == [2, 3] and float(out["x"]) == float(full["x"])
 
 
 def test_checkpoint_dir_depends_on_config_and_code_version(tmp_path, monkeypatch):
-    from jaxlab.core import provenance
+    from experiments.lib import provenance
 
     a = checkpoint.checkpoint_dir_for(tmp_path, {"lr": 0.1})
     assert a == checkpoint.checkpoint_dir_for(tmp_path, {"lr": 0.1})

@@ -82,7 +82,7 @@ def test_write_json_is_atomic_and_on_the_main_process(tmp_path):
 
     import numpy as np
 
-    from jaxlab.core import results
+    from experiments.lib import results
 
     path = results.write_json(tmp_path / "d" / "r.json", {"x": np.arange(2), "nan": float("nan")})
     assert json.loads(open(path).read()) == {"x": [0, 1], "nan": None}
@@ -92,7 +92,7 @@ def test_write_json_is_atomic_and_on_the_main_process(tmp_path):
 def test_is_prng_key_and_local_cluster_rejects_bad_input():
     import numpy as np
 
-    from jaxlab.core import cluster
+    from experiments.lib import cluster
 
     assert sharding.is_prng_key(jax.random.key(0))
     assert not sharding.is_prng_key(jax.random.PRNGKey(0))  # raw uint32 key data

@@ -6,7 +6,7 @@ import jax
 import numpy as np
 import pytest
 
-from jaxlab.dllm import decoding, poke, smc, tasks
+from jaxlab.dllm import decoding, path_smc, poke, tasks
 from jaxlab.dllm import model as model_lib
 
 
@@ -50,7 +50,7 @@ def test_head_fits_held_out_rollouts_and_drives_smc(setup):
     assert fit["r2"] > 0.1 and fit["mse"] < fit["baseline_mse_mean_only"]
     value_fn = poke.make_value_fn(graphdef, params, task.prompt_len, task.mask_id)
     prompt = task.sample(jax.random.key(6), 4)[0]
-    res, info = smc.smc_decode(den, prompt, a, key=jax.random.key(7), mask_id=task.mask_id,
+    res, info = path_smc.smc_decode(den, prompt, a, key=jax.random.key(7), mask_id=task.mask_id,
                                vocab_size=task.vocab_size, num_particles=3, value_fn=value_fn)
     assert np.all(np.asarray(res.answer) != task.mask_id)
     assert np.all(np.isfinite(np.asarray(info.ess)))

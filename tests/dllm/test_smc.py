@@ -5,7 +5,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
-from jaxlab.dllm import decoding, smc
+from jaxlab.dllm import decoding, path_smc
 
 MASK, V = 3, 4
 P1 = np.array([0.6, 0.3, 0.1])
@@ -36,7 +36,7 @@ def test_self_rewarding_smc_targets_p_squared(resampler):
     particles target p(x)^2 / Z whatever the (token-independent) order."""
     b, n = 400, 32
     prompt = jnp.zeros((b, 1), jnp.int32)
-    state, info = jax.jit(lambda k: smc.run_particles(
+    state, info = jax.jit(lambda k: path_smc.run_particles(
         toy_denoiser, prompt, 2, key=k, mask_id=MASK, vocab_size=V, num_particles=n,
         policy="random", temperature=1.0, ess_threshold=0.99, resampler=resampler))(
         jax.random.key(0))
@@ -46,7 +46,7 @@ def test_self_rewarding_smc_targets_p_squared(resampler):
     assert not resampled[0].any() and resampled[1].all()  # uniform at t=0; forced at t=1
     np.testing.assert_allclose(_weighted_histogram(state, n), target, atol=0.015)
     # Without resampling the same target holds (importance sampling only).
-    state, info = smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(1),
+    state, info = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(1),
                                     mask_id=MASK, vocab_size=V, num_particles=n,
                                     policy="random", resample=False)
     assert not np.asarray(info.resampled).any()
@@ -62,7 +62,7 @@ def test_twist_telescopes_to_the_path_ll():
         return -0.7 * masked + 0.3 * tokens[:, 1].astype(jnp.float32)
 
     prompt = jnp.zeros((5, 1), jnp.int32)
-    state, _ = smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(2), mask_id=MASK,
+    state, _ = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(2), mask_id=MASK,
                                  vocab_size=V, num_particles=6, value_fn=value_fn,
                                  resample=False, policy="random")
     np.testing.assert_allclose(np.asarray(state.log_weights).reshape(-1),
@@ -74,9 +74,9 @@ def test_resample_step_only_touches_degenerate_problems():
     dec = decoding.DecodeState(jnp.arange(b * n * 3).reshape(b * n, 3),
                                jnp.zeros((b * n, a), jnp.int32), jnp.arange(b * n) * 1.0)
     lw = jnp.array([[0.0, 30.0, 0.0, 0.0], [0.1, 0.0, -0.1, 0.0]])
-    state = smc.SMCState(dec, lw, jnp.zeros((b, n)))
+    state = path_smc.SMCState(dec, lw, jnp.zeros((b, n)))
     logits = jnp.arange(b * n)[:, None, None] * jnp.ones((1, 3, 2))
-    new, new_logits, info = smc.resample_step(jax.random.key(0), state, logits,
+    new, new_logits, info = path_smc.resample_step(jax.random.key(0), state, logits,
                                               num_particles=n, ess_threshold=0.5,
                                               resampler="multinomial")
     np.testing.assert_array_equal(np.asarray(info.resampled), [True, False])
@@ -92,15 +92,15 @@ def test_resample_step_only_touches_degenerate_problems():
 def test_decoders_return_the_best_particle_and_count_nfe():
     prompt = jnp.zeros((7, 1), jnp.int32)
     kw = dict(key=jax.random.key(3), mask_id=MASK, vocab_size=V, num_particles=5)
-    state, _ = smc.run_particles(toy_denoiser, prompt, 2, **kw)
-    res, _ = smc.smc_decode(toy_denoiser, prompt, 2, **kw)
+    state, _ = path_smc.run_particles(toy_denoiser, prompt, 2, **kw)
+    res, _ = path_smc.smc_decode(toy_denoiser, prompt, 2, **kw)
     np.testing.assert_allclose(np.asarray(res.path_ll),
                                np.asarray(state.decode.path_ll).reshape(7, 5).max(1))
     assert np.all(np.asarray(res.nfe) == 2 * 5)
-    bon, _ = smc.best_of_n(toy_denoiser, prompt, 2, **kw)
+    bon, _ = path_smc.best_of_n(toy_denoiser, prompt, 2, **kw)
     assert np.all(np.asarray(bon.answer) != MASK)
     # Best-of-N with many particles finds the mode of p, (0, 1).
-    many, _ = smc.best_of_n(toy_denoiser, prompt, 2, key=jax.random.key(4), mask_id=MASK,
+    many, _ = path_smc.best_of_n(toy_denoiser, prompt, 2, key=jax.random.key(4), mask_id=MASK,
                             vocab_size=V, num_particles=64)
     np.testing.assert_array_equal(np.asarray(many.answer), np.tile([0, 1], (7, 1)))
 
@@ -108,17 +108,17 @@ def test_decoders_return_the_best_particle_and_count_nfe():
 @pytest.mark.parametrize("n", [0, -2, 2.5, "4"])
 def test_bad_particle_counts_raise(n):
     with pytest.raises(ValueError, match="num_particles"):
-        smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
+        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
                        mask_id=MASK, vocab_size=V, num_particles=n)
 
 
 def test_bad_resampler_and_vocab_raise():
     kw = dict(key=jax.random.key(0), mask_id=MASK, num_particles=2)
     with pytest.raises(ValueError, match="resampler"):
-        smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V,
+        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V,
                        resampler="greedy", **kw)
     with pytest.raises(ValueError, match="vocab_size"):
-        smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V + 3, **kw)
+        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V + 3, **kw)
 
 
 
@@ -131,14 +131,14 @@ def _nan_after_first_step(hidden, tokens):
 def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
     prompt = jnp.zeros((3, 1), jnp.int32)
     kw = dict(mask_id=MASK, vocab_size=V, num_particles=4, value_fn=_nan_after_first_step)
-    _, info = jax.jit(lambda k: smc.run_particles(toy_denoiser, prompt, 2, key=k, **kw))(
+    _, info = jax.jit(lambda k: path_smc.run_particles(toy_denoiser, prompt, 2, key=k, **kw))(
         jax.random.key(0))
     np.testing.assert_array_equal(np.asarray(info.nonfinite_weights),
                                   [[False] * 3, [True] * 3])
     with pytest.raises(ValueError, match="step 1 .*`value_fn`"):
-        smc.smc_decode(toy_denoiser, prompt, 2, key=jax.random.key(0), **kw)
+        path_smc.smc_decode(toy_denoiser, prompt, 2, key=jax.random.key(0), **kw)
     # A healthy run flags nothing.
-    _, info = smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(0), mask_id=MASK,
+    _, info = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(0), mask_id=MASK,
                                 vocab_size=V, num_particles=4)
     assert not np.asarray(info.nonfinite_weights).any()
 
@@ -152,12 +152,12 @@ def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
 ])
 def test_bad_settings_raise(kwargs, arg):
     with pytest.raises(ValueError, match=f"`{arg}`"):
-        smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
+        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
                        mask_id=MASK, vocab_size=V, num_particles=2, **kwargs)
 
 
 @pytest.mark.parametrize("prompt", [[[-3], [0]], [[7], [0]], [[MASK], [0]]])
 def test_bad_prompt_ids_raise(prompt):
     with pytest.raises(ValueError, match="`prompt`"):
-        smc.smc_decode(toy_denoiser, jnp.asarray(prompt, jnp.int32), 2, key=jax.random.key(0),
+        path_smc.smc_decode(toy_denoiser, jnp.asarray(prompt, jnp.int32), 2, key=jax.random.key(0),
                        mask_id=MASK, vocab_size=V, num_particles=2)

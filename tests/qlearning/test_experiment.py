@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from experiments.configs import qlearning as qcfg
-from jaxlab.qlearning import experiment
+from experiments.lib import registry
 from tests.notebooks import run_notebook
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -24,7 +24,7 @@ def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     lo, _ = s1["q_star_range"]
     assert all(v < 0.5 * lo for v in s1["final_target_error_mean"].values())
     # Rerunning in the same workdir restores the finished checkpoint: identical numbers.
-    s2 = experiment.train_and_evaluate(cfg, str(tmp_path))
+    s2 = registry.train_and_evaluate("qlearning", cfg, str(tmp_path))
     e1, e2 = s1["final_target_error_mean"], s2["final_target_error_mean"]
     assert set(e1) == set(e2)
     np.testing.assert_allclose([e2[k] for k in e1], [e1[k] for k in e1])

@@ -47,7 +47,7 @@ def write_summary(workdir: str | os.PathLike, summary: dict, config) -> str:
     config hash, code version, git commit, package versions, machine; see
     ``core.provenance.record``), by which the suite tells a current summary from a stale one.
     """
-    from jaxlab.core import provenance
+    from experiments.lib import provenance
 
     return write_json(os.path.join(os.fspath(workdir), "summary.json"),
                       {**summary, "provenance": provenance.record(config)})

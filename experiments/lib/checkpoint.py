@@ -1,23 +1,20 @@
-"""Orbax checkpointing with resume-from-latest, and a resumable chunked loop.
+"""Orbax storage of pytrees: save, restore-latest, fall back past corrupt steps.
 
-A long run is written as ``num_chunks`` calls of one jitted ``chunk_fn(carry, i)``
-(each typically a ``lax.scan``); after every chunk the carry is saved, so an
-interrupted run restarts from the last finished chunk and redoes no finished work.
+The resumable loops that use it are in ``experiments.lib.study``.
 """
 
 import logging as pylogging
 import os
 import shutil
 import warnings
-from collections.abc import Callable
 
 import jax
 import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from jaxlab.core import provenance, sharding, validation
-from jaxlab.core.progress import Progress
+from experiments.lib import provenance
+from jaxlab.core import sharding, validation
 from jaxlab.core.types import PyTree
 
 
@@ -167,49 +164,3 @@ def checkpoint_dir_for(workdir: str | os.PathLike, config) -> str:
     ``core.provenance.unit_key``): a changed config or changed code never restores a stale run.
     """
     return os.path.join(os.fspath(workdir), "checkpoints", provenance.unit_key(config))
-
-
-def run_resumable(
-    chunk_fn: Callable[[PyTree, int], PyTree],
-    init_carry: PyTree,
-    num_chunks: int,
-    *,
-    checkpoint_dir: str | os.PathLike | None = None,
-    desc: str = "run",
-    unit: str = "chunk",
-    units_per_chunk: int = 1,
-    log_fn: Callable[[int, PyTree], str] | None = None,
-) -> PyTree:
-    """Runs ``carry = chunk_fn(carry, i)`` for i in [start, num_chunks), checkpointing each.
-
-    Args:
-      chunk_fn: pure (usually jitted) function of the carry and the chunk index.
-      init_carry: carry before chunk 0; also the template for restoring.
-      num_chunks: total number of chunks.
-      checkpoint_dir: where to save after each chunk; ``None`` disables checkpointing.
-      desc: progress-bar label.
-      unit: name of the unit counted by the progress rate (e.g. "updates").
-      units_per_chunk: how many ``unit`` one chunk performs (for the rate).
-      log_fn: optional ``(i, carry) -> str`` shown as the progress postfix.
-
-    Returns:
-      The carry after the last chunk.
-    """
-    validation.check_positive_int("num_chunks", num_chunks)
-    ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
-    start, carry = (0, init_carry) if ckpt is None else ckpt.restore_or_init(init_carry)
-    start = min(start, num_chunks)
-    progress = Progress(num_chunks * units_per_chunk, desc=desc, unit=unit,
-                        initial=start * units_per_chunk)
-    try:
-        for i in range(start, num_chunks):
-            carry = chunk_fn(carry, i)
-            jax.block_until_ready(carry)
-            if ckpt is not None:
-                ckpt.save(i + 1, carry)
-            progress.update(units_per_chunk, postfix=None if log_fn is None else log_fn(i, carry))
-    finally:
-        progress.close()
-        if ckpt is not None:
-            ckpt.close()
-    return carry

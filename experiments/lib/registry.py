@@ -1,0 +1,83 @@
+"""The one list of methods: read by the suite, the notebook generator and the tests.
+
+Each method has a config module (``experiments/configs/<name>.py``, presets ``smoke``,
+``quick``, ``full``) and an experiment module (``experiments/<name>.py``) whose
+``EXPERIMENT`` is a ``study.Experiment`` and which is also the method's binary.
+"""
+
+import importlib
+from typing import NamedTuple
+
+
+class Method(NamedTuple):
+    """A registered method.
+
+    Attributes:
+      name: short name (``results/<name>/``, ``colab/<name>.ipynb``).
+      title: human title.
+      extras: the pip extra its experiment needs (``dev`` when none beyond the core).
+      summary: one line for the notebook and README.
+    """
+
+    name: str
+    title: str
+    extras: str
+    summary: str
+
+    @property
+    def config_module(self) -> str:
+        return f"experiments.configs.{self.name}"
+
+    @property
+    def experiment_module(self) -> str:
+        return f"experiments.{self.name}"
+
+    @property
+    def config_file(self) -> str:
+        return f"experiments/configs/{self.name}.py"
+
+
+METHODS: dict[str, Method] = {m.name: m for m in [
+    Method("qlearning", "Periodic Q-learning", "dev",
+           "Constant vs geometrically growing target-update periods on random MDPs: "
+           "samples to reach ||Q - Q*||_inf <= eps."),
+    Method("bco", "Gradient-variation bandit convex optimization", "dev",
+           "Two-point BCO (convex, strongly convex), one-point linear bandits on boxes, "
+           "dynamic and universal regret against the anchor baselines."),
+    Method("avatar", "AvAtar: active supervision for OT alignment", "ot",
+           "Entropic OT / FGW alignment on ott-jax with adjoint-CG utilities choosing "
+           "which pairs to label."),
+    Method("gepc", "GEPC: equivariance-consistency OOD detection", "vision",
+           "Group-equivariant posterior consistency of a diffusion score as an OOD score "
+           "against score-norm, MSMA and DiffPath."),
+    Method("dllm", "POKE-SMC: masked diffusion LM decoding", "dev",
+           "Unmasking policies, best-of-N, Path-LL SMC and POKE-SMC on four reasoning "
+           "tasks with exact verifiers (shipped tiny denoisers)."),
+    Method("rfo", "RFO: flow policies through MJX", "rl",
+           "Flow policies trained by backpropagating through the ODE and MJX physics "
+           "against Gaussian APG and PPO at equal environment steps."),
+]}
+
+
+def _method(name: str) -> Method:
+    if name not in METHODS:
+        raise ValueError(f"unknown method {name!r}; choose from {sorted(METHODS)}.")
+    return METHODS[name]
+
+
+def get_config(name: str, preset: str = "quick"):
+    """The ConfigDict of ``name`` at ``preset``."""
+    return importlib.import_module(_method(name).config_module).get_config(preset)
+
+
+def experiment(name: str):
+    """The ``study.Experiment`` of ``name``."""
+    return importlib.import_module(_method(name).experiment_module).EXPERIMENT
+
+
+def train_and_evaluate(name: str, config, workdir: str) -> dict:
+    """Runs method ``name`` at ``config`` into ``workdir`` (what binaries, the suite, the
+    notebooks and the tests call)."""
+    from experiments.lib import study
+
+    return study.train_and_evaluate(experiment(name), config, workdir)

@@ -1,0 +1,257 @@
+"""The one study runner: every experiment is a list of resumable units.
+
+An experiment (``Experiment``) says which units it runs, how their results become a
+summary, which plots it draws and which rows go to REPORT.md. ``train_and_evaluate(exp,
+config, workdir)`` runs it:
+
+1. ``exp.validate(config)``: loud failure before any work.
+2. Each ``Unit`` is looked up in ``workdir/units/<name>-<key>.json``; key = hash of what
+   determines the unit (``Unit.spec``, by default the whole config), the unit's name and
+   the code version (``provenance.unit_key``). A finished unit is never recomputed, and
+   a unit from another config or code version is never served.
+3. A unit that is missing runs. A long unit splits its work into chunks through
+   ``ctx.run_chunks`` (``run_resumable`` with orbax checkpoints after every chunk under
+   ``workdir/checkpoints/<key>``), so a crash loses at most one chunk. The chunk
+   checkpoints are deleted once the unit's result is on disk.
+4. ``exp.summarize`` turns the results into the summary; ``results.write_summary`` adds
+   the provenance block; ``exp.plot`` draws the PNGs.
+
+This is the only resume mechanism: finished work is a unit file, unfinished work is the
+chunk checkpoint of the unit that was running. Units run in the order given, every
+process of a multi-host job computes every unit (SPMD) and only the main process writes.
+Unit results are pytrees of dicts, lists, numbers, strings and arrays; arrays are stored
+bit-exactly (dtype, shape, raw bytes), so a resumed run summarizes the same numbers as an
+uninterrupted one.
+"""
+
+import base64
+import functools
+import json
+import os
+import shutil
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
+
+import jax
+import numpy as np
+from absl import logging
+
+from experiments.lib import provenance, results
+from experiments.lib.checkpoint import Checkpointer
+from experiments.lib.progress import Progress
+from jaxlab.core import loops, sharding, validation
+from jaxlab.core.types import PyTree
+
+
+class Context(NamedTuple):
+    """What a running unit may use.
+
+    Attributes:
+      name: the unit's name.
+      key: the unit's cache key.
+      workdir: the experiment's output folder.
+      checkpoint_dir: the folder of this unit's chunk checkpoints.
+    """
+
+    name: str
+    key: str
+    workdir: str
+    checkpoint_dir: str
+
+    @property
+    def run_chunks(self) -> loops.ChunkRunner:
+        """``run_resumable`` bound to this unit's checkpoint folder (a ``loops.ChunkRunner``,
+        so it can be handed to the library trainers)."""
+        return functools.partial(run_resumable, checkpoint_dir=self.checkpoint_dir)
+
+    def sub(self, name: str) -> "Context":
+        """A context whose chunk checkpoints live in a subfolder (several resumable loops
+        inside one unit, e.g. training then fitting a head)."""
+        return self._replace(checkpoint_dir=os.path.join(self.checkpoint_dir, name))
+
+
+class Unit(NamedTuple):
+    """One resumable piece of a study.
+
+    Attributes:
+      name: unique within the experiment; letters, digits, ``_-.=`` only (a file name).
+      run: ``run(ctx) -> result`` (a pytree of dicts, lists, numbers, strings, arrays).
+      spec: what determines the result besides the code (``None``: the whole config).
+        A narrower spec lets a unit survive changes to config fields it does not read.
+    """
+
+    name: str
+    run: Callable[[Context], Any]
+    spec: Any = None
+
+
+class Experiment(NamedTuple):
+    """An experiment: units, summary, plots and REPORT rows (big_vision-style spec).
+
+    Attributes:
+      name: the method's name (``experiments.lib.registry``).
+      validate: ``validate(config)`` raises on a bad config.
+      units: ``units(config, workdir) -> [Unit]``.
+      summarize: ``summarize(config, results) -> summary`` with ``results = {unit name:
+        result}``; the summary must be JSON-able (``results.write_json``).
+      plot: ``plot(config, summary, results, workdir)`` writes the PNGs.
+      headline: ``headline(summary) -> [(metric, value)]`` rows for REPORT.md.
+    """
+
+    name: str
+    validate: Callable[[Any], None]
+    units: Callable[[Any, str], Sequence[Unit]]
+    summarize: Callable[[Any, dict], dict]
+    plot: Callable[[Any, dict, dict, str], None]
+    headline: Callable[[dict], list[tuple[str, str]]]
+
+
+def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLike) -> dict:
+    """Runs ``experiment`` at ``config``: validate, units, summary.json, plots.
+
+    Returns:
+      The summary written to ``workdir/summary.json`` (without its provenance block).
+    """
+    workdir = os.fspath(workdir)
+    experiment.validate(config)
+    out = run_units(experiment.units(config, workdir), config, workdir, desc=experiment.name)
+    summary = experiment.summarize(config, out)
+    results.write_summary(workdir, summary, config)
+    experiment.plot(config, summary, out, workdir)
+    return summary
+
+
+def unit_path(workdir: str, unit: Unit, config) -> tuple[str, str]:
+    """(key, path of the unit's result file)."""
+    key = provenance.unit_key({"unit": unit.name,
+                               "spec": provenance.config_dict(config) if unit.spec is None
+                               else unit.spec})
+    return key, os.path.join(workdir, "units", f"{unit.name}-{key}.json")
+
+
+def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study") -> dict:
+    """Runs (or loads) every unit; returns ``{name: result}`` in the order given."""
+    names = [u.name for u in units]
+    if len(set(names)) != len(names):
+        raise ValueError(f"`units` names must be unique, got {names}.")
+    for n in names:
+        if not n or any(not (ch.isalnum() or ch in "_-.=") for ch in n):
+            raise ValueError(f"unit name {n!r} must be letters, digits and '_-.=' only.")
+    out = {}
+    progress = Progress(len(units), desc=f"{desc} units", unit="units")
+    try:
+        for unit in units:
+            key, path = unit_path(workdir, unit, config)
+            if os.path.exists(path):
+                try:
+                    out[unit.name] = load_result(path)
+                    logging.info("%s: unit %s done earlier (%s)", desc, unit.name, path)
+                    progress.update(1)
+                    continue
+                except (ValueError, KeyError, json.JSONDecodeError) as e:
+                    logging.warning("%s: unit file %s unreadable (%s); recomputing", desc,
+                                    path, e)
+            ckdir = os.path.join(workdir, "checkpoints", key)
+            result = unit.run(Context(unit.name, key, workdir, ckdir))
+            result = sharding.to_host(jax.block_until_ready(result))
+            save_result(path, result)
+            if sharding.is_main_process() and os.path.isdir(ckdir):
+                shutil.rmtree(ckdir, ignore_errors=True)
+            out[unit.name] = load_result(path)  # exactly what a resumed run would see
+            progress.update(1)
+    finally:
+        progress.close()
+    return out
+
+
+def _encode(obj):
+    if isinstance(obj, dict):
+        return {"__dict__": [[_encode(k), _encode(v)] for k, v in obj.items()]}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return {"__dict__": [[k, _encode(v)] for k, v in obj._asdict().items()]}
+    if isinstance(obj, list | tuple):
+        return [_encode(v) for v in obj]
+    if isinstance(obj, np.ndarray | np.generic | jax.Array):
+        a = np.asarray(obj)
+        if a.dtype == object:
+            raise TypeError("unit results may not hold object arrays.")
+        return {"__ndarray__": base64.b64encode(np.ascontiguousarray(a).tobytes()).decode(),
+                "dtype": a.dtype.str, "shape": list(a.shape)}
+    if obj is None or isinstance(obj, bool | int | float | str):
+        return obj
+    raise TypeError(f"unit results may hold dicts, lists, numbers, strings and arrays; got "
+                    f"{type(obj).__name__}.")
+
+
+def _decode(obj):
+    if isinstance(obj, dict) and "__ndarray__" in obj:
+        a = np.frombuffer(base64.b64decode(obj["__ndarray__"]), np.dtype(obj["dtype"]))
+        return a.reshape(obj["shape"]).copy()
+    if isinstance(obj, dict):
+        return {_decode(k): _decode(v) for k, v in obj["__dict__"]}
+    if isinstance(obj, list):
+        return [_decode(v) for v in obj]
+    return obj
+
+
+def save_result(path: str, result: Any) -> None:
+    """Writes a unit result bit-exactly (main process only; all processes wait)."""
+    if sharding.is_main_process():
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w") as f:
+            json.dump({"result": _encode(result)}, f)
+        os.replace(tmp, path)
+    sharding.sync(f"unit:{os.path.abspath(path)}")
+
+
+def load_result(path: str) -> Any:
+    """Reads what ``save_result`` wrote (dicts, lists, numbers, strings, NumPy arrays)."""
+    with open(path) as f:
+        return _decode(json.load(f)["result"])
+
+
+def run_resumable(
+    chunk_fn: Callable[[PyTree, int], PyTree],
+    init_carry: PyTree,
+    num_chunks: int,
+    *,
+    checkpoint_dir: str | os.PathLike | None = None,
+    desc: str = "run",
+    unit: str = "chunk",
+    units_per_chunk: int = 1,
+    log_fn: Callable[[int, PyTree], str] | None = None,
+) -> PyTree:
+    """Runs ``carry = chunk_fn(carry, i)`` for i in [start, num_chunks), checkpointing each.
+
+    Args:
+      chunk_fn: pure (usually jitted) function of the carry and the chunk index.
+      init_carry: carry before chunk 0; also the template for restoring.
+      num_chunks: total number of chunks.
+      checkpoint_dir: where to save after each chunk; ``None`` disables checkpointing.
+      desc: progress-bar label.
+      unit: name of the unit counted by the progress rate (e.g. "updates").
+      units_per_chunk: how many ``unit`` one chunk performs (for the rate).
+      log_fn: optional ``(i, carry) -> str`` shown as the progress postfix.
+
+    Returns:
+      The carry after the last chunk.
+    """
+    validation.check_positive_int("num_chunks", num_chunks)
+    ckpt = Checkpointer(checkpoint_dir) if checkpoint_dir is not None else None
+    start, carry = (0, init_carry) if ckpt is None else ckpt.restore_or_init(init_carry)
+    start = min(start, num_chunks)
+    progress = Progress(num_chunks * units_per_chunk, desc=desc, unit=unit,
+                        initial=start * units_per_chunk)
+    try:
+        for i in range(start, num_chunks):
+            carry = chunk_fn(carry, i)
+            jax.block_until_ready(carry)
+            if ckpt is not None:
+                ckpt.save(i + 1, carry)
+            progress.update(units_per_chunk, postfix=None if log_fn is None else log_fn(i, carry))
+    finally:
+        progress.close()
+        if ckpt is not None:
+            ckpt.close()
+    return carry
