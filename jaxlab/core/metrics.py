@@ -173,3 +173,38 @@ def mean_and_ci(samples: ArrayLike, axis: int = 0, level: float = 0.95):
     mean = x.mean(axis=axis)
     sem = x.std(axis=axis, ddof=1) / np.sqrt(n)
     return mean, stats.t.ppf(0.5 + level / 2.0, df=n - 1) * sem
+
+
+def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.95):
+    """Point value and percentile-bootstrap interval of ``statistic(*samples)``.
+
+    Rows are resampled jointly across every array in ``samples`` (a paired bootstrap: the
+    i-th entries of all arrays stay together), ``num_resamples`` times, with indices drawn
+    by ``jax.random.randint(key, (num_resamples, n), 0, n)``. Resamples where the
+    statistic is NaN (e.g. an AUROC of a one-class resample) are ignored.
+
+    Args:
+      key: PRNG key.
+      statistic: jnp function of the arrays in ``samples`` returning a scalar.
+      samples: tuple of arrays with a common leading axis n >= 2.
+      num_resamples: number of bootstrap resamples (>= 2).
+      level: interval level in (0, 1).
+
+    Returns:
+      (point, low, high) Python floats.
+    """
+    validation.check_min_count("num_resamples", num_resamples, 2, "a percentile interval")
+    validation.check_in_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
+    samples = tuple(jnp.asarray(s) for s in samples)
+    if not samples:
+        raise ValueError("`samples` must hold at least one array.")
+    n = samples[0].shape[0] if samples[0].ndim else 0
+    for i, s in enumerate(samples):
+        if s.ndim == 0 or s.shape[0] != n:
+            raise ValueError(f"`samples[{i}]` must have leading axis {n}, got shape {s.shape}.")
+    validation.check_min_count("len(samples[0])", n, 2, "a bootstrap needs two rows")
+    point = float(statistic(*samples))
+    idx = jax.random.randint(key, (num_resamples, n), 0, n)
+    boots = np.asarray(jax.vmap(lambda i: statistic(*(s[i] for s in samples)))(idx))
+    lo, hi = np.nanpercentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    return point, float(lo), float(hi)
