@@ -1,5 +1,9 @@
 """Benchmark: Q-updates/s of the jitted lax.scan vs a plain NumPy loop, side by side.
 
+Rows: the NumPy reference loop; ``run_steps`` (uniforms drawn up front, the experiment's
+path); a scan of ``periodic(...).step`` (one key per step, the uniform API); ``jit(vmap)``
+of ``run_steps`` over seeds.
+
   python -m experiments.bench_qlearning [--numpy_steps=100000] [--jax_steps=2000000]
 """
 
@@ -32,6 +36,11 @@ def main(argv):
     one = jax.jit(lambda k: ql.run_steps(ql.init(k, mdp), mdp, sched, n).q)
     jax_rate = n / timing.best_time(lambda: one(jax.random.key(2)))
 
+    alg = ql.periodic(mdp, sched)  # the uniform API: one key per step
+    stepped = jax.jit(lambda k: jax.lax.scan(lambda s, kk: (alg.step(kk, s)[0], None),
+                                             alg.init(k), jax.random.split(k, n))[0].q)
+    step_rate = n / timing.best_time(lambda: stepped(jax.random.key(2)))
+
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
     many = jax.jit(jax.vmap(lambda k: ql.run_steps(ql.init(k, mdp), mdp, sched, n // 4).q))
     vm_rate = _SEEDS.value * (n // 4) / timing.best_time(lambda: many(keys))
@@ -40,6 +49,8 @@ def main(argv):
     print(f"NumPy loop              : {np_rate:12.4g} Q-updates/s")
     print(f"jit scan, 1 run         : {jax_rate:12.4g} Q-updates/s  "
           f"ratio {jax_rate / np_rate:7.1f}x")
+    print(f"jit scan of alg.step    : {step_rate:12.4g} Q-updates/s  "
+          f"ratio {step_rate / np_rate:7.1f}x")
     print(f"jit(vmap) {_SEEDS.value:3d} runs      : {vm_rate:12.4g} Q-updates/s  "
           f"ratio {vm_rate / np_rate:7.1f}x")
 

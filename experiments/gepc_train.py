@@ -5,8 +5,7 @@
   # the shipped model: cp -r /tmp/gepc_train/score_model experiments/pretrained/gepc_mnist16
 """
 
-from experiments import common
-from jaxlab.gepc import experiment
+from experiments import common, gepc
 
 if __name__ == "__main__":
-    common.launch(experiment.train, "experiments/configs/gepc.py:quick")
+    common.launch(gepc.train, "experiments/configs/gepc.py:quick")

@@ -21,14 +21,14 @@ from absl import logging
 from experiments import common
 from experiments.lib import plots, study
 from jaxlab.core import metrics, sharding
-from jaxlab.qlearning import periodic, schedules
+from jaxlab.qlearning import periodic_q, schedules
 from jaxlab.qlearning.mdp import TabularMDP, chain, garnet
 from jaxlab.qlearning.value_iteration import value_iteration
 
 
 class _Carry(NamedTuple):
-    states: periodic.PeriodicQState
-    trace: periodic.Trace  # [runs, R] buffers filled chunk by chunk
+    states: periodic_q.PeriodicQState
+    trace: periodic_q.Trace  # [runs, R] buffers filled chunk by chunk
 
 
 def build_mdp(config: ml_collections.ConfigDict) -> TabularMDP:
@@ -63,7 +63,7 @@ def _step_size(config):
 
 
 def _validate(config: ml_collections.ConfigDict) -> None:
-    periodic.validate_config(config)
+    periodic_q.validate_config(config)
     if config.num_records % config.num_chunks:
         raise ValueError(f"`num_records`={config.num_records} must be divisible by "
                          f"`num_chunks`={config.num_chunks}.")
@@ -80,16 +80,16 @@ def _runs(config: ml_collections.ConfigDict, ctx: study.Context) -> dict:
     run_scheds = jax.tree.map(lambda x: jnp.repeat(x, n_seeds, axis=0), scheds)
     keys = jax.random.split(jax.random.key(config.seed), n_seeds)
     keys = jnp.tile(keys, n_sched)
-    states = jax.vmap(lambda k: periodic.init(k, mdp))(keys)
+    states = jax.vmap(lambda k: periodic_q.init(k, mdp))(keys)
     num_runs = n_sched * n_seeds
     r = config.num_records
-    empty = periodic.Trace(*(jnp.zeros((num_runs, r), d)
-                             for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
+    empty = periodic_q.Trace(*(jnp.zeros((num_runs, r), d)
+                               for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
     carry = _Carry(states, empty)
     carry, run_scheds = sharding.shard_batch((carry, run_scheds), config.mesh_shape)
     per_chunk = r // config.num_chunks
 
-    sim = jax.vmap(lambda st, sc: periodic.simulate(
+    sim = jax.vmap(lambda st, sc: periodic_q.simulate(
         st, mdp, sc, q_star, per_chunk, config.record_every, config.sampling, step_size))
 
     @jax.jit
@@ -114,8 +114,8 @@ def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     return [study.Unit("runs", lambda ctx: _runs(config, ctx))]
 
 
-def _trace(out) -> periodic.Trace:
-    return periodic.Trace(**out["runs"]["trace"])
+def _trace(out) -> periodic_q.Trace:
+    return periodic_q.Trace(**out["runs"]["trace"])
 
 
 def _summarize(config, out) -> dict:
@@ -127,7 +127,7 @@ def _summarize(config, out) -> dict:
     table = {}
     best_const, best_theory = [], []
     for eps in config.eps_list:
-        need = np.asarray(periodic.samples_to_accuracy(samples, trace.target_error, eps))
+        need = np.asarray(periodic_q.samples_to_accuracy(samples, trace.target_error, eps))
         reached = np.isfinite(need).all(axis=1)
         rows = {}
         for j, name in enumerate(names):

@@ -1,10 +1,258 @@
 """RFO vs RFO-chunked vs Gaussian APG vs PPO on MJX tasks: return vs environment steps.
 
   python -m experiments.rfo --config=experiments/configs/rfo.py:quick --workdir=results/rfo
+
+``EXPERIMENT`` (a ``study.Experiment``) is what this binary, the suite, the notebook and
+the tests run. One unit per (task, method), named ``<task>_<method>`` and keyed by the
+method config that determines it (``run_spec``): all seeds as one jitted, vmapped program
+whose updates are a ``lax.scan``, split into ``num_chunks`` chunks through the unit's
+resumable runner, so an interrupted study resumes and a finished (task, method) is never
+redone while its spec and the code are unchanged. Seeds are keys split from
+``config.seed`` (per task), so seeds differ in their initial weights and every method on
+a task sees the same seed keys. Methods get the same budget of environment steps. The
+seed axis is placed on the ``config.mesh_shape`` mesh when it divides. A last unit,
+``throughput``, measures env steps/s of the vmapped MJX rollout at several batch sizes.
 """
 
+import functools
+import os
+import time
+import zlib
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+from absl import logging
+
 from experiments import common
-from jaxlab.rfo import experiment
+from experiments.lib import plots, study, timing
+from jaxlab import rfo
+from jaxlab.core import loops, metrics, sharding
+from jaxlab.rfo import envs, train
+
+METHODS = ("rfo", "rfo_chunked", "apg", "ppo")
+
+
+def method_config(config: ml_collections.ConfigDict, task: str, method: str):
+    """(TrainConfig | PPOConfig, env steps per update) for ``method`` on ``task``."""
+    c = config.common
+    budget = int(config.task_env_steps.get(task, config.env_steps))
+    num_updates = max(budget // (c.num_envs * c.horizon), 1)
+    if method == "ppo":
+        cfg = rfo.PPOConfig(num_envs=c.num_envs, rollout_len=c.horizon, num_updates=num_updates,
+                            epochs=config.ppo.epochs, minibatches=config.ppo.minibatches,
+                            lr=config.ppo.lr, hidden=c.hidden, episode_length=c.episode_length,
+                            eval_horizon=c.eval_horizon, gamma=c.gamma)
+        return cfg, rfo.env_steps_per_update(cfg)
+    if method not in METHODS:
+        raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
+    chunk = config.rfo.chunk if method == "rfo_chunked" else 1
+    flow_policy = method != "apg"
+    cfg = rfo.TrainConfig(
+        policy="flow" if flow_policy else "gaussian", num_envs=c.num_envs, horizon=c.horizon,
+        num_updates=num_updates, lr=c.lr, chunk=chunk, ode_steps=config.rfo.ode_steps,
+        hidden=c.hidden, stability_coef=config.rfo.stability_coef if flow_policy else 0.0,
+        exploration_coef=config.rfo.exploration_coef if flow_policy else 0.0,
+        eval_horizon=c.eval_horizon, episode_length=c.episode_length, critic=c.critic,
+        gamma=c.gamma)
+    return cfg, rfo.env_steps_per_update(cfg)
+
+
+def _chunking(config, cfg) -> tuple[int, int]:
+    """(number of chunks, updates per chunk); the run has their product of updates."""
+    n_chunks = min(config.num_chunks, cfg.num_updates)
+    return n_chunks, -(-cfg.num_updates // n_chunks)
+
+
+def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
+    """Everything that determines the (task, method) unit's result besides the code."""
+    cfg, _ = method_config(config, task, method)
+    return {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
+            "seed": config.seed, "chunks": _chunking(config, cfg)[0]}
+
+
+def seed_keys(config: ml_collections.ConfigDict, task: str) -> jax.Array:
+    """[num_seeds] run keys of ``task``: split from ``config.seed`` folded with the task name
+    (stable under reordering ``config.tasks``); shared by every method on the task."""
+    key = jax.random.fold_in(jax.random.key(config.seed), zlib.crc32(task.encode()))
+    return jax.random.split(key, config.num_seeds)
+
+
+def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
+               run_chunks: loops.ChunkRunner = loops.run_chunks) -> dict:
+    """Trains ``method`` on ``task_name`` for all seeds; returns per-update eval returns.
+
+    Seed ``s`` is ``rfo.run(seed_keys(config, task_name)[s], trainer, num_updates)``, run
+    in ``num_chunks`` chunks through ``run_chunks`` (the unit's resumable runner in the
+    study; a plain loop by default).
+
+    Returns:
+      {"task", "method", "env_steps" [U], "eval_return" [seeds, U], "train_reward"
+      [seeds, U], "nonfinite_grad_updates" [seeds], "wall_s", "config"} (NumPy arrays).
+
+    Raises:
+      FloatingPointError: an eval return is non-finite.
+    """
+    cfg, per_update = method_config(config, task_name, method)
+    n_chunks, per_chunk = _chunking(config, cfg)
+    num_updates = per_chunk * n_chunks
+    trainer = rfo.make_trainer(envs.make_task(task_name), cfg._replace(num_updates=num_updates))
+    keys = jax.vmap(jax.random.split)(seed_keys(config, task_name))  # [seeds, 2]
+    k_init, k_steps = keys[:, 0], keys[:, 1]  # as rfo.run splits each seed's key
+    state = jax.jit(jax.vmap(trainer.init))(k_init)
+    buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
+    carry = sharding.shard_batch((state, k_steps, buf, buf, buf), config.mesh_shape)
+    # out_shardings = input shardings: every chunk hits the same compiled program.
+    shardings = jax.tree.map(lambda x: x.sharding, carry)
+
+    @functools.partial(jax.jit, out_shardings=shardings)
+    def chunk(c, i):
+        st, ks, ev, tr, gn = c
+        start = i * per_chunk
+        st, info = jax.vmap(lambda k, s: rfo.scan_steps(k, trainer, s, start, per_chunk))(ks, st)
+        ev = jax.lax.dynamic_update_slice_in_dim(ev, info.eval_return, start, 1)
+        tr = jax.lax.dynamic_update_slice_in_dim(tr, info.train_return, start, 1)
+        gn = jax.lax.dynamic_update_slice_in_dim(gn, info.grad_norm, start, 1)
+        return st, ks, ev, tr, gn
+
+    t0 = time.perf_counter()
+    _, _, ev, tr, gn = run_chunks(
+        lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
+        desc=f"{task_name} {method}", unit="env steps",
+        units_per_chunk=config.num_seeds * per_chunk * per_update,
+        log_fn=lambda i, c: "eval return "
+        f"{sharding.to_host(c[2][:, (i + 1) * per_chunk - 1]).mean():.1f}")
+    ev, tr, gn = sharding.to_host((ev, tr, gn))
+    # Non-finite gradient entries (near contacts) are zeroed inside the update and show as a
+    # non-finite pre-clip grad norm: counted per seed, reported, never silently averaged.
+    bad_grads = (~np.isfinite(gn)).sum(axis=1)
+    if bad_grads.any():
+        logging.warning("rfo: %s %s: %d of %d updates had non-finite policy gradients "
+                        "(zeroed before the step); per seed %s", task_name, method,
+                        int(bad_grads.sum()), gn.size, bad_grads.tolist())
+    if not np.all(np.isfinite(ev)):
+        raise FloatingPointError(f"rfo: {task_name} {method}: non-finite eval returns "
+                                 f"({int((~np.isfinite(ev)).sum())} entries).")
+    return {"task": task_name, "method": method,
+            "env_steps": per_update * np.arange(1, num_updates + 1),
+            "eval_return": np.asarray(ev), "train_reward": np.asarray(tr),
+            "nonfinite_grad_updates": bad_grads, "wall_s": time.perf_counter() - t0,
+            "config": cfg._asdict()}
+
+
+def rollout_throughput(task_name: str, batch_sizes, horizon: int, repeats: int = 3) -> dict:
+    """Env steps/s of a jitted vmapped MJX rollout (random actions) per batch size."""
+    task = envs.make_task(task_name)
+    step = jax.vmap(lambda s, a: envs.step(task, s, a))
+    rates = {}
+    for b in batch_sizes:
+        @jax.jit
+        def roll(key, b=b):
+            k0, k1 = jax.random.split(key)
+            s = train.reset_envs(k0, task, b)
+            acts = jax.random.uniform(k1, (horizon, b, task.act_dim), minval=-1, maxval=1)
+            return jax.lax.scan(lambda s, a: step(s, a), s, acts)[1]
+
+        sec = timing.best_time(lambda roll=roll: roll(jax.random.key(0)), repeats=repeats)
+        rates[str(b)] = b * horizon / sec
+    base = rates[str(batch_sizes[0])]
+    return {"task": task_name, "horizon": horizon, "env_steps_per_s": rates,
+            "speedup_vs_smallest_batch": {k: v / base for k, v in rates.items()}}
+
+
+def _task_methods(config) -> dict[str, tuple[str, ...]]:
+    """{task: methods} in config order."""
+    per_task = config.get("task_methods", {})
+    return {t: tuple(per_task.get(t, config.methods)) for t in config.tasks}
+
+
+def _validate(config: ml_collections.ConfigDict) -> None:
+    train.validate_config(config)
+    task_methods = config.get("task_methods", {})
+    for m in {*config.methods, *(m for ms in task_methods.values() for m in ms)}:
+        if m not in METHODS:
+            raise ValueError(f"unknown method {m!r} in `config.methods`; choose from "
+                             f"{METHODS}.")
+
+
+def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
+    del workdir
+    units = [study.Unit(f"{t}_{m}",
+                        lambda ctx, t=t, m=m: run_method(config, t, m, ctx.run_chunks),
+                        spec=run_spec(config, t, m))
+             for t, ms in _task_methods(config).items() for m in ms]
+    tp = config.throughput
+    if tp.task:
+        units.append(study.Unit(
+            "throughput",
+            lambda ctx: rollout_throughput(tp.task, tuple(tp.batch_sizes), tp.horizon),
+            spec={"throughput": tp.to_dict()}))
+    return units
+
+
+def _runs(config, out) -> dict:
+    """{task: {method: unit result}} in config order."""
+    return {t: {m: out[f"{t}_{m}"] for m in ms} for t, ms in _task_methods(config).items()}
+
+
+def _summarize(config, out) -> dict:
+    summary = {"config": config.to_dict(), "final_eval_return": {}}
+    for t, by_m in _runs(config, out).items():
+        summary["final_eval_return"][t] = {}
+        for m, r in by_m.items():
+            ev = np.asarray(r["eval_return"])
+            k = max(1, ev.shape[1] // 10)  # mean of the last 10% of updates, per seed
+            final = ev[:, -k:].mean(axis=1)
+            mean, hw = metrics.mean_and_ci(final)
+            summary["final_eval_return"][t][m] = {
+                "mean": float(mean), "ci95": float(hw), "initial": float(ev[:, 0].mean()),
+                "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
+                "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
+            logging.info("%s %s: eval return %.1f +- %.1f after %d env steps", t, m, mean, hw,
+                         r["env_steps"][-1])
+    if "throughput" in out:
+        summary["throughput"] = out["throughput"]
+    return summary
+
+
+def _plot(config, summary, out, workdir):
+    del summary
+    runs = _runs(config, out)
+    fig, axes = plots.figure(len(runs))
+    for ax, (t, by_m) in zip(axes, runs.items(), strict=True):
+        for m, r in by_m.items():
+            mean, hw = metrics.mean_and_ci(np.asarray(r["eval_return"]))
+            plots.line_with_band(ax, r["env_steps"], mean, hw, label=m)
+        ax.set(xlabel="environment steps", ylabel="eval return", title=f"{t} (mean, 95% CI)")
+        ax.legend(fontsize=8)
+    seeds = {len(r["eval_return"]) for by_m in runs.values() for r in by_m.values()}
+    plots.save(fig, os.path.join(workdir, "return_vs_env_steps.png"),
+               caption=plots.t_band(max(seeds)) if len(seeds) == 1 else
+               f"Line: mean over seeds ({sorted(seeds)} per run); band: 95% Student-t CI.")
+
+
+def headline(summary: dict) -> list[tuple[str, str]]:
+    """(metric, value) rows for results/REPORT.md."""
+    rows = []
+    final = summary["final_eval_return"]
+    tasks = [t for t in summary["config"]["tasks"] if t in final]  # config order, also
+    order = {m: i for i, m in enumerate(METHODS)}  # for summaries read back from JSON
+    for t in tasks:
+        by_m = dict(sorted(final[t].items(), key=lambda kv: order.get(kv[0], len(order))))
+        cells = ", ".join(f"{m} {v['mean']:.1f} +- {v['ci95']:.1f}" for m, v in by_m.items())
+        steps = max(v["env_steps"] for v in by_m.values())
+        rows.append((f"{t}: final eval return at {steps} env steps (mean +- 95% CI)", cells))
+    if "throughput" in summary:
+        tp = summary["throughput"]
+        rates = sorted(tp["env_steps_per_s"].items(), key=lambda kv: int(kv[0]))
+        cells = ", ".join(f"B={b}: {r:.0f}" for b, r in rates)
+        rows.append((f"{tp['task']}: vmapped MJX rollout env steps/s", cells))
+    return rows
+
+
+EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
+                              summarize=_summarize, plot=_plot, headline=headline)
 
 if __name__ == "__main__":
-    common.launch(experiment.train_and_evaluate, "experiments/configs/rfo.py:quick")
+    common.launch(EXPERIMENT, "experiments/configs/rfo.py:quick")

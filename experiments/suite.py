@@ -5,8 +5,8 @@
 Each method writes ``summary.json`` and PNG plots in ``<workdir>/<method>/``. A method
 whose summary was written by this code under this preset's config (its ``provenance``
 block) is not rerun (pass --force to redo it); a summary from another config or code
-version is rerun, never reported; a method interrupted midway resumes from its orbax
-checkpoints.
+version is rerun, never reported; a method interrupted midway keeps its finished units and
+resumes the running one from its last chunk checkpoint (``experiments.lib.study``).
 """
 
 import json
@@ -23,7 +23,8 @@ METHODS = registry.METHODS
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
 _METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
-_FORCE = flags.DEFINE_bool("force", False, "Rerun methods whose summary.json exists.")
+_FORCE = flags.DEFINE_bool("force", False, "Recompute methods (and all their units) whose "
+                            "summary.json is current.")
 _UPDATE_README = flags.DEFINE_string(
     "update_readme", None, "Path of a README whose results block (between the markers "
     "<!-- REPORT:BEGIN --> and <!-- REPORT:END -->) is replaced by REPORT.md.")
@@ -55,7 +56,7 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
                             "rerunning", name, path, _key(old) or "no provenance")
         logging.info("%s: running preset %s", name, preset)
         t0 = time.perf_counter()
-        registry.train_and_evaluate(name, config, out)
+        registry.train_and_evaluate(name, config, out, force=force)
         timings[name] = time.perf_counter() - t0
         # The report reads what is on disk, so a rerun that skips this method writes
         # the same rows in the same order.

@@ -30,15 +30,18 @@ class _FakeMethod:
 
         return ml_collections.ConfigDict({"size": {"smoke": 1, "quick": 2}[preset], "seed": 0})
 
-    def train_and_evaluate(self, config, workdir):
-        from experiments.lib import results
+    def experiment(self):
+        from experiments.lib import study
 
-        self.runs.append(config.size)
-        results.write_summary(workdir, {"value": 10 * config.size}, config)
+        def run(ctx, config):
+            self.runs.append(config.size)
+            return {"value": 10 * config.size}
 
-    @staticmethod
-    def headline(summary):
-        return [("value", str(summary["value"]))]
+        return study.Experiment(
+            name="fake", validate=lambda c: None,
+            units=lambda c, w: [study.Unit("value", lambda ctx: run(ctx, c))],
+            summarize=lambda c, out: {"value": out["value"]["value"]},
+            plot=lambda *a: None, headline=lambda s: [("value", str(s["value"]))])
 
 
 def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
@@ -47,14 +50,14 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     import sys
     import types
 
-    from experiments.lib import provenance
+    from experiments.lib import provenance, registry
 
     fake = _FakeMethod()
-    mod = types.ModuleType("fake_method")
-    mod.get_config, mod.train_and_evaluate, mod.headline = (
-        fake.get_config, fake.train_and_evaluate, fake.headline)
-    monkeypatch.setitem(sys.modules, "fake_method", mod)
-    monkeypatch.setitem(suite.METHODS, "fake", ("fake_method", "fake_method"))
+    config_mod, exp_mod = types.ModuleType("cfg"), types.ModuleType("exp")
+    config_mod.get_config, exp_mod.EXPERIMENT = fake.get_config, fake.experiment()
+    monkeypatch.setitem(sys.modules, "experiments.configs.fake", config_mod)
+    monkeypatch.setitem(sys.modules, "experiments.fake", exp_mod)
+    monkeypatch.setitem(registry.METHODS, "fake", registry.Method("fake", "Fake", "dev", "-"))
 
     suite.run_suite("smoke", str(tmp_path), ["fake"])
     suite.run_suite("smoke", str(tmp_path), ["fake"])
@@ -68,7 +71,7 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     suite.run_suite("quick", str(tmp_path), ["fake"])
     assert fake.runs == [1, 2, 2]  # code changed: rerun
     suite.run_suite("quick", str(tmp_path), ["fake"], force=True)
-    assert fake.runs == [1, 2, 2, 2]
+    assert fake.runs == [1, 2, 2, 2]  # --force recomputes, finished units included
     prov = provenance.record(fake.get_config("quick"))
     for key in ("config", "config_hash", "code_version", "git", "packages", "machine"):
         assert key in prov

@@ -72,7 +72,7 @@ class Checkpointer:
             lambda x: x if multi_host and isinstance(x, np.ndarray)
             else ocp.utils.to_shape_dtype_struct(x), _storable(template))
         restored = self._manager.restore(step, args=ocp.args.StandardRestore(abstract))
-        if _has_empty_leaves(template):
+        if _needs_flat(template):
             leaves, treedef = jax.tree.flatten(template)
             restored = jax.tree.unflatten(treedef, [restored.get(str(i), x)
                                                     for i, x in enumerate(leaves)])
@@ -143,10 +143,15 @@ def _has_empty_leaves(tree: PyTree) -> bool:
     return any(getattr(x, "size", 1) == 0 for x in jax.tree.leaves(tree))
 
 
+def _needs_flat(tree: PyTree) -> bool:
+    return _has_empty_leaves(tree) or jax.tree_util.treedef_is_leaf(jax.tree.structure(tree))
+
+
 def _storable(tree: PyTree) -> PyTree:
     """``tree`` itself, or, when it holds zero-size arrays (which orbax refuses, e.g. empty
-    fields of an MJX ``Data``), a flat {leaf index: leaf} dict of its non-empty leaves;
-    ``restore`` refills the empty leaves from the template.
+    fields of an MJX ``Data``) or is a single array (which orbax's standard handler refuses),
+    a flat {leaf index: leaf} dict of its non-empty leaves; ``restore`` refills the empty
+    leaves from the template.
 
     In a multi-host run orbax saves global arrays shard by shard but refuses arrays that
     live on one host's devices; those (the same value on every host) are saved as NumPy
@@ -154,7 +159,7 @@ def _storable(tree: PyTree) -> PyTree:
     """
     if jax.process_count() > 1:
         tree = jax.tree.map(_to_host_local, tree)
-    if not _has_empty_leaves(tree):
+    if not _needs_flat(tree):
         return tree
     return {str(i): x for i, x in enumerate(jax.tree.leaves(tree)) if x.size}
 

@@ -75,9 +75,9 @@ def experiment(name: str):
     return importlib.import_module(_method(name).experiment_module).EXPERIMENT
 
 
-def train_and_evaluate(name: str, config, workdir: str) -> dict:
+def train_and_evaluate(name: str, config, workdir: str, *, force: bool = False) -> dict:
     """Runs method ``name`` at ``config`` into ``workdir`` (what binaries, the suite, the
-    notebooks and the tests call)."""
+    notebooks and the tests call); ``force`` recomputes finished units."""
     from experiments.lib import study
 
-    return study.train_and_evaluate(experiment(name), config, workdir)
+    return study.train_and_evaluate(experiment(name), config, workdir, force=force)

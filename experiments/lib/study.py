@@ -106,15 +106,19 @@ class Experiment(NamedTuple):
     headline: Callable[[dict], list[tuple[str, str]]]
 
 
-def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLike) -> dict:
+def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLike, *,
+                       force: bool = False) -> dict:
     """Runs ``experiment`` at ``config``: validate, units, summary.json, plots.
+
+    ``force`` recomputes every unit even if its result file is current.
 
     Returns:
       The summary written to ``workdir/summary.json`` (without its provenance block).
     """
     workdir = os.fspath(workdir)
     experiment.validate(config)
-    out = run_units(experiment.units(config, workdir), config, workdir, desc=experiment.name)
+    out = run_units(experiment.units(config, workdir), config, workdir, desc=experiment.name,
+                    force=force)
     summary = experiment.summarize(config, out)
     results.write_summary(workdir, summary, config)
     experiment.plot(config, summary, out, workdir)
@@ -129,8 +133,12 @@ def unit_path(workdir: str, unit: Unit, config) -> tuple[str, str]:
     return key, os.path.join(workdir, "units", f"{unit.name}-{key}.json")
 
 
-def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study") -> dict:
-    """Runs (or loads) every unit; returns ``{name: result}`` in the order given."""
+def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study",
+              force: bool = False) -> dict:
+    """Runs (or loads) every unit; returns ``{name: result}`` in the order given.
+
+    ``force`` recomputes units whose result file exists (their chunk checkpoints too).
+    """
     names = [u.name for u in units]
     if len(set(names)) != len(names):
         raise ValueError(f"`units` names must be unique, got {names}.")
@@ -142,7 +150,10 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
     try:
         for unit in units:
             key, path = unit_path(workdir, unit, config)
-            if os.path.exists(path):
+            ckdir = os.path.join(workdir, "checkpoints", key)
+            if force and sharding.is_main_process() and os.path.isdir(ckdir):
+                shutil.rmtree(ckdir, ignore_errors=True)
+            if os.path.exists(path) and not force:
                 try:
                     out[unit.name] = load_result(path)
                     logging.info("%s: unit %s done earlier (%s)", desc, unit.name, path)
@@ -151,9 +162,8 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
                 except (ValueError, KeyError, json.JSONDecodeError) as e:
                     logging.warning("%s: unit file %s unreadable (%s); recomputing", desc,
                                     path, e)
-            ckdir = os.path.join(workdir, "checkpoints", key)
             result = unit.run(Context(unit.name, key, workdir, ckdir))
-            result = sharding.to_host(jax.block_until_ready(result))
+            result = _to_host(jax.block_until_ready(result))
             save_result(path, result)
             if sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)
@@ -162,6 +172,20 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
     finally:
         progress.close()
     return out
+
+
+def _to_host(obj):
+    """``obj`` with every ``jax.Array`` as NumPy (``sharding.to_host``: arrays spanning
+    other hosts are gathered); dict order, Python numbers and strings kept as they are."""
+    if isinstance(obj, dict):
+        return {k: _to_host(v) for k, v in obj.items()}
+    if isinstance(obj, tuple) and hasattr(obj, "_fields"):
+        return type(obj)(*(_to_host(v) for v in obj))
+    if isinstance(obj, list | tuple):
+        return type(obj)(_to_host(v) for v in obj)
+    if isinstance(obj, jax.Array):
+        return sharding.to_host(obj)
+    return obj
 
 
 def _encode(obj):

@@ -1,9 +1,38 @@
-"""AvAtar: active supervision for entropic-OT alignment with adjoint-state gradients."""
+"""AvAtar: active supervision for entropic-OT alignment with adjoint-state gradients.
 
-from jaxlab.avatar import active, adjoint, alignment, solvers, tasks, utilities
-from jaxlab.avatar.active import STRATEGIES, informativeness, run_active
+The method's API (``jaxlab.core.types.Algorithm``, the key always first)::
+
+    alg = avatar.active(task, "avatar", rounds=10)   # constructor: checks, binds settings
+    state = alg.init(key)                            # avatar.State(anchors, test)
+    state, info = alg.step(key, state)               # one round -> avatar.Info
+
+``avatar.init(key, task, ...)`` / ``avatar.step(key, state, task, ...)`` take the task and
+settings as arguments; ``avatar.evaluate(state, task)`` measures the current anchors;
+``avatar.run_active(task, key, strategy, ...)`` is the whole protocol (a ``lax.scan`` of
+``step``). Modules: ``tasks`` (alignment problems), ``alignment`` (anchor costs, metrics),
+``solvers`` (ott-jax Sinkhorn / FGW, imported lazily), ``utilities`` and ``adjoint`` (the
+adjoint-CG cost gradient), ``loop`` (the active loop: this API).
+"""
+
+from jaxlab.avatar import adjoint, alignment, loop, solvers, tasks, utilities
 from jaxlab.avatar.adjoint import cost_gradient
+from jaxlab.avatar.loop import (
+    STRATEGIES,
+    ActiveResult,
+    Info,
+    State,
+    active,
+    align,
+    check_result,
+    evaluate,
+    informativeness,
+    init,
+    run_active,
+    step,
+)
 from jaxlab.avatar.tasks import AlignmentTask
 
-__all__ = ["STRATEGIES", "AlignmentTask", "active", "adjoint", "alignment", "cost_gradient",
-           "informativeness", "run_active", "solvers", "tasks", "utilities"]
+__all__ = ["STRATEGIES", "ActiveResult", "AlignmentTask", "Info", "State", "active",
+           "adjoint", "align", "alignment", "check_result", "cost_gradient", "evaluate",
+           "informativeness", "init", "loop", "run_active", "solvers", "step", "tasks",
+           "utilities"]

@@ -23,7 +23,7 @@ validated eagerly (value checks skip traced arrays). The CG solve reports
 works under ``jit`` / ``vmap``); ``check_adjoint`` turns a non-converged solve into a
 ``RuntimeWarning`` naming ``maxiter`` and ``tol`` with the residual. ``cost_gradient`` calls
 it itself when its result is concrete (eager calls); inside compiled code the caller checks
-the flag (``active.run_active`` does).
+the flag (``loop.run_active`` does).
 """
 
 import functools

@@ -9,7 +9,7 @@ host sync, so they work under ``jit`` / ``vmap`` / ``scan``); ``check_plan`` tur
 into a ``RuntimeWarning`` with the numbers (marginal error, tolerance, iterations, naming
 ``max_iterations`` and ``epsilon``). ``entropic_plan`` / ``fgw_plan`` call ``check_plan``
 themselves when their result is concrete (eager calls); inside compiled code the caller
-checks the flags (``active.run_active`` does).
+checks the flags (``loop.run_active`` does).
 """
 
 import warnings

@@ -1,24 +1,53 @@
-"""Gradient-variation bandit convex optimization (arXiv 2602.04761)."""
+"""Gradient-variation bandit convex optimization (arXiv 2602.04761).
+
+The uniform jaxlab API (``jaxlab.core.types.Algorithm``; the key always first)::
+
+    from jaxlab import bco
+
+    learner = bco.gradient_variation(bco.ball(16), delta=0.05)   # the main constructor
+    state = learner.init(key, x0)              # bco.State (= BanditState); x0 optional
+    state, info = learner.step(key, state, f)  # bco.Info (= RoundInfo); f: [d] -> []
+    info = bco.run(learner, key, seq, x0)      # every round of a loss sequence, one scan
+
+Signatures:
+  * constructors, all returning ``Algorithm(init, step)``: ``gradient_variation(domain,
+    delta, rule=None)``, ``chiang2013(...)``, ``agarwal2010(...)``, ``two_point(domain,
+    delta, rule, optimistic=True)``, ``one_point_box(box, delta, rule, hint="ema",
+    beta=None)``, ``ensembles.ensemble / dynamic_ensemble / universal_ensemble``.
+  * ``learner.init(key, x0=None) -> State`` (deterministic; x0 defaults to the domain's
+    centre); ``learner.step(key, state, f) -> (State, Info)``, the key draws the
+    exploration direction.
+  * module level, the two-point learner with its hyperparameters as arguments:
+    ``init(key, domain, delta, x0=None) -> State``; ``step(key, state, f, domain, delta,
+    rule=None, optimistic=True) -> (State, Info)``.
+  * ``State``: xhat, hint, sum_var, t (``ensembles.EnsembleState`` for the ensembles).
+  * ``Info``: x (played point), loss (charged loss), g (gradient estimate).
+  * ``run(learner, key, seq, x0) -> Info`` with [T] leading axes; ``regret``,
+    ``dynamic_regret``.
+"""
 
 from jaxlab.bco import domains, ensembles, estimators, learners, losses
 from jaxlab.bco.domains import Ball, Box, ball, box
 from jaxlab.bco.learners import (
-    BanditLearner,
     BanditState,
+    Info,
     RoundInfo,
+    State,
     StepRule,
     agarwal2010,
     chiang2013,
     gradient_variation,
+    init,
     one_point_box,
+    step,
     step_rule,
     two_point,
 )
 from jaxlab.bco.run import dynamic_regret, regret, run
 
 __all__ = [
-    "Ball", "BanditLearner", "BanditState", "Box", "RoundInfo", "StepRule", "agarwal2010",
+    "Ball", "BanditState", "Box", "Info", "RoundInfo", "State", "StepRule", "agarwal2010",
     "ball", "box", "chiang2013", "domains", "dynamic_regret", "ensembles", "estimators",
-    "gradient_variation", "learners", "losses", "one_point_box", "regret", "run", "step_rule",
-    "two_point",
+    "gradient_variation", "init", "learners", "losses", "one_point_box", "regret", "run",
+    "step", "step_rule", "two_point",
 ]

@@ -13,6 +13,10 @@ Sword / Maler-style surrogate, Zhang et al. 2020-2022). Dynamic regret: bases wi
 fixed steps eta_i = eta_min 2^i. Universal regret: one convex base plus bases for a grid
 of lam, so the ensemble adapts to convex or strongly convex losses without knowing.
 
+Every constructor returns a ``jaxlab.core.types.Algorithm`` like ``learners``' ones:
+``init(key, x0=None) -> EnsembleState`` (key not used), ``step(key, state, f) ->
+(EnsembleState, RoundInfo)``.
+
 Checks (eager): ``domain`` / ``delta`` as in ``learners``; ``rules`` stacked with N >= 1;
 ``meta_scale`` > 0; ``num_rounds``, ``num_bases`` >= 1; every ``lams`` > 0; ``x0`` in
 ``domain`` at ``init``.
@@ -26,7 +30,6 @@ import numpy as np
 
 from jaxlab.bco import domains, estimators
 from jaxlab.bco.learners import (
-    BanditLearner,
     BanditState,
     RoundInfo,
     StepRule,
@@ -34,7 +37,7 @@ from jaxlab.bco.learners import (
     _init,
 )
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 
 class EnsembleState(NamedTuple):
@@ -47,7 +50,7 @@ class EnsembleState(NamedTuple):
     hint: Array
 
 
-def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> BanditLearner:
+def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> Algorithm:
     """Hedge over base learners with stacked step rules ``rules`` (leaves of shape [N]).
 
     Args:
@@ -55,6 +58,10 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
       delta: exploration radius, 0 < delta < inner radius.
       rules: StepRule whose leaves are [N] arrays (one base learner each).
       meta_scale: multiplies the meta-learner's adaptive rate sqrt(ln N / (1 + sum range^2)).
+
+    Returns:
+      ``Algorithm(init, step)``: ``init(key, x0=None) -> EnsembleState``;
+      ``step(key, state, f) -> (EnsembleState, RoundInfo)``.
     """
     play_domain = domains.shrunk(domain, delta)
     validation.check_in_range("meta_scale", meta_scale, 0.0, np.inf, low_inclusive=False,
@@ -67,12 +74,12 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
 
     base_init = _init(play_domain, domain)
 
-    def init(x0: Array) -> EnsembleState:
-        base = base_init(x0)
+    def init(key: PRNGKey, x0: Array | None = None) -> EnsembleState:
+        base = base_init(key, x0)
         bases = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), base)
         return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), jnp.zeros_like(base.xhat))
 
-    def step(state: EnsembleState, key: PRNGKey, f) -> tuple[EnsembleState, RoundInfo]:
+    def step(key: PRNGKey, state: EnsembleState, f) -> tuple[EnsembleState, RoundInfo]:
         m = state.hint
         etas = jax.vmap(lambda r, b: r(b.sum_var, b.t + 1))(rules, state.bases)
         xs = jax.vmap(lambda b, e: play_domain.project(b.xhat - e * m))(state.bases, etas)
@@ -94,7 +101,7 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
         )
         return new, RoundInfo(x, 0.5 * (fp + fm), g)
 
-    return BanditLearner(init, step)
+    return Algorithm(init, step)
 
 
 def _stack(rules: list[StepRule]) -> StepRule:
@@ -102,7 +109,7 @@ def _stack(rules: list[StepRule]) -> StepRule:
 
 
 def dynamic_ensemble(domain, delta: float, num_rounds: int,
-                     num_bases: int | None = None) -> BanditLearner:
+                     num_bases: int | None = None) -> Algorithm:
     """Fixed-step bases eta_i = D / sqrt(T) * 2^i, i = 0..N-1 (N ~ log2 sqrt(T) + 1)."""
     validation.check_positive_int("num_rounds", num_rounds)
     if num_bases is None:
@@ -116,7 +123,7 @@ def dynamic_ensemble(domain, delta: float, num_rounds: int,
 
 
 def universal_ensemble(domain, delta: float,
-                       lams=(1.0, 0.5, 0.25, 0.125, 0.0625)) -> BanditLearner:
+                       lams=(1.0, 0.5, 0.25, 0.125, 0.0625)) -> Algorithm:
     """One convex (adaptive) base plus one base per strong-convexity guess in ``lams``."""
     lams = [float(v) for v in lams]
     for v in lams:

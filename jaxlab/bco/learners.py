@@ -1,5 +1,18 @@
 """Bandit learners as pure ``init`` / ``step`` pairs (optax / blackjax style).
 
+Every constructor returns a ``jaxlab.core.types.Algorithm``::
+
+    learner = gradient_variation(domain, delta)
+    state = learner.init(key, x0)              # State (= BanditState); x0 defaults to the
+                                               # domain's centre, the key is not used
+    state, info = learner.step(key, state, f)  # Info (= RoundInfo); f: [d] -> [] loss
+
+``step``'s key draws the round's exploration direction; ``f`` is queried only where bandit
+feedback allows (two points, or one for ``one_point_box``).
+Module-level ``init(key, domain, delta, x0=None)`` and ``step(key, state, f, domain,
+delta, rule=None, optimistic=True)`` are the two-point learner with its hyperparameters
+passed explicitly (blackjax style).
+
 All learners share one core, optimistic projected OGD on the shrunk domain
 X_delta = (1 - delta / r) X (arXiv 2602.04761; the round in DESIGN.md):
 
@@ -25,8 +38,8 @@ Checks (eager, when the learner is built or ``init`` is called): ``domain`` is a
 Box, 0 < ``delta`` < inner radius, ``hint`` known, ``beta`` in (0, 1], ``scale`` and
 ``eta_max`` > 0, ``lam`` >= 0 (``lam`` = 0 selects the convex rule; strongly convex rules
 need ``lam`` > 0), ``x0`` of shape [d], finite and inside ``domain``. Nothing is checked
-per round inside the scan. ``validate_config`` checks a BCO experiment config (called
-first in ``experiment.train_and_evaluate``; ``num_seeds`` >= 2 for the CIs).
+per round inside the scan. ``validate_config`` checks a BCO experiment config (the first
+step of ``experiments/bco.py``; ``num_seeds`` >= 2 for the CIs).
 """
 
 from collections.abc import Callable
@@ -38,7 +51,7 @@ import numpy as np
 
 from jaxlab.bco import domains, estimators
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 # M_t = 0, g_{t-1}, or an EMA of g (one-point). "previous" is the EMA with beta = 1.
 HINTS = ("none", "previous", "ema")
@@ -83,11 +96,8 @@ class RoundInfo(NamedTuple):
     g: Array
 
 
-class BanditLearner(NamedTuple):
-    """``init(x0) -> state``; ``step(state, key, f) -> (state, RoundInfo)``, f: [d] -> []."""
-
-    init: Callable[[Array], BanditState]
-    step: Callable[[BanditState, PRNGKey, Callable], tuple[BanditState, RoundInfo]]
+State = BanditState
+Info = RoundInfo
 
 
 def _check_common(domain, delta, hint, beta):
@@ -110,10 +120,17 @@ def _advance(state, g, m, eta, beta, play_domain) -> BanditState:
     )
 
 
-def _init(play_domain, domain=None):
-    def init(x0: Array) -> BanditState:
+def _init(play_domain, domain=None) -> Callable[..., BanditState]:
+    """``init(key, x0=None) -> BanditState`` (deterministic: the key is not used)."""
+    domain = play_domain if domain is None else domain
+
+    def init(key: PRNGKey, x0: Array | None = None) -> BanditState:
+        """State before round 1 at ``x0`` ([d], default the domain's centre); ``key`` is
+        taken for the uniform API and not used."""
+        del key
+        x0 = domain.center if x0 is None else x0
         validation.check_shape("x0", x0, (play_domain.dim,))
-        domains.check_inside("x0", x0, play_domain if domain is None else domain)
+        domains.check_inside("x0", x0, domain)
         x0 = jnp.asarray(x0, jnp.float32)
         return BanditState(play_domain.project(x0), jnp.zeros_like(x0), jnp.float32(0.0),
                            jnp.int32(0))
@@ -121,7 +138,7 @@ def _init(play_domain, domain=None):
     return init
 
 
-def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> BanditLearner:
+def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> Algorithm:
     """Two-point bandit learner; the loss charged is (f(x + delta u) + f(x - delta u)) / 2.
 
     Args:
@@ -129,12 +146,16 @@ def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> 
       delta: exploration radius, 0 < delta < inner radius of the domain.
       rule: step-size rule.
       optimistic: use the previous estimate g_{t-1} as the hint M_t (else M_t = 0).
+
+    Returns:
+      ``Algorithm(init, step)``: ``init(key, x0=None) -> BanditState``;
+      ``step(key, state, f) -> (BanditState, RoundInfo)``, key: the direction u.
     """
     hint = "previous" if optimistic else "none"
     play_domain = _check_common(domain, delta, hint, 1.0)
     d = domain.dim
 
-    def step(state: BanditState, key: PRNGKey, f) -> tuple[BanditState, RoundInfo]:
+    def step(key: PRNGKey, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
         m = _current_hint(state, hint)
         eta = rule(state.sum_var, state.t + 1)
         x = play_domain.project(state.xhat - eta * m)
@@ -143,10 +164,10 @@ def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> 
         g = estimators.two_point(fp, fm, u, delta)
         return _advance(state, g, m, eta, 1.0, play_domain), RoundInfo(x, 0.5 * (fp + fm), g)
 
-    return BanditLearner(_init(play_domain, domain), step)
+    return Algorithm(_init(play_domain, domain), step)
 
 
-def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
+def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> Algorithm:
     """Optimistic two-point OGD, hint g_{t-1}, step from the estimates' variation.
 
     Default rule: eta_t = D / sqrt(1 + sum ||g_s - g_{s-1}||^2), D the diameter.
@@ -155,7 +176,7 @@ def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> Ba
     return two_point(domain, delta, rule, optimistic=True)
 
 
-def chiang2013(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
+def chiang2013(domain, delta: float, rule: StepRule | None = None) -> Algorithm:
     """The anchor (Chiang, Lee, Lu 2013): the same optimistic update with the step tuned
     to its d^2 sqrt(V_T) bound, i.e. ``rule.scale`` divided by sqrt(d).
 
@@ -166,14 +187,53 @@ def chiang2013(domain, delta: float, rule: StepRule | None = None) -> BanditLear
     return two_point(domain, delta, rule, optimistic=True)
 
 
-def agarwal2010(domain, delta: float, rule: StepRule | None = None) -> BanditLearner:
+def agarwal2010(domain, delta: float, rule: StepRule | None = None) -> Algorithm:
     """Plain two-point OGD (Agarwal, Dekel, Xiao 2010), AdaGrad-norm step by default."""
     rule = step_rule(float(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic=False)
 
 
+def init(key: PRNGKey, domain, delta: float, x0: Array | None = None) -> BanditState:
+    """The two-point learners' initial state (``two_point(domain, delta, ...).init``).
+
+    Args:
+      key: taken for the uniform API; not used (the state is deterministic).
+      domain: a ``Ball`` or ``Box``.
+      delta: exploration radius, 0 < delta < inner radius of the domain.
+      x0: [d] starting point in ``domain`` (default its centre), projected onto the
+        shrunk domain (1 - delta / r) X.
+
+    Returns:
+      ``BanditState`` before round 1.
+    """
+    return _init(domains.shrunk(domain, delta), domain)(key, x0)
+
+
+def step(key: PRNGKey, state: BanditState, f, domain, delta: float,
+         rule: StepRule | None = None,
+         optimistic: bool = True) -> tuple[BanditState, RoundInfo]:
+    """One round of the two-point learner (``two_point(domain, delta, rule,
+    optimistic).step``): ``gradient_variation``'s round by default, ``agarwal2010``'s with
+    ``optimistic=False``.
+
+    Args:
+      key: PRNG key of the round; draws the direction u on the unit sphere.
+      state: current ``BanditState``.
+      f: the round's loss, [d] -> [], queried at x +- delta u.
+      domain: a ``Ball`` or ``Box``.
+      delta: exploration radius, 0 < delta < inner radius of the domain.
+      rule: step-size rule; default eta_t = D / sqrt(1 + S_t), D the diameter.
+      optimistic: hint M_t = g_{t-1} (else 0).
+
+    Returns:
+      (next ``BanditState``, ``RoundInfo`` of the round).
+    """
+    rule = step_rule(float(domain.diameter)) if rule is None else rule
+    return two_point(domain, delta, rule, optimistic).step(key, state, f)
+
+
 def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str = "ema",
-                  beta: float | None = None) -> BanditLearner:
+                  beta: float | None = None) -> Algorithm:
     """One-point bandit *linear* optimization on a box; charged loss f(y), y the query.
 
     Args:
@@ -182,6 +242,10 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
       rule: step-size rule.
       hint: "ema" (gradient-variation version) or "none" (plain one-point baseline).
       beta: EMA rate; default delta^2 / (d^2 D^2) (stable tracking, see estimators.py).
+
+    Returns:
+      ``Algorithm(init, step)`` as in ``two_point``; the key picks the queried coordinate
+      and sign.
     """
     if not isinstance(domain, domains.Box):
         raise ValueError(f"`domain` must be a Box for one-point BLO, got {type(domain).__name__}.")
@@ -194,7 +258,7 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
         beta = float(min(1.0, delta**2 / (d**2 * float(domain.diameter) ** 2) * 4.0))
     play_domain = _check_common(domain, delta, hint, beta)
 
-    def step(state: BanditState, key: PRNGKey, f) -> tuple[BanditState, RoundInfo]:
+    def step(key: PRNGKey, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
         m = _current_hint(state, hint)
         eta = rule(state.sum_var, state.t + 1)
         x = play_domain.project(state.xhat - eta * m)
@@ -204,7 +268,7 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
         g = estimators.one_point_box(fy, y, i, s, delta, m)
         return _advance(state, g, m, eta, beta, play_domain), RoundInfo(x, fy, g)
 
-    return BanditLearner(_init(play_domain, domain), step)
+    return Algorithm(_init(play_domain, domain), step)
 
 
 def validate_config(config) -> None:

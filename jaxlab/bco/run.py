@@ -12,17 +12,18 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab.bco import losses
-from jaxlab.bco.learners import BanditLearner, RoundInfo
+from jaxlab.bco.learners import RoundInfo
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 
-def run(learner: BanditLearner, key: PRNGKey, seq, x0: Array) -> RoundInfo:
+def run(learner: Algorithm, key: PRNGKey, seq, x0: Array) -> RoundInfo:
     """Plays every round of ``seq``; jittable and vmappable over keys / sequences.
 
     Args:
-      learner: a BanditLearner.
-      key: PRNG key for the exploration directions.
+      learner: a bandit learner (``learners`` / ``ensembles`` constructors).
+      key: PRNG key for the exploration directions; round t uses the t-th key of
+        ``jax.random.split(key, T)`` (``learner.init`` gets ``key`` and ignores it).
       seq: a QuadraticSeq or LinearSeq with T rounds.
       x0: [d] starting point.
 
@@ -36,9 +37,9 @@ def run(learner: BanditLearner, key: PRNGKey, seq, x0: Array) -> RoundInfo:
 
     def body(state, inp):
         p, k = inp
-        return learner.step(state, k, functools.partial(f, p))
+        return learner.step(k, state, functools.partial(f, p))
 
-    _, info = jax.lax.scan(body, learner.init(x0), (params, keys))
+    _, info = jax.lax.scan(body, learner.init(key, x0), (params, keys))
     return info
 
 

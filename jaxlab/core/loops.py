@@ -1,6 +1,6 @@
 """Chunked training loops without side effects beyond logging.
 
-Library trainers (``dllm.train.train``, ``dllm.poke.train_head``, ``gepc.train.train``)
+Library trainers (``dllm.train.train``, ``dllm.poke.fit``, ``gepc.train.train``)
 run ``carry = chunk_fn(carry, i)`` for ``num_chunks`` chunks through a *chunk runner*.
 The default, ``run_chunks``, is a plain loop; the experiment layer passes
 ``experiments.lib.study.run_resumable`` (orbax checkpoints after every chunk, resume after

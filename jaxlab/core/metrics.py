@@ -206,5 +206,5 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
     point = float(statistic(*samples))
     idx = jax.random.randint(key, (num_resamples, n), 0, n)
     boots = np.asarray(jax.vmap(lambda i: statistic(*(s[i] for s in samples)))(idx))
-    lo, hi = np.nanpercentile(boots, [50 * (1 - level), 50 * (1 + level)])
+    lo, hi = np.nanpercentile(boots, [50 - 50 * level, 50 + 50 * level])
     return point, float(lo), float(hi)

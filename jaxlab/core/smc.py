@@ -11,7 +11,7 @@ when concrete, finite, non-negative with a positive sum (they need not be normal
 free of NaN and +inf with at least one finite entry (-inf marks a zero weight). Traced
 weights (inside a caller's ``jit`` / ``vmap`` / ``scan``) cannot be inspected: callers that
 build weights in compiled loops flag non-finite ones themselves (``jaxlab.dllm.path_smc`` returns
-``SMCInfo.nonfinite_weights`` and raises on it at its Python entry point).
+``path_smc.Info.nonfinite_weights`` and raises on it at its Python entry point).
 """
 
 import functools

@@ -1,0 +1,55 @@
+"""Masked diffusion LMs (LLaDA): tasks, denoiser, training, decoding, POKE-SMC.
+
+The decoding method follows the blackjax/optax shape (``jaxlab.core.types.Algorithm``):
+
+    alg = dllm.smc(denoise_fn, gen_length=A, num_particles=N, mask_id=m,
+                   value_fn=None)              # POKE-SMC with a POKE value_fn
+    state = alg.init(key, prompt)              # State: N all-mask particles per prompt [B, P]
+    for key_t in jax.random.split(key, A):     # one step per denoising step (steps=A)
+        state, info = alg.step(key_t, state)   # one unmasking step of every particle + ESS
+    result = dllm.best_particle(state, A)      # DecodeResult: answer [B, A], path_ll, nfe
+
+``smc_decode`` / ``run_particles`` are exactly this loop as a ``lax.scan``; ``best_of_n`` is
+``smc(..., value_fn=None, resample=False)``. ``State``, ``Info``, ``init`` and ``step`` are
+the module-level pieces ``smc`` binds (``path_smc``). Greedy policy decoding has the same
+shape: ``decoding.decoder(...)`` (``init``/``step`` over a ``DecodeState``), and ``decode``
+is its scan; ``decode_threshold`` (Fast-dLLM, adaptive NFE) is a ``while_loop``.
+
+A denoiser is any ``tokens [M, L] -> (logits [M, L, V], hidden [M, L, D])``, e.g.
+``functools.partial(model.apply, graphdef, params)``. Everything here is pure JAX: the
+experiment plumbing (model files, units, plots) is in ``experiments/dllm.py``.
+
+Modules: ``tasks`` (verifiable reasoning tasks), ``model`` (LLaDA architecture),
+``loading`` (LLaDA safetensors), ``train`` (masked-diffusion loss and trainer),
+``decoding`` (policies, schedules, Path LL), ``path_smc`` (best-of-N, SMC, POKE-SMC),
+``poke`` (POKE value head), ``config`` (experiment-config validation).
+"""
+
+from jaxlab.dllm import config, decoding, loading, model, path_smc, poke, tasks, train
+from jaxlab.dllm.decoding import (
+    DecodeInfo,
+    DecodeResult,
+    DecodeState,
+    decode,
+    decode_threshold,
+    decoder,
+    path_log_likelihood,
+)
+from jaxlab.dllm.path_smc import (
+    Info,
+    State,
+    best_of_n,
+    best_particle,
+    init,
+    run_particles,
+    smc,
+    smc_decode,
+    step,
+)
+
+__all__ = [
+    "DecodeInfo", "DecodeResult", "DecodeState", "Info", "State", "best_of_n", "best_particle",
+    "config", "decode", "decode_threshold", "decoder", "decoding", "init", "loading", "model",
+    "path_log_likelihood", "path_smc", "poke", "run_particles", "smc", "smc_decode", "step",
+    "tasks", "train",
+]

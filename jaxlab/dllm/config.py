@@ -1,6 +1,6 @@
 """Validation of the dLLM experiment config (``experiments/configs/dllm.py``).
 
-``validate_config(config)`` is the first call of ``experiment.train_and_evaluate``: a bad
+``validate_config(config)`` is the first call of the study (``experiments/dllm.py``): a bad
 field fails in well under a second with a message naming ``config.<field>`` instead of
 after training, or silently (a NaN temperature used to give a NaN-filled summary).
 

@@ -16,6 +16,11 @@ The Path LL increment of a step is the sum of the *untempered* model log-probs o
 committed tokens, log p(x_{Q_t} | x_{O_t}) (POKE-SMC eq. for log p(x; tau)); the mask
 token is excluded from the predictive distribution everywhere.
 
+As an ``Algorithm`` (``jaxlab.core.types``): ``decoder(denoise_fn, ...)`` binds the
+settings; ``init(key, prompt) -> DecodeState`` and ``step(key, state) -> (DecodeState,
+DecodeInfo)`` is one denoiser pass and one commit; ``decode`` is a ``lax.scan`` of ``step``
+over ``jax.random.split(key, steps)``. The step index is read off the state (``steps_done``).
+
 Checks (eager, at the Python boundary before the ``lax.scan`` / ``while_loop``; shapes and
 dtypes are static so they also hold under ``jit``, values only when concrete):
 
@@ -23,7 +28,8 @@ dtypes are static so they also hold under ``jit``, values only when concrete):
   (``check_prompt``); ``path_log_likelihood`` checks ``answer`` the same way, and ``order``
   (integers in [0, A), shape of ``answer``); the vocabulary comes from the denoiser's
   abstract output shape (``jax.eval_shape``, no forward pass);
-* ``mask_id`` inside the vocabulary, ``vocab_size`` equal to the denoiser's logits width;
+* ``mask_id`` inside the vocabulary, ``vocab_size`` equal to the denoiser's logits width
+  (``decoder`` and ``path_smc.smc`` read it from the denoiser when it is None);
 * ``policy`` one of ``POLICIES``; ``temperature`` >= 0 and not NaN; ``threshold`` in [0, 1];
 * ``gen_length``, ``steps``, ``block_length`` positive ints with block_length dividing
   gen_length, steps divisible by the number of blocks and <= gen_length.
@@ -39,7 +45,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 Denoiser = Callable[[Array], tuple[Array, Array]]
 POLICIES = ("confidence", "margin", "neg_entropy", "random")
@@ -57,6 +63,12 @@ class DecodeState(NamedTuple):
     tokens: Array
     order: Array
     path_ll: Array
+
+
+class DecodeInfo(NamedTuple):
+    """Per step: path_ll_increment [B], log p of the tokens committed by the step."""
+
+    path_ll_increment: Array
 
 
 class DecodeResult(NamedTuple):
@@ -103,6 +115,41 @@ def transfer_schedule(gen_length: int, steps: int, block_length: int | None = No
     one = np.full(per_block, base, np.int32)
     one[:rem] += 1
     return np.tile(one, num_blocks)
+
+
+def step_plan(gen_length: int, steps: int | None = None,
+              block_length: int | None = None) -> tuple[int, int, np.ndarray, np.ndarray]:
+    """Defaults and per-step tables of a scheduled decode (validated by ``transfer_schedule``).
+
+    Returns:
+      (steps, block_length, tokens committed per step [steps], semi-AR block index of each
+      step [steps]); ``steps`` None is gen_length, ``block_length`` None or 0 one block.
+    """
+    steps = gen_length if steps is None else steps
+    block_length = gen_length if block_length in (None, 0) else block_length
+    schedule = transfer_schedule(gen_length, steps, block_length)
+    num_blocks = gen_length // block_length
+    return steps, block_length, schedule, np.repeat(np.arange(num_blocks), steps // num_blocks)
+
+
+def semi_ar_block(gen_length: int) -> int:
+    """Largest proper divisor of gen_length (1 = left-to-right for prime lengths)."""
+    return max([d for d in range(1, gen_length) if gen_length % d == 0] or [1])
+
+
+def steps_done(order: Array) -> Array:
+    """Steps taken so far, read off the commit order [..., A] (scalar int32).
+
+    Every scheduled step commits at least one token and marks it with its index t, and all
+    sequences of a batch (all particles) move in lockstep, so this is max(order) + 1.
+    """
+    return jnp.max(order) + 1
+
+
+def check_policy(policy: str) -> None:
+    """``policy`` one of ``POLICIES``."""
+    if policy not in POLICIES:
+        raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
 
 
 def policy_scores(key: PRNGKey, logp: Array, x0: Array, policy: str) -> Array:
@@ -196,11 +243,13 @@ def vocab_of(denoise_fn: Denoiser, batch: int, length: int) -> int:
     return logits.shape[-1]
 
 
-def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size: int,
+def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size: int | None,
                 mask_id: int) -> None:
     """Clear errors for a denoiser/vocabulary mismatch (checked on abstract shapes) and for
-    a bad ``prompt`` (see ``check_prompt``)."""
+    a bad ``prompt`` (see ``check_prompt``); ``vocab_size`` None: the denoiser's."""
     validation.check_ndim("prompt", prompt, 2)
+    if vocab_size is None:
+        vocab_size = vocab_of(denoise_fn, prompt.shape[0], prompt.shape[1] + gen_length)
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
     check_prompt(prompt, vocab_size, mask_id)
@@ -222,11 +271,43 @@ def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mas
     return commit(state, select, x0, logp_x0, t, prompt_len)
 
 
+def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
+            vocab_size: int | None = None, policy: str = "confidence",
+            steps: int | None = None, block_length: int | None = None,
+            temperature: float = 0.0) -> Algorithm:
+    """Policy decoding of B sequences as an ``Algorithm`` (settings checked here).
+
+    ``init(key, prompt [B, P]) -> DecodeState``: all-mask answers (``key`` unused; checks
+    ``prompt`` and the vocabulary). ``step(key, state) -> (DecodeState, DecodeInfo)``: one
+    denoiser pass, then the policy commits the step's ``k_t`` tokens of the current semi-AR
+    block; ``steps`` steps finish the decode. Arguments as in ``decode``.
+    """
+    check_policy(policy)
+    check_temperature(temperature)
+    _, block_length, schedule, blocks = step_plan(gen_length, steps, block_length)
+
+    def init(key: PRNGKey, prompt: Array) -> DecodeState:
+        del key
+        check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+        return init_state(prompt, gen_length, mask_id)
+
+    def step(key: PRNGKey, state: DecodeState) -> tuple[DecodeState, DecodeInfo]:
+        t = steps_done(state.order)
+        logits, _ = denoise_fn(state.tokens)
+        state, inc = decode_step(
+            key, state, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
+            mask_id=mask_id, prompt_len=state.tokens.shape[1] - gen_length, policy=policy,
+            temperature=temperature, block_length=block_length)
+        return state, DecodeInfo(inc)
+
+    return Algorithm(init, step)
+
+
 def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,
            mask_id: int, vocab_size: int, policy: str = "confidence", steps: int | None = None,
            block_length: int | None = None, temperature: float = 0.0) -> DecodeResult:
-    """Policy decoding of B sequences in one ``lax.scan`` over steps (jit it with the
-    non-array arguments static, or call ``make_decoder``).
+    """Policy decoding of B sequences: ``lax.scan`` of ``decoder(...).step`` over the keys
+    ``jax.random.split(key, steps)`` (jit it with the non-array arguments static).
 
     Args:
       denoise_fn: tokens [B, L] -> (logits [B, L, V], hidden).
@@ -242,31 +323,15 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
     Returns:
       DecodeResult with nfe = steps for every sequence.
     """
-    if policy not in POLICIES:
-        raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
-    check_temperature(temperature)
+    alg = decoder(denoise_fn, gen_length=gen_length, mask_id=mask_id, vocab_size=vocab_size,
+                  policy=policy, steps=steps, block_length=block_length,
+                  temperature=temperature)
     steps = gen_length if steps is None else steps
-    block_length = gen_length if block_length in (None, 0) else block_length
-    schedule = transfer_schedule(gen_length, steps, block_length)
-    check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
-    prompt_len = prompt.shape[1]
-    blocks = np.repeat(np.arange(gen_length // block_length), steps // (gen_length //
-                                                                        block_length))
-
-    def body(state, xs):
-        t, k, blk, key_t = xs
-        logits, _ = denoise_fn(state.tokens)
-        state, _ = decode_step(key_t, state, logits, k, blk, t, mask_id=mask_id,
-                               prompt_len=prompt_len, policy=policy, temperature=temperature,
-                               block_length=block_length)
-        return state, None
-
-    state = init_state(prompt, gen_length, mask_id)
-    xs = (jnp.arange(steps), jnp.asarray(schedule), jnp.asarray(blocks),
-          jax.random.split(key, steps))
-    state, _ = jax.lax.scan(body, state, xs)
+    state = alg.init(key, prompt)
+    state, _ = jax.lax.scan(lambda s, k: (alg.step(k, s)[0], None), state,
+                            jax.random.split(key, steps))
     nfe = jnp.full(prompt.shape[0], steps, jnp.int32)
-    return DecodeResult(state.tokens[:, prompt_len:], state.path_ll, state.order, nfe)
+    return DecodeResult(state.tokens[:, prompt.shape[1]:], state.path_ll, state.order, nfe)
 
 
 def decode_threshold(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,

@@ -17,10 +17,10 @@ call ``apply(graphdef, params, tokens)`` inside jit/vmap/scan.
 Checks: ``LLaDAConfig.__post_init__`` validates every field (positive int sizes,
 ``n_heads`` dividing ``d_model`` with an even head dim, ``n_kv_heads`` dividing ``n_heads``,
 ``mask_token_id`` inside the vocabulary, ``rope_theta`` > 0 and ``rms_norm_eps`` >= 0 finite,
-``attention_impl`` in ``jaxlab.attention.IMPLS``, ``sale_tau`` >= 0, SALE tiles via
-``BlockSizes``). The forward pass checks ``tokens``: 2-D integer dtype always (static), ids
-in [0, vocab_size) when concrete (out-of-range ids would gather NaN embeddings); traced
-tokens inside ``jit`` are not inspected.
+``attention_impl`` in ``jaxlab.attention.IMPLS``, ``sale_tau`` >= 0, ``sale_sizes`` a
+``BlockSizes``, which checks its own tiles). The forward pass checks ``tokens``: 2-D
+integer dtype always (static), ids in [0, vocab_size) when concrete (out-of-range ids
+would gather NaN embeddings); traced tokens inside ``jit`` are not inspected.
 """
 
 import dataclasses
@@ -53,8 +53,8 @@ class LLaDAConfig:
       weight_tying: output head = embedding transpose.
       attention_impl: "dense" or "sale" (see ``jaxlab.attention``).
       sale_tau: SALE keep threshold on the Relative Attention Score.
-      sale_block_q, sale_block_k, sale_local: SALE tiles and local window (the sequence
-        length must be a multiple of sale_block_q).
+      sale_sizes: SALE tiles and local window (``pallas_kernels.sale.reference.BlockSizes``;
+        the sequence length must be a multiple of ``sale_sizes.block_q``).
       dtype: compute dtype of activations (params stay float32 unless loaded otherwise).
     """
 
@@ -70,14 +70,12 @@ class LLaDAConfig:
     weight_tying: bool = False
     attention_impl: str = "dense"
     sale_tau: float = 1e-3
-    sale_block_q: int = 64
-    sale_block_k: int = 32
-    sale_local: int = 128
+    sale_sizes: BlockSizes = dataclasses.field(default_factory=BlockSizes)
     dtype: Any = jnp.float32
 
     def __post_init__(self):
         for name in ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads",
-                     "mlp_hidden_size", "sale_block_q", "sale_block_k", "sale_local"):
+                     "mlp_hidden_size"):
             validation.check_positive_int(name, getattr(self, name))
         for name in ("rope_theta", "rms_norm_eps", "sale_tau"):
             validation.check_finite(name, getattr(self, name))
@@ -85,7 +83,9 @@ class LLaDAConfig:
         validation.check_in_range("rms_norm_eps", self.rms_norm_eps, 0.0)
         validation.check_in_range("sale_tau", self.sale_tau, 0.0)
         validation.check_one_of("attention_impl", self.attention_impl, attention_lib.IMPLS)
-        BlockSizes(self.sale_block_q, self.sale_block_k, self.sale_local)
+        if not isinstance(self.sale_sizes, BlockSizes):
+            raise ValueError("`sale_sizes` must be a pallas_kernels.sale.reference.BlockSizes, "
+                             f"got {self.sale_sizes!r}.")
         if self.d_model % self.n_heads:
             raise ValueError(f"`d_model`={self.d_model} must be divisible by "
                              f"`n_heads`={self.n_heads}.")
@@ -190,8 +190,7 @@ class Block(nnx.Module):
         v = self.v_proj(h).reshape(b, n, cfg.n_kv_heads, cfg.head_dim)
         q, k = rope(q, cfg.rope_theta), rope(k, cfg.rope_theta)
         a = attention_lib.attention(
-            q, k, v, impl=cfg.attention_impl, tau=cfg.sale_tau,
-            sizes=BlockSizes(cfg.sale_block_q, cfg.sale_block_k, cfg.sale_local))
+            q, k, v, impl=cfg.attention_impl, tau=cfg.sale_tau, sizes=cfg.sale_sizes)
         x = x + self.attn_out(a.reshape(b, n, -1))
         h = self.ff_norm(x)
         return x + self.ff_out(jax.nn.silu(self.ff_proj(h)) * self.up_proj(h))

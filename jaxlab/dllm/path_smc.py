@@ -12,21 +12,35 @@ step of SMC follows blackjax's ``smc/base.py`` (reweight, resample, mutate):
 4. *mutate*: a sampled unmasking step (temperature ``T``) commits tokens; its Path LL
    increment is added to log w (self-rewarding SMC: log w += sum of committed log-probs).
 
-At the end the last twist is removed (V = 0 once nothing is masked) and the particle with
-the highest Path LL is returned. Best-of-N is the same loop with no twist and no
-resampling. NFE = steps * N per problem for all three.
+The last step also removes the last twist (V = 0 once nothing is masked), so the final
+log weights are weight_scale * Path LL plus the resampling resets. ``best_particle`` then
+returns the particle with the highest Path LL. Best-of-N is the same loop with no twist
+and no resampling. NFE = steps * N per problem for all three.
 
-Checks: eagerly at the Python boundary (before the scan; see also ``decoding``'s
-docstring): ``prompt`` 2-D integer ids in [0, vocab_size) without the mask id;
-``num_particles`` a positive int; ``resampler`` in ``RESAMPLERS``; ``policy`` in
-``decoding.POLICIES``; ``ess_threshold`` in [0, 1]; ``temperature`` >= 0;
-``weight_scale`` finite and >= 0; the step / block schedule. Traced values: the log
-weights are built inside the ``lax.scan`` (from the denoiser's logits, ``value_fn`` and
-``weight_scale``), so each step records ``SMCInfo.nonfinite_weights`` [B] (a NaN or +inf
-log weight, or all of a problem's particles at -inf). ``run_particles`` and hence
-``smc_decode`` / ``best_of_n`` raise a ValueError on that flag when they run eagerly
-(concrete outputs); under a caller's ``jit`` they cannot, and the caller must check
-``info.nonfinite_weights`` on the returned info (``raise_if_nonfinite(info)``).
+API (``jaxlab.core.types.Algorithm``; the key always first):
+
+* ``smc(denoise_fn, *, gen_length, num_particles, mask_id, value_fn=None, ...) ->
+  Algorithm``: checks and binds the settings;
+* ``init(key, prompt [B, P], *, gen_length, num_particles, mask_id) -> State``: N all-mask
+  particles per problem (the key is unused: nothing is random before the first step);
+* ``step(key, state, denoise_fn, *, gen_length, mask_id, ...) -> (State, Info)``: steps
+  1-4 above for every particle; ``steps`` calls finish the decode (the step index is read
+  off the state, ``decoding.steps_done``);
+* ``run_particles`` is ``lax.scan`` of ``step`` over ``jax.random.split(key, steps)``;
+  ``smc_decode`` = ``run_particles`` + ``best_particle``; ``best_of_n`` without resampling.
+
+Checks: eagerly at the Python boundary (``smc`` and its ``init``, hence ``run_particles``,
+``smc_decode`` and ``best_of_n``; see also ``decoding``'s docstring): ``prompt`` 2-D
+integer ids in [0, vocab_size) without the mask id; ``num_particles`` a positive int;
+``resampler`` in ``RESAMPLERS``; ``policy`` in ``decoding.POLICIES``; ``ess_threshold`` in
+[0, 1]; ``temperature`` >= 0; ``weight_scale`` finite and >= 0; the step / block schedule.
+The module-level ``step`` assumes checked settings. Traced values: the log weights are
+built inside the step (from the denoiser's logits, ``value_fn`` and ``weight_scale``), so
+each step records ``Info.nonfinite_weights`` [B] (a NaN or +inf log weight, or all of a
+problem's particles at -inf). ``run_particles`` and hence ``smc_decode`` / ``best_of_n``
+raise a ValueError on that flag when they run eagerly (concrete outputs); under a caller's
+``jit`` they cannot, and the caller must check ``info.nonfinite_weights`` on the returned
+info (``raise_if_nonfinite(info)``).
 """
 
 import functools
@@ -39,7 +53,7 @@ import numpy as np
 
 from jaxlab.core import smc as smc_lib
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
 
@@ -49,7 +63,7 @@ RESAMPLERS = {"systematic": smc_lib.systematic, "stratified": smc_lib.stratified
               "multinomial": smc_lib.multinomial, "residual": smc_lib.residual}
 
 
-class SMCState(NamedTuple):
+class State(NamedTuple):
     """Particles of B problems.
 
     Attributes:
@@ -63,7 +77,7 @@ class SMCState(NamedTuple):
     value: Array
 
 
-class SMCInfo(NamedTuple):
+class Info(NamedTuple):
     """Per step: ancestors [B, N], ESS before resampling [B], resampled [B] bool,
     log-likelihood increment [B] (log mean incremental weight), nonfinite_weights [B] bool
     (after the step some log weight is NaN or +inf, or all are -inf: see the module
@@ -73,7 +87,7 @@ class SMCInfo(NamedTuple):
     ess: Array
     resampled: Array
     log_likelihood_increment: Array
-    nonfinite_weights: Array | None = None
+    nonfinite_weights: Array
 
 
 def _nonfinite(log_w: Array) -> Array:
@@ -82,10 +96,10 @@ def _nonfinite(log_w: Array) -> Array:
             | jnp.all(jnp.isneginf(log_w), axis=1))
 
 
-def raise_if_nonfinite(info: SMCInfo) -> None:
+def raise_if_nonfinite(info: Info) -> None:
     """ValueError if any step flagged non-finite log weights (``info`` must be concrete)."""
     flag = info.nonfinite_weights
-    if flag is None or isinstance(flag, jax.core.Tracer):
+    if isinstance(flag, jax.core.Tracer):
         return
     flag = np.asarray(flag)  # [steps, B]
     if flag.any():
@@ -100,8 +114,8 @@ def _ess(log_w: Array) -> Array:
     return jax.vmap(smc_lib.ess)(log_w)
 
 
-def resample_step(key: PRNGKey, state: SMCState, logits: Array, *, num_particles: int,
-                  ess_threshold: float, resampler: str) -> tuple[SMCState, Array, SMCInfo]:
+def resample_step(key: PRNGKey, state: State, logits: Array, *, ess_threshold: float,
+                  resampler: str) -> tuple[State, Array, Info]:
     """ESS-triggered per-problem resampling of particles (and their logits [B * N, L, V])."""
     b, n = state.log_weights.shape
     ess = _ess(state.log_weights)
@@ -116,26 +130,75 @@ def resample_step(key: PRNGKey, state: SMCState, logits: Array, *, num_particles
     log_w = jnp.where(do[:, None], jnp.broadcast_to(mean_lw, (b, n)), state.log_weights)
     value = jnp.take_along_axis(state.value, anc, axis=1)
     dec = jax.tree.map(gather, state.decode)
-    info = SMCInfo(anc, ess, do, jnp.zeros(b), jnp.zeros(b, bool))
-    return SMCState(dec, log_w, value), gather(logits), info
+    info = Info(anc, ess, do, jnp.zeros(b), jnp.zeros(b, bool))
+    return State(dec, log_w, value), gather(logits), info
 
 
-def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-               key: PRNGKey, mask_id: int, vocab_size: int, num_particles: int,
-               value_fn: ValueFn | None = None, resample: bool = True,
-               policy: str = "confidence", steps: int | None = None,
-               block_length: int | None = None, temperature: float = 1.0,
-               ess_threshold: float = 0.5, resampler: str = "multinomial",
-               weight_scale: float = 1.0) -> tuple[SMCState, SMCInfo]:
-    """SMC over unmasking paths (see module docstring); one ``lax.scan`` over steps.
+def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
+         mask_id: int) -> State:
+    """N all-mask particles per problem of ``prompt`` [B, P], zero log weights and value."""
+    del key
+    validation.check_ndim("prompt", prompt, 2)
+    b = prompt.shape[0]
+    dec = decoding.init_state(jnp.repeat(prompt, num_particles, axis=0), gen_length, mask_id)
+    return State(dec, jnp.zeros((b, num_particles)), jnp.zeros((b, num_particles)))
+
+
+def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_length: int,
+         mask_id: int, value_fn: ValueFn | None = None, resample: bool = True,
+         policy: str = "confidence", steps: int | None = None,
+         block_length: int | None = None, temperature: float = 1.0,
+         ess_threshold: float = 0.5, resampler: str = "multinomial",
+         weight_scale: float = 1.0) -> tuple[State, Info]:
+    """One SMC step of every particle (module docstring, 1-4); arguments as in ``smc``.
+
+    Returns:
+      (State, Info [B] of this step). After the last of the ``steps`` steps the twist is
+      removed: log w -= weight_scale * V and V = 0.
+    """
+    b, n = state.log_weights.shape
+    steps, block_length, schedule, blocks = decoding.step_plan(gen_length, steps, block_length)
+    t = decoding.steps_done(state.decode.order)
+    k_res, k_step = jax.random.split(key)
+    logits, hidden = denoise_fn(state.decode.tokens)
+    if value_fn is not None:
+        v = value_fn(hidden, state.decode.tokens).reshape(b, n)
+        state = state._replace(log_weights=state.log_weights
+                               + weight_scale * (v - state.value), value=v)
+    lw_before = state.log_weights
+    if resample:
+        state, logits, info = resample_step(k_res, state, logits, ess_threshold=ess_threshold,
+                                            resampler=resampler)
+    else:
+        info = Info(jnp.broadcast_to(jnp.arange(n), (b, n)), _ess(lw_before),
+                    jnp.zeros(b, bool), jnp.zeros(b), jnp.zeros(b, bool))
+    dec, inc = decoding.decode_step(
+        k_step, state.decode, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
+        mask_id=mask_id, prompt_len=state.decode.tokens.shape[1] - gen_length, policy=policy,
+        temperature=temperature, block_length=block_length)
+    log_w = state.log_weights + weight_scale * inc.reshape(b, n)
+    info = info._replace(log_likelihood_increment=(
+        jax.nn.logsumexp(log_w, axis=1) - jax.nn.logsumexp(lw_before, axis=1)),
+        nonfinite_weights=_nonfinite(log_w))
+    last = t == steps - 1
+    log_w = jnp.where(last, log_w - weight_scale * state.value, log_w)
+    return State(dec, log_w, jnp.where(last, 0.0, state.value)), info
+
+
+def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, mask_id: int,
+        vocab_size: int | None = None, value_fn: ValueFn | None = None, resample: bool = True,
+        policy: str = "confidence", steps: int | None = None,
+        block_length: int | None = None, temperature: float = 1.0,
+        ess_threshold: float = 0.5, resampler: str = "multinomial",
+        weight_scale: float = 1.0) -> Algorithm:
+    """SMC over unmasking paths as an ``Algorithm`` (settings checked here, eagerly).
 
     Args:
       denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
-      prompt: [B, P].
       gen_length: answer length A.
-      key: PRNG key.
-      mask_id, vocab_size: tokenizer facts (checked against the denoiser).
       num_particles: N >= 1.
+      mask_id: the tokenizer's mask id.
+      vocab_size: checked against the denoiser's logits width (None: the denoiser's).
       value_fn: POKE value (hidden, tokens) -> [M]; None = no lookahead.
       resample: False gives best-of-N (independent particles).
       policy, steps, block_length, temperature: the proposal (see ``decoding.decode``).
@@ -144,91 +207,89 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
       weight_scale: beta >= 0 in log w += beta * (increment + twist).
 
     Returns:
-      (final SMCState: all B * N particles and their log weights, the last twist removed
-       (V = 0 when nothing is masked); SMCInfo stacked over steps).
-
-    Raises:
-      ValueError: for bad arguments (module docstring) and, when run eagerly, when a step
-        produced non-finite log weights (``SMCInfo.nonfinite_weights``).
+      ``Algorithm(init, step)``: ``init(key, prompt [B, P]) -> State`` (checks ``prompt``
+      and the vocabulary) and ``step(key, state) -> (State, Info)``; ``steps`` (default
+      gen_length) steps finish the decode.
     """
     if not isinstance(num_particles, int | np.integer) or num_particles < 1:
         raise ValueError(f"`num_particles` must be a positive int, got {num_particles!r}.")
     if resampler not in RESAMPLERS:
         raise ValueError(f"`resampler` must be one of {sorted(RESAMPLERS)}, got {resampler!r}.")
     validation.check_in_range("ess_threshold", ess_threshold, 0.0, 1.0)
-    if policy not in decoding.POLICIES:
-        raise ValueError(f"`policy` must be one of {decoding.POLICIES}, got {policy!r}.")
-    validation.check_ndim("prompt", prompt, 2)
+    decoding.check_policy(policy)
     decoding.check_temperature(temperature)
     validation.check_in_range("weight_scale", weight_scale, 0.0)
     validation.check_finite("weight_scale", weight_scale)
+    decoding.step_plan(gen_length, steps, block_length)
+    settings = dict(gen_length=gen_length, mask_id=mask_id, value_fn=value_fn,
+                    resample=resample, policy=policy, steps=steps, block_length=block_length,
+                    temperature=temperature, ess_threshold=ess_threshold, resampler=resampler,
+                    weight_scale=weight_scale)
+
+    def init_fn(key: PRNGKey, prompt: Array) -> State:
+        validation.check_ndim("prompt", prompt, 2)
+        decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+        return init(key, prompt, gen_length=gen_length, num_particles=int(num_particles),
+                    mask_id=mask_id)
+
+    def step_fn(key: PRNGKey, state: State) -> tuple[State, Info]:
+        return step(key, state, denoise_fn, **settings)
+
+    return Algorithm(init_fn, step_fn)
+
+
+def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
+                  key: PRNGKey, mask_id: int, vocab_size: int, num_particles: int,
+                  steps: int | None = None, **settings) -> tuple[State, Info]:
+    """``smc(...)`` run to the end: ``lax.scan`` of its ``step`` over the keys
+    ``jax.random.split(key, steps)``.
+
+    Args:
+      denoise_fn, gen_length, mask_id, vocab_size, num_particles, steps, **settings: as in
+        ``smc``.
+      prompt: [B, P].
+      key: PRNG key.
+
+    Returns:
+      (final State: all B * N particles and their log weights, the last twist removed
+       (V = 0 when nothing is masked); Info stacked over steps, [steps, B, ...]).
+
+    Raises:
+      ValueError: for bad arguments (module docstring) and, when run eagerly, when a step
+        produced non-finite log weights (``Info.nonfinite_weights``).
+    """
+    alg = smc(denoise_fn, gen_length=gen_length, num_particles=num_particles, mask_id=mask_id,
+              vocab_size=vocab_size, steps=steps, **settings)
     steps = gen_length if steps is None else steps
-    block_length = gen_length if block_length in (None, 0) else block_length
-    schedule = decoding.transfer_schedule(gen_length, steps, block_length)
-    decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
-    b, prompt_len = prompt.shape
-    n = num_particles
-    num_blocks = gen_length // block_length
-    blocks = np.repeat(np.arange(num_blocks), steps // num_blocks)
-    twist = value_fn is not None
-
-    def body(state: SMCState, xs):
-        t, k, blk, key_t = xs
-        k_res, k_step = jax.random.split(key_t)
-        logits, hidden = denoise_fn(state.decode.tokens)
-        if twist:
-            v = value_fn(hidden, state.decode.tokens).reshape(b, n)
-            state = state._replace(log_weights=state.log_weights
-                                   + weight_scale * (v - state.value), value=v)
-        if resample:
-            lw_before = state.log_weights
-            state, logits, info = resample_step(k_res, state, logits, num_particles=n,
-                                                ess_threshold=ess_threshold,
-                                                resampler=resampler)
-        else:
-            lw_before = state.log_weights
-            info = SMCInfo(jnp.broadcast_to(jnp.arange(n), (b, n)), _ess(lw_before),
-                           jnp.zeros(b, bool), jnp.zeros(b), jnp.zeros(b, bool))
-        dec, inc = decoding.decode_step(
-            k_step, state.decode, logits, k, blk, t, mask_id=mask_id, prompt_len=prompt_len,
-            policy=policy, temperature=temperature, block_length=block_length)
-        log_w = state.log_weights + weight_scale * inc.reshape(b, n)
-        info = info._replace(log_likelihood_increment=(
-            jax.nn.logsumexp(log_w, axis=1) - jax.nn.logsumexp(lw_before, axis=1)),
-            nonfinite_weights=_nonfinite(log_w))
-        return SMCState(dec, log_w, state.value), info
-
-    dec0 = decoding.init_state(jnp.repeat(prompt, n, axis=0), gen_length, mask_id)
-    state = SMCState(dec0, jnp.zeros((b, n)), jnp.zeros((b, n)))
-    xs = (jnp.arange(steps), jnp.asarray(schedule), jnp.asarray(blocks),
-          jax.random.split(key, steps))
-    state, info = jax.lax.scan(body, state, xs)
-    state = SMCState(state.decode, state.log_weights - weight_scale * state.value,
-                     jnp.zeros_like(state.value))
+    state = alg.init(key, prompt)
+    state, info = jax.lax.scan(lambda s, k: alg.step(k, s), state, jax.random.split(key, steps))
     raise_if_nonfinite(info)
     return state, info
 
 
-def smc_decode(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-               num_particles: int, steps: int | None = None,
-               **kwargs) -> tuple[DecodeResult, SMCInfo]:
-    """``run_particles`` then the highest-Path-LL particle per problem.
-
-    Returns:
-      (DecodeResult [B] with nfe = steps * N; SMCInfo stacked over steps).
-    """
-    state, info = run_particles(denoise_fn, prompt, gen_length, num_particles=num_particles,
-                                steps=steps, **kwargs)
-    b, prompt_len = prompt.shape
-    n = num_particles
-    steps = gen_length if steps is None else steps
+def best_particle(state: State, num_steps: int) -> DecodeResult:
+    """The highest-Path-LL particle of each problem, with nfe = num_steps * N. -> [B]."""
+    b, n = state.log_weights.shape
     path_ll = state.decode.path_ll.reshape(b, n)
     best = jnp.argmax(path_ll, axis=1)
     pick = lambda x: x.reshape(b, n, *x.shape[1:])[jnp.arange(b), best]  # noqa: E731
-    answer = pick(state.decode.tokens)[:, prompt_len:]
-    result = DecodeResult(answer, pick(state.decode.path_ll), pick(state.decode.order),
-                          jnp.full(b, steps * n, jnp.int32))
-    return result, info
+    answer_len = state.decode.order.shape[1]
+    answer = pick(state.decode.tokens)[:, -answer_len:]
+    return DecodeResult(answer, pick(state.decode.path_ll), pick(state.decode.order),
+                        jnp.full(b, num_steps * n, jnp.int32))
+
+
+def smc_decode(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
+               num_particles: int, steps: int | None = None,
+               **kwargs) -> tuple[DecodeResult, Info]:
+    """``run_particles`` then the highest-Path-LL particle per problem (``best_particle``).
+
+    Returns:
+      (DecodeResult [B] with nfe = steps * N; Info stacked over steps).
+    """
+    state, info = run_particles(denoise_fn, prompt, gen_length, num_particles=num_particles,
+                                steps=steps, **kwargs)
+    return best_particle(state, gen_length if steps is None else steps), info
 
 
 best_of_n = functools.partial(smc_decode, value_fn=None, resample=False)

@@ -63,7 +63,7 @@ def init(d_model: int, hidden: int = 64, seed: int = 0):
 
 
 def make_value_fn(graphdef, params, prompt_len: int, mask_id: int):
-    """value_fn(hidden [M, L, D], tokens [M, L]) -> [M] for ``smc.smc_decode``."""
+    """value_fn(hidden [M, L, D], tokens [M, L]) -> [M] for ``path_smc.smc``."""
 
     def value_fn(hidden, tokens):
         head = nnx.merge(graphdef, params)
@@ -91,8 +91,7 @@ def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *
                      mask_id: int, policy: str = "confidence",
                      temperature: float = 1.0) -> Rollouts:
     """Sampled one-token-per-step rollouts of ``policy`` from ``prompt`` [R, P]."""
-    if policy not in decoding.POLICIES:
-        raise ValueError(f"`policy` must be one of {decoding.POLICIES}, got {policy!r}.")
+    decoding.check_policy(policy)
     decoding.check_temperature(temperature)
     validation.check_positive_int("gen_length", gen_length)
     validation.check_ndim("prompt", prompt, 2)

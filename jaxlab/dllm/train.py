@@ -29,7 +29,9 @@ from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import model as model_lib
 
 
-class TrainState(NamedTuple):
+class DenoiserTrainState(NamedTuple):
+    """Carry of ``train``: params, optimizer state, data key, step, per-chunk losses."""
+
     params: nnx.State
     opt_state: optax.OptState
     key: PRNGKey
@@ -77,7 +79,7 @@ def make_train_step(task, graphdef, optimizer, batch_size: int):
     """Returns a jitted ``step(state) -> (state, loss)`` drawing its own batch."""
 
     @jax.jit
-    def step(state: TrainState):
+    def step(state: DenoiserTrainState):
         key, k_data, k_mask = jax.random.split(state.key, 3)
         prompt, answer = task.sample(k_data, batch_size)
         noisy, is_masked, t = mask_answers(k_mask, answer, task.mask_id)
@@ -127,7 +129,7 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
     (``loops.run_chunks``; the experiments pass a resumable, checkpointing runner).
 
     A Python loop of jitted steps (on XLA:CPU faster than a scan around a network step,
-    see WORKSPACE_NOTES); the whole TrainState is checkpointed after each chunk.
+    see WORKSPACE_NOTES); the whole DenoiserTrainState is checkpointed after each chunk.
 
     Returns:
       (graphdef, params, history) with history = {"step", "train_loss", "eval_loss"} lists.
@@ -146,12 +148,12 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
     graphdef, params = model_lib.init(cfg, seed)
     optimizer = make_optimizer(lr, steps)
-    state = TrainState(params, optimizer.init(params), jax.random.key(seed), jnp.int32(0),
-                       jnp.zeros(num_chunks), jnp.zeros(num_chunks))
+    state = DenoiserTrainState(params, optimizer.init(params), jax.random.key(seed),
+                               jnp.int32(0), jnp.zeros(num_chunks), jnp.zeros(num_chunks))
     step_fn = make_train_step(task, graphdef, optimizer, batch_size)
     per_chunk = steps // num_chunks
 
-    def chunk(st: TrainState, i: int) -> TrainState:
+    def chunk(st: DenoiserTrainState, i: int) -> DenoiserTrainState:
         total = 0.0
         for _ in range(per_chunk):
             st, loss = step_fn(st)

@@ -1,4 +1,8 @@
-"""DDPM training of the UNet eps-model (cosine VP schedule), resumable with orbax.
+"""DDPM training of the UNet eps-model (cosine VP schedule) in chunks.
+
+``train_score_model`` runs its chunks through a ``core.loops.ChunkRunner``: a plain loop
+by default; the experiment passes a resumable one (orbax checkpoints of the
+``ScoreTrainState`` after every chunk). The library itself never touches disk.
 
 Checks (eager, before any compile): ``images`` [N, S, S, C] finite with S divisible by
 2^(len(channels) - 1); ``steps``, ``batch_size``, ``num_chunks`` positive integers with
@@ -20,7 +24,9 @@ from jaxlab.gepc import schedule
 from jaxlab.gepc.model import UNet
 
 
-class TrainState(NamedTuple):
+class ScoreTrainState(NamedTuple):
+    """Carry of ``train_score_model``'s chunks (what a resumable runner checkpoints)."""
+
     params: PyTree
     opt_state: PyTree
     key: PRNGKey
@@ -70,7 +76,7 @@ def train_score_model(images: np.ndarray, *, steps: int = 3000,
     params = model.init(k_init, data[:2], jnp.zeros(2))
     sched = optax.cosine_onecycle_schedule(steps, learning_rate)
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
-    state = TrainState(params, opt.init(params), k_train, jnp.int32(0),
+    state = ScoreTrainState(params, opt.init(params), k_train, jnp.int32(0),
                        jnp.zeros(num_chunks, jnp.float32))
     per_chunk = steps // num_chunks
 
@@ -82,7 +88,7 @@ def train_score_model(images: np.ndarray, *, steps: int = 3000,
         upd, o = opt.update(g, o, p)
         return optax.apply_updates(p, upd), o, k, loss
 
-    def chunk(st: TrainState, i: int) -> TrainState:
+    def chunk(st: ScoreTrainState, i: int) -> ScoreTrainState:
         # A Python loop of jitted steps: on XLA:CPU a lax.scan around this conv-heavy step
         # ran ~14x slower than the same steps dispatched one by one (measured).
         p, o, k = st.params, st.opt_state, st.key
@@ -90,7 +96,8 @@ def train_score_model(images: np.ndarray, *, steps: int = 3000,
         for _ in range(per_chunk):
             p, o, k, loss = step(p, o, k)
             total += loss
-        return TrainState(p, o, k, st.step + per_chunk, st.losses.at[i].set(total / per_chunk))
+        return ScoreTrainState(p, o, k, st.step + per_chunk,
+                               st.losses.at[i].set(total / per_chunk))
 
     state = runner(
         chunk, state, num_chunks,

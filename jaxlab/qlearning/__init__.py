@@ -1,24 +1,52 @@
-"""Periodic Q-learning with constant and geometric target-update periods (arXiv 2602.03911)."""
+"""Periodic Q-learning with constant and geometric target-update periods (arXiv 2602.03911).
+
+The uniform jaxlab API (``jaxlab.core.types.Algorithm``; the key always first)::
+
+    from jaxlab import qlearning as ql
+
+    mdp = ql.garnet(jax.random.key(0), num_states=10, num_actions=2, branching=3, gamma=0.9)
+    alg = ql.periodic(mdp, ql.schedules.theory(0.9, base=50.0))
+    state = alg.init(key)                  # ql.State (= PeriodicQState)
+    state, info = alg.step(key, state)     # one SGD sample step; ql.Info diagnostics
+
+Signatures:
+  * ``periodic(mdp, schedule, *, sampling="generative", step_size=None) -> Algorithm``
+    with ``init(key, q0=None) -> State`` and ``step(key, state) -> (State, Info)``.
+  * ``init(key, mdp, q0=None) -> State``.
+  * ``step(key, state, mdp, schedule, sampling="generative", step_size=None)
+    -> (State, Info)``; the key supplies the step's two uniforms.
+  * ``State``: q, target, visits, inner_step, outer_iter, env_state, num_samples, key.
+  * ``Info``: state, action, next_state, td_error, step_size, target_updated.
+
+The experiment's bulk path (one ``lax.scan`` per chunk, uniforms drawn up front from
+``state.key``): ``run_steps``, ``simulate`` (-> ``Trace``), ``run_uniforms``,
+``build_kernel``; then ``samples_to_accuracy``. MDPs: ``garnet``, ``chain``,
+``make_mdp``; ``value_iteration`` for Q*; schedules in ``schedules``.
+"""
 
 from jaxlab.qlearning import schedules
 from jaxlab.qlearning.mdp import TabularMDP, chain, check_mdp, garnet, make_mdp
-from jaxlab.qlearning.periodic import (
+from jaxlab.qlearning.periodic_q import (
     SAMPLING_MODES,
+    Info,
     PeriodicQState,
+    State,
     Trace,
     build_kernel,
     init,
+    periodic,
     run_steps,
     run_uniforms,
     samples_to_accuracy,
     simulate,
+    step,
     validate_config,
 )
 from jaxlab.qlearning.value_iteration import VIInfo, bellman_optimality, value_iteration
 
 __all__ = [
-    "SAMPLING_MODES", "PeriodicQState", "TabularMDP", "Trace", "VIInfo", "bellman_optimality",
-    "build_kernel", "chain", "check_mdp", "garnet", "init", "make_mdp", "run_steps",
-    "run_uniforms", "samples_to_accuracy", "schedules", "simulate", "validate_config",
-    "value_iteration",
+    "SAMPLING_MODES", "Info", "PeriodicQState", "State", "TabularMDP", "Trace", "VIInfo",
+    "bellman_optimality", "build_kernel", "chain", "check_mdp", "garnet", "init", "make_mdp",
+    "periodic", "run_steps", "run_uniforms", "samples_to_accuracy", "schedules", "simulate",
+    "step", "validate_config", "value_iteration",
 ]

@@ -1,6 +1,6 @@
 """Plain NumPy periodic Q-learning: an independent reference and the benchmark baseline.
 
-Same algorithm and the same use of the uniforms as ``periodic.build_kernel`` so that,
+Same algorithm and the same use of the uniforms as ``periodic_q.build_kernel`` so that,
 fed identical uniforms, both produce the same Q (up to float rounding).
 """
 

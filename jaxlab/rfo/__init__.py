@@ -1,1 +1,42 @@
-"""RFO: reparameterization flow policy optimization (flow policies, CFM regularisers)."""
+"""RFO: reparameterization flow policy optimization (arXiv 2602.03501) and its baselines.
+
+Every method of the study has the same shape (``jaxlab.core.types.Algorithm``,
+blackjax/optax style)::
+
+    trainer = rfo.make_trainer(task, cfg)   # cfg: TrainConfig (flow / gaussian) or PPOConfig
+    state = trainer.init(key)               # State: policy (and critic) weights drawn from key
+    state, info = trainer.step(key, state)  # one update -> (State, Info)
+    state, infos = rfo.run(key, trainer, n) # n updates in one lax.scan (jit / vmap over keys)
+
+* ``TrainConfig(policy="flow")``: RFO, a flow policy (``flow``) trained by backpropagating
+  the return of a short MJX rollout (``envs``) through the Euler ODE and the dynamics, with
+  the CFM regularisers (``regularizers``) and an optional SHAC critic (``critic``);
+* ``TrainConfig(policy="gaussian")``: the Gaussian analytic-policy-gradient (APG) baseline;
+* ``PPOConfig``: the PPO baseline (``ppo``).
+
+``State`` is ``RFOState | PPOState`` (the state of whichever method ``cfg`` selects);
+``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared. The
+functional forms ``init(key, task, cfg)`` and ``step(key, state, task, cfg)`` take the
+static arguments last. Different keys give different initial weights; the same key gives
+the same run.
+"""
+
+from jaxlab.rfo.envs import TASK_NAMES, EnvState, Task, make_task
+from jaxlab.rfo.ppo import PPOConfig, PPOState
+from jaxlab.rfo.train import Info, RFOState, TrainConfig, validate_config
+from jaxlab.rfo.trainers import (
+    Config,
+    State,
+    env_steps_per_update,
+    init,
+    make_trainer,
+    run,
+    scan_steps,
+    step,
+)
+
+__all__ = [
+    "TASK_NAMES", "Config", "EnvState", "Info", "PPOConfig", "PPOState", "RFOState", "State",
+    "Task", "TrainConfig", "env_steps_per_update", "init", "make_task", "make_trainer", "run",
+    "scan_steps", "step", "validate_config",
+]

@@ -27,7 +27,7 @@ import numpy as np
 from flax import nnx
 
 from jaxlab.core import validation
-from jaxlab.core.types import Array
+from jaxlab.core.types import Array, PRNGKey
 
 
 class ValueNet(nnx.Module):
@@ -43,11 +43,11 @@ class ValueNet(nnx.Module):
         return self.out(jax.nn.silu(self.l2(jax.nn.silu(self.l1(obs)))))[..., 0]
 
 
-def init(obs_dim: int, hidden: int, seed: int = 0):
-    """(graphdef, params) of a fresh critic."""
+def init(key: PRNGKey, obs_dim: int, hidden: int):
+    """(graphdef, params) of a critic with weights drawn from ``key``."""
     validation.check_positive_int("obs_dim", obs_dim)
     validation.check_positive_int("hidden", hidden)
-    return nnx.split(ValueNet(obs_dim, hidden, rngs=nnx.Rngs(seed)))
+    return nnx.split(ValueNet(obs_dim, hidden, rngs=nnx.Rngs(key)))
 
 
 def check_return_inputs(rewards, values, gamma, lam, termination=None,

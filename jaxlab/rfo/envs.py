@@ -1,7 +1,7 @@
 """Differentiable MJX tasks for RFO: tiny MJCF models stepped by brax's MJX pipeline.
 
 Each task is a frozen ``Task`` (hashable, a static argument of jitted code) with pure
-``reset(task, key)`` and ``step(task, state, action)``; rewards are smooth functions of the
+``reset(key, task)`` and ``step(task, state, action)``; rewards are smooth functions of the
 physics state so that ``jax.grad`` of a rollout's return is informative. Reverse-mode
 gradients through ``mjx.step`` need ``opt.iterations == 1`` (otherwise the solver is a
 ``while_loop``), which ``make_task`` sets (DESIGN.md, MJX facts).
@@ -194,7 +194,7 @@ def make_task(name: str) -> Task:
     return _TASKS[name]()
 
 
-def reset(task: Task, key: PRNGKey) -> EnvState:
+def reset(key: PRNGKey, task: Task) -> EnvState:
     """Initial state with uniform noise of ``task.reset_noise`` on positions."""
     from brax.mjx import pipeline
 

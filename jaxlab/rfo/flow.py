@@ -58,10 +58,13 @@ def check_config(cfg: FlowConfig) -> None:
         validation.check_positive_int(name, getattr(cfg, name))
 
 
-def init(cfg: FlowConfig, seed: int = 0):
-    """(graphdef, params) of a fresh velocity field."""
+def init(key: PRNGKey, cfg: FlowConfig):
+    """(graphdef, params) of a velocity field with weights drawn from ``key``.
+
+    Under ``jit`` / ``vmap`` keep only the params (the graphdef is static; a trainer takes
+    it once from ``nnx.eval_shape``)."""
     check_config(cfg)
-    return nnx.split(VelocityField(cfg, rngs=nnx.Rngs(seed)))
+    return nnx.split(VelocityField(cfg, rngs=nnx.Rngs(key)))
 
 
 def integrate(graphdef, params, obs: Array, noise: Array, ode_steps: int) -> Array:
@@ -85,7 +88,7 @@ def integrate(graphdef, params, obs: Array, noise: Array, ode_steps: int) -> Arr
     return a
 
 
-def sample(graphdef, params, cfg: FlowConfig, obs: Array, key: PRNGKey) -> Array:
+def sample(key: PRNGKey, graphdef, params, cfg: FlowConfig, obs: Array) -> Array:
     """Actions in [-1, 1]: tanh of the integrated flow. obs [B, O] -> [B, chunk, act_dim]."""
     validation.check_ndim("obs", obs, 2)
     if obs.shape[1] != cfg.obs_dim:

@@ -1,8 +1,10 @@
 """PPO baseline (Schulman et al. 2017) on the same MJX tasks, written for jax 0.10.
 
 brax 0.14.2's trainers call the removed ``jax.device_put_replicated`` (DESIGN.md), so this
-is our own loop with the same interface as ``train.make_train``: ``make_train(task, cfg)``
-returns ``train(key) -> (PPOState, train.Metrics)`` plus ``train.init`` / ``train.update``.
+is our own loop with the same interface as ``train.make_trainer``: ``make_trainer(task, cfg)``
+returns ``Algorithm(init, step)`` with ``init(key) -> PPOState`` (actor-critic weights and
+the first environments drawn from ``key``) and ``step(key, state) -> (PPOState,
+train.Info)``.
 
 Per update: roll out ``rollout_len`` steps from the carried environments with a Gaussian
 policy (no gradient through the physics; the env receives clip(a, -1, 1)), compute GAE
@@ -17,12 +19,12 @@ semantics (see ``critic.py``); the rollouts pass none: no task terminates, and
 where V(s_T) bootstraps the time-limit truncation.
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass):
-``check_config`` (run by ``make_train``): sizes are positive integers, ``lr``,
+``check_config`` (run by ``make_trainer``): sizes are positive integers, ``lr``,
 ``grad_clip``, ``clip_eps``, ``reward_scale`` > 0, ``vf_coef``, ``ent_coef`` >= 0,
 ``gamma`` and ``gae_lambda`` in [0, 1], every float finite, ``minibatches`` divides
 ``num_envs * rollout_len``, ``episode_length`` a multiple of ``rollout_len``. ``gae``: as
 ``critic.td_lambda_targets``. Inside the compiled loop nothing is checked; a non-finite
-gradient shows as a non-finite ``Metrics.grad_norm`` (the caller's to turn into an error).
+gradient shows as a non-finite ``Info.grad_norm`` (the caller's to turn into an error).
 """
 
 import math
@@ -34,9 +36,9 @@ import optax
 from flax import nnx
 
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.rfo import critic, envs
-from jaxlab.rfo.train import Metrics, check_finite_fields, reset_envs, reset_finished
+from jaxlab.rfo.train import Info, check_finite_fields, network, reset_envs, reset_finished
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -123,10 +125,17 @@ def gae(rewards: Array, values: Array, gamma: float, lam: float,
 
 
 class PPOState(NamedTuple):
+    """State of a PPO run (add a leading seed axis when vmapped).
+
+    Attributes:
+      params: actor-critic parameters.
+      opt_state: their optax state.
+      env_state: the carried environments, a batched ``EnvState`` [num_envs].
+    """
+
     params: nnx.State
     opt_state: optax.OptState
     env_state: envs.EnvState
-    key: PRNGKey
 
 
 def check_config(cfg: PPOConfig) -> None:
@@ -154,24 +163,33 @@ def env_steps_per_update(cfg: PPOConfig) -> int:
     return cfg.num_envs * cfg.rollout_len
 
 
-def make_train(task: envs.Task, cfg: PPOConfig, seed: int = 0):
-    """Returns ``train(key) -> (PPOState, Metrics [num_updates])`` (jit / vmap it)."""
+def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
+    """PPO on ``task`` (module doc).
+
+    Returns:
+      ``Algorithm(init, step)``: ``init(key) -> PPOState`` draws the actor-critic weights and
+      the first ``num_envs`` environments from ``key``; ``step(key, state) -> (PPOState,
+      Info)`` is one update (rollout, GAE, ``epochs`` x ``minibatches`` Adam steps, eval).
+
+    Raises:
+      ValueError: ``check_config`` fails.
+    """
     check_config(cfg)
-    graphdef, params0 = nnx.split(ActorCritic(task.obs_dim, task.act_dim, cfg.hidden,
-                                              rngs=nnx.Rngs(seed)))
+    graphdef, init_params = network(lambda rngs: ActorCritic(task.obs_dim, task.act_dim,
+                                                             cfg.hidden, rngs=rngs))
     opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip), optax.adam(cfg.lr))
-    step = jax.vmap(lambda s, a: envs.step(task, s, a))
+    step_envs = jax.vmap(lambda s, a: envs.step(task, s, a))
     net = lambda p, o: nnx.merge(graphdef, p)(o)  # noqa: E731
 
-    def act(params, obs, key):
+    def act(key, params, obs):
         mean, log_std, v = net(params, obs)
         a = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
         return a, gaussian_log_prob(a, mean, log_std), v
 
-    def collect(params, env_state, key):
+    def collect(key, params, env_state):
         def one(s, k):
-            a, logp, v = act(params, s.obs, k)
-            s1, r = step(s, jnp.clip(a, -1.0, 1.0))
+            a, logp, v = act(k, params, s.obs)
+            s1, r = step_envs(s, jnp.clip(a, -1.0, 1.0))
             return s1, (s.obs, a, logp, v, r)
 
         final, traj = jax.lax.scan(one, env_state, jax.random.split(key, cfg.rollout_len))
@@ -187,26 +205,27 @@ def make_train(task: envs.Task, cfg: PPOConfig, seed: int = 0):
         entropy = jnp.sum(log_std + 0.5 * (_LOG_2PI + 1.0))
         return -surr.mean() + cfg.vf_coef * jnp.mean((v - ret) ** 2) - cfg.ent_coef * entropy
 
-    def evaluate(params, key):
+    def evaluate(key, params):
         k_reset, k_act = jax.random.split(key)
 
         def one(s, k):
-            a, _, _ = act(params, s.obs, k)
-            s1, r = step(s, jnp.clip(a, -1.0, 1.0))
+            a, _, _ = act(k, params, s.obs)
+            s1, r = step_envs(s, jnp.clip(a, -1.0, 1.0))
             return s1, r
 
-        _, r = jax.lax.scan(one, reset_envs(task, k_reset, cfg.num_envs),
+        _, r = jax.lax.scan(one, reset_envs(k_reset, task, cfg.num_envs),
                             jax.random.split(k_act, cfg.eval_horizon))
         return jnp.mean(jnp.sum(r, 0))
 
     def init(key: PRNGKey) -> PPOState:
-        key, k_env = jax.random.split(key)
-        return PPOState(params0, opt.init(params0), reset_envs(task, k_env, cfg.num_envs), key)
+        k_params, k_env = jax.random.split(key)
+        params = init_params(k_params)
+        return PPOState(params, opt.init(params), reset_envs(k_env, task, cfg.num_envs))
 
-    def update(state: PPOState, _):
-        key, k_roll, k_perm, k_eval, k_reset = jax.random.split(state.key, 5)
-        env_state = reset_finished(task, state.env_state, k_reset, cfg.episode_length)
-        final, (obs, a, logp, v, r) = collect(state.params, env_state, k_roll)
+    def step(key: PRNGKey, state: PPOState) -> tuple[PPOState, Info]:
+        k_roll, k_perm, k_eval, k_reset = jax.random.split(key, 4)
+        env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
+        final, (obs, a, logp, v, r) = collect(k_roll, state.params, env_state)
         v_last = net(state.params, final.obs)[2]
         values = jnp.concatenate([v, v_last[None]], 0)
         adv = gae(r * cfg.reward_scale, values, cfg.gamma, cfg.gae_lambda)
@@ -229,12 +248,7 @@ def make_train(task: envs.Task, cfg: PPOConfig, seed: int = 0):
 
         (params, opt_state), gnorms = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                    jax.random.split(k_perm, cfg.epochs))
-        metrics = Metrics(jnp.mean(r), evaluate(params, k_eval), jnp.mean(gnorms),
-                          jnp.float32(0.0))
-        return PPOState(params, opt_state, final, key), metrics
+        info = Info(jnp.mean(r), evaluate(k_eval, params), jnp.mean(gnorms), jnp.float32(0.0))
+        return PPOState(params, opt_state, final), info
 
-    def train(key: PRNGKey):
-        return jax.lax.scan(update, init(key), None, length=cfg.num_updates)
-
-    train.init, train.update = init, update
-    return train
+    return Algorithm(init, step)

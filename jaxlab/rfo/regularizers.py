@@ -31,7 +31,7 @@ def pre_squash(actions: Array) -> Array:
     return jnp.arctanh(jnp.clip(actions, -_EDGE, _EDGE))
 
 
-def cfm_loss(graphdef, params, obs: Array, target: Array, key: PRNGKey) -> Array:
+def cfm_loss(key: PRNGKey, graphdef, params, obs: Array, target: Array) -> Array:
     """Mean CFM loss. obs [B, O]; target [B, D] pre-squash actions (flattened chunks)."""
     validation.check_ndim("obs", obs, 2)
     validation.check_ndim("target", target, 2)
@@ -46,16 +46,16 @@ def cfm_loss(graphdef, params, obs: Array, target: Array, key: PRNGKey) -> Array
     return jnp.mean(jnp.sum((v - (target - eps)) ** 2, axis=-1))
 
 
-def stability_loss(graphdef, params, obs: Array, actions: Array, key: PRNGKey) -> Array:
+def stability_loss(key: PRNGKey, graphdef, params, obs: Array, actions: Array) -> Array:
     """CFM on recent data: obs [B, O], actions [B, H, A] in [-1, 1]."""
     validation.check_ndim("obs", obs, 2)
     validation.check_shape("actions", actions, (obs.shape[0], None, None))
     target = jax.lax.stop_gradient(pre_squash(actions.reshape(actions.shape[0], -1)))
-    return cfm_loss(graphdef, params, jax.lax.stop_gradient(obs), target, key)
+    return cfm_loss(key, graphdef, params, jax.lax.stop_gradient(obs), target)
 
 
-def exploration_loss(graphdef, params, obs: Array, action_shape: tuple[int, int],
-                     key: PRNGKey) -> Array:
+def exploration_loss(key: PRNGKey, graphdef, params, obs: Array,
+                     action_shape: tuple[int, int]) -> Array:
     """CFM toward actions uniform on [-1, 1]^(H x A) at the observed states."""
     if len(action_shape) != 2:
         raise ValueError(f"`action_shape` must be (chunk, act_dim), got {action_shape!r}.")
@@ -65,4 +65,4 @@ def exploration_loss(graphdef, params, obs: Array, action_shape: tuple[int, int]
     k_u, k_cfm = jax.random.split(key)
     u = jax.random.uniform(k_u, (obs.shape[0], action_shape[0] * action_shape[1]), minval=-1,
                            maxval=1)
-    return cfm_loss(graphdef, params, jax.lax.stop_gradient(obs), pre_squash(u), k_cfm)
+    return cfm_loss(k_cfm, graphdef, params, jax.lax.stop_gradient(obs), pre_squash(u))

@@ -15,10 +15,13 @@ with ``optax.clip_by_global_norm`` + Adam(b1=0.7, b2=0.95). The flow policy's ac
 from the Euler ODE of ``flow.py`` (``chunk`` > 1: one chunk of actions per ``chunk``
 steps, executed open loop); the Gaussian baseline uses tanh(mu(obs) + sigma * eps) with
 a learned state-independent log sigma. The regularisers apply to the flow only.
-A whole run is ``make_train(...)(key)``: one ``lax.scan`` over updates, vmappable over seeds.
+``make_trainer(task, cfg)`` returns an ``Algorithm``: ``init(key) -> RFOState`` draws the
+policy and critic weights and the first environments from ``key`` (so seeds differ in
+their initial weights), ``step(key, state) -> (RFOState, Info)`` is one update. A whole
+run is ``trainers.run(key, trainer, num_updates)``: one ``lax.scan``, vmappable over seeds.
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass):
-  * ``check_config`` (run by ``make_train``): ``policy`` in {flow, gaussian}; sizes
+  * ``check_config`` (run by ``make_trainer``): ``policy`` in {flow, gaussian}; sizes
     positive integers; ``horizon`` divisible by ``chunk``; ``eval_horizon`` >= ``chunk``;
     ``episode_length`` 0 or a multiple of ``horizon``; ``lr``, ``grad_clip``,
     ``critic_lr`` > 0; ``stability_coef``, ``exploration_coef`` >= 0; ``gamma`` in (0, 1];
@@ -27,12 +30,13 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     positive integers, ``horizon`` a multiple of ``cfg.chunk``.
   * ``validate_config``: every field of an ``experiments/configs/rfo.py`` config, task
     names, and ``num_seeds`` >= 2 (the summary computes confidence intervals); called
-    first thing in ``experiment.train_and_evaluate``.
+    first thing by the ``experiments/rfo.py`` study.
 Inside the compiled update nothing is checked: non-finite gradient entries (known near
-contacts, DESIGN.md) are zeroed before the optimizer step, and ``Metrics.grad_norm`` (the
+contacts, DESIGN.md) are zeroed before the optimizer step, and ``Info.grad_norm`` (the
 norm before zeroing) is then non-finite: that is the flag the caller turns into an error.
 """
 
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -42,7 +46,7 @@ import optax
 from flax import nnx
 
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.rfo import critic, envs, flow, regularizers
 
 
@@ -78,13 +82,16 @@ class TrainConfig(NamedTuple):
 
 
 class GaussianPolicy(nnx.Module):
+    """tanh(mu(obs) + sigma * eps) with a learned state-independent log sigma (APG)."""
+
     def __init__(self, obs_dim: int, act_dim: int, hidden: int, *, rngs: nnx.Rngs):
         self.l1 = nnx.Linear(obs_dim, hidden, rngs=rngs)
         self.l2 = nnx.Linear(hidden, hidden, rngs=rngs)
         self.mu = nnx.Linear(hidden, act_dim, rngs=rngs, kernel_init=nnx.initializers.normal(1e-3))
         self.log_std = nnx.Param(jnp.full((act_dim,), -0.5, jnp.float32))
 
-    def __call__(self, obs, key):
+    def __call__(self, obs: Array, key: PRNGKey) -> Array:
+        """obs [B, O] -> actions [B, 1, A] in [-1, 1]."""
         h = jax.nn.silu(self.l2(jax.nn.silu(self.l1(obs))))
         eps = jax.random.normal(key, (obs.shape[0], self.log_std.shape[0]))
         return jnp.tanh(self.mu(h) + jnp.exp(self.log_std[...]) * eps)[:, None, :]
@@ -129,36 +136,59 @@ def check_config(cfg: TrainConfig) -> None:
                               "exploration_coef"), "TrainConfig")
 
 
-def init_policy(task: envs.Task, cfg: TrainConfig, seed: int = 0):
-    """(graphdef, params, act_fn) with act_fn(graphdef, params, obs [B, O], key) -> [B, H, A]."""
+def network(make: Callable[[nnx.Rngs], nnx.Module]):
+    """(graphdef, init) of the module ``make(rngs)``: the static graphdef (taken abstractly,
+    no weights drawn) and ``init(key) -> params`` (weights drawn from ``key``; jit / vmap
+    it)."""
+    graphdef = nnx.split(nnx.eval_shape(lambda: make(nnx.Rngs(0))))[0]
+    return graphdef, lambda key: nnx.split(make(nnx.Rngs(key)))[1]
+
+
+class Policy(NamedTuple):
+    """A policy network of a ``TrainConfig``.
+
+    Attributes:
+      graphdef: the static nnx graph.
+      init: ``init(key) -> params``.
+      act: ``act(key, params, obs [B, O]) -> actions [B, chunk, A]`` in [-1, 1].
+    """
+
+    graphdef: nnx.GraphDef
+    init: Callable[[PRNGKey], nnx.State]
+    act: Callable[[PRNGKey, nnx.State, Array], Array]
+
+
+def make_policy(task: envs.Task, cfg: TrainConfig) -> Policy:
+    """The flow policy (``cfg.policy == "flow"``) or the Gaussian APG policy of ``cfg``."""
     if cfg.policy == "flow":
         fcfg = flow.FlowConfig(task.obs_dim, task.act_dim, cfg.chunk, cfg.ode_steps, cfg.hidden)
-        graphdef, params = flow.init(fcfg, seed)
-        return graphdef, params, lambda g, p, o, k: flow.sample(g, p, fcfg, o, k)
-    graphdef, params = nnx.split(GaussianPolicy(task.obs_dim, task.act_dim, cfg.hidden,
-                                                rngs=nnx.Rngs(seed)))
-    return graphdef, params, lambda g, p, o, k: nnx.merge(g, p)(o, k)
+        flow.check_config(fcfg)
+        graphdef, init = network(lambda rngs: flow.VelocityField(fcfg, rngs=rngs))
+        return Policy(graphdef, init, lambda k, p, o: flow.sample(k, graphdef, p, fcfg, o))
+    graphdef, init = network(lambda rngs: GaussianPolicy(task.obs_dim, task.act_dim, cfg.hidden,
+                                                         rngs=rngs))
+    return Policy(graphdef, init, lambda k, p, o: nnx.merge(graphdef, p)(o, k))
 
 
-def reset_envs(task: envs.Task, key: PRNGKey, num_envs: int) -> envs.EnvState:
+def reset_envs(key: PRNGKey, task: envs.Task, num_envs: int) -> envs.EnvState:
     """``num_envs`` fresh environment states (a batched ``EnvState``)."""
     validation.check_positive_int("num_envs", num_envs)
-    return jax.vmap(lambda k: envs.reset(task, k))(jax.random.split(key, num_envs))
+    return jax.vmap(lambda k: envs.reset(k, task))(jax.random.split(key, num_envs))
 
 
-def reset_finished(task: envs.Task, state: envs.EnvState, key: PRNGKey,
+def reset_finished(key: PRNGKey, task: envs.Task, state: envs.EnvState,
                    episode_length: int) -> envs.EnvState:
     """Batched ``state`` with every environment whose step count reached ``episode_length``
     replaced by a fresh reset."""
-    fresh = reset_envs(task, key, state.t.shape[0])
+    fresh = reset_envs(key, task, state.t.shape[0])
     done = state.t >= episode_length
     return jax.tree.map(
         lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
         fresh, state)
 
 
-def rollout_from(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn,
-                 state: envs.EnvState, key: PRNGKey, horizon: int):
+def rollout_from(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, params,
+                 state: envs.EnvState, horizon: int):
     """Differentiable vmapped rollout of ``horizon`` steps from batched ``state``.
 
     Returns:
@@ -169,7 +199,7 @@ def rollout_from(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn,
     step = jax.vmap(lambda s, a: envs.step(task, s, a))
 
     def decision(state, k):
-        acts = act_fn(graphdef, params, state.obs, k)  # [E, H, A]
+        acts = policy.act(k, params, state.obs)  # [E, H, A]
         obs = state.obs
 
         def inner(s, a):
@@ -192,7 +222,7 @@ def _check_horizon(horizon, chunk) -> None:
         raise ValueError(f"`horizon`={horizon} must be a multiple of `cfg.chunk`={chunk}.")
 
 
-def rollout(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn, key: PRNGKey,
+def rollout(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, params,
             num_envs: int, horizon: int):
     """Differentiable vmapped rollout from fresh resets.
 
@@ -202,25 +232,35 @@ def rollout(task: envs.Task, cfg: TrainConfig, graphdef, params, act_fn, key: PR
     """
     _check_horizon(horizon, cfg.chunk)
     k_reset, k_act = jax.random.split(key)
-    state = reset_envs(task, k_reset, num_envs)
-    _, rewards, _, obs, acts = rollout_from(task, cfg, graphdef, params, act_fn, state, k_act,
-                                            horizon)
+    state = reset_envs(k_reset, task, num_envs)
+    _, rewards, _, obs, acts = rollout_from(k_act, task, cfg, policy, params, state, horizon)
     return rewards, obs, acts
 
 
-class TrainState(NamedTuple):
+class RFOState(NamedTuple):
+    """State of an RFO / APG run (add a leading seed axis when vmapped).
+
+    Attributes:
+      params: policy parameters (flow velocity field or Gaussian MLP).
+      opt_state: the policy's optax state.
+      env_state: the carried environments, a batched ``EnvState`` [num_envs].
+      critic_params: critic parameters (``None`` without a critic).
+      target_params: the Polyak target critic (``None`` without a critic).
+      critic_opt_state: the critic's optax state (``None`` without a critic).
+    """
+
     params: nnx.State
     opt_state: optax.OptState
     env_state: envs.EnvState
     critic_params: nnx.State | None
     target_params: nnx.State | None
     critic_opt_state: optax.OptState | None
-    key: PRNGKey
 
 
-class Metrics(NamedTuple):
-    """Per update: mean training reward per step, eval return, policy grad norm (pre-clip),
-    critic loss (0 without a critic)."""
+class Info(NamedTuple):
+    """Per update (scalars; [num_updates] when scanned): mean training reward per step,
+    eval return, policy grad norm (before zeroing non-finite entries and clipping; non-finite
+    flags a bad gradient), critic loss (0 without a critic)."""
 
     train_return: Array
     eval_return: Array
@@ -233,17 +273,23 @@ def env_steps_per_update(cfg: TrainConfig) -> int:
     return cfg.num_envs * cfg.horizon
 
 
-def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
-    """Returns ``train(key) -> (TrainState, Metrics [num_updates])`` (jit / vmap it).
+def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
+    """RFO (``cfg.policy == "flow"``) or Gaussian APG on ``task`` (module doc).
 
-    ``train.init(key) -> TrainState`` and ``train.update(state, _) -> (state, Metrics)``
-    expose the pieces, so a caller can scan over chunks of updates (and checkpoint between).
+    Returns:
+      ``Algorithm(init, step)``: ``init(key) -> RFOState`` draws the policy and critic
+      weights and the first ``num_envs`` environments from ``key``;
+      ``step(key, state) -> (RFOState, Info)`` is one update. Both are pure (jit / vmap).
+
+    Raises:
+      ValueError: ``check_config`` fails.
     """
     check_config(cfg)
-    graphdef, params0, act_fn = init_policy(task, cfg, seed)
+    policy = make_policy(task, cfg)
     opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
                       optax.adam(cfg.lr, b1=0.7, b2=0.95))
-    c_graphdef, c_params0 = critic.init(task.obs_dim, cfg.hidden, seed + 1)
+    c_graphdef, c_init = network(lambda rngs: critic.ValueNet(task.obs_dim, cfg.hidden,
+                                                              rngs=rngs))
     value = critic.value_fn(c_graphdef)
     c_opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
                         optax.adam(cfg.critic_lr, b1=0.7, b2=0.95))
@@ -251,8 +297,8 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
 
     def loss_fn(params, target_params, env_state, key):
         k_roll, k_stab, k_expl = jax.random.split(key, 3)
-        final, rewards, all_obs, obs, acts = rollout_from(task, cfg, graphdef, params, act_fn,
-                                                          env_state, k_roll, cfg.horizon)
+        final, rewards, all_obs, obs, acts = rollout_from(k_roll, task, cfg, policy, params,
+                                                          env_state, cfg.horizon)
         ret = jnp.mean(jnp.sum(rewards, 0)) / cfg.horizon
         if cfg.critic:
             # SHAC Eq. 5: discounted short-horizon return closed by the target critic.
@@ -263,10 +309,10 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
         if cfg.policy == "flow" and (cfg.stability_coef or cfg.exploration_coef):
             o = obs.reshape(-1, obs.shape[-1])
             a = acts.reshape(-1, cfg.chunk, task.act_dim)
-            loss += cfg.stability_coef * regularizers.stability_loss(graphdef, params, o, a,
-                                                                     k_stab)
+            loss += cfg.stability_coef * regularizers.stability_loss(
+                k_stab, policy.graphdef, params, o, a)
             loss += cfg.exploration_coef * regularizers.exploration_loss(
-                graphdef, params, o, (cfg.chunk, task.act_dim), k_expl)
+                k_expl, policy.graphdef, params, o, (cfg.chunk, task.act_dim))
         aux = (ret, final, jax.lax.stop_gradient(rewards), jax.lax.stop_gradient(all_obs))
         return loss, aux
 
@@ -288,24 +334,27 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
         return c_params, critic.polyak(target_params, c_params, cfg.target_tau), c_opt_state, \
             losses[-1]
 
-    def evaluate(params, key):
-        rewards, _, _ = rollout(task, cfg, graphdef, params, act_fn, key, cfg.num_envs,
+    def evaluate(key, params):
+        rewards, _, _ = rollout(key, task, cfg, policy, params, cfg.num_envs,
                                 cfg.eval_horizon - cfg.eval_horizon % cfg.chunk)
         return jnp.mean(jnp.sum(rewards, 0))
 
-    def init(key: PRNGKey) -> TrainState:
-        key, k_env = jax.random.split(key)
-        env_state = reset_envs(task, k_env, cfg.num_envs)
-        c_params = c_params0 if cfg.critic else None
-        return TrainState(params0, opt.init(params0), env_state, c_params, c_params,
-                          c_opt.init(c_params0) if cfg.critic else None, key)
+    def init(key: PRNGKey) -> RFOState:
+        k_policy, k_critic, k_env = jax.random.split(key, 3)
+        params = policy.init(k_policy)
+        env_state = reset_envs(k_env, task, cfg.num_envs)
+        if not cfg.critic:
+            return RFOState(params, opt.init(params), env_state, None, None, None)
+        c_params = c_init(k_critic)
+        return RFOState(params, opt.init(params), env_state, c_params, c_params,
+                        c_opt.init(c_params))
 
-    def update(state: TrainState, _):
-        key, k_loss, k_eval, k_reset = jax.random.split(state.key, 4)
+    def step(key: PRNGKey, state: RFOState) -> tuple[RFOState, Info]:
+        k_loss, k_eval, k_reset = jax.random.split(key, 3)
         if cfg.episode_length:
-            env_state = reset_finished(task, state.env_state, k_reset, cfg.episode_length)
+            env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
         else:
-            env_state = reset_envs(task, k_reset, cfg.num_envs)
+            env_state = reset_envs(k_reset, task, cfg.num_envs)
         (_, (ret, final, rewards, all_obs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
             state.params, state.target_params, env_state, k_loss)
         gnorm = optax.tree.norm(grads)
@@ -319,21 +368,16 @@ def make_train(task: envs.Task, cfg: TrainConfig, seed: int = 0):
             c_params, target_params, c_opt_state, c_loss = fit_critic(
                 c_params, target_params, c_opt_state, rewards, all_obs)
         final = jax.lax.stop_gradient(final)
-        new = TrainState(params, opt_state, final, c_params, target_params, c_opt_state, key)
-        return new, Metrics(ret, evaluate(params, k_eval), gnorm, c_loss)
+        new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state)
+        return new, Info(ret, evaluate(k_eval, params), gnorm, c_loss)
 
-    def train(key: PRNGKey):
-        return jax.lax.scan(update, init(key), None, length=cfg.num_updates)
-
-    train.init, train.update = init, update
-    train.graphdef, train.act_fn = graphdef, act_fn
-    return train
+    return Algorithm(init, step)
 
 
 def validate_config(config) -> None:
     """Checks an ``experiments/configs/rfo.py`` config before any work is done.
 
-    Called first thing in ``experiment.train_and_evaluate`` (method names are checked
+    Called first thing by the ``experiments/rfo.py`` study (method names are checked
     there). Every numeric field gets a range check; ``num_seeds`` >= 2 because the summary
     computes confidence intervals.
 

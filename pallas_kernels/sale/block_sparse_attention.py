@@ -1,32 +1,61 @@
-"""Block-sparse flash attention as a Pallas kernel (GPU/Triton-style grid; ``interpret=``).
+"""Block-sparse flash attention as a Pallas kernel (Triton backend; ``interpret=`` on CPU).
 
-Grid (batch, query head, query block). Each program holds one [b_q, D] query tile and
-loops (``fori_loop`` with a data-dependent trip count) over only the kept key blocks of
-its row, listed compactly in ``kv_index`` [B, Hq, N/b_q, N/b_k] (kept blocks first, in
-increasing order) with ``kv_count`` [B, Hq, N/b_q]; online softmax (running max m, sum l
-and accumulator) as in FlashAttention-2. GQA maps query head h to key head h // groups.
+Grid (query block i, batch, head pack): the query block is the fastest axis, so programs
+running together read the same key/value head (L2 reuse, as in FlashAttention-2 and the
+official SALE kernel). A program holds the b_q-row blocks of h_p query heads sharing one
+key head (GQA packing: ``rows`` = h_p b_q, see ``config``), and loops (``fori_loop`` with a
+data-dependent trip count) over its kept key tiles, read from a compact list
+``kv_index`` [B, P, nq, nt] with counts ``kv_count`` [B, P, nq] (P = Hq / h_p); each entry
+carries ``kv_bits``, an (h_p x r)-bit mask of the (head, selection block) pairs kept in
+that tile; the other columns are masked. Each kept tile's K / V rows are gathered from
+global memory with ``pl.ds`` (an index table, as in jax's paged attention); nothing else
+of the head is read. Dots take the input dtype (bf16) with float32 accumulation; the
+softmax uses exp2 with log2(e) / sqrt(D) folded into the logits; online softmax as in
+FlashAttention-2. The state can start from a partial result (``init``: output, row max,
+row sum of an earlier pass): SALE's estimation kernel passes its exact sink / local /
+diagonal attention in, so the always-kept blocks are not attended twice.
 
 Masked logits use a large finite negative value, not -inf, so a tile whose keys are all
-in the future (the second diagonal block of a causal row) contributes exp(0) terms that
-the next visible block rescales away with alpha = exp(m_old - m_new) = 0; every row keeps
-the sink block, so no row stays fully masked.
+masked for a row contributes exp2(0) terms that the next visible block rescales away with
+alpha = exp2(m_old - m_new) = 0; every row keeps the sink block, so no row stays masked.
 
 Checks (before the jitted body): q, k, v as in ``reference._check_qkv`` (4-D, floating,
-matching shapes, GQA heads, N divisible by ``block_q``); ``block_mask`` boolean of shape
-[B, Hq, N / b_q, N / b_k] and, when concrete, keeping >= 1 block in every row (an empty row
-would divide by a zero softmax sum). A traced mask is not inspected.
+matching shapes, GQA heads); ``block_mask`` boolean of shape
+[B, Hq, ceil(N / b_q), ceil(N / b_q) b_q / b_k] and, when concrete, keeping >= 1 block in
+every row (an empty row would divide by a zero softmax sum). A traced mask is not inspected.
 """
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from pallas_kernels.sale import _checks
-from pallas_kernels.sale.reference import BlockSizes, _check_qkv
+from pallas_kernels.sale import config as C
+from pallas_kernels.sale.reference import BlockSizes, _check_qkv, padded_length
 
 MASK_VALUE = -0.7 * float(jnp.finfo(jnp.float32).max)
+
+
+class TileLists(NamedTuple):
+    """Kept key tiles per program: index [B, P, nq, nt] (first ``count`` valid, ascending),
+    bits [B, P, nq, nt] (bit g r + s: head g of the pack keeps selection block s of the
+    tile), count [B, P, nq]."""
+
+    index: jax.Array
+    bits: jax.Array
+    count: jax.Array
+
+
+class PartialState(NamedTuple):
+    """Normalised output [B, Hq, Np, Dp] (float32), row max m2 (log2 units, scale folded)
+    and row sum l [B, Hq, Np] of an attention pass over some of the keys."""
+
+    out: jax.Array
+    m2: jax.Array
+    l_sum: jax.Array
 
 
 def compact_block_lists(block_mask):
@@ -37,41 +66,184 @@ def compact_block_lists(block_mask):
     return order, block_mask.sum(-1).astype(jnp.int32)
 
 
-def online_softmax_step(m, l_sum, acc, s, v_block):
-    """One FlashAttention-2 update of (row max m, row sum l, accumulator acc) with logits s."""
-    m_new = jnp.maximum(m, s.max(-1))
-    p = jnp.exp(s - m_new[:, None])
-    alpha = jnp.exp(m - m_new)
-    return m_new, l_sum * alpha + p.sum(-1), acc * alpha[:, None] + p @ v_block
+def tile_bits(block_mask, plan: C.Plan):
+    """[B, P, nq, nt] int32 (head, block) bits of each key tile from [B, Hq, nq, nk] bools."""
+    b, hq, nq, nk = block_mask.shape
+    hp, r = plan.heads_per_program, plan.sub
+    m = block_mask.reshape(b, hq // hp, hp, nq, nk // r, r).astype(jnp.int32)
+    shift = (jnp.arange(hp)[:, None] * r + jnp.arange(r)[None, :]).astype(jnp.int32)
+    return jnp.sum(m << shift[None, None, :, None, None, :], axis=(2, 5)).astype(jnp.int32)
 
 
-def _kernel(idx_ref, cnt_ref, q_ref, k_ref, v_ref, o_ref, *, block_q, block_k, causal, scale):
-    i = pl.program_id(2)
-    q = q_ref[...].astype(jnp.float32) * scale
-    rows = i * block_q + jnp.arange(block_q)[:, None]
+def lists_from_bits(bits) -> TileLists:
+    index, count = compact_block_lists(bits != 0)
+    return TileLists(index, jnp.take_along_axis(bits, index, -1), count)
 
-    def body(j, carry):
+
+def bits_to_block_mask(bits, plan: C.Plan):
+    """Inverse of ``tile_bits``: [B, P, nq, nt] bits -> [B, Hq, nq, nk] bools."""
+    b, p, nq, nt = bits.shape
+    hp, r = plan.heads_per_program, plan.sub
+    shift = (jnp.arange(hp)[:, None] * r + jnp.arange(r)[None, :]).astype(jnp.int32)
+    m = (bits[:, :, None, :, :, None] >> shift[None, None, :, None, None, :]) & 1
+    return m.astype(bool).reshape(b, p * hp, nq, nt * r)
+
+
+def lists_to_block_mask(lists: TileLists, plan: C.Plan):
+    """[B, Hq, nq, nk] bools of the (head, block) pairs a TileLists visits."""
+    nt = lists.index.shape[-1]
+    valid = jnp.arange(nt) < lists.count[..., None]
+    dense = jnp.zeros(lists.index.shape, jnp.int32)
+    dense = jnp.put_along_axis(dense, lists.index, jnp.where(valid, lists.bits, 0), -1,
+                               inplace=False)
+    return bits_to_block_mask(dense, plan)
+
+
+# ----------------------------------------------------------------------------- kernel body
+
+
+def row_layout(plan: C.Plan, i):
+    """(head within the pack [M, 1], query position [M, 1]) of the program's rows."""
+    r = jnp.arange(plan.rows)[:, None]
+    return r // plan.block_q, i * plan.block_q + r % plan.block_q
+
+
+def load_rows(ref, plan: C.Plan):
+    """A [h_p, b_q, ...] block (or [b_q, ...] when h_p = 1) as [rows, ...]."""
+    x = ref[...]
+    return x if plan.heads_per_program == 1 else x.reshape(plan.rows, *x.shape[2:])
+
+
+def store_rows(ref, x, plan: C.Plan):
+    if plan.heads_per_program == 1:
+        ref[...] = x.astype(ref.dtype)
+    else:
+        ref[...] = x.reshape(ref.shape).astype(ref.dtype)
+
+
+def dot_f32(a, b, trans_b: bool = False):
+    """a @ b (or a @ b.T) with a and b in their own dtype and float32 accumulation."""
+    dims = (((1,), (1,)), ((), ())) if trans_b else (((1,), (0,)), ((), ()))
+    return jax.lax.dot_general(a, b, dims, preferred_element_type=jnp.float32)
+
+
+def online_softmax_step(m, l_sum, acc, s2, v_block):
+    """One FlashAttention-2 update with base-2 logits s2 (scale folded in)."""
+    m_new = jnp.maximum(m, s2.max(-1))
+    p = jnp.exp2(s2 - m_new[:, None])
+    alpha = jnp.exp2(m - m_new)
+    acc = acc * alpha[:, None] + dot_f32(p.astype(v_block.dtype), v_block)
+    return m_new, l_sum * alpha + p.sum(-1), acc
+
+
+def tile_keep_mask(bits, head, plan: C.Plan):
+    """[M, tile] bool: bit (head g, block s) of ``bits`` for every (row, column)."""
+    col = jnp.arange(plan.tile)[None, :]
+    shift = head * plan.sub + col // plan.block_k
+    return ((bits >> shift) & 1) != 0
+
+
+def _attention_kernel(idx_ref, bits_ref, cnt_ref, q_ref, k_ref, v_ref, *rest, plan: C.Plan,
+                      causal: bool, has_init: bool):
+    if has_init:
+        o0_ref, m0_ref, l0_ref, o_ref = rest
+    else:
+        (o_ref,) = rest
+    i = pl.program_id(0)
+    head, pos = row_layout(plan, i)
+    q = load_rows(q_ref, plan)
+    tile = plan.tile
+
+    def body(t, carry):
         m, l_sum, acc = carry
-        start = idx_ref[j] * block_k
-        kb = k_ref[pl.ds(start, block_k), :].astype(jnp.float32)
-        vb = v_ref[pl.ds(start, block_k), :].astype(jnp.float32)
-        s = q @ kb.T
+        start = idx_ref[t] * tile
+        kb = k_ref[pl.ds(start, tile), :]
+        vb = v_ref[pl.ds(start, tile), :]
+        s2 = dot_f32(q, kb, trans_b=True) * plan.scale2
+        keep = tile_keep_mask(bits_ref[t], head, plan)
+        key = start + jnp.arange(tile)[None, :]
         if causal:
-            s = jnp.where(start + jnp.arange(block_k)[None, :] <= rows, s, MASK_VALUE)
-        return online_softmax_step(m, l_sum, acc, s, vb)
+            keep = keep & (key <= pos)
+        if plan.padded:
+            keep = keep & (key < plan.n)
+        return online_softmax_step(m, l_sum, acc, jnp.where(keep, s2, MASK_VALUE), vb)
 
-    d = q.shape[-1]
-    init = (jnp.full((block_q,), MASK_VALUE, jnp.float32), jnp.zeros((block_q,), jnp.float32),
-            jnp.zeros((block_q, d), jnp.float32))
+    if has_init:
+        m0 = load_rows(m0_ref, plan)
+        l0 = load_rows(l0_ref, plan)
+        init = (m0, l0, load_rows(o0_ref, plan) * l0[:, None])
+    else:
+        init = (jnp.full((plan.rows,), MASK_VALUE, jnp.float32),
+                jnp.zeros((plan.rows,), jnp.float32),
+                jnp.zeros((plan.rows, plan.d_pad), jnp.float32))
     _, l_sum, acc = jax.lax.fori_loop(0, cnt_ref[0], body, init)
-    o_ref[...] = (acc / l_sum[:, None]).astype(o_ref.dtype)
+    # l_sum = 0 only on rows that are all padding (sliced away): write zeros, not NaN.
+    store_rows(o_ref, acc / jnp.where(l_sum > 0, l_sum, 1.0)[:, None], plan)
+
+
+def row_spec(plan: C.Plan, *trailing):
+    """BlockSpec of a [B, Hq, Np, *trailing] array: the program's (h_p, b_q) rows."""
+    hp = plan.heads_per_program
+    head = None if hp == 1 else hp
+    zeros = (0,) * len(trailing)
+    return pl.BlockSpec((None, head, plan.block_q, *trailing),
+                        lambda i, b, c: (b, c, i, *zeros))
+
+
+def kv_spec(plan: C.Plan):
+    ppk = plan.programs_per_kv_head
+    return pl.BlockSpec((None, None, plan.n_pad, plan.d_pad),
+                        lambda i, b, c: (b, c // ppk, 0, 0))
+
+
+def list_specs(plan: C.Plan):
+    nt = plan.num_tiles
+    lst = pl.BlockSpec((None, None, None, nt), lambda i, b, c: (b, c, i, 0))
+    return [lst, lst, pl.BlockSpec((None, None, 1), lambda i, b, c: (b, c, i))]
+
+
+def attend_triton(q, k, v, lists: TileLists, init: PartialState | None, plan: C.Plan,
+                  config: C.KernelConfig, causal: bool, interpret: bool):
+    """The Triton pallas_call on padded q [B, Hq, Np, Dp], k, v [B, Hk, Np, Dp]."""
+    grid = (plan.num_q_blocks, plan.batch, plan.num_programs_h)
+    in_specs = [*list_specs(plan), row_spec(plan, plan.d_pad), kv_spec(plan), kv_spec(plan)]
+    args = [lists.index, lists.bits, lists.count, q, k, v]
+    if init is not None:
+        in_specs += [row_spec(plan, plan.d_pad), row_spec(plan), row_spec(plan)]
+        args += [init.out, init.m2, init.l_sum]
+    kernel = functools.partial(_attention_kernel, plan=plan, causal=causal,
+                               has_init=init is not None)
+    return pl.pallas_call(
+        kernel, grid=grid, in_specs=in_specs, out_specs=row_spec(plan, plan.d_pad),
+        out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
+        compiler_params=None if interpret else C.triton_params(plan, config),
+        interpret=interpret, name="sale_block_sparse_attention",
+    )(*args)
+
+
+def attend(q, k, v, lists: TileLists, init: PartialState | None, plan: C.Plan,
+           config: C.KernelConfig, causal: bool, interpret: bool):
+    """Dispatch to the backend's attention kernel (inputs already padded)."""
+    if config.backend == "mosaic_gpu":
+        from pallas_kernels.sale import mosaic_gpu
+
+        return mosaic_gpu.attend(q, k, v, lists, init, plan, config, causal, interpret)
+    if config.backend == "tpu":
+        from pallas_kernels.sale import block_sparse_attention_tpu
+
+        return block_sparse_attention_tpu.attend(q, k, v, lists, init, plan, causal, interpret)
+    return attend_triton(q, k, v, lists, init, plan, config, causal, interpret)
+
+
+# ----------------------------------------------------------------------------- public API
 
 
 def check_block_mask(block_mask, q, sizes: BlockSizes) -> None:
     """Dtype, shape and (concrete) non-empty rows of a block mask for ``q`` [B, Hq, N, D]."""
     b, hq, n, _ = q.shape
-    _checks.check_shape("block_mask", block_mask, (b, hq, n // sizes.block_q,
-                                                   n // sizes.block_k))
+    nq = padded_length(n, sizes) // sizes.block_q
+    _checks.check_shape("block_mask", block_mask,
+                        (b, hq, nq, nq * (sizes.block_q // sizes.block_k)))
     dtype = getattr(block_mask, "dtype", None)
     dtype = jnp.asarray(block_mask).dtype if dtype is None else dtype
     if dtype != jnp.bool_:
@@ -84,49 +256,35 @@ def check_block_mask(block_mask, q, sizes: BlockSizes) -> None:
 
 
 def block_sparse_attention(q, k, v, block_mask, sizes: BlockSizes = BlockSizes(),
-                           causal: bool = False, interpret: bool = False):
+                           causal: bool = False, interpret: bool = False,
+                           config: C.KernelConfig = C.DEFAULT_CONFIG):
     """Attention of q over the kept key blocks of ``block_mask``.
 
     Args:
-      q: [B, Hq, N, D]; k, v: [B, Hk, N, D] (Hq a multiple of Hk).
-      block_mask: [B, Hq, N / b_q, N / b_k] bool; every row must keep >= 1 block
+      q: [B, Hq, N, D]; k, v: [B, Hk, N, D] (Hq a multiple of Hk); any N and D.
+      block_mask: [B, Hq, ceil(N / b_q), nk] bool; every row must keep >= 1 block
         (SALE always keeps the sink block).
       sizes: BlockSizes (b_q, b_k).
       causal: mask keys after each query inside the visited blocks.
       interpret: run the kernel in the Pallas interpreter (CPU).
+      config: KernelConfig (backend, tiles, Triton warps / stages).
 
     Returns:
       [B, Hq, N, D] output in q's dtype.
     """
     _check_qkv(q, k, v, sizes)
     check_block_mask(block_mask, q, sizes)
-    return _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret)
+    config = C.check_config(config)
+    return _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret, config)
 
 
-@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret"))
-def _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret):
-    idx, cnt = compact_block_lists(block_mask)
-    return _attend(q, k, v, idx, cnt, sizes, causal, interpret)
-
-
-def _attend(q, k, v, idx, cnt, sizes, causal, interpret):
-    """The pallas_call over compact lists idx [B, Hq, nq, nk] and counts cnt [B, Hq, nq]."""
-    b, hq, n, d = q.shape
-    nq, nk = n // sizes.block_q, n // sizes.block_k
-    groups = hq // k.shape[1]
-    kernel = functools.partial(_kernel, block_q=sizes.block_q, block_k=sizes.block_k,
-                               causal=causal, scale=1.0 / float(d) ** 0.5)
-    return pl.pallas_call(
-        kernel,
-        grid=(b, hq, nq),
-        in_specs=[
-            pl.BlockSpec((None, None, None, nk), lambda bi, h, i: (bi, h, i, 0)),
-            pl.BlockSpec((None, None, 1), lambda bi, h, i: (bi, h, i)),
-            pl.BlockSpec((None, None, sizes.block_q, d), lambda bi, h, i: (bi, h, i, 0)),
-            pl.BlockSpec((None, None, n, d), lambda bi, h, i: (bi, h // groups, 0, 0)),
-            pl.BlockSpec((None, None, n, d), lambda bi, h, i: (bi, h // groups, 0, 0)),
-        ],
-        out_specs=pl.BlockSpec((None, None, sizes.block_q, d), lambda bi, h, i: (bi, h, i, 0)),
-        out_shape=jax.ShapeDtypeStruct(q.shape, q.dtype),
-        interpret=interpret,
-    )(idx, cnt, q, k, v)
+@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret", "config"))
+def _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret, config):
+    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    nk_pad = plan.num_k_blocks
+    mask = jnp.pad(block_mask, ((0, 0), (0, 0), (0, plan.num_q_blocks - block_mask.shape[2]),
+                                (0, nk_pad - block_mask.shape[3])))
+    lists = lists_from_bits(tile_bits(mask, plan))
+    qp, kp, vp = (C.pad_to(x, plan.n_pad, plan.d_pad) for x in (q, k, v))
+    out = attend(qp, kp, vp, lists, None, plan, config, causal, interpret)
+    return out[:, :, :plan.n, :plan.d]

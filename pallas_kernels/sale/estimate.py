@@ -1,164 +1,356 @@
-"""SALE estimation + selection as a Pallas kernel (``interpret=`` on CPU).
+"""SALE estimation + selection as a Pallas kernel, fused with the exact always-kept pass.
 
-Outside the kernel (elementwise, cheap): per-head smoothing, symmetric per-block int8/int4
-codes and scales, and the smoothing terms r_i = Q_s,i . mk, c_j = mq . K_s,j,
-const = mq . mk. The kernel, one program per (batch, head, query block):
+Outside the kernel (elementwise, cheap, XLA): per-head smoothing, symmetric per-block
+int8/int4 codes (int4 codes are stored in int8: no int4 tensor cores on Hopper, and
+Triton has no int4 type), and per-row / per-key terms with log2(e) / sqrt(D) folded in:
+the row coefficient a_i = s_q(i) log2(e) / sqrt(D), the key scales s_k(j), the per
+(head, key) smoothing term c_hj = mq_h . K_s,j and the row bias
+b_i = log2(tau_h) - (Q_s,i . mk + mq . mk) log2(e) / sqrt(D) (+inf on padded rows).
 
-1. exact pass over the always-kept key blocks (sink, local, diagonal) with an online
-   max / sum, giving m_i and l_i;
-2. for every key block j: S~ = [s_q s_k (C_q C_k^T) + r + c + const] / sqrt(D) with the
-   integer product accumulated in int32, the Relative Attention Score
-   exp(S~ - m_i) / l_i, its block max, and the keep decision (max > tau or always-kept),
-   appended to a compact list of kept key blocks (the input of block_sparse_attention).
+The kernel, one program per (query block, batch, pack of h_p query heads sharing a key
+head; query block fastest), holding h_p b_q query rows:
+
+1. exact attention over the always-kept keys (the sink block and the contiguous local +
+   diagonal range, causal-masked on the diagonal) with an online max / sum in base 2:
+   row max m2_i, row sum l_i and, when ``v`` is given, the normalised partial output. The
+   attention kernel starts from this state, so these blocks are never attended twice;
+2. the keep test in log space on the row maximum, per element of the candidate blocks:
+   RAS_ij = exp(S~_ij - m_i) / l_i > tau  <=>  S~2_ij > m2_i + log2(l_i) + log2(tau)
+   with S~2_ij = a_i s_k(j) (C_q C_k^T)_ij + c_hj + ... (int8 product, int32 accumulation),
+   i.e. one multiply-add and a compare per element, no exp, no divide;
+3. candidate tiles only: blocks before the local window and, when not causal, after the
+   diagonal; a causal row block stops at its local window (no work above the diagonal);
+4. per kept tile an (h_p x r)-bit mask of kept (head, selection block) pairs, appended to a
+   compact list (``kv_index``, ``kv_bits``, ``kv_count``): no RAS values are written.
 
 Checks (before the jitted body, via ``reference._check_qkv`` and ``_checks``): q, k (and v)
-4-D floating arrays with matching batch / length / head dim, GQA heads, N divisible by
-``block_q``; ``bits`` 8 or 4; ``tau`` a scalar or [Hq] in [0, inf), no NaN (values only
-when concrete). Nothing is checked inside the kernel.
+4-D floating arrays with matching batch / length / head dim, GQA heads; ``bits`` 8 or 4;
+``tau`` a scalar or [Hq] in [0, inf), no NaN (values only when concrete); ``config`` a
+``KernelConfig``. Nothing is checked inside the kernel.
 """
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 from jax.experimental import pallas as pl
 
 from pallas_kernels.sale import _checks
+from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as ref
-from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, _attend, compact_block_lists
+from pallas_kernels.sale.block_sparse_attention import (
+    MASK_VALUE,
+    PartialState,
+    TileLists,
+    attend,
+    dot_f32,
+    kv_spec,
+    list_specs,
+    lists_to_block_mask,
+    load_rows,
+    row_layout,
+    row_spec,
+    store_rows,
+)
 from pallas_kernels.sale.reference import BlockSizes
 
 
-def _kernel(base_idx_ref, base_cnt_ref, base_row_ref, tau_ref, qscale_ref, const_ref,
-            q_ref, k_ref, qc_ref, kc_ref, kscale_ref, r_ref, c_ref,
-            ras_ref, idx_ref, cnt_ref, *, block_q, block_k, causal, inv_sqrt_d):
-    i = pl.program_id(2)
-    rows = i * block_q + jnp.arange(block_q)[:, None]
-    q = q_ref[...].astype(jnp.float32) * inv_sqrt_d
+class Selection(NamedTuple):
+    """What the estimation kernel hands to the attention kernel.
 
-    def exact(j, carry):
-        m, l_sum = carry
-        start = base_idx_ref[j] * block_k
-        s = q @ k_ref[pl.ds(start, block_k), :].astype(jnp.float32).T
+    lists: kept candidate tiles per program (``TileLists``; always-kept blocks excluded).
+    state: exact attention over the always-kept blocks (``PartialState``), None without v.
+    """
+
+    lists: TileLists
+    state: PartialState | None
+
+
+class Prepared(NamedTuple):
+    """Padded inputs of the estimation kernel (see the module docstring)."""
+
+    q: jax.Array        # [B, Hq, Np, Dp] input dtype
+    k: jax.Array        # [B, Hk, Np, Dp]
+    v: jax.Array | None
+    qc: jax.Array       # [B, Hq, Np, Dp] int8 codes
+    kc: jax.Array       # [B, Hk, Np, Dp] int8 codes
+    kscale: jax.Array   # [B, Hk, Np] per-key scale (its block's)
+    c2: jax.Array       # [B, Hq, Np] mq_h . K_s,j  log2(e) / sqrt(D)
+    rcoef: jax.Array    # [B, Hq, Np] s_q(i) log2(e) / sqrt(D)
+    rbias: jax.Array    # [B, Hq, Np] log2(tau) - row offset (+inf on padded rows)
+
+
+def prepare(q, k, v, tau, plan: C.Plan, bits: int) -> Prepared:
+    b, hq, n, d = q.shape
+    hk, groups = plan.kv_heads, plan.groups
+    n_pad, d_pad = plan.n_pad, plan.d_pad
+    qs, ks, mq, mk = ref.smooth(q, k)
+    qc, qscale = ref.quantize_blocks(C.pad_to(qs, n_pad, d_pad), plan.block_q, bits)
+    kc, kscale = ref.quantize_blocks(C.pad_to(ks, n_pad, d_pad), plan.block_k, bits)
+    kscale = jnp.repeat(kscale[..., 0, 0], plan.block_k, axis=-1)
+    rcoef = jnp.repeat(qscale[..., 0, 0], plan.block_q, axis=-1) * plan.scale2
+    mq_g = mq[:, :, 0].reshape(b, hk, groups, d)
+    c = jnp.einsum("bkgd,bknd->bkgn", mq_g, ks).reshape(b, hq, n)
+    mk_rep = ref._repeat_kv(mk, groups)
+    off = (qs * mk_rep).sum(-1) + (mq * mk_rep).sum(-1)  # [B, Hq, N]
+    tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), (hq,))
+    rbias = jnp.log2(tau)[None, :, None] - off * plan.scale2
+    pad = ((0, 0), (0, 0), (0, n_pad - n))
+    return Prepared(
+        C.pad_to(q, n_pad, d_pad), C.pad_to(k, n_pad, d_pad),
+        None if v is None else C.pad_to(v, n_pad, d_pad), qc, kc, kscale,
+        jnp.pad(c * plan.scale2, pad), rcoef, jnp.pad(rbias, pad, constant_values=jnp.inf))
+
+
+def base_range(plan: C.Plan, i):
+    """(lo, diag_end): always-kept blocks of row block i are {0} U [lo, diag_end)."""
+    lo = (jnp.maximum(i * plan.block_q - plan.local, 0) + plan.block_k - 1) // plan.block_k
+    return lo, (i + 1) * (plan.block_q // plan.block_k)
+
+
+def candidate_tiles(plan: C.Plan, lo, diag_end, causal: bool):
+    """(trip1, start2, trip): candidate tiles are u < trip1 -> u, else start2 + u - trip1.
+
+    Candidates: blocks [1, lo) and, when not causal, [diag_end, real blocks); tiles in
+    increasing order, each once.
+    """
+    r = plan.sub
+    trip1 = jnp.where(lo > 1, (lo - 1) // r + 1, 0)
+    if causal:
+        return trip1, trip1, trip1
+    end = -(-plan.n // plan.tile)
+    start2 = jnp.maximum(diag_end // r, trip1)
+    return trip1, start2, trip1 + jnp.maximum(end - start2, 0)
+
+
+def block_grid_masks(plan: C.Plan, causal: bool):
+    """(always-kept, candidate) [nq, nk] bool masks on the plan's padded grid (static)."""
+    i = jnp.arange(plan.num_q_blocks)[:, None]
+    j = jnp.arange(plan.num_k_blocks)[None, :]
+    lo, diag_end = base_range(plan, i)
+    real = j * plan.block_k < plan.n
+    base = ((j == 0) | ((j >= lo) & (j < diag_end))) & real
+    cand = (j >= 1) & (j < lo)
+    if not causal:
+        cand = cand | (j >= diag_end)
+    return base, cand & real
+
+
+def keep_bits(val, head, plan: C.Plan):
+    """int32 (h_p x r)-bit mask: bit g r + s set if some row of head g has val > 0 in
+    selection block s of the tile (val: [M, tile], -inf where not a candidate)."""
+    col_blk = jnp.arange(plan.tile)[None, :] // plan.block_k
+    bits = jnp.int32(0)
+    for s in range(plan.sub):
+        blk_val = val if plan.sub == 1 else jnp.where(col_blk == s, val, -jnp.inf)
+        row_max = blk_val.max(axis=1)
+        for g in range(plan.heads_per_program):
+            if plan.heads_per_program == 1:
+                hit = row_max.max() > 0
+            else:
+                hit = jnp.where(head[:, 0] == g, row_max, -jnp.inf).max() > 0
+            bits = bits | (hit.astype(jnp.int32) << (g * plan.sub + s))
+    return bits
+
+
+def _estimate_kernel(q_ref, k_ref, *refs, plan: C.Plan, causal: bool, has_v: bool):
+    if has_v:
+        (v_ref, qc_ref, kc_ref, ks_ref, c2_ref, rcoef_ref, rbias_ref,
+         idx_ref, bits_ref, cnt_ref, o_ref, m_ref, l_ref) = refs
+    else:
+        (qc_ref, kc_ref, ks_ref, c2_ref, rcoef_ref, rbias_ref,
+         idx_ref, bits_ref, cnt_ref) = refs
+    i = pl.program_id(0)
+    head, pos = row_layout(plan, i)
+    tile, r, hp = plan.tile, plan.sub, plan.heads_per_program
+    col = jnp.arange(tile)[None, :]
+    col_blk = col // plan.block_k
+    lo, diag_end = base_range(plan, i)
+
+    # 1. Exact pass over the always-kept blocks: sink + [lo, diag_end).
+    q = load_rows(q_ref, plan)
+    t_lo, t_hi = lo // r, (diag_end + r - 1) // r
+    extra = (t_lo > 0).astype(jnp.int32)  # the sink tile, when outside [t_lo, t_hi)
+
+    def base_body(u, carry):
+        m, l_sum, acc = carry
+        t = jnp.where(u < extra, 0, t_lo + u - extra)
+        start = t * tile
+        s2 = dot_f32(q, k_ref[pl.ds(start, tile), :], trans_b=True) * plan.scale2
+        blk = t * r + col_blk
+        keep = (blk == 0) | ((blk >= lo) & (blk < diag_end))
+        key = start + col
         if causal:
-            s = jnp.where(start + jnp.arange(block_k)[None, :] <= rows, s, MASK_VALUE)
-        m_new = jnp.maximum(m, s.max(-1))
-        return m_new, l_sum * jnp.exp(m - m_new) + jnp.exp(s - m_new[:, None]).sum(-1)
+            keep = keep & (key <= pos)
+        if plan.padded:
+            keep = keep & (key < plan.n)
+        s2 = jnp.where(keep, s2, MASK_VALUE)
+        m_new = jnp.maximum(m, s2.max(-1))
+        p = jnp.exp2(s2 - m_new[:, None])
+        alpha = jnp.exp2(m - m_new)
+        if has_v:
+            vb = v_ref[pl.ds(start, tile), :]
+            acc = acc * alpha[:, None] + dot_f32(p.astype(vb.dtype), vb)
+        return m_new, l_sum * alpha + p.sum(-1), acc
 
-    m, l_sum = jax.lax.fori_loop(
-        0, base_cnt_ref[0], exact,
-        (jnp.full((block_q,), MASK_VALUE, jnp.float32), jnp.zeros((block_q,), jnp.float32)))
+    init = (jnp.full((plan.rows,), MASK_VALUE, jnp.float32), jnp.zeros((plan.rows,), jnp.float32),
+            jnp.zeros((plan.rows, plan.d_pad), jnp.float32) if has_v else jnp.float32(0))
+    m2, l_sum, acc = jax.lax.fori_loop(0, t_hi - t_lo + extra, base_body, init)
+    if has_v:
+        store_rows(o_ref, acc / l_sum[:, None], plan)
+        store_rows(m_ref, m2, plan)
+        store_rows(l_ref, l_sum, plan)
 
-    qc = qc_ref[...]
-    r = r_ref[...]
-    nk = ras_ref.shape[-1]
-    diag_end = (i + 1) * (block_q // block_k)
+    # 2. Keep test on the candidate tiles, in log2 space on the row maximum.
+    thr = m2 + jnp.log2(l_sum) + load_rows(rbias_ref, plan)
+    qc = load_rows(qc_ref, plan)
+    rcoef = load_rows(rcoef_ref, plan)
+    trip1, start2, trip = candidate_tiles(plan, lo, diag_end, causal)
 
-    def select(j, cnt):
-        start = j * block_k
-        prod = jax.lax.dot_general(qc, kc_ref[pl.ds(start, block_k), :],
-                                   (((1,), (1,)), ((), ())),
+    def cand_body(u, cnt):
+        t = jnp.where(u < trip1, u, start2 + u - trip1)
+        start = t * tile
+        prod = jax.lax.dot_general(qc, kc_ref[pl.ds(start, tile), :], (((1,), (1,)), ((), ())),
                                    preferred_element_type=jnp.int32)
-        s = (qscale_ref[0] * kscale_ref[j] * prod.astype(jnp.float32) + r[:, None]
-             + c_ref[pl.ds(start, block_k)][None, :] + const_ref[0]) * inv_sqrt_d
-        ras = jnp.exp(s - m[:, None]) / l_sum[:, None]
-        if causal:
-            ras = jnp.where(start + jnp.arange(block_k)[None, :] <= rows, ras, 0.0)
-        bmax = ras.max()
-        ras_ref[j] = bmax
-        keep = (bmax > tau_ref[0]) | (base_row_ref[j] > 0)
-        if causal:
-            keep = keep & (j < diag_end)
-        idx_ref[cnt] = j  # overwritten unless kept; entries past the count are unused
-        return cnt + keep.astype(jnp.int32)
+        if hp == 1:
+            c_rows = c2_ref[pl.ds(start, tile)][None, :]
+        else:
+            c_rows = jnp.zeros((plan.rows, tile), jnp.float32)
+            for g in range(hp):
+                c_rows = jnp.where(head == g, c2_ref[g, pl.ds(start, tile)][None, :], c_rows)
+        coef = rcoef[:, None] * ks_ref[pl.ds(start, tile)][None, :]
+        val = prod.astype(jnp.float32) * coef + (c_rows - thr[:, None])
+        blk = t * r + col_blk
+        cand = (blk >= 1) & (blk < lo)
+        if not causal:
+            cand = cand | (blk >= diag_end)
+        if plan.padded:
+            cand = cand & (start + col < plan.n)
+        bits = keep_bits(jnp.where(cand, val, -jnp.inf), head, plan)
+        idx_ref[cnt] = t  # overwritten unless kept; entries past the count are unused
+        bits_ref[cnt] = bits
+        return cnt + (bits != 0).astype(jnp.int32)
 
-    cnt_ref[0] = jax.lax.fori_loop(0, nk, select, jnp.int32(0))
-
-
-def _prepare(q, k, sizes, bits):
-    groups = q.shape[1] // k.shape[1]
-    qf, kf = q.astype(jnp.float32), k.astype(jnp.float32)
-    mq = qf.mean(-2, keepdims=True)
-    mk = ref._repeat_kv(kf.mean(-2, keepdims=True), groups)
-    qs = qf - mq
-    ks = kf - kf.mean(-2, keepdims=True)
-    qc, qscale = ref.quantize_blocks(qs, sizes.block_q, bits)
-    kc, kscale = ref.quantize_blocks(ks, sizes.block_k, bits)
-    r = (qs * mk).sum(-1)  # [B, Hq, N]
-    c = jnp.einsum("bhd,bhnd->bhn", mq[:, :, 0], ref._repeat_kv(ks, groups))
-    const = (mq * mk).sum(-1)[..., 0]  # [B, Hq]
-    return qc, qscale[..., 0, 0], kc, kscale[..., 0, 0], r, c, const
+    cnt_ref[0] = jax.lax.fori_loop(0, trip, cand_body, jnp.int32(0))
 
 
-def _check_inputs(q, k, tau, sizes, bits):
-    ref._check_qkv(q, k, k, sizes)
+def estimate_triton(p: Prepared, plan: C.Plan, config: C.KernelConfig, causal: bool,
+                    interpret: bool) -> Selection:
+    b, hq = plan.batch, plan.q_heads
+    nq, nt, np_ = plan.num_q_blocks, plan.num_tiles, plan.num_programs_h
+    has_v = p.v is not None
+    hp, ppk = plan.heads_per_program, plan.programs_per_kv_head
+    kvec = pl.BlockSpec((None, None, plan.n_pad), lambda i, b_, c: (b_, c // ppk, 0))
+    cvec = pl.BlockSpec((None, None if hp == 1 else hp, plan.n_pad), lambda i, b_, c: (b_, c, 0))
+    in_specs = [row_spec(plan, plan.d_pad), kv_spec(plan)]
+    args = [p.q, p.k]
+    if has_v:
+        in_specs.append(kv_spec(plan))
+        args.append(p.v)
+    in_specs += [row_spec(plan, plan.d_pad), kv_spec(plan), kvec, cvec, row_spec(plan),
+                 row_spec(plan)]
+    args += [p.qc, p.kc, p.kscale, p.c2, p.rcoef, p.rbias]
+    out_specs = list_specs(plan)
+    out_shape = [jax.ShapeDtypeStruct((b, np_, nq, nt), jnp.int32),
+                 jax.ShapeDtypeStruct((b, np_, nq, nt), jnp.int32),
+                 jax.ShapeDtypeStruct((b, np_, nq), jnp.int32)]
+    if has_v:
+        out_specs += [row_spec(plan, plan.d_pad), row_spec(plan), row_spec(plan)]
+        out_shape += [jax.ShapeDtypeStruct((b, hq, plan.n_pad, plan.d_pad), jnp.float32),
+                      jax.ShapeDtypeStruct((b, hq, plan.n_pad), jnp.float32),
+                      jax.ShapeDtypeStruct((b, hq, plan.n_pad), jnp.float32)]
+    kernel = functools.partial(_estimate_kernel, plan=plan, causal=causal, has_v=has_v)
+    outs = pl.pallas_call(
+        kernel, grid=(nq, b, np_), in_specs=in_specs, out_specs=out_specs,
+        out_shape=out_shape,
+        compiler_params=None if interpret else C.triton_params(plan, config),
+        interpret=interpret, name="sale_estimate_select",
+    )(*args)
+    lists = TileLists(*outs[:3])
+    return Selection(lists, PartialState(*outs[3:]) if has_v else None)
+
+
+def estimate(p: Prepared, plan: C.Plan, config: C.KernelConfig, causal: bool,
+             interpret: bool) -> Selection:
+    """Dispatch to the backend's estimation kernel (inputs prepared and padded)."""
+    if config.backend == "mosaic_gpu":
+        from pallas_kernels.sale import mosaic_gpu
+
+        return mosaic_gpu.estimate(p, plan, config, causal, interpret)
+    if config.backend == "tpu":
+        from pallas_kernels.sale import block_sparse_attention_tpu
+
+        return block_sparse_attention_tpu.estimate(p, plan, causal, interpret)
+    return estimate_triton(p, plan, config, causal, interpret)
+
+
+# ----------------------------------------------------------------------------- public API
+
+
+def _check_inputs(q, k, v, tau, sizes, bits, config):
+    ref._check_qkv(q, k, k if v is None else v, sizes)
     ref._check_bits(bits)
     _checks.check_tau(tau, q.shape[1])
+    return C.check_config(config)
 
 
 def estimate_and_select(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int = 8,
-                        causal: bool = False, interpret: bool = False):
-    """(kv_index [B, Hq, nq, nk], kv_count [B, Hq, nq], ras_max [B, Hq, nq, nk]).
+                        causal: bool = False, interpret: bool = False, *, v=None,
+                        config: C.KernelConfig = C.DEFAULT_CONFIG) -> Selection:
+    """SALE's estimation kernel: kept tiles (and, with ``v``, the always-kept attention).
 
     Args:
-      q: [B, Hq, N, D]; k: [B, Hk, N, D].
+      q: [B, Hq, N, D]; k: [B, Hk, N, D]; any N and D (padded inside).
       tau: scalar or [Hq] thresholds.
       sizes, bits, causal: as in ``reference.block_keep_mask``.
       interpret: run in the Pallas interpreter.
+      v: [B, Hk, N, D] values; when given the exact attention over the always-kept blocks
+        is returned too (``Selection.state``, padded shapes).
+      config: KernelConfig (backend, tiles).
+
+    Returns:
+      ``Selection`` on the padded grid of ``config.make_plan``; ``kept_block_mask`` turns it
+      into the [B, Hq, nq, nk] mask of ``reference.block_keep_mask``.
     """
-    _check_inputs(q, k, tau, sizes, bits)
-    return _estimate_and_select(q, k, tau, sizes, bits, causal, interpret)
+    config = _check_inputs(q, k, v, tau, sizes, bits, config)
+    return _estimate_and_select(q, k, v, tau, sizes, bits, causal, interpret, config)
 
 
-@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret"))
-def _estimate_and_select(q, k, tau, sizes: BlockSizes, bits: int, causal: bool,
-                         interpret: bool):
-    b, hq, n, d = q.shape
-    nq, nk = n // sizes.block_q, n // sizes.block_k
-    groups = hq // k.shape[1]
-    tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), (hq,))
-    base = ref.always_kept_blocks(n, sizes, causal)
-    base_idx, base_cnt = compact_block_lists(base)
-    qc, qscale, kc, kscale, r, c, const = _prepare(q, k, sizes, bits)
-    kernel = functools.partial(_kernel, block_q=sizes.block_q, block_k=sizes.block_k,
-                               causal=causal, inv_sqrt_d=1.0 / float(d) ** 0.5)
-    row = lambda bi, h, i: (i, 0)  # noqa: E731
-    kv_full = lambda bi, h, i: (bi, h // groups, 0, 0)  # noqa: E731
-    return pl.pallas_call(
-        kernel,
-        grid=(b, hq, nq),
-        in_specs=[
-            pl.BlockSpec((None, nk), row),
-            pl.BlockSpec((1,), lambda bi, h, i: (i,)),
-            pl.BlockSpec((None, nk), row),
-            pl.BlockSpec((1,), lambda bi, h, i: (h,)),
-            pl.BlockSpec((None, None, 1), lambda bi, h, i: (bi, h, i)),
-            pl.BlockSpec((None, 1), lambda bi, h, i: (bi, h)),
-            pl.BlockSpec((None, None, sizes.block_q, d), lambda bi, h, i: (bi, h, i, 0)),
-            pl.BlockSpec((None, None, n, d), kv_full),
-            pl.BlockSpec((None, None, sizes.block_q, d), lambda bi, h, i: (bi, h, i, 0)),
-            pl.BlockSpec((None, None, n, d), kv_full),
-            pl.BlockSpec((None, None, nk), lambda bi, h, i: (bi, h // groups, 0)),
-            pl.BlockSpec((None, None, sizes.block_q), lambda bi, h, i: (bi, h, i)),
-            pl.BlockSpec((None, None, n), lambda bi, h, i: (bi, h, 0)),
-        ],
-        out_specs=[
-            pl.BlockSpec((None, None, None, nk), lambda bi, h, i: (bi, h, i, 0)),
-            pl.BlockSpec((None, None, None, nk), lambda bi, h, i: (bi, h, i, 0)),
-            pl.BlockSpec((None, None, 1), lambda bi, h, i: (bi, h, i)),
-        ],
-        out_shape=[jax.ShapeDtypeStruct((b, hq, nq, nk), jnp.float32),
-                   jax.ShapeDtypeStruct((b, hq, nq, nk), jnp.int32),
-                   jax.ShapeDtypeStruct((b, hq, nq), jnp.int32)],
-        interpret=interpret,
-    )(base_idx, base_cnt, base.astype(jnp.int32), tau, qscale, const, q, k, qc, kc, kscale,
-      r, c)
+@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret", "config"))
+def _estimate_and_select(q, k, v, tau, sizes, bits, causal, interpret, config):
+    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    return estimate(prepare(q, k, v, tau, plan, bits), plan, config, causal, interpret)
+
+
+def kept_block_mask(selection: Selection, q_shape, k_shape, sizes: BlockSizes = BlockSizes(),
+                    causal: bool = False, config: C.KernelConfig = C.DEFAULT_CONFIG):
+    """[B, Hq, ceil(N / b_q), nk] bool: always-kept blocks plus the selected ones."""
+    config = C.check_config(config)
+    plan = C.make_plan(q_shape, k_shape, sizes, config)
+    nq = ref.padded_length(plan.n, sizes) // sizes.block_q
+    nk = nq * (sizes.block_q // sizes.block_k)
+    listed = lists_to_block_mask(selection.lists, plan)[:, :, :nq, :nk]
+    return listed | ref.always_kept_blocks(plan.n, sizes, causal)[None, None]
 
 
 def sale_attention_pallas(q, k, v, tau, sizes: BlockSizes = BlockSizes(), bits: int = 8,
-                          causal: bool = False, interpret: bool = False):
-    """SALE end to end with the two kernels: (output [B, Hq, N, D], kv_count)."""
-    ref._check_qkv(q, k, v, sizes)
-    ras, idx, cnt = estimate_and_select(q, k, tau, sizes, bits, causal, interpret)
-    del ras
-    return _attend(q, k, v, idx, cnt, sizes, causal, interpret), cnt
+                          causal: bool = False, interpret: bool = False,
+                          config: C.KernelConfig = C.DEFAULT_CONFIG):
+    """SALE end to end with the two kernels: (output [B, Hq, N, D], ``Selection``).
+
+    The attention kernel starts from the estimation kernel's exact always-kept pass and
+    visits only the selected tiles. Any N and D.
+    """
+    config = _check_inputs(q, k, v, tau, sizes, bits, config)
+    return _sale_attention_pallas(q, k, v, tau, sizes, bits, causal, interpret, config)
+
+
+@functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret", "config"))
+def _sale_attention_pallas(q, k, v, tau, sizes, bits, causal, interpret, config):
+    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    p = prepare(q, k, v, tau, plan, bits)
+    sel = estimate(p, plan, config, causal, interpret)
+    # Selected tiles of a causal row block lie strictly below its diagonal: no causal mask.
+    out = attend(p.q, p.k, p.v, sel.lists, sel.state, plan, config, False, interpret)
+    return out[:, :, :plan.n, :plan.d], sel

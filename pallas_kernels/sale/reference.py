@@ -1,6 +1,9 @@
 """Pure-jnp reference of SALE (arXiv 2505.24179): estimate, select, attend sparsely.
 
-Shapes: q [B, Hq, N, D], k and v [B, Hk, N, D] with Hq a multiple of Hk (GQA).
+Shapes: q [B, Hq, N, D], k and v [B, Hk, N, D] with Hq a multiple of Hk (GQA). Any N:
+blocks live on the grid padded to a multiple of b_q (padded keys are never attended to,
+padded query rows never vote for a block); block masks have shape
+[B, Hq, ceil(N / b_q), ceil(N / b_q) b_q / b_k].
 
 1. Smoothing: Q_s = Q - mean_N(Q), K_s = K - mean_N(K) per (batch, head).
 2. Symmetric per-block quantization of Q_s (blocks of b_q rows) and K_s (b_k rows):
@@ -12,16 +15,22 @@ Shapes: q [B, Hq, N, D], k and v [B, Hk, N, D] with Hq a multiple of Hk (GQA).
    blocks within ``local`` keys before the query block; the diagonal) gives the row max
    m_i and row sum l_i of exp(S_ij - m_i) over those keys.
 5. Relative Attention Score P~_ij = exp(S~_ij - m_i) / l_i; a (query block, key block)
-   is kept if any element exceeds the head's tau (or it is always-kept).
+   is kept if any element exceeds the head's tau (or it is always-kept). The test is
+   made in log space, as in the official kernel: S~_ij - m_i - log(l_i) > log(tau)
+   (no exp, no divide; tau = 0 keeps every block).
 6. Attention restricted to kept blocks (softmax over kept keys only).
+
+Theta convention: ``calibrate_tau``'s theta bounds the *mean* |O - O~| per element of a
+head's [N, D] output; the official code bounds the sum over the head's N x D output by
+theta_official N, so theta_official = D x ours (official 0.4 at D = 128 is ours 0.003125).
 
 Checks (``pallas_kernels.sale._checks``, no jaxlab import; static shapes and dtypes, values
 only when concrete, so nothing is added to compiled code): q, k, v 4-D with a floating dtype,
-k and v of shape (B, Hk, N, D) matching q, Hq a multiple of Hk, N a multiple of
-``block_q`` (and ``block`` in ``quantize_blocks``); ``BlockSizes`` positive ints with block_q a
-multiple of block_k; ``bits`` in {8, 4} (or None where allowed); ``tau`` a scalar or [Hq]
-in [0, inf) without NaN (checked before the jitted body of ``sale_attention``); ``theta`` > 0
-and 0 < ``tau_min`` < ``tau0`` in ``calibrate_tau``.
+k and v of shape (B, Hk, N, D) matching q, Hq a multiple of Hk, N >= 1 (``quantize_blocks``:
+N a multiple of ``block``); ``BlockSizes`` positive ints with block_q a multiple of block_k;
+``bits`` in {8, 4} (or None where allowed); ``tau`` a scalar or [Hq] in [0, inf) without NaN
+(checked before the jitted body of ``sale_attention``); ``theta`` > 0 and
+0 < ``tau_min`` < ``tau0`` in ``calibrate_tau``.
 """
 
 import dataclasses
@@ -56,6 +65,7 @@ DEFAULT_TAU = 1e-3  # used when no per-head calibration is given
 
 def _check_qkv(q, k, v, sizes: BlockSizes | None = None):
     """Layout [B, H, N, D] checks shared by the reference and the kernels."""
+    del sizes  # any N: blocks live on the padded grid
     _checks.check_ndim("q", q, 4)
     _checks.check_floating("q", q)
     b, hq, n, d = q.shape
@@ -69,9 +79,22 @@ def _check_qkv(q, k, v, sizes: BlockSizes | None = None):
     if k.shape[1] == 0 or hq % k.shape[1]:
         raise ValueError(f"query heads {hq} of `q` must be a multiple of the key heads "
                          f"{k.shape[1]} of `k` (GQA).")
-    if sizes is not None and n % sizes.block_q:
-        raise ValueError(f"sequence length {n} must be divisible by `block_q`={sizes.block_q} "
-                         "(pad the sequence or choose other `sizes`).")
+    if n == 0 or d == 0:
+        raise ValueError(f"`q` must have N >= 1 and D >= 1, got shape {tuple(q.shape)}.")
+
+
+def padded_length(n: int, sizes: BlockSizes) -> int:
+    """N rounded up to a multiple of b_q: the grid the blocks live on."""
+    return -(-n // sizes.block_q) * sizes.block_q
+
+
+def _pad_seq(x, n_pad: int):
+    n = x.shape[-2]
+    if n == n_pad:
+        return x
+    pad = [(0, 0)] * x.ndim
+    pad[-2] = (0, n_pad - n)
+    return jnp.pad(x, pad)
 
 
 def _check_bits(bits, allow_none: bool = False):
@@ -116,19 +139,29 @@ def dequantize_blocks(codes, scale, block: int):
     return xb.reshape(codes.shape)
 
 
+def smooth(q, k):
+    """(Q_s, K_s, mq, mk) in float32: q, k minus their per-head means over the sequence."""
+    q, k = q.astype(jnp.float32), k.astype(jnp.float32)
+    mq, mk = q.mean(-2, keepdims=True), k.mean(-2, keepdims=True)
+    return q - mq, k - mk, mq, mk
+
+
 def estimate_scores(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8):
     """S~ [B, Hq, N, N] from smoothed, quantized Q and K (``bits=None``: no quantization)."""
     _check_qkv(q, k, k, sizes)
     _check_bits(bits, allow_none=True)
+    n = q.shape[2]
+    n_pad = padded_length(n, sizes)
     groups = q.shape[1] // k.shape[1]
-    q, k = q.astype(jnp.float32), _repeat_kv(k.astype(jnp.float32), groups)
-    mq, mk = q.mean(-2, keepdims=True), k.mean(-2, keepdims=True)
-    qs, ks = q - mq, k - mk
+    qs, ks, mq, mk = smooth(q, k)
     if bits is not None:
-        qs_hat = dequantize_blocks(*quantize_blocks(qs, sizes.block_q, bits), sizes.block_q)
-        ks_hat = dequantize_blocks(*quantize_blocks(ks, sizes.block_k, bits), sizes.block_k)
+        qs_hat = dequantize_blocks(*quantize_blocks(_pad_seq(qs, n_pad), sizes.block_q, bits),
+                                   sizes.block_q)[..., :n, :]
+        ks_hat = dequantize_blocks(*quantize_blocks(_pad_seq(ks, n_pad), sizes.block_k, bits),
+                                   sizes.block_k)[..., :n, :]
     else:
         qs_hat, ks_hat = qs, ks
+    ks, ks_hat, mk = (_repeat_kv(x, groups) for x in (ks, ks_hat, mk))
     s = jnp.einsum("bhnd,bhmd->bhnm", qs_hat, ks_hat)
     s = s + (qs @ jnp.swapaxes(mk, -1, -2)) + (mq @ jnp.swapaxes(ks, -1, -2)) + (
         mq @ jnp.swapaxes(mk, -1, -2))
@@ -136,53 +169,69 @@ def estimate_scores(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8
 
 
 def always_kept_blocks(n: int, sizes: BlockSizes, causal: bool):
-    """[N / b_q, N / b_k] bool: sink, local window and diagonal key blocks of each row block."""
-    nq, nk = n // sizes.block_q, n // sizes.block_k
+    """[ceil(N / b_q), nk] bool: sink, local window and diagonal key blocks of each row block.
+
+    Key blocks holding no real key (all past N) are never kept.
+    """
     r = sizes.block_q // sizes.block_k
+    nq = -(-n // sizes.block_q)
+    nk = nq * r
     qi = jnp.arange(nq)[:, None]
     kj = jnp.arange(nk)[None, :]
     diag = (kj >= qi * r) & (kj < (qi + 1) * r)
     local = (kj * sizes.block_k >= qi * sizes.block_q - sizes.local) & (kj < qi * r)
     sink = kj == 0
-    keep = sink | local | diag
+    keep = (sink | local | diag) & (kj * sizes.block_k < n)
     return keep & (kj < (qi + 1) * r) if causal else keep
 
 
 def _element_mask(block_mask, sizes, n, causal):
-    m = jnp.repeat(jnp.repeat(block_mask, sizes.block_q, -2), sizes.block_k, -1)
+    m = jnp.repeat(jnp.repeat(block_mask, sizes.block_q, -2), sizes.block_k, -1)[..., :n, :n]
     if causal:
         m = m & jnp.tril(jnp.ones((n, n), bool))
     return m
 
 
+def _exact_scores(q, k):
+    groups = q.shape[1] // k.shape[1]
+    return jnp.einsum("bhnd,bhmd->bhnm", q.astype(jnp.float32),
+                      _repeat_kv(k.astype(jnp.float32), groups)) / jnp.sqrt(q.shape[-1])
+
+
 def row_stats(q, k, sizes: BlockSizes = BlockSizes(), causal: bool = False):
     """(m, l) [B, Hq, N, 1]: exact row max and sum of exp(S - m) over the always-kept blocks."""
-    b, hq, n, d = q.shape
-    groups = hq // k.shape[1]
-    s_exact = jnp.einsum("bhnd,bhmd->bhnm", q.astype(jnp.float32),
-                         _repeat_kv(k.astype(jnp.float32), groups)) / jnp.sqrt(d)
+    n = q.shape[2]
     base_el = _element_mask(always_kept_blocks(n, sizes, causal), sizes, n, causal)
-    s_base = jnp.where(base_el, s_exact, -jnp.inf)
+    s_base = jnp.where(base_el, _exact_scores(q, k), -jnp.inf)
     m = s_base.max(-1, keepdims=True)
     return m, jnp.exp(s_base - m).sum(-1, keepdims=True)
 
 
-def block_ras_max(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
-                  causal: bool = False):
-    """[B, Hq, N / b_q, N / b_k] max over each block of the Relative Attention Score."""
+def block_log_margin(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
+                     causal: bool = False):
+    """[B, Hq, nq, nk] max over each block of log RAS = S~ - m - log(l) (-inf: no element)."""
     _check_qkv(q, k, k, sizes)
     b, hq, n, _ = q.shape
     m, l_sum = row_stats(q, k, sizes, causal)
-    ras = jnp.exp(estimate_scores(q, k, sizes, bits) - m) / l_sum
+    margin = estimate_scores(q, k, sizes, bits) - m - jnp.log(l_sum)
     if causal:
-        ras = jnp.where(jnp.tril(jnp.ones((n, n), bool)), ras, 0.0)
-    nq, nk = n // sizes.block_q, n // sizes.block_k
-    return ras.reshape(b, hq, nq, sizes.block_q, nk, sizes.block_k).max((3, 5))
+        margin = jnp.where(jnp.tril(jnp.ones((n, n), bool)), margin, -jnp.inf)
+    n_pad = padded_length(n, sizes)
+    margin = jnp.pad(margin, ((0, 0), (0, 0), (0, n_pad - n), (0, n_pad - n)),
+                     constant_values=-jnp.inf)
+    nq, nk = n_pad // sizes.block_q, n_pad // sizes.block_k
+    return margin.reshape(b, hq, nq, sizes.block_q, nk, sizes.block_k).max((3, 5))
+
+
+def block_ras_max(q, k, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
+                  causal: bool = False):
+    """[B, Hq, nq, nk] max over each block of the Relative Attention Score exp(S~ - m) / l."""
+    return jnp.exp(block_log_margin(q, k, sizes, bits, causal))
 
 
 def block_keep_mask(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
                     causal: bool = False):
-    """[B, Hq, N / b_q, N / b_k] bool: the blocks SALE attends to.
+    """[B, Hq, nq, nk] bool: the blocks SALE attends to.
 
     Args:
       q, k: see the module docstring.
@@ -195,12 +244,8 @@ def block_keep_mask(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int | Non
     n, hq = q.shape[2], q.shape[1]
     _checks.check_tau(tau, hq)
     tau = jnp.broadcast_to(jnp.asarray(tau, jnp.float32), (hq,))
-    keep = block_ras_max(q, k, sizes, bits, causal) > tau[None, :, None, None]
-    keep = keep | always_kept_blocks(n, sizes, causal)[None, None]
-    if causal:
-        keep = keep & always_kept_blocks(n, BlockSizes(sizes.block_q, sizes.block_k, n),
-                                         causal=True)[None, None]
-    return keep
+    keep = block_log_margin(q, k, sizes, bits, causal) > jnp.log(tau)[None, :, None, None]
+    return keep | always_kept_blocks(n, sizes, causal)[None, None]
 
 
 def dense_attention(q, k, v, causal: bool = False):
@@ -229,22 +274,33 @@ def _sale_attention(q, k, v, tau, sizes: BlockSizes, bits: int | None, causal: b
     keep = block_keep_mask(q, k, tau, sizes, bits, causal)
     n = q.shape[2]
     groups = q.shape[1] // k.shape[1]
-    kr, vr = _repeat_kv(k, groups), _repeat_kv(v, groups)
-    s = jnp.einsum("bhnd,bhmd->bhnm", q, kr).astype(jnp.float32) / jnp.sqrt(q.shape[-1])
-    s = jnp.where(_element_mask(keep, sizes, n, causal), s, -jnp.inf)
-    out = jnp.einsum("bhnm,bhmd->bhnd", jax.nn.softmax(s, -1), vr.astype(jnp.float32))
+    s = jnp.einsum("bhnd,bhmd->bhnm", q, _repeat_kv(k, groups)).astype(jnp.float32)
+    s = jnp.where(_element_mask(keep, sizes, n, causal), s / jnp.sqrt(q.shape[-1]), -jnp.inf)
+    out = jnp.einsum("bhnm,bhmd->bhnd", jax.nn.softmax(s, -1),
+                     _repeat_kv(v, groups).astype(jnp.float32))
     return out.astype(q.dtype), keep
 
 
 def attention_recall(q, k, keep, sizes: BlockSizes = BlockSizes(), causal: bool = False):
     """[B, Hq] mean over queries of the exact attention mass inside the kept blocks."""
-    groups = q.shape[1] // k.shape[1]
     n = q.shape[2]
-    p = jax.nn.softmax(jnp.where(
-        jnp.tril(jnp.ones((n, n), bool)) if causal else True,
-        jnp.einsum("bhnd,bhmd->bhnm", q, _repeat_kv(k, groups)).astype(jnp.float32)
-        / jnp.sqrt(q.shape[-1]), -jnp.inf), -1)
+    s = _exact_scores(q, k)
+    if causal:
+        s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
+    p = jax.nn.softmax(s, -1)
     return jnp.sum(jnp.where(_element_mask(keep, sizes, n, causal), p, 0.0), -1).mean(-1)
+
+
+def causal_density(keep, n: int, sizes: BlockSizes = BlockSizes(), causal: bool = True):
+    """[B, Hq] fraction of the *valid* blocks that are kept.
+
+    Valid: holding a real (query, key) pair, i.e. on or below the diagonal when causal; so
+    dense causal attention has density 1 (the full square would count it as ~1/2).
+    """
+    valid = always_kept_blocks(n, BlockSizes(sizes.block_q, sizes.block_k, local=n + 1),
+                               causal)
+    keep = keep & valid
+    return keep.sum((-2, -1)) / valid.sum()
 
 
 def calibrate_tau(q, k, v, theta: float, sizes: BlockSizes = BlockSizes(), bits: int | None = 8,
@@ -255,7 +311,8 @@ def calibrate_tau(q, k, v, theta: float, sizes: BlockSizes = BlockSizes(), bits:
 
     Args:
       q, k, v: calibration inputs (see the module docstring).
-      theta: per-head tolerance on the mean absolute output error, > 0.
+      theta: per-head tolerance on the mean absolute output error per element, > 0
+        (per element: the official code's theta is D times this one, see the module doc).
 
     Returns:
       [Hq] float32 thresholds.

@@ -6,8 +6,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.configs import avatar as avatar_config
-from jaxlab.avatar import active, adjoint, alignment, experiment, solvers, tasks, utilities
+from jaxlab import avatar
+from jaxlab.avatar import adjoint, alignment, loop, solvers, tasks, utilities
 from tests.bad_inputs.harness import Case, train_smoke
 
 EPS = 0.1
@@ -37,7 +37,7 @@ def _run(**kw):
     task = kw.pop("task", None) or _karate()
     kw.setdefault("rounds", 1)
     kw.setdefault("budget_frac", 0.1)
-    return active.run_active(task, jax.random.key(0), **kw)
+    return loop.run_active(task, jax.random.key(0), **kw)
 
 
 def _train(**changes):
@@ -106,11 +106,11 @@ CASES = [
         "ctx.lap1"),
     Case("avatar/utilities/kl_cost_shape", lambda: utilities.gradient(
         "kl", _plan(), utilities.UtilityContext(cost=jnp.ones((7, 6)))), "ctx.cost"),
-    Case("avatar/informativeness/cost_nan", lambda: active.informativeness(
+    Case("avatar/informativeness/cost_nan", lambda: loop.informativeness(
         _plan(), _with(_cost(), (0, 0), np.nan), EPS), "cost"),
-    Case("avatar/informativeness/cost_shape", lambda: active.informativeness(
+    Case("avatar/informativeness/cost_shape", lambda: loop.informativeness(
         _plan(), _cost(7, 6), EPS), "cost"),
-    Case("avatar/informativeness/utility_unknown", lambda: active.informativeness(
+    Case("avatar/informativeness/utility_unknown", lambda: loop.informativeness(
         _plan(), _cost(), EPS, utility="variance"), "utility"),
     # --- metrics --------------------------------------------------------------------------
     Case("avatar/alignment_metrics/truth_out_of_range", lambda: alignment.alignment_metrics(
@@ -138,6 +138,25 @@ CASES = [
     Case("avatar/run_active/test_frac_negative", lambda: _run(test_frac=-0.1), "test_frac"),
     Case("avatar/run_active/utility_unknown", lambda: _run(utility="variance"), "utility"),
     Case("avatar/run_active/solver_unknown", lambda: _run(solver="emd"), "solver"),
+    # --- the Algorithm API (constructor, init, step) ------------------------------------
+    Case("avatar/active/budget_too_large", lambda: avatar.active(
+        _karate(), budget_frac=0.5, test_frac=0.5), "budget_frac"),
+    Case("avatar/active/pos1_nan", lambda: avatar.active(_karate()._replace(
+        pos1=_with(_karate().pos1, (0, 1), np.nan))), "task.pos1"),
+    Case("avatar/active/cg_tol_zero", lambda: avatar.active(_karate(), cg_tol=0.0), "cg_tol"),
+    Case("avatar/init/test_frac_one", lambda: avatar.init(
+        jax.random.key(0), _karate(), test_frac=1.0), "test_frac"),
+    Case("avatar/init/fractions_exceed_nodes", lambda: avatar.init(
+        jax.random.key(0), _karate(), test_frac=0.9, init_frac=0.5), "init_frac"),
+    Case("avatar/step/strategy_unknown", lambda: avatar.step(
+        jax.random.key(0), avatar.init(jax.random.key(0), _karate()), _karate(),
+        strategy="oracle"), "strategy"),
+    Case("avatar/step/num_queries_zero", lambda: avatar.step(
+        jax.random.key(0), avatar.init(jax.random.key(0), _karate()), _karate(),
+        num_queries=0), "num_queries"),
+    Case("avatar/step/solver_unknown", lambda: avatar.step(
+        jax.random.key(0), avatar.init(jax.random.key(0), _karate()), _karate(),
+        solver="emd"), "solver"),
     # --- tasks ----------------------------------------------------------------------------
     Case("avatar/graph_pair/feat_noise_negative", lambda: tasks.real_graph_pair(
         "karate", feat_noise=-1.0), "feat_noise"),

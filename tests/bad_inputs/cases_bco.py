@@ -5,9 +5,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.configs import bco as bco_config
 from jaxlab import bco
-from jaxlab.bco import ensembles, estimators, experiment, losses, reference
+from jaxlab.bco import ensembles, estimators, losses, reference
 from tests.bad_inputs.harness import Case, train_smoke
 
 D = 3
@@ -97,6 +96,13 @@ CASES = [
         "meta_scale"),
     Case("bco/ensembles/delta_zero", lambda: ensembles.dynamic_ensemble(bco.ball(D), 0.0, 10),
          "delta"),
+    # --- the Algorithm API: init(key, x0), step(key, state, f) ------------------------------
+    Case("bco/init/x0_outside_domain", lambda: bco.gradient_variation(bco.ball(D), 0.1).init(
+        jax.random.key(0), jnp.full(D, 5.0)), "x0"),
+    Case("bco/init/x0_shape", lambda: bco.agarwal2010(bco.ball(D), 0.1).init(
+        jax.random.key(0), jnp.zeros(D + 1)), "x0"),
+    Case("bco/ensembles/init_x0_nan", lambda: ensembles.universal_ensemble(bco.ball(D), 0.1).init(
+        jax.random.key(0), jnp.array([0.0, np.nan, 0.0])), "x0"),
     # --- run / regret ---------------------------------------------------------------------
     Case("bco/run/x0_outside_domain", lambda: _run(x0=jnp.full(D, 5.0)), "x0"),
     Case("bco/run/x0_nan", lambda: _run(x0=jnp.array([0.0, np.nan, 0.0])), "x0"),

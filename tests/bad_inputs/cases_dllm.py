@@ -90,10 +90,10 @@ def validate(**changes):
 
 
 def run_experiment(**changes):
-    from jaxlab.dllm import experiment
+    from experiments.lib import registry
 
     with tempfile.TemporaryDirectory() as d:
-        return experiment.train_and_evaluate(smoke(**changes), d)
+        return registry.train_and_evaluate("dllm", smoke(**changes), d)
 
 
 CASES = [
@@ -160,6 +160,21 @@ CASES = [
     Case("run_particles: NaN value_fn (traced weights)", lambda: path_smc.run_particles(
         toy, GOOD, 1, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=nan_value_fn), "`value_fn`"),
+    # the Algorithm constructors and their init
+    Case("smc: num_particles 0", lambda: path_smc.smc(
+        toy, gen_length=2, num_particles=0, mask_id=MASK), "`num_particles`"),
+    Case("smc: ess_threshold -1", lambda: path_smc.smc(
+        toy, gen_length=2, num_particles=2, mask_id=MASK, ess_threshold=-1.0), "`ess_threshold`"),
+    Case("smc.init: prompt id == mask", lambda: path_smc.smc(
+        toy, gen_length=2, num_particles=2, mask_id=MASK).init(KEY, np.array([[MASK], [0]])),
+        "`prompt`"),
+    Case("smc.init: vocab mismatch", lambda: path_smc.smc(
+        toy, gen_length=2, num_particles=2, mask_id=MASK, vocab_size=V + 1).init(KEY, GOOD),
+        "`vocab_size`"),
+    Case("decoder: unknown policy", lambda: decoding.decoder(
+        toy, gen_length=2, mask_id=MASK, policy="greedy"), "`policy`"),
+    Case("decoder.init: 1-D prompt", lambda: decoding.decoder(
+        toy, gen_length=2, mask_id=MASK).init(KEY, np.zeros(3, np.int32)), "`prompt`"),
     # POKE
     Case("collect_rollouts: prompt id == mask", lambda: poke.collect_rollouts(
         toy, np.array([[MASK], [0]]), 2, KEY, mask_id=MASK), "`prompt`"),
@@ -187,6 +202,8 @@ CASES = [
          "`rms_norm_eps`"),
     Case("LLaDAConfig: attention_impl", lambda: cfg(attention_impl="flash"), "`attention_impl`"),
     Case("LLaDAConfig: sale_tau -1", lambda: cfg(sale_tau=-1.0), "`sale_tau`"),
+    Case("LLaDAConfig: sale_sizes a tuple", lambda: cfg(sale_sizes=(16, 16, 16)),
+         "`sale_sizes`"),
     Case("LLaDAConfig: vocab_size 0", lambda: cfg(vocab_size=0, mask_token_id=-1),
          "`vocab_size`"),
     Case("LLaDAConfig: mask_token_id 6", lambda: cfg(mask_token_id=6), "`mask_token_id`"),

@@ -5,8 +5,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.configs import gepc as gepc_config
-from jaxlab.gepc import baselines, data, experiment, residual, schedule, scoring, train
+from jaxlab import gepc
+from jaxlab.gepc import baselines, data, residual, schedule, scoring, train
 from tests.bad_inputs.harness import Case, train_smoke
 
 TS = [0.01, 0.02]
@@ -131,6 +131,23 @@ CASES = [
     Case("gepc/train/num_chunks_zero", lambda: _train_model(num_chunks=0), "num_chunks"),
     Case("gepc/train/image_size_odd", lambda: _train_model(images=np.zeros((4, 6, 6, 1))),
          "images"),
+    # --- the Algorithm API (detector, init, step) ----------------------------------------
+    Case("gepc/detector/sqrt_abars_above_one", lambda: gepc.detector(
+        _eps, sqrt_abars=(0.999, 1.5)), "sqrt_abars"),
+    Case("gepc/detector/group_unknown", lambda: gepc.detector(_eps, group=("shear",)),
+         "group"),
+    Case("gepc/detector/num_t_too_many", lambda: gepc.detector(_eps, num_t=9), "num_t"),
+    Case("gepc/detector/rho_zero", lambda: gepc.detector(_eps, rho=0.0), "rho"),
+    Case("gepc/init/x_fit_nan", lambda: gepc.detector(_eps).init(
+        jax.random.key(0), _with(_x(4), (0, 0, 0, 0), np.nan)), "x_fit"),
+    Case("gepc/init/one_image", lambda: gepc.detector(_eps).init(jax.random.key(0), _x(1)),
+         "features"),
+    Case("gepc/step/x_inf", lambda: gepc.step(
+        jax.random.key(0), gepc.init(jax.random.key(0), _x(4), _score, ts=TS),
+        _with(_x(2), (1, 2, 2, 0), np.inf), _score, ts=TS), "x"),
+    Case("gepc/step/ts_mismatch", lambda: gepc.step(
+        jax.random.key(0), gepc.init(jax.random.key(0), _x(4), _score, ts=TS), _x(2),
+        _score, ts=TS[:1]), "features"),
     # --- experiment config ----------------------------------------------------------------
     Case("gepc/config/rho_zero", lambda: _train_eval(rho=0.0), "config.rho"),
     Case("gepc/config/sqrt_abars_above_one", lambda: _train_eval(sqrt_abars=[0.9999, 1.2]),

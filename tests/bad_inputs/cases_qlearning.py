@@ -65,6 +65,19 @@ def _simulate(q_star=None, num_records=2, record_every=5, **kw):
                        record_every, **kw)
 
 
+def _periodic(mdp=None, **kw):
+    from jaxlab import qlearning as ql
+
+    return ql.periodic(_mdp() if mdp is None else mdp, ql.schedules.constant(3), **kw)
+
+
+def _step(mdp=None, **kw):
+    from jaxlab import qlearning as ql
+
+    mdp = _mdp() if mdp is None else mdp
+    return ql.step(jax.random.key(1), _state(mdp), mdp, ql.schedules.constant(3), **kw)
+
+
 def _run_uniforms(us):
     from jaxlab import qlearning as ql
 
@@ -144,6 +157,13 @@ CASES = [
          "record_every"),
     Case("qlearning.simulate.sampling_unknown", lambda: _simulate(sampling="offline"),
          "sampling"),
+    Case("qlearning.periodic.sampling_unknown",
+         lambda: _periodic(sampling="offline"), "sampling"),
+    Case("qlearning.periodic.rewards_nan", lambda: _periodic(_raw_mdp(r=_NAN_R)), "rewards"),
+    Case("qlearning.periodic.init_q0_nan",
+         lambda: _periodic().init(jax.random.key(0), jnp.full((4, 2), jnp.nan)), "q0"),
+    Case("qlearning.step.sampling_unknown", lambda: _step(sampling="offline"), "sampling"),
+    Case("qlearning.step.negative_prob", lambda: _step(_raw_mdp(p=_NEG_P)), "transitions"),
     Case("qlearning.run_uniforms.out_of_unit_interval",
          lambda: _run_uniforms(np.full((4, 2), 1.5)), "uniforms"),
     Case("qlearning.run_uniforms.nan", lambda: _run_uniforms(np.full((4, 2), np.nan)),

@@ -16,19 +16,19 @@ def _task(name="pendulum"):
 
 
 def _train(**over):
-    from jaxlab.rfo import train
+    from jaxlab import rfo
 
     kw = dict(num_envs=2, horizon=4)
     kw.update(over)
-    return train.make_train(_task(), train.TrainConfig(**kw))
+    return rfo.make_trainer(_task(), rfo.TrainConfig(**kw))
 
 
 def _ppo(**over):
-    from jaxlab.rfo import ppo
+    from jaxlab import rfo
 
     kw = dict(num_envs=2, rollout_len=4, minibatches=2, episode_length=8)
     kw.update(over)
-    return ppo.make_train(_task(), ppo.PPOConfig(**kw))
+    return rfo.make_trainer(_task(), rfo.PPOConfig(**kw))
 
 
 def _td(r=None, v=None, gamma=0.9, lam=0.5, **kw):
@@ -57,13 +57,13 @@ def _flow():
     from jaxlab.rfo import flow
 
     cfg = flow.FlowConfig(obs_dim=3, act_dim=2, chunk=2, hidden=8)
-    graphdef, params = flow.init(cfg)
+    graphdef, params = flow.init(jax.random.key(0), cfg)
     return flow, cfg, graphdef, params
 
 
 def _sample(obs):
     flow, cfg, graphdef, params = _flow()
-    return flow.sample(graphdef, params, cfg, jnp.asarray(obs), jax.random.key(0))
+    return flow.sample(jax.random.key(0), graphdef, params, cfg, jnp.asarray(obs))
 
 
 def _integrate(obs, noise):
@@ -75,24 +75,24 @@ def _stability(obs, actions):
     from jaxlab.rfo import regularizers
 
     _, _, graphdef, params = _flow()
-    return regularizers.stability_loss(graphdef, params, jnp.asarray(obs), jnp.asarray(actions),
-                                       jax.random.key(0))
+    return regularizers.stability_loss(jax.random.key(0), graphdef, params, jnp.asarray(obs),
+                                       jnp.asarray(actions))
 
 
 def _exploration(action_shape):
     from jaxlab.rfo import regularizers
 
     _, _, graphdef, params = _flow()
-    return regularizers.exploration_loss(graphdef, params, jnp.zeros((4, 3)), action_shape,
-                                         jax.random.key(0))
+    return regularizers.exploration_loss(jax.random.key(0), graphdef, params,
+                                         jnp.zeros((4, 3)), action_shape)
 
 
 def _cfm(target):
     from jaxlab.rfo import regularizers
 
     _, _, graphdef, params = _flow()
-    return regularizers.cfm_loss(graphdef, params, jnp.zeros((4, 3)), jnp.asarray(target),
-                                 jax.random.key(0))
+    return regularizers.cfm_loss(jax.random.key(0), graphdef, params, jnp.zeros((4, 3)),
+                                 jnp.asarray(target))
 
 
 def _env_step(action):
@@ -110,15 +110,22 @@ def _rollout(horizon, num_envs=2):
 
     task = _task()
     cfg = train.TrainConfig(num_envs=2, horizon=4, chunk=2)
-    graphdef, params, act_fn = train.init_policy(task, cfg)
-    return train.rollout(task, cfg, graphdef, params, act_fn, jax.random.key(0), num_envs,
-                         horizon)
+    policy = train.make_policy(task, cfg)
+    return train.rollout(jax.random.key(0), task, cfg, policy, policy.init(jax.random.key(0)),
+                         num_envs, horizon)
+
+
+def _make_trainer_with(cfg):
+    from jaxlab import rfo
+
+    return rfo.make_trainer(_task(), cfg)
 
 
 def _experiment(**over):
     """train_and_evaluate on a tiny smoke config with one (dotted) field changed."""
+    from experiments import rfo as experiment
     from experiments.configs import rfo as rcfg
-    from jaxlab.rfo import experiment
+    from experiments.lib import study
 
     cfg = rcfg.get_config("smoke")
     cfg.methods = ("apg",)
@@ -133,7 +140,8 @@ def _experiment(**over):
         for p in path:
             node = node[p]
         node[leaf] = v
-    return experiment.train_and_evaluate(cfg, tempfile.mkdtemp(prefix="bad_rfo_"))
+    return study.train_and_evaluate(experiment.EXPERIMENT, cfg,
+                                    tempfile.mkdtemp(prefix="bad_rfo_"))
 
 
 CASES = [
@@ -200,7 +208,9 @@ CASES = [
     Case("rfo.envs.step.action_nan", lambda: _env_step(jnp.full(1, jnp.nan)), "action"),
     Case("rfo.rollout.horizon_not_multiple_of_chunk", lambda: _rollout(3), "horizon"),
     Case("rfo.rollout.num_envs_zero", lambda: _rollout(4, num_envs=0), "num_envs"),
-    # Experiment config (validate_config, first thing in train_and_evaluate).
+    # Trainer constructor and experiment config (validate_config, first thing in the study).
+    Case("rfo.make_trainer.config_type", lambda: _make_trainer_with({"policy": "flow"}),
+         "cfg"),
     Case("rfo.config.num_seeds_one", lambda: _experiment(num_seeds=1), "num_seeds"),
     Case("rfo.config.common_lr_negative", lambda: _experiment(**{"common.lr": -1e-3}),
          "config.common.lr"),

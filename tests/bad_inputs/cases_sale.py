@@ -7,6 +7,7 @@ from jaxlab.attention import attention
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
 from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
+from pallas_kernels.sale.config import KernelConfig
 from pallas_kernels.sale.estimate import estimate_and_select, sale_attention_pallas
 from pallas_kernels.sale.synthetic import structured_qkv
 from tests.bad_inputs.harness import Case
@@ -115,6 +116,18 @@ CASES = [
         "`block_mask`"),
     Case("block_sparse_attention_tpu: int v", lambda: block_sparse_attention_tpu(
         bhnd(), bhnd(seed=1), ints((B, H, N, D)), mask(), SIZES, interpret=True), "`v`"),
+    Case("estimate_and_select: v length differs", lambda: estimate_and_select(
+        bhnd(), bhnd(seed=1), 1e-3, SIZES, interpret=True, v=bhnd(n=8)), "`v`"),
+    Case("sale_attention_pallas: config a string", lambda: sale_attention_pallas(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), 1e-3, SIZES, interpret=True, config="triton"),
+        "`config`"),
+    Case("block_sparse_attention: 2 x 2 mask for N 24", lambda: block_sparse_attention(
+        bhnd(n=24), bhnd(n=24, seed=1), bhnd(n=24, seed=2), mask(), SIZES, interpret=True),
+        "`block_mask`"),
+    Case("KernelConfig: backend cuda", lambda: KernelConfig(backend="cuda"), "`backend`"),
+    Case("KernelConfig: block_keys 0", lambda: KernelConfig(block_keys=0), "`block_keys`"),
+    Case("KernelConfig: num_warps 0", lambda: KernelConfig(num_warps=0), "`num_warps`"),
+    Case("KernelConfig: max_bits 40", lambda: KernelConfig(max_bits=40), "`max_bits`"),
     Case("structured_qkv: q_heads 3 kv_heads 2", lambda: structured_qkv(
         n=64, d=17, q_heads=3, kv_heads=2), "`q_heads`"),
     Case("structured_qkv: kv_heads 0", lambda: structured_qkv(n=64, d=17, kv_heads=0),

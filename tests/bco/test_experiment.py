@@ -1,10 +1,12 @@
+import json
 import os
 
-import numpy as np
-
+from experiments import bco as bco_exp
 from experiments.configs import bco as bcfg
-from jaxlab.bco import experiment
+from experiments.lib import registry
 from tests.notebooks import run_notebook
+
+UNITS = ("vs_dim", "vs_rounds", "vs_variation", "variants", "dynamic", "one_point")
 
 
 def test_smoke_experiment_writes_results_and_resumes(tmp_path):
@@ -12,10 +14,19 @@ def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     s1, _ = run_notebook("bco", tmp_path)  # colab/bco.ipynb at smoke size
     for f in ("summary.json", "regret_scaling.png", "variants.png"):
         assert os.path.getsize(tmp_path / f) > 500
-    assert set(s1["slope_vs_dim"]) == set(experiment.TWO_POINT)
+    assert set(s1["slope_vs_dim"]) == set(bco_exp.TWO_POINT)
     assert s1["V_T"][0] == 0.0 and s1["V_T"][-1] > s1["V_T"][1] > 0
-    rows = experiment.headline(s1)
+    rows = bco_exp.headline(s1)
     assert any("regret vs d" in k for k, _ in rows)
-    s2 = experiment.train_and_evaluate(cfg, str(tmp_path))  # restored from the checkpoint
-    for n in experiment.TWO_POINT:
-        np.testing.assert_allclose(s2["regret_vs_dim"][n]["mean"], s1["regret_vs_dim"][n]["mean"])
+    # One unit file per study; the rerun loads them instead of recomputing.
+    files = os.listdir(tmp_path / "units")
+    assert sorted(f.split("-")[0] for f in files) == sorted(UNITS)
+    s2 = registry.train_and_evaluate("bco", cfg, str(tmp_path))
+    s1.pop("provenance")
+    assert json.dumps(s2, sort_keys=True) == json.dumps(s1, sort_keys=True)
+
+
+def test_units_are_the_studies():
+    cfg = bcfg.get_config("smoke")
+    assert registry.experiment("bco") is bco_exp.EXPERIMENT
+    assert [u.name for u in bco_exp.EXPERIMENT.units(cfg, "/unused")] == list(UNITS)

@@ -55,10 +55,10 @@ def test_sale_task_outside_tasks_warns():
 
 
 def test_train_and_evaluate_validates_first(tmp_path):
-    from jaxlab.dllm import experiment
+    from experiments.lib import registry
 
     c = dllm_configs.get_config("smoke")
     c.threshold = float("nan")
     with pytest.raises(ValueError, match="`config.threshold`"):
-        experiment.train_and_evaluate(c, str(tmp_path / "run"))
+        registry.train_and_evaluate("dllm", c, str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()  # failed before touching the workdir

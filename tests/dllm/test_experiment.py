@@ -6,9 +6,11 @@ import jax
 import numpy as np
 import pytest
 
+from experiments import dllm as exp
+from experiments import dllm_models
 from experiments.configs import dllm as dllm_config
+from experiments.lib import provenance, study
 from jaxlab.dllm import decoding
-from jaxlab.dllm import experiment as exp
 from tests.notebooks import run_notebook
 
 
@@ -29,9 +31,14 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
             assert 0 <= lo <= row["accuracy"] <= hi <= 1
     assert set(summary["throughput"]) == {"1", "2"}
     assert exp.headline(summary)
-    # Rerun: finished tasks come from their JSON, nothing is recomputed.
-    monkeypatch.setattr(exp, "evaluate_task", lambda *a: pytest.fail("recomputed a task"))
-    again = exp.train_and_evaluate(cfg, str(tmp_path))
+    # Rerun: every unit comes from its file; no model is loaded, nothing is recomputed.
+    # (Under the notebook's code version: files edited meanwhile must not change the keys.)
+    monkeypatch.setattr(provenance, "code_version",
+                        lambda: summary["provenance"]["code_version"])
+    monkeypatch.setattr(exp, "_evaluate_task", lambda *a: pytest.fail("recomputed a task"))
+    monkeypatch.setattr(exp, "_throughput", lambda *a: pytest.fail("re-timed throughput"))
+    monkeypatch.setattr(dllm_models.Models, "denoiser", lambda *a: pytest.fail("loaded"))
+    again = study.train_and_evaluate(exp.EXPERIMENT, cfg, str(tmp_path))
     for name in cfg.tasks:
         for k, row in summary["tasks"][name]["decoders"].items():
             got = again["tasks"][name]["decoders"][k]
@@ -39,17 +46,31 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
             np.testing.assert_allclose(got["path_ll"], row["path_ll"], rtol=1e-6)
 
 
+def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
+    """The task, throughput and SALE units of one run share one load of each model."""
+    cfg = dllm_config.get_config("quick")
+    loads = []
+    restore = dllm_models.artifacts.restore_first
+    monkeypatch.setattr(dllm_models.artifacts, "restore_first",
+                        lambda c, t, what: loads.append(what) or restore(c, t, what))
+    models = dllm_models.Models(cfg, str(tmp_path))
+    for _ in range(3):
+        assert models.denoiser("sudoku") is models.denoiser("sudoku")
+    models.poke_head("sudoku")
+    models.poke_head("sudoku")
+    assert loads == ["sudoku denoiser", "sudoku POKE head"]
+
+
 @pytest.mark.parametrize("name,min_acc", [("sudoku", 0.8), ("addition", 0.3),
                                           ("countdown", 0.05), ("star_graph", 0.3)])
 def test_shipped_denoisers_solve_problems(name, min_acc, tmp_path):
     """The checkpoints in experiments/pretrained/dllm load and decode (no retraining)."""
     cfg = dllm_config.get_config("quick")
-    path = exp._pretrained(cfg, name)
+    path = dllm_models.shipped_path(cfg, name)
     assert os.path.isdir(path), f"shipped model missing: {path}"
-    task, graphdef, params = exp.load_or_train_denoiser(cfg, str(tmp_path), name)
+    m = dllm_models.Models(cfg, str(tmp_path)).denoiser(name)
     assert not os.path.exists(tmp_path / "models")  # loaded, not trained
-    den = jax.jit(lambda t: exp.model_lib.apply(graphdef, params, t))
-    prompt, _ = task.sample(jax.random.key(99), 128)
-    r = decoding.decode(den, prompt, task.answer_len, key=jax.random.key(0),
-                        mask_id=task.mask_id, vocab_size=task.vocab_size)
-    assert float(np.mean(task.verify(prompt, r.answer))) >= min_acc
+    prompt, _ = m.task.sample(jax.random.key(99), 128)
+    r = decoding.decode(m.denoise_fn, prompt, m.task.answer_len, key=jax.random.key(0),
+                        mask_id=m.task.mask_id, vocab_size=m.task.vocab_size)
+    assert float(np.mean(m.task.verify(prompt, r.answer))) >= min_acc

@@ -7,6 +7,7 @@ from safetensors.numpy import save_file
 
 from jaxlab.dllm import loading
 from jaxlab.dllm import model as model_lib
+from pallas_kernels.sale.reference import BlockSizes
 
 CFG = dict(vocab_size=40, d_model=32, n_layers=2, n_heads=4, n_kv_heads=2,
            mlp_hidden_size=48, mask_token_id=39, rope_theta=500000.0)
@@ -133,8 +134,8 @@ def test_sale_attention_in_the_model_matches_dense():
     tokens = jnp.asarray(np.random.default_rng(0).integers(0, 39, (2, 64)))
     dense, _ = model_lib.apply(graphdef, params, tokens)
     for tau, tol in ((0.0, 1e-5),):
-        sale_cfg = dataclasses.replace(cfg, attention_impl="sale", sale_tau=tau, sale_block_q=16,
-                                       sale_block_k=16, sale_local=16)
+        sale_cfg = dataclasses.replace(cfg, attention_impl="sale", sale_tau=tau,
+                                       sale_sizes=BlockSizes(16, 16, 16))
         g2, _ = model_lib.abstract(sale_cfg)
         sparse, _ = model_lib.apply(g2, params, tokens)
         np.testing.assert_allclose(np.asarray(sparse), np.asarray(dense), atol=tol, rtol=tol)

@@ -74,11 +74,10 @@ def test_resample_step_only_touches_degenerate_problems():
     dec = decoding.DecodeState(jnp.arange(b * n * 3).reshape(b * n, 3),
                                jnp.zeros((b * n, a), jnp.int32), jnp.arange(b * n) * 1.0)
     lw = jnp.array([[0.0, 30.0, 0.0, 0.0], [0.1, 0.0, -0.1, 0.0]])
-    state = path_smc.SMCState(dec, lw, jnp.zeros((b, n)))
+    state = path_smc.State(dec, lw, jnp.zeros((b, n)))
     logits = jnp.arange(b * n)[:, None, None] * jnp.ones((1, 3, 2))
     new, new_logits, info = path_smc.resample_step(jax.random.key(0), state, logits,
-                                              num_particles=n, ess_threshold=0.5,
-                                              resampler="multinomial")
+                                                   ess_threshold=0.5, resampler="multinomial")
     np.testing.assert_array_equal(np.asarray(info.resampled), [True, False])
     np.testing.assert_array_equal(np.asarray(info.ancestors[0]), [1, 1, 1, 1])
     np.testing.assert_array_equal(np.asarray(info.ancestors[1]), [0, 1, 2, 3])

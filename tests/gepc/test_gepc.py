@@ -150,3 +150,40 @@ def test_smoke_experiment(tmp_path):
                         "DiffPath-style"}
     assert all(0.0 <= v["auroc"] <= 1.0 for v in row.values())
     assert len(s["selected_sqrt_abar"]) == 2
+
+
+def test_detector_is_residuals_then_fit_then_score():
+    """The Algorithm reproduces the experiment's path: gepc_residuals -> fit -> score."""
+    from jaxlab import gepc
+    from tests.gepc import api_example
+
+    alg, (x_fit,), (x,) = api_example.build()
+    k_fit, k_x = jax.random.split(jax.random.key(0))
+    state = alg.init(k_fit, x_fit)
+    _, info = alg.step(k_x, state, x)
+    w = 1.0 + 3.0 * jax.random.uniform(jax.random.split(jax.random.key(42), 3)[0], (1, 8, 8, 1))
+    score_fn = residual.score_from_eps(lambda xt, t: 0.1 * w * xt)
+    ts = schedule.t_from_sqrt_alpha_bar(np.asarray(gepc.SQRT_ABARS))
+    ref = scoring.fit(residual.gepc_residuals(score_fn, x_fit, k_fit, ts), 2)
+    r = residual.gepc_residuals(score_fn, x, k_x, ts)
+    for a, b in zip(state, ref[:4], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(info.residuals, r, rtol=1e-6)
+    np.testing.assert_allclose(info.scores, scoring.score(ref, r), rtol=1e-5)
+    assert info.scores.shape == (4,) and info.residuals.shape == (4, 4, 6)
+    assert np.all(np.asarray(info.residuals) > 0)
+
+
+def test_detector_jit_vmap_and_state_unchanged():
+    from tests.gepc import api_example
+
+    alg, init_args, step_args = api_example.build()
+    keys = jax.random.split(jax.random.key(1), 2)
+    init = jax.jit(lambda k: alg.init(k, *init_args))
+    step = jax.jit(lambda k, s: alg.step(k, s, *step_args))
+    states = jax.vmap(init)(keys)
+    new, infos = jax.vmap(step)(keys, states)
+    jax.tree.map(np.testing.assert_array_equal, new, states)
+    s1, i1 = alg.step(keys[1], alg.init(keys[1], *init_args), *step_args)
+    np.testing.assert_allclose(infos.scores[1], i1.scores, rtol=1e-5)
+    np.testing.assert_array_equal(states.t_index[1], s1.t_index)

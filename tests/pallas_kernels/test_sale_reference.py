@@ -67,10 +67,39 @@ def test_calibration_meets_theta_per_head():
     assert bool(jnp.all(R.calibrate_tau(q, k, v, 1e-4) <= R.calibrate_tau(q, k, v, 1e-3)))
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_any_length_blocks_live_on_the_padded_grid(causal):
+    q, k, v = structured(n=200)  # 200 = 3 x 64 + 8: the last row block is mostly padding
+    out, keep = R.sale_attention(q, k, v, 0.0, causal=causal)
+    assert keep.shape == (1, 4, 4, 8)
+    assert not bool(keep[..., 7].any())  # keys 224..255 are all padding: never kept
+    np.testing.assert_allclose(out, R.dense_attention(q, k, v, causal), atol=1e-5)
+    _, keep = R.sale_attention(q, k, v, R.DEFAULT_TAU, causal=causal)
+    recall = R.attention_recall(q, k, keep, causal=causal)
+    assert float(recall.min()) > 0.99 and bool(jnp.all(recall <= 1.0 + 1e-6))
+
+
+def test_causal_density_counts_valid_blocks_only():
+    n = 256
+    dense = jnp.ones((1, 2, 4, 8), bool)
+    np.testing.assert_allclose(R.causal_density(dense, n), 1.0)
+    np.testing.assert_allclose(R.causal_density(dense, n, causal=False), 1.0)
+    base = R.always_kept_blocks(n, R.BlockSizes(), causal=True)[None, None]
+    valid = int(R.always_kept_blocks(n, R.BlockSizes(64, 32, n + 1), causal=True).sum())
+    assert valid == 2 + 4 + 6 + 8  # blocks on or below the diagonal
+    np.testing.assert_allclose(R.causal_density(base, n), float(base.sum()) / valid)
+
+
+def test_log_space_keep_test_equals_the_exp_form():
+    q, k, _ = structured(n=256)
+    m, l_sum = R.row_stats(q, k)
+    ras = jnp.exp(R.estimate_scores(q, k) - m) / l_sum
+    by_exp = ras.reshape(1, 4, 4, 64, 8, 32).max((3, 5))
+    np.testing.assert_allclose(R.block_ras_max(q, k), by_exp, rtol=1e-5)
+
+
 def test_bad_input():
     q, k, v = structured(n=128)
-    with pytest.raises(ValueError, match="block_q"):
-        R.sale_attention(q[:, :, :96], k[:, :, :96], v[:, :, :96], 0.0)
     with pytest.raises(ValueError, match="GQA"):
         R.sale_attention(q[:, :3], k, v, 0.0)
     with pytest.raises(ValueError, match="`k`"):

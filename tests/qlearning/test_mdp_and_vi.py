@@ -110,7 +110,7 @@ def test_presets_pass_validation_and_bad_fields_fail(preset):
     from experiments.configs import qlearning as qcfg
 
     cfg = qcfg.get_config(preset)
-    ql.periodic.validate_config(cfg)
+    ql.validate_config(cfg)
     cfg.num_seeds = 1
     with pytest.raises(ValueError, match="config.num_seeds"):
-        ql.periodic.validate_config(cfg)
+        ql.validate_config(cfg)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
+from jaxlab import rfo
 from jaxlab.rfo import critic, ppo
 
 
@@ -67,7 +68,8 @@ def test_ppo_improves_pendulum_return():
     from jaxlab.rfo import envs
 
     cfg = ppo.PPOConfig(num_envs=16, rollout_len=32, num_updates=80, eval_horizon=128)
-    _, m = jax.jit(ppo.make_train(envs.make_task("pendulum"), cfg))(jax.random.key(0))
+    trainer = rfo.make_trainer(envs.make_task("pendulum"), cfg)
+    _, m = jax.jit(lambda k: rfo.run(k, trainer, cfg.num_updates))(jax.random.key(0))
     ev = np.asarray(m.eval_return)
     assert np.all(np.isfinite(ev))
     assert ev[-5:].mean() > ev[:3].mean() + 30.0  # about -120 at the start
@@ -76,12 +78,11 @@ def test_ppo_improves_pendulum_return():
 def test_rfo_with_critic_over_carried_episodes_learns():
     pytest.importorskip("brax")
     from jaxlab.rfo import envs
-    from jaxlab.rfo import train as rfo_train
 
-    cfg = rfo_train.TrainConfig(num_envs=8, horizon=32, num_updates=30, eval_horizon=128,
-                                episode_length=128, critic=True)
-    state, m = jax.jit(rfo_train.make_train(envs.make_task("pendulum"), cfg))(
-        jax.random.key(0))
+    cfg = rfo.TrainConfig(num_envs=8, horizon=32, num_updates=30, eval_horizon=128,
+                          episode_length=128, critic=True)
+    trainer = rfo.make_trainer(envs.make_task("pendulum"), cfg)
+    state, m = jax.jit(lambda k: rfo.run(k, trainer, cfg.num_updates))(jax.random.key(0))
     ev, closs = np.asarray(m.eval_return), np.asarray(m.critic_loss)
     assert np.all(np.isfinite(ev)) and np.all(np.isfinite(closs))
     assert ev[-5:].mean() > ev[:3].mean() + 10.0

@@ -1,4 +1,4 @@
-"""The RFO study at smoke size: results on disk, equal env-step budgets, resume."""
+"""The RFO study at smoke size: results on disk, equal env-step budgets, unit reuse."""
 
 import json
 import os
@@ -7,12 +7,37 @@ import pytest
 
 pytest.importorskip("brax")
 
+from experiments import rfo as experiment  # noqa: E402
 from experiments.configs import rfo as rfo_cfg  # noqa: E402
-from jaxlab.rfo import experiment  # noqa: E402
+from experiments.lib import provenance, study  # noqa: E402
 from tests.notebooks import run_notebook  # noqa: E402
 
 
-def test_smoke_study_writes_results_and_skips_finished_runs(tmp_path, monkeypatch):
+class WouldTrain(Exception):
+    pass
+
+
+def _would_train(*a, **k):
+    raise WouldTrain
+
+
+def _with(cfg, **overrides):
+    out = cfg.copy_and_resolve_references()
+    for k, v in overrides.items():
+        node = out
+        *path, leaf = k.split(".")
+        for p in path:
+            node = node[p]
+        node[leaf] = v
+    return out
+
+
+def _run_unit(cfg, workdir, name):
+    units = [u for u in experiment.EXPERIMENT.units(cfg, str(workdir)) if u.name == name]
+    return study.run_units(units, cfg, str(workdir))[name]
+
+
+def test_smoke_study_writes_results_and_reuses_finished_units(tmp_path, monkeypatch):
     cfg = rfo_cfg.get_config("smoke")
     cfg.methods = ("rfo_chunked", "ppo")
     s1, _ = run_notebook("rfo", tmp_path, {"methods": cfg.methods})  # colab/rfo.ipynb
@@ -22,46 +47,54 @@ def test_smoke_study_writes_results_and_skips_finished_runs(tmp_path, monkeypatc
     final = on_disk["final_eval_return"]["pendulum"]
     assert set(final) == {"rfo_chunked", "ppo"}
     assert final["rfo_chunked"]["env_steps"] == final["ppo"]["env_steps"] == cfg.env_steps
-    assert all(v["ci95"] >= 0 for v in final.values())
+    assert all(v["ci95"] >= 0 and v["nonfinite_grad_updates"] >= 0 for v in final.values())
     tp = on_disk["throughput"]["env_steps_per_s"]
     assert set(tp) == {"1", "8"} and all(v > 0 for v in tp.values())
     names = dict(experiment.headline(s1))
     assert any("pendulum" in k for k in names)
+    units = sorted(os.listdir(tmp_path / "units"))
+    assert [u.split("-")[0] for u in units] == ["pendulum_ppo", "pendulum_rfo_chunked",
+                                                "throughput"]
+    assert not os.path.exists(tmp_path / "runs")
 
-    # A rerun reads the finished runs from runs/ and trains nothing.
-    def fail(*a, **k):
-        raise AssertionError("finished work was redone")
-
-    monkeypatch.setattr(experiment.checkpoint, "run_resumable", fail)
-    cfg.throughput.task = ""
-    s2 = experiment.train_and_evaluate(cfg, str(tmp_path))
+    # A rerun reads every finished unit and trains nothing.
+    monkeypatch.setattr(experiment, "run_method", _would_train)
+    monkeypatch.setattr(experiment, "rollout_throughput", _would_train)
+    monkeypatch.setattr(study, "run_resumable", _would_train)
+    s2 = study.train_and_evaluate(experiment.EXPERIMENT, cfg, str(tmp_path))
     assert s2["final_eval_return"] == s1["final_eval_return"]
+    assert s2["throughput"] == s1["throughput"]
 
-    # A changed setting (the audit's case: more seeds) or changed code never reuses runs/.
-    class WouldTrain(Exception):
-        pass
-
-    def would_train(*a, **k):
-        raise WouldTrain
-
-    monkeypatch.setattr(experiment.checkpoint, "run_resumable", would_train)
+    # The unit key is the method's spec: a setting PPO does not read keeps its unit...
+    _run_unit(_with(cfg, **{"rfo.stability_coef": 0.5, "throughput.horizon": 8}), tmp_path,
+              "pendulum_ppo")
+    _run_unit(cfg, tmp_path, "pendulum_ppo")
+    # ...one it does read (the audit's case: more seeds), or changed code, trains anew.
     with pytest.raises(WouldTrain):
-        experiment.run_method(_with(cfg, num_seeds=cfg.num_seeds + 1), "pendulum", "ppo",
-                              str(tmp_path))
-    experiment.run_method(cfg, "pendulum", "ppo", str(tmp_path))  # same key: reused
-    monkeypatch.setattr(experiment.provenance, "code_version", lambda: "0.0.0+src.changed")
+        _run_unit(_with(cfg, num_seeds=cfg.num_seeds + 1), tmp_path, "pendulum_ppo")
     with pytest.raises(WouldTrain):
-        experiment.run_method(cfg, "pendulum", "ppo", str(tmp_path))
-
-
-def _with(cfg, **overrides):
-    out = cfg.copy_and_resolve_references()
-    out.update(overrides)
-    return out
+        _run_unit(_with(cfg, **{"rfo.stability_coef": 0.5}), tmp_path, "pendulum_rfo_chunked")
+    monkeypatch.setattr(provenance, "code_version", lambda: "0.0.0+src.changed")
+    with pytest.raises(WouldTrain):
+        _run_unit(cfg, tmp_path, "pendulum_ppo")
 
 
 def test_unknown_method_raises(tmp_path):
     cfg = rfo_cfg.get_config("smoke")
     cfg.methods = ("sac",)
     with pytest.raises(ValueError, match="unknown method"):
-        experiment.train_and_evaluate(cfg, str(tmp_path))
+        study.train_and_evaluate(experiment.EXPERIMENT, cfg, str(tmp_path))
+
+
+def test_seed_keys_differ_per_seed_and_task_and_ignore_task_order():
+    import jax
+    import numpy as np
+
+    cfg = rfo_cfg.get_config("smoke")
+    data = lambda c, t: np.asarray(jax.random.key_data(experiment.seed_keys(c, t)))  # noqa: E731
+    k = data(cfg, "pendulum")
+    assert k.shape[0] == cfg.num_seeds and len({tuple(r) for r in k}) == cfg.num_seeds
+    assert not np.array_equal(k, data(cfg, "hopper"))
+    np.testing.assert_array_equal(k, data(_with(cfg, tasks=("hopper", "pendulum")),
+                                          "pendulum"))
+    assert not np.array_equal(k, data(_with(cfg, seed=1), "pendulum"))

@@ -1,4 +1,5 @@
-"""RFO through MJX: finite gradients through contacts, training improves return, errors."""
+"""RFO through MJX: finite gradients through contacts, training improves return, the
+key-first trainer API (seeds differ in their initial weights), errors."""
 
 import jax
 import jax.numpy as jnp
@@ -7,6 +8,7 @@ import pytest
 
 pytest.importorskip("brax")
 
+from jaxlab import rfo  # noqa: E402
 from jaxlab.rfo import envs  # noqa: E402
 from jaxlab.rfo import train as rfo_train  # noqa: E402
 
@@ -14,11 +16,11 @@ from jaxlab.rfo import train as rfo_train  # noqa: E402
 def test_gradients_through_contacts_are_finite_and_informative():
     task = envs.make_task("bouncing_ball")
     cfg = rfo_train.TrainConfig(num_envs=4, horizon=40)
-    graphdef, params, act_fn = rfo_train.init_policy(task, cfg)
+    policy = rfo_train.make_policy(task, cfg)
+    params = policy.init(jax.random.key(0))
 
     def ret(p):
-        rewards, _, _ = rfo_train.rollout(task, cfg, graphdef, p, act_fn, jax.random.key(0), 4,
-                                          40)
+        rewards, _, _ = rfo_train.rollout(jax.random.key(0), task, cfg, policy, p, 4, 40)
         return jnp.sum(rewards)
 
     grads = jax.jit(jax.grad(ret))(params)
@@ -32,25 +34,75 @@ def test_gradients_through_contacts_are_finite_and_informative():
                                           pytest.param("gaussian", 1, marks=pytest.mark.slow)])
 def test_short_training_improves_pendulum_return(policy, chunk):
     task = envs.make_task("pendulum")
-    cfg = rfo_train.TrainConfig(policy=policy, chunk=chunk, num_envs=8, horizon=32,
-                                num_updates=25, eval_horizon=64, stability_coef=0.01,
-                                exploration_coef=0.001)
-    _, metrics = jax.jit(rfo_train.make_train(task, cfg))(jax.random.key(0))
-    ev = np.asarray(metrics.eval_return)
+    cfg = rfo.TrainConfig(policy=policy, chunk=chunk, num_envs=8, horizon=32, num_updates=25,
+                          eval_horizon=64, stability_coef=0.01, exploration_coef=0.001)
+    trainer = rfo.make_trainer(task, cfg)
+    _, info = jax.jit(lambda k: rfo.run(k, trainer, cfg.num_updates))(jax.random.key(0))
+    ev = np.asarray(info.eval_return)
     assert np.all(np.isfinite(ev))
     assert ev[-5:].mean() > ev[:3].mean() + 5.0  # returns are ~ -60 at the start
+
+
+def _leaves(tree):
+    return [np.asarray(x) for x in jax.tree.leaves(tree)]
+
+
+@pytest.mark.parametrize("method", ["flow", "gaussian", "ppo"])
+def test_initial_weights_come_from_the_key(method):
+    """#18: seeds used to share initial weights (nnx.Rngs(0) / seed + 1)."""
+    task = envs.make_task("pendulum")
+    if method == "ppo":
+        cfg = rfo.PPOConfig(num_envs=2, rollout_len=4, minibatches=2, episode_length=8,
+                            hidden=8)
+    else:
+        cfg = rfo.TrainConfig(policy=method, num_envs=2, horizon=4, hidden=8, critic=True)
+    init = jax.jit(rfo.make_trainer(task, cfg).init)
+    keys = jax.random.split(jax.random.key(7), 2)
+    a, b, a2 = init(keys[0]), init(keys[1]), init(keys[0])
+    nets = ["params"] if method == "ppo" else ["params", "critic_params"]
+    for net in nets:
+        la, lb, la2 = (_leaves(getattr(s, net)) for s in (a, b, a2))
+        assert all(np.array_equal(x, y) for x, y in zip(la, la2, strict=True))  # same key
+        kernels = [(x, y) for x, y in zip(la, lb, strict=True) if x.ndim == 2]
+        assert kernels and all(not np.array_equal(x, y) for x, y in kernels), net
+    if method != "ppo":  # the target critic starts as the critic
+        for x, y in zip(_leaves(a.critic_params), _leaves(a.target_params), strict=True):
+            np.testing.assert_array_equal(x, y)
+    # The functional form is the same computation, vmapped over seed keys.
+    batched = jax.jit(jax.vmap(lambda k: rfo.init(k, task, cfg)))(keys)
+    for x, y in zip(_leaves(b.params), _leaves(batched.params), strict=True):
+        np.testing.assert_array_equal(x, y[1])
+
+
+@pytest.mark.slow  # two compiles of the MJX update (~3 min on a busy 2-core CPU)
+def test_chunked_scan_steps_equal_one_scan():
+    """Update u uses fold_in(key, u): a run split into chunks draws the same keys."""
+    task = envs.make_task("pendulum")
+    cfg = rfo.TrainConfig(num_envs=2, horizon=4, chunk=2, hidden=8, eval_horizon=4,
+                          episode_length=8)
+    trainer = rfo.make_trainer(task, cfg)
+    k_init, k_steps = jax.random.split(jax.random.key(3))
+    scan = jax.jit(lambda s, start: rfo.scan_steps(k_steps, trainer, s, start, 2))
+    s0 = trainer.init(k_init)
+    s1, i1 = scan(s0, 0)
+    s2, i2 = scan(s1, 2)
+    _, whole = jax.jit(lambda k: rfo.run(k, trainer, 4))(jax.random.key(3))
+    np.testing.assert_allclose(np.concatenate([i1.eval_return, i2.eval_return]),
+                               whole.eval_return, rtol=1e-5, atol=1e-5)
 
 
 def test_bad_training_arguments_raise():
     task = envs.make_task("pendulum")
     with pytest.raises(ValueError, match="horizon"):
-        rfo_train.make_train(task, rfo_train.TrainConfig(horizon=0))
+        rfo.make_trainer(task, rfo.TrainConfig(horizon=0))
     with pytest.raises(ValueError, match="divisible"):
-        rfo_train.make_train(task, rfo_train.TrainConfig(horizon=30, chunk=4))
+        rfo.make_trainer(task, rfo.TrainConfig(horizon=30, chunk=4))
     with pytest.raises(ValueError, match="ode_steps"):
-        rfo_train.make_train(task, rfo_train.TrainConfig(ode_steps=0))
+        rfo.make_trainer(task, rfo.TrainConfig(ode_steps=0))
     with pytest.raises(ValueError, match="policy"):
-        rfo_train.make_train(task, rfo_train.TrainConfig(policy="ppo"))
+        rfo.make_trainer(task, rfo.TrainConfig(policy="ppo"))
+    with pytest.raises(TypeError, match="cfg"):
+        rfo.make_trainer(task, {"policy": "flow"})
     with pytest.raises(ValueError, match="unknown task"):
         envs.make_task("walker")
 
@@ -58,6 +110,6 @@ def test_bad_training_arguments_raise():
 def test_bad_episode_settings_raise():
     task = envs.make_task("pendulum")
     with pytest.raises(ValueError, match="episode_length"):
-        rfo_train.make_train(task, rfo_train.TrainConfig(horizon=32, episode_length=40))
+        rfo.make_trainer(task, rfo.TrainConfig(horizon=32, episode_length=40))
     with pytest.raises(ValueError, match="gamma"):
-        rfo_train.make_train(task, rfo_train.TrainConfig(gamma=0.0))
+        rfo.make_trainer(task, rfo.TrainConfig(gamma=0.0))

@@ -10,6 +10,14 @@ after which Q_{n+1} = Q (arXiv 2602.03911; Lee & He, 2020). The run is a flat
 ``lax.scan`` over samples; the outer/inner structure is carried in the state counters,
 so every run has static shapes and vmaps over seeds and schedules.
 
+Two ways to run it:
+  * the uniform jaxlab API (``jaxlab.core.types.Algorithm``): ``alg = periodic(mdp,
+    schedule)``, ``state = alg.init(key)``, ``state, info = alg.step(key, state)``; one SGD
+    step per call, its randomness (the two uniforms below) drawn from ``key``;
+  * the bulk path used by the experiment: ``run_steps`` / ``simulate`` draw all uniforms of
+    a chunk up front from ``state.key`` and scan the same kernel (``build_kernel``);
+    ``run_uniforms`` scans given uniforms. ``step`` never reads or advances ``state.key``.
+
 Sampling:
   * ``"generative"``: (s, a) uniform over S x A (xi = 1 / (S A)), s' ~ P(. | s, a).
   * ``"trajectory"``: asynchronous along one trajectory of the uniform behaviour
@@ -18,15 +26,16 @@ Sampling:
 Checks (eager, at the Python boundary, on concrete values; traced values pass, and
 nothing is checked inside the compiled scan):
   * ``init``: ``q0`` shape [S, A] and finite.
-  * ``build_kernel`` (and everything that calls it): ``sampling`` in SAMPLING_MODES; the
-    MDP is valid (``mdp.check_mdp``).
+  * ``build_kernel``, ``step``, ``periodic`` (and everything that calls them): ``sampling``
+    in SAMPLING_MODES; the MDP is valid (``mdp.check_mdp``). ``periodic`` checks once,
+    when it is built; ``step`` at every (eager or traced) call.
   * ``run_uniforms``: ``uniforms`` shape [T, 2] with entries in [0, 1) (NaN rejected).
   * ``run_steps``: ``num_steps`` a positive integer.
   * ``simulate``: ``q_star`` shape [S, A] and finite; ``num_records`` and
     ``record_every`` positive integers.
   * ``samples_to_accuracy``: ``eps`` > 0; ``errors`` free of NaN; ``trace_samples`` of
     shape [R] with R = ``errors.shape[-1]``.
-  * ``validate_config`` (first line of ``experiment.train_and_evaluate``): every field of
+  * ``validate_config`` (first step of ``experiments/qlearning.py``): every field of
     the experiment config, and ``num_seeds`` >= 2 (confidence intervals).
 """
 
@@ -37,7 +46,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import validation
-from jaxlab.core.types import Array, PRNGKey
+from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.qlearning.mdp import TabularMDP, check_mdp
 from jaxlab.qlearning.schedules import PolynomialStep, inverse_count_step
 
@@ -55,7 +64,8 @@ class PeriodicQState(NamedTuple):
       outer_iter: int32 number n of completed target updates.
       env_state: int32 current state of the behaviour trajectory.
       num_samples: int32 transitions consumed so far.
-      key: PRNG key for the next samples.
+      key: PRNG key of the bulk path (``run_steps`` / ``simulate``); ``step`` takes its
+        randomness from its own key argument and leaves this field unchanged.
     """
 
     q: Array
@@ -66,6 +76,29 @@ class PeriodicQState(NamedTuple):
     env_state: Array
     num_samples: Array
     key: PRNGKey
+
+
+State = PeriodicQState
+
+
+class Info(NamedTuple):
+    """Diagnostics of one SGD step (``step``; every field a scalar).
+
+    Attributes:
+      state: int32 sampled state s.
+      action: int32 sampled action a.
+      next_state: int32 sampled next state s'.
+      td_error: float32 y - Q(s, a) before the update, y = r(s, a) + gamma max Q_target(s').
+      step_size: float32 alpha applied to (s, a).
+      target_updated: bool, True when this step ended an inner loop (Q_target <- Q).
+    """
+
+    state: Array
+    action: Array
+    next_state: Array
+    td_error: Array
+    step_size: Array
+    target_updated: Array
 
 
 class Trace(NamedTuple):
@@ -85,7 +118,17 @@ class Trace(NamedTuple):
 
 
 def init(key: PRNGKey, mdp: TabularMDP, q0: Array | None = None) -> PeriodicQState:
-    """Initial state with Q = Q_target = q0 (default zeros) and a random start state."""
+    """Initial state with Q = Q_target = q0 (default zeros) and a random start state.
+
+    Args:
+      key: PRNG key; draws the start state of the behaviour trajectory and seeds
+        ``state.key`` (the bulk path's key).
+      mdp: the MDP.
+      q0: [S, A] initial Q (default zeros).
+
+    Returns:
+      The ``PeriodicQState`` before any sample.
+    """
     shape = (mdp.num_states, mdp.num_actions)
     if q0 is None:
         q0 = jnp.zeros(shape, jnp.float32)
@@ -105,25 +148,15 @@ def _check_sampling(sampling: str) -> None:
         raise ValueError(f"`sampling` must be one of {SAMPLING_MODES}, got {sampling!r}.")
 
 
-def build_kernel(mdp: TabularMDP, sampling: str = "generative",
-                 step_size: PolynomialStep | None = None):
-    """Returns ``kernel(state, schedule, u) -> state`` performing one SGD step.
-
-    Args:
-      mdp: the MDP.
-      sampling: one of SAMPLING_MODES.
-      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
-
-    The kernel takes ``u``: [2] uniforms in [0, 1) that pick the (s, a) pair (or the
-    behaviour action) and the next state by inverse-CDF lookup.
-    """
+def _build_sgd_step(mdp: TabularMDP, sampling: str, step_size: PolynomialStep | None):
+    """``sgd_step(state, schedule, u) -> (state, Info)``: one SGD step driven by ``u``: [2]."""
     _check_sampling(sampling)
     check_mdp(mdp)
     step_size = inverse_count_step() if step_size is None else step_size
     n_s, n_a = mdp.num_states, mdp.num_actions
     cdf = jnp.cumsum(mdp.transitions, axis=-1)
 
-    def kernel(state: PeriodicQState, schedule, u: Array) -> PeriodicQState:
+    def sgd_step(state: PeriodicQState, schedule, u: Array) -> tuple[PeriodicQState, Info]:
         if sampling == "generative":
             pair = jnp.minimum((u[0] * n_s * n_a).astype(jnp.int32), n_s * n_a - 1)
             s, a = pair // n_a, pair % n_a
@@ -135,10 +168,12 @@ def build_kernel(mdp: TabularMDP, sampling: str = "generative",
                              n_s - 1).astype(jnp.int32)
         y = mdp.rewards[s, a] + mdp.gamma * jnp.max(state.target[s_next])
         count = state.visits[s, a] + 1
-        q = state.q.at[s, a].add(step_size(count) * (y - state.q[s, a]))
+        alpha = step_size(count)
+        td_error = y - state.q[s, a]
+        q = state.q.at[s, a].add(alpha * td_error)
         inner = state.inner_step + 1
         update = inner >= schedule(state.outer_iter)
-        return PeriodicQState(
+        new = PeriodicQState(
             q=q,
             target=jnp.where(update, q, state.target),
             visits=jnp.where(update, 0, state.visits.at[s, a].set(count)),
@@ -148,8 +183,87 @@ def build_kernel(mdp: TabularMDP, sampling: str = "generative",
             num_samples=state.num_samples + 1,
             key=state.key,
         )
+        info = Info(state=s.astype(jnp.int32), action=a.astype(jnp.int32), next_state=s_next,
+                    td_error=td_error, step_size=jnp.asarray(alpha, jnp.float32),
+                    target_updated=update)
+        return new, info
+
+    return sgd_step
+
+
+def build_kernel(mdp: TabularMDP, sampling: str = "generative",
+                 step_size: PolynomialStep | None = None):
+    """Returns ``kernel(state, schedule, u) -> state`` performing one SGD step.
+
+    Args:
+      mdp: the MDP.
+      sampling: one of SAMPLING_MODES.
+      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+
+    The kernel takes ``u``: [2] uniforms in [0, 1) that pick the (s, a) pair (or the
+    behaviour action) and the next state by inverse-CDF lookup. ``step`` is this kernel
+    with ``u`` drawn from a key and the step's ``Info`` returned.
+    """
+    sgd_step = _build_sgd_step(mdp, sampling, step_size)
+
+    def kernel(state: PeriodicQState, schedule, u: Array) -> PeriodicQState:
+        return sgd_step(state, schedule, u)[0]
 
     return kernel
+
+
+def _uniforms(key: PRNGKey) -> Array:
+    """The step's [2] uniforms in [0, 1) (pair or action, next state)."""
+    return jax.random.uniform(key, (2,))
+
+
+def step(key: PRNGKey, state: PeriodicQState, mdp: TabularMDP, schedule,
+         sampling: str = "generative",
+         step_size: PolynomialStep | None = None) -> tuple[PeriodicQState, Info]:
+    """One SGD step of periodic Q-learning (the uniform API; see ``periodic``).
+
+    Args:
+      key: PRNG key of this step: ``u = jax.random.uniform(key, (2,))`` picks the sample
+        exactly as ``build_kernel``'s ``u`` does.
+      state: current state (``init``); ``state.key`` is neither read nor advanced.
+      mdp: the MDP.
+      schedule: period schedule, ``schedule(n) -> K_n``.
+      sampling: one of SAMPLING_MODES.
+      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+
+    Returns:
+      (next state, Info of the step).
+    """
+    return _build_sgd_step(mdp, sampling, step_size)(state, schedule, _uniforms(key))
+
+
+def periodic(mdp: TabularMDP, schedule, *, sampling: str = "generative",
+             step_size: PolynomialStep | None = None) -> Algorithm:
+    """Periodic Q-learning as an ``Algorithm`` with the MDP and the schedule bound.
+
+    ``alg.init(key, q0=None) -> State`` is ``init(key, mdp, q0)``;
+    ``alg.step(key, state) -> (State, Info)`` is ``step(key, state, mdp, schedule, ...)``.
+    Both are pure: jit them, vmap them over keys (seeds), or over states and schedules by
+    building the algorithm inside the vmapped function.
+
+    Args:
+      mdp: the MDP (checked once, here).
+      schedule: period schedule, ``schedule(n) -> K_n`` (``schedules``).
+      sampling: one of SAMPLING_MODES (checked here).
+      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+
+    Returns:
+      ``Algorithm(init, step)``.
+    """
+    sgd_step = _build_sgd_step(mdp, sampling, step_size)
+
+    def init_fn(key: PRNGKey, q0: Array | None = None) -> PeriodicQState:
+        return init(key, mdp, q0)
+
+    def step_fn(key: PRNGKey, state: PeriodicQState) -> tuple[PeriodicQState, Info]:
+        return sgd_step(state, schedule, _uniforms(key))
+
+    return Algorithm(init_fn, step_fn)
 
 
 def run_uniforms(state: PeriodicQState, mdp: TabularMDP, schedule, uniforms: Array,

@@ -1,0 +1,175 @@
+"""The denoisers and POKE heads of the POKE-SMC study: shipped, trained in a workdir, or
+trained now.
+
+Lookup (``experiments.lib.artifacts``): the shipped weights in ``config.pretrained_dir``
+first (part of the code version), then ``<workdir>/models/<task>`` (``<task>_poke`` for a
+head) if its ``trained_with.json`` holds ``model_key`` (task, architecture, training
+settings, seed, the POKE settings for a head, and the code version); otherwise the model is
+trained with resumable chunks in the caller's ``study.Context`` and exported there.
+``Models`` keeps what it loaded, so one run loads each task's models once.
+``train_denoisers`` / ``train_poke_heads`` are experiments/dllm_train.py and poke_train.py.
+"""
+
+import functools
+import os
+from typing import Any, NamedTuple
+
+import jax
+import jax.numpy as jnp
+from absl import logging
+
+from experiments.lib import artifacts, provenance, results, study
+from jaxlab.dllm import config as config_lib
+from jaxlab.dllm import model as model_lib
+from jaxlab.dllm import poke
+from jaxlab.dllm import tasks as tasks_lib
+from jaxlab.dllm import train as train_lib
+
+
+class TaskModel(NamedTuple):
+    """A task and its denoiser; ``denoise_fn`` is ``model.apply`` bound to ``params``, jitted."""
+
+    task: Any
+    graphdef: Any
+    params: Any
+    denoise_fn: Any
+
+
+def make_task(config, name: str):
+    return tasks_lib.make_task(name, **dict(config.task_kwargs.get(name, {})))
+
+
+def model_config(config, task) -> model_lib.LLaDAConfig:
+    return model_lib.LLaDAConfig(vocab_size=task.vocab_size, mask_token_id=task.mask_id,
+                                 **dict(config.model))
+
+
+def _train_kwargs(config, name: str) -> dict:
+    return {**dict(config.train), **dict(config.get("task_train", {}).get(name, {}))}
+
+
+def model_key(config, name: str, head: bool = False) -> str:
+    """Key of a model trained in a workdir: what determines it and the code version."""
+    spec = {"task": name, "task_kwargs": dict(config.task_kwargs.get(name, {})),
+            "model": dict(config.model), "train": _train_kwargs(config, name),
+            "seed": config.seed}
+    if head:
+        spec["poke"] = dict(config.poke)
+    return provenance.unit_key(spec)
+
+
+def shipped_path(config, name: str) -> str:
+    """Folder of the shipped weights ``name`` ("" when ``config.pretrained_dir`` is "")."""
+    root = artifacts.resolve(config.pretrained_dir)
+    return os.path.join(root, name) if root else ""
+
+
+def _workdir_path(workdir: str, name: str) -> str:
+    return os.path.join(os.path.abspath(workdir), "models", name)
+
+
+def _context(workdir: str, key: str) -> study.Context:
+    """A context for training outside a unit (the training binaries, notebook lookups)."""
+    return study.Context(f"models-{key}", key, workdir,
+                         os.path.join(workdir, "checkpoints", key))
+
+
+def _bind(task, graphdef, params) -> TaskModel:
+    return TaskModel(task, graphdef, params,
+                     jax.jit(functools.partial(model_lib.apply, graphdef, params)))
+
+
+def rollouts(config, m: TaskModel, seed_offset: int, num: int) -> poke.Rollouts:
+    """``num`` proposal rollouts of ``m`` on fresh prompts, in batches of 1024."""
+    prompt, _ = m.task.sample(jax.random.key(config.seed + seed_offset), num)
+    chunks = [poke.collect_rollouts(
+        m.denoise_fn, prompt[i:i + 1024], m.task.answer_len, jax.random.key(seed_offset + i),
+        mask_id=m.task.mask_id, temperature=config.poke.temperature)
+        for i in range(0, num, min(num, 1024))]
+    return jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
+
+
+def train_denoiser(config, ctx: study.Context, name: str) -> tuple[TaskModel, dict]:
+    """Trains ``name``'s denoiser (chunks in ``ctx``) and exports it to the workdir.
+
+    Returns:
+      (the model, its history {"step", "train_loss", "eval_loss"}).
+    """
+    task, kw = make_task(config, name), _train_kwargs(config, name)
+    graphdef, params, history = train_lib.train(
+        task, model_config(config, task), seed=config.seed,
+        runner=ctx.sub(f"train_{name}").run_chunks, **kw)
+    artifacts.export(_workdir_path(ctx.workdir, name), kw["steps"], params,
+                     model_key(config, name))
+    results.write_json(_workdir_path(ctx.workdir, f"{name}_history.json"), history)
+    logging.info("%s denoiser trained (eval loss %.4f)", name, history["eval_loss"][-1])
+    return _bind(task, graphdef, params), history
+
+
+def train_poke(config, ctx: study.Context, m: TaskModel) -> tuple[Any, Any]:
+    """Fits the POKE head of ``m`` on its rollouts (chunks in ``ctx``); exports it."""
+    pc, name = config.poke, m.task.name
+    graphdef, params, _, _ = poke.fit(
+        rollouts(config, m, 1, pc.rollouts), hidden=pc.hidden, steps=pc.steps,
+        batch_size=pc.batch_size, lr=pc.lr, seed=config.seed, num_chunks=pc.num_chunks,
+        runner=ctx.sub(f"poke_{name}").run_chunks)
+    artifacts.export(_workdir_path(ctx.workdir, f"{name}_poke"), pc.steps, params,
+                     model_key(config, name, head=True))
+    return graphdef, params
+
+
+class Models:
+    """The models of one run: each loaded (or trained) at most once."""
+
+    def __init__(self, config, workdir: str):
+        self.config, self.workdir, self._loaded = config, workdir, {}
+
+    def _ctx(self, ctx, name: str, head: bool = False) -> study.Context:
+        return ctx or _context(self.workdir, model_key(self.config, name, head))
+
+    def denoiser(self, name: str, ctx: study.Context | None = None) -> TaskModel:
+        """The shipped denoiser of ``name``, else the workdir's, else a newly trained one."""
+        if name not in self._loaded:
+            c, task = self.config, make_task(self.config, name)
+            graphdef, template = model_lib.init(model_config(c, task), c.seed)
+            params = artifacts.restore_first(
+                [(shipped_path(c, name), None),
+                 (_workdir_path(self.workdir, name), model_key(c, name))],
+                template, f"{name} denoiser")
+            self._loaded[name] = (_bind(task, graphdef, params) if params is not None else
+                                  train_denoiser(c, self._ctx(ctx, name), name)[0])
+        return self._loaded[name]
+
+    def poke_head(self, name: str, ctx: study.Context | None = None) -> tuple[Any, Any]:
+        """(graphdef, params) of ``name``'s POKE head, looked up like the denoiser."""
+        if f"{name}_poke" not in self._loaded:
+            c, m = self.config, self.denoiser(name, ctx)
+            graphdef, template = poke.init(c.model.d_model, c.poke.hidden, c.seed)
+            params = artifacts.restore_first(
+                [(shipped_path(c, f"{name}_poke"), None),
+                 (_workdir_path(self.workdir, f"{name}_poke"), model_key(c, name, head=True))],
+                template, f"{name} POKE head")
+            self._loaded[f"{name}_poke"] = ((graphdef, params) if params is not None else
+                                            train_poke(c, self._ctx(ctx, name, True), m))
+        return self._loaded[f"{name}_poke"]
+
+
+def train_denoisers(config, workdir: str) -> dict:
+    """experiments/dllm_train.py: trains every task's denoiser into ``workdir/models``
+    (resumable); returns {task: final held-out diffusion loss}."""
+    config_lib.validate_config(config)
+    return {name: train_denoiser(config, _context(workdir, model_key(config, name)),
+                                 name)[1]["eval_loss"][-1] for name in config.tasks}
+
+
+def train_poke_heads(config, workdir: str) -> dict:
+    """experiments/poke_train.py: fits every task's POKE head on its (shipped) denoiser;
+    returns {task: held-out fit (``poke.evaluate``)}."""
+    config_lib.validate_config(config)
+    models, out = Models(config, workdir), {}
+    for name in config.tasks:
+        m = models.denoiser(name)
+        head = train_poke(config, _context(workdir, model_key(config, name, True)), m)
+        out[name] = poke.evaluate(*head, rollouts(config, m, 2, 512))
+        logging.info("%s POKE head held-out fit: %s", name, out[name])
+    return out

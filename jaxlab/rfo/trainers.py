@@ -1,0 +1,102 @@
+"""One constructor for the three methods of the RFO study (blackjax/optax style).
+
+``make_trainer(task, cfg)`` dispatches on the config type:
+
+* ``train.TrainConfig(policy="flow")``: RFO, the flow policy trained through the Euler
+  ODE and the MJX dynamics (optionally chunked, regularised, with a SHAC critic);
+* ``train.TrainConfig(policy="gaussian")``: the brax-style Gaussian APG baseline;
+* ``ppo.PPOConfig``: the PPO baseline.
+
+Each returns an ``Algorithm(init, step)`` with ``init(key) -> State`` (every network and the
+first environments drawn from ``key``) and ``step(key, state) -> (State, Info)`` (one
+update). ``init`` / ``step`` here are the same functions with the static ``(task, cfg)``
+passed last, and ``run`` / ``scan_steps`` drive a whole run as one ``lax.scan``: update
+``u`` uses the key ``fold_in(key, u)``, so a run split into chunks (``scan_steps`` from
+``start``) draws exactly the keys of the unsplit run.
+
+Checks: ``make_trainer`` runs the config's ``check_config`` (ValueError naming the field)
+and rejects other config types (TypeError); ``scan_steps`` needs a positive int
+``length``. Nothing is checked inside compiled code.
+"""
+
+import functools
+from typing import TypeAlias
+
+import jax
+
+from jaxlab.core import validation
+from jaxlab.core.types import Algorithm, PRNGKey
+from jaxlab.rfo import envs, ppo, train
+from jaxlab.rfo.ppo import PPOConfig, PPOState
+from jaxlab.rfo.train import Info, RFOState, TrainConfig
+
+State: TypeAlias = RFOState | PPOState
+Config: TypeAlias = TrainConfig | PPOConfig
+
+
+def make_trainer(task: envs.Task, cfg: Config) -> Algorithm:
+    """``Algorithm(init, step)`` of the method ``cfg`` configures (module doc).
+
+    Args:
+      task: an ``envs.make_task`` task.
+      cfg: ``TrainConfig`` (RFO flow policy or Gaussian APG) or ``PPOConfig``.
+
+    Raises:
+      TypeError: ``cfg`` is neither config type.
+      ValueError: a field of ``cfg`` is out of range.
+    """
+    if isinstance(cfg, TrainConfig):
+        return train.make_trainer(task, cfg)
+    if isinstance(cfg, PPOConfig):
+        return ppo.make_trainer(task, cfg)
+    raise TypeError(f"`cfg` must be a TrainConfig or a PPOConfig, got {type(cfg).__name__}.")
+
+
+@functools.lru_cache(maxsize=64)
+def _cached(task: envs.Task, cfg: Config) -> Algorithm:
+    return make_trainer(task, cfg)
+
+
+def init(key: PRNGKey, task: envs.Task, cfg: Config) -> State:
+    """``make_trainer(task, cfg).init(key)``: the state at update 0."""
+    return _cached(task, cfg).init(key)
+
+
+def step(key: PRNGKey, state: State, task: envs.Task, cfg: Config) -> tuple[State, Info]:
+    """``make_trainer(task, cfg).step(key, state)``: one update."""
+    return _cached(task, cfg).step(key, state)
+
+
+def env_steps_per_update(cfg: Config) -> int:
+    """Environment steps one update consumes (evaluation rollouts not counted)."""
+    if isinstance(cfg, PPOConfig):
+        return ppo.env_steps_per_update(cfg)
+    return train.env_steps_per_update(cfg)
+
+
+def scan_steps(key: PRNGKey, trainer: Algorithm, state: State, start, length: int):
+    """Updates ``start`` .. ``start + length - 1`` (update ``u`` uses ``fold_in(key, u)``).
+
+    Args:
+      key: the run's step key.
+      trainer: from ``make_trainer``.
+      state: the state before update ``start``.
+      start: index of the first update (int or traced int32).
+      length: number of updates (a static positive int).
+
+    Returns:
+      (state after the last update, ``Info`` with a leading [length] axis).
+    """
+    validation.check_positive_int("length", length)
+    us = start + jax.numpy.arange(length, dtype=jax.numpy.int32)
+    return jax.lax.scan(lambda s, u: trainer.step(jax.random.fold_in(key, u), s), state, us)
+
+
+def run(key: PRNGKey, trainer: Algorithm, num_updates: int) -> tuple[State, Info]:
+    """A whole run: ``init`` from one half of ``key``, ``num_updates`` steps from the other.
+
+    Returns:
+      (final state, ``Info`` [num_updates]). Jit it; vmap it over keys for seeds.
+    """
+    k_init, k_steps = jax.random.split(key)
+    return scan_steps(k_steps, trainer, trainer.init(k_init), 0, num_updates)

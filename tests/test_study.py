@@ -1,0 +1,158 @@
+"""The study runner: units are keyed by config and code version, stored bit-exactly,
+recomputed when unreadable or forced; chunk checkpoints resume a unit and are removed
+once it is done."""
+
+import json
+import os
+
+import jax
+import jax.numpy as jnp
+import ml_collections
+import numpy as np
+import pytest
+
+from experiments.lib import provenance, study
+
+
+def _config(**kw):
+    return ml_collections.ConfigDict({"n": 3, "seed": 0, **kw})
+
+
+def _counting_unit(name, calls, spec=None, value=None):
+    def run(ctx):
+        calls.append(name)
+        return value if value is not None else {"x": np.arange(3, dtype=np.float32) / 3}
+
+    return study.Unit(name, run, spec)
+
+
+def test_result_roundtrip_is_bit_exact(tmp_path):
+    tree = {"a": np.float32([1 / 3, np.nan, np.inf, -0.0]), "b": [1, 2.5, "s", None, True],
+            "c": {"d": jnp.arange(6, dtype=jnp.int32).reshape(2, 3), 7: np.bfloat16(1.5)
+                  if hasattr(np, "bfloat16") else np.float16(1.5)},
+            "e": np.zeros((0, 2), np.float64), "f": (np.uint8(3), 4)}
+    path = str(tmp_path / "u.json")
+    study.save_result(path, tree)
+    back = study.load_result(path)
+    np.testing.assert_array_equal(back["a"], tree["a"])
+    assert back["a"].dtype == np.float32 and np.signbit(back["a"][3])
+    assert back["b"] == [1, 2.5, "s", None, True]
+    assert back["c"]["d"].dtype == np.int32 and back["c"]["d"].shape == (2, 3)
+    assert 7 in back["c"] and back["e"].shape == (0, 2) and back["f"] == [3, 4]
+    with pytest.raises(TypeError, match="unit results"):
+        study.save_result(path, {"bad": object()})
+
+
+def test_unit_results_keep_order_and_python_types(tmp_path):
+    def run(ctx):
+        return {"z": 1.5, "a": {"s": "text", "n": 3}, "m": jnp.arange(2), "k": [0.25, "x"]}
+
+    out = study.run_units([study.Unit("u", run)], _config(), str(tmp_path))["u"]
+    assert list(out) == ["z", "a", "m", "k"]
+    assert out["z"] == 1.5 and type(out["z"]) is float
+    assert out["a"] == {"s": "text", "n": 3} and type(out["a"]["n"]) is int
+    assert isinstance(out["m"], np.ndarray) and out["k"] == [0.25, "x"]
+
+
+def test_units_are_reused_only_under_the_same_config_and_code(tmp_path, monkeypatch):
+    calls = []
+    units = [_counting_unit("a", calls), _counting_unit("b", calls)]
+    out1 = study.run_units(units, _config(), str(tmp_path))
+    assert calls == ["a", "b"]
+    out2 = study.run_units(units, _config(), str(tmp_path))
+    assert calls == ["a", "b"]  # both reused
+    np.testing.assert_array_equal(out1["a"]["x"], out2["a"]["x"])
+    study.run_units(units, _config(n=4), str(tmp_path))
+    assert calls == ["a", "b", "a", "b"]  # a changed config field: recomputed
+    monkeypatch.setattr(provenance, "code_version", lambda: "0.0.0+src.changed")
+    study.run_units(units, _config(n=4), str(tmp_path))
+    assert calls[-2:] == ["a", "b"] and len(calls) == 6  # changed code: recomputed
+    study.run_units(units, _config(n=4), str(tmp_path), force=True)
+    assert len(calls) == 8
+
+
+def test_a_narrow_spec_survives_unrelated_config_changes(tmp_path):
+    calls = []
+    unit = _counting_unit("narrow", calls, spec={"what": "only seed", "seed": 0})
+    study.run_units([unit], _config(), str(tmp_path))
+    study.run_units([unit], _config(n=99), str(tmp_path))
+    assert calls == ["narrow"]
+
+
+def test_unreadable_unit_file_is_recomputed(tmp_path):
+    calls = []
+    unit = _counting_unit("u", calls)
+    study.run_units([unit], _config(), str(tmp_path))
+    _, path = study.unit_path(str(tmp_path), unit, _config())
+    with open(path, "w") as f:
+        f.write("{truncated")
+    out = study.run_units([unit], _config(), str(tmp_path))
+    assert calls == ["u", "u"] and out["u"]["x"].shape == (3,)
+    with open(path) as f:
+        json.load(f)  # rewritten whole
+
+
+def test_unit_names_must_be_unique_and_file_safe(tmp_path):
+    with pytest.raises(ValueError, match="unique"):
+        study.run_units([_counting_unit("a", []), _counting_unit("a", [])], _config(),
+                        str(tmp_path))
+    with pytest.raises(ValueError, match="unit name"):
+        study.run_units([_counting_unit("a/b", [])], _config(), str(tmp_path))
+
+
+def test_chunked_unit_resumes_from_its_checkpoint_and_cleans_up(tmp_path):
+    """A unit that crashes after two of four chunks redoes only the last two."""
+    done = []
+
+    class Crash(Exception):
+        pass
+
+    def chunk(carry, i):
+        done.append(i)
+        if i == 2 and len(done) == 3:
+            raise Crash
+        return carry + jnp.float32(i + 1)
+
+    def run(ctx):
+        return {"total": ctx.run_chunks(chunk, jnp.float32(0), 4)}
+
+    unit = study.Unit("chunked", run)
+    with pytest.raises(Crash):
+        study.run_units([unit], _config(), str(tmp_path))
+    out = study.run_units([unit], _config(), str(tmp_path))
+    assert done == [0, 1, 2, 2, 3]
+    assert float(out["chunked"]["total"]) == 10.0
+    key, _ = study.unit_path(str(tmp_path), unit, _config())
+    assert not os.path.exists(tmp_path / "checkpoints" / key)  # removed once done
+
+
+def test_train_and_evaluate_writes_summary_with_provenance(tmp_path):
+    seen = {}
+    exp = study.Experiment(
+        name="toy", validate=lambda c: None,
+        units=lambda c, w: [study.Unit("sq", lambda ctx: {"v": jnp.float32(c.n) ** 2})],
+        summarize=lambda c, out: {"v": float(out["sq"]["v"])},
+        plot=lambda c, s, out, w: seen.update(plotted=s["v"]),
+        headline=lambda s: [("v", str(s["v"]))])
+    summary = study.train_and_evaluate(exp, _config(), str(tmp_path))
+    assert summary == {"v": 9.0} and seen["plotted"] == 9.0
+    with open(tmp_path / "summary.json") as f:
+        on_disk = json.load(f)
+    assert on_disk["v"] == 9.0 and provenance.is_current(on_disk, _config())
+
+    def bad(c):
+        raise ValueError("`n` is bad")
+
+    with pytest.raises(ValueError, match="`n`"):
+        study.train_and_evaluate(exp._replace(validate=bad), _config(), str(tmp_path / "x"))
+    assert not (tmp_path / "x").exists()  # nothing ran
+
+
+def test_loops_run_chunks_is_the_plain_chunk_runner():
+    from jaxlab.core import loops
+
+    out = loops.run_chunks(lambda c, i: c + i, jnp.int32(0), 5)
+    assert int(out) == 10
+    with pytest.raises(ValueError, match="num_chunks"):
+        loops.run_chunks(lambda c, i: c, 0, 0)
+    assert jax.tree.structure(out) == jax.tree.structure(jnp.int32(0))
