@@ -15,13 +15,16 @@ blackjax/optax style)::
 * ``PPOConfig``: the PPO baseline (``ppo``).
 
 ``State`` is ``RFOState | PPOState`` (the state of whichever method ``cfg`` selects);
-``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared. The
+``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared.
+
+Tasks: ``make_task(name)`` for ``task_names()`` (pendulum, cartpole, hopper, bouncing_ball);
+``register_task(name, factory)`` adds an MJCF task (``envs.Task``, ``envs.load_mjcf``). The
 functional forms ``init(key, task, cfg)`` and ``step(key, state, task, cfg)`` take the
 static arguments last. Different keys give different initial weights; the same key gives
 the same run.
 """
 
-from jaxlab.rfo.envs import TASK_NAMES, EnvState, Task, make_task
+from jaxlab.rfo.envs import TASK_NAMES, EnvState, Task, make_task, register_task, task_names
 from jaxlab.rfo.ppo import PPOConfig, PPOState
 from jaxlab.rfo.train import Info, RFOState, TrainConfig, validate_config
 from jaxlab.rfo.trainers import (
@@ -38,5 +41,5 @@ from jaxlab.rfo.trainers import (
 __all__ = [
     "TASK_NAMES", "Config", "EnvState", "Info", "PPOConfig", "PPOState", "RFOState", "State",
     "Task", "TrainConfig", "env_steps_per_update", "init", "make_task", "make_trainer", "run",
-    "scan_steps", "step", "validate_config",
+    "register_task", "scan_steps", "step", "task_names", "validate_config",
 ]

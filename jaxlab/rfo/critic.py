@@ -6,7 +6,12 @@ TD(lambda) returns computed backward through the rollout,
 
     G_t = r_t + gamma * ((1 - lambda) V(s_{t+1}) + lambda G_{t+1}),   G_{H-1} = r + gamma V(s_H),
 
-with V evaluated by a slowly moving target copy (Polyak averaging).
+with V evaluated by a slowly moving target copy, updated after each critic fit by SHAC's
+Polyak rule (Xu et al. 2022, Alg. 1; ``polyak``)
+
+    target <- alpha * target + (1 - alpha) * online,   alpha = 0.2
+
+(alpha is the fraction of the *target* kept).
 
 Episode boundaries follow brax's ``compute_gae``: ``termination[t] = 1`` means s_{t+1} is
 terminal (no bootstrap: G_t = r_t); ``truncation[t] = 1`` means the transition t crossed a
@@ -17,7 +22,7 @@ masks (the default; no task in ``envs`` terminates) the original recursion runs 
 Checks (eager, at the Python boundary, on concrete values; traced values pass):
 ``td_lambda_targets``: ``values`` has T + 1 rows and the trailing shape of ``rewards``;
 ``rewards`` / ``values`` finite; ``gamma`` and ``lam`` in [0, 1]; masks of ``rewards``'
-shape with entries in {0, 1}. ``polyak``: ``tau`` in [0, 1]. ``init``: positive sizes.
+shape with entries in {0, 1}. ``polyak``: ``alpha`` in [0, 1]. ``init``: positive sizes.
 Nothing is checked inside compiled code.
 """
 
@@ -123,10 +128,20 @@ def td_lambda_targets(rewards: Array, values: Array, gamma: float, lam: float,
     return g
 
 
-def polyak(target, online, tau: float):
-    """target <- (1 - tau) target + tau online (``tau`` in [0, 1])."""
-    validation.check_in_range("tau", tau, 0.0, 1.0)
-    return jax.tree.map(lambda t, o: (1.0 - tau) * t + tau * o, target, online)
+def polyak(target, online, alpha: float = 0.2):
+    """SHAC's target-critic update: target <- alpha * target + (1 - alpha) * online.
+
+    Args:
+      target: pytree of target-critic parameters.
+      online: pytree of the same structure, the freshly fitted critic.
+      alpha: the fraction of ``target`` kept, in [0, 1] (SHAC: 0.2; 1 freezes the target,
+        0 copies the online critic).
+
+    Returns:
+      The new target pytree.
+    """
+    validation.check_in_range("alpha", alpha, 0.0, 1.0)
+    return jax.tree.map(lambda t, o: alpha * t + (1.0 - alpha) * o, target, online)
 
 
 def value_fn(graphdef):

@@ -7,14 +7,19 @@ gradients through ``mjx.step`` need ``opt.iterations == 1`` (otherwise the solve
 ``while_loop``), which ``make_task`` sets (DESIGN.md, MJX facts).
 
 Tasks: ``pendulum`` (torque-limited swing-up), ``cartpole`` (balance a pole on a cart from
-a tilted start), ``hopper`` (brax's hopper model, forward velocity + posture), and
-``bouncing_ball`` (contacts with the floor; for gradient checks).
+a tilted start), ``hopper`` (brax's ``Hopper`` v5 reward, health test and termination on
+brax's hopper model; see ``_hopper``) and ``bouncing_ball`` (contacts with the floor; for
+gradient checks). Users add tasks with ``register_task(name, factory)``.
 
-No task terminates early (hopper included), so ``EnvState`` carries no done flag; episode
-ends are time limits handled by the training loops.
+Termination: ``EnvState.done`` is 1.0 when the step just taken ended in a terminal state
+(brax's ``State.done``); a ``Task`` with ``done_fn=None`` never terminates (``done`` stays
+0). Only ``hopper`` terminates (when unhealthy). The state is not reset here: the training
+loops (``train.rollout_from``, ``ppo``) replace finished environments by fresh ones (brax's
+``AutoResetWrapper``) and pass ``done`` to the critic targets / GAE as the termination mask.
 
 Checks (eager, at the Python boundary; nothing runs inside compiled code):
-``make_task``: ``name`` one of ``TASK_NAMES``. ``step``: ``action`` of shape
+``make_task``: ``name`` one of ``TASK_NAMES`` (or a registered name). ``register_task``:
+``name`` a new non-empty string, ``factory`` callable. ``step``: ``action`` of shape
 ``(task.act_dim,)`` (also under ``vmap``, where the shape is per environment) and, when
 concrete, finite.
 """
@@ -78,14 +83,29 @@ BALL_XML = """
 
 
 class EnvState(NamedTuple):
+    """One environment (add a leading axis when batched).
+
+    Attributes:
+      pipeline_state: brax MJX pipeline state.
+      obs: [O] observation.
+      t: int32 steps since the last reset.
+      done: float32 1.0 if the last step ended in a terminal state, else 0.0.
+    """
+
     pipeline_state: Any
     obs: Array
     t: Array
+    done: Array
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
 class Task:
-    """An MJX task. Hashes by identity (a static jit argument)."""
+    """An MJX task. Hashes by identity (a static jit argument).
+
+    ``reward_fn(ps0, ps1, action)`` is the reward of the step ps0 -> ps1;
+    ``done_fn(ps1) -> {0., 1.}`` the termination flag of the state reached (``None``: the
+    task never terminates).
+    """
 
     name: str
     sys: Any
@@ -96,6 +116,12 @@ class Task:
     reward_fn: Callable[[Any, Any, Array], Array]
     obs_dim: int
     act_dim: int
+    done_fn: Callable[[Any], Array] | None = None
+
+    @property
+    def terminates(self) -> bool:
+        """Whether ``step`` can set ``done`` (static)."""
+        return self.done_fn is not None
 
 
 @contextlib.contextmanager
@@ -150,23 +176,63 @@ def _cartpole():
     return Task("cartpole", sys, 2, jnp.array([0.0, 0.4]), 0.1, obs, reward, 5, 1)
 
 
+# brax ``envs/hopper.py`` (v5) defaults.
+HOPPER_FORWARD_WEIGHT = 1.0
+HOPPER_CTRL_COST = 1e-3
+HOPPER_HEALTHY_REWARD = 1.0
+HOPPER_HEALTHY_Z = (0.7, float("inf"))
+HOPPER_HEALTHY_ANGLE = (-0.2, 0.2)
+HOPPER_HEALTHY_STATE = (-100.0, 100.0)
+
+
+def hopper_healthy(ps) -> Array:
+    """brax's hopper health test (``terminate_when_unhealthy=True``).
+
+    healthy = z_torso in (0.7, inf) and q[2] (torso pitch) in (-0.2, 0.2) and every entry of
+    (q[2:], qd) in (-100, 100), with z_torso = ``ps.x.pos[0, 2]``, the world height of the
+    torso body (q[1] is the rootz slide offset from the torso's rest height 1.25 m).
+
+    Args:
+      ps: a (single) brax MJX pipeline state of the hopper.
+
+    Returns:
+      bool scalar.
+    """
+    z, angle = ps.x.pos[0, 2], ps.q[2]
+    state_vec = jnp.concatenate([ps.q[2:], ps.qd])
+    lo, hi = HOPPER_HEALTHY_STATE
+    ok = jnp.all((lo < state_vec) & (state_vec < hi))
+    ok &= (HOPPER_HEALTHY_Z[0] < z) & (z < HOPPER_HEALTHY_Z[1])
+    ok &= (HOPPER_HEALTHY_ANGLE[0] < angle) & (angle < HOPPER_HEALTHY_ANGLE[1])
+    return ok
+
+
 def _hopper():
+    """brax's ``Hopper`` (v5, ``terminate_when_unhealthy=True``) on its own MJCF model.
+
+    reward = 1.0 * (x_torso(s') - x_torso(s)) / dt + 1.0 - 1e-3 * ||a||^2, dt = 4 * timestep
+    (the healthy bonus is paid on every step because unhealthy states terminate);
+    done = 1 - healthy(s') (``hopper_healthy``); obs = (z_torso, q[2:], clip(qd, -10, 10)),
+    the torso's world height replacing the rootz offset q[1] and the x position dropped.
+    """
     from etils import epath
 
     sys = _load(path=epath.resource_path("brax") / "envs/assets/hopper.xml")
+    dt = sys.opt.timestep * 4
 
     def obs(ps):
-        return jnp.concatenate([ps.q[1:], jnp.clip(ps.qd, -10, 10)])
+        return jnp.concatenate([ps.x.pos[0, 2:3], ps.q[2:], jnp.clip(ps.qd, -10, 10)])
 
     def reward(ps0, ps1, a):
-        dt = sys.opt.timestep * 4
-        forward = (ps1.q[0] - ps0.q[0]) / dt
-        upright = -jnp.square(ps1.q[2]) - jnp.square(jnp.maximum(0.8 - ps1.q[1], 0.0))
-        return forward + upright - 1e-3 * jnp.sum(a ** 2)
+        forward = HOPPER_FORWARD_WEIGHT * (ps1.x.pos[0, 0] - ps0.x.pos[0, 0]) / dt
+        return forward + HOPPER_HEALTHY_REWARD - HOPPER_CTRL_COST * jnp.sum(a ** 2)
+
+    def done(ps):
+        return 1.0 - hopper_healthy(ps).astype(jnp.float32)
 
     q0 = jnp.asarray(sys.init_q)
     return Task("hopper", sys, 4, q0, 5e-3, obs, reward, int(q0.shape[0]) - 1 + sys.qd_size(),
-                sys.act_size())
+                sys.act_size(), done)
 
 
 def _ball():
@@ -181,9 +247,45 @@ def _ball():
     return Task("bouncing_ball", sys, 1, jnp.array([0.0]), 0.05, obs, reward, 2, 1)
 
 
-_TASKS = {"pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper,
-          "bouncing_ball": _ball}
-TASK_NAMES = tuple(sorted(_TASKS))
+_TASKS: dict[str, Callable[[], Task]] = {
+    "pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper, "bouncing_ball": _ball}
+TASK_NAMES = tuple(sorted(_TASKS))  # the built-in tasks; ``task_names()`` adds registered ones
+
+
+def task_names() -> tuple[str, ...]:
+    """Sorted names of every task ``make_task`` accepts (built-in and registered)."""
+    return tuple(sorted(_TASKS))
+
+
+def register_task(name: str, factory: Callable[[], Task]) -> None:
+    """Makes ``make_task(name)`` build ``factory()`` (once per process).
+
+    ``factory`` takes no argument and returns a ``Task``; ``load_mjcf`` gives it a brax
+    system with the reverse-mode friendly solver settings, e.g.::
+
+        def my_task():
+            sys = envs.load_mjcf(MY_XML)
+            return envs.Task("my_task", sys, n_frames, init_q, 0.1, obs_fn, reward_fn,
+                             obs_dim, sys.act_size())
+        envs.register_task("my_task", my_task)
+
+    Raises:
+      ValueError: ``name`` is not a non-empty string or is already taken; ``factory`` is
+        not callable.
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"`name` must be a non-empty string, got {name!r}.")
+    if name in _TASKS:
+        raise ValueError(f"`name`={name!r} is already a task; registered: {sorted(_TASKS)}.")
+    if not callable(factory):
+        raise ValueError(f"`factory` must be a callable returning a Task, got {factory!r}.")
+    _TASKS[name] = factory
+
+
+def load_mjcf(xml: str | None = None, path=None):
+    """A brax ``System`` from an MJCF string ``xml`` or file ``path``, with one solver
+    iteration (reverse-mode gradients through ``mjx.step``, DESIGN.md)."""
+    return _load(xml, path)
 
 
 @functools.cache
@@ -191,7 +293,11 @@ def make_task(name: str) -> Task:
     """Builds (once per process) the task ``name``."""
     if name not in _TASKS:
         raise ValueError(f"unknown task {name!r}: `name` must be one of {sorted(_TASKS)}.")
-    return _TASKS[name]()
+    task = _TASKS[name]()
+    if not isinstance(task, Task):
+        raise ValueError(f"the factory of task {name!r} must return a Task, got "
+                         f"{type(task).__name__}.")
+    return task
 
 
 def reset(key: PRNGKey, task: Task) -> EnvState:
@@ -201,11 +307,16 @@ def reset(key: PRNGKey, task: Task) -> EnvState:
     q = task.init_q + task.reset_noise * jax.random.uniform(key, task.init_q.shape, minval=-1,
                                                            maxval=1)
     ps = pipeline.init(task.sys, q, jnp.zeros(task.sys.qd_size()))
-    return EnvState(ps, task.obs_fn(ps), jnp.int32(0))
+    return EnvState(ps, task.obs_fn(ps), jnp.int32(0), jnp.float32(0.0))
 
 
 def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
-    """``task.n_frames`` physics steps with ``action`` in [-1, 1]^act_dim; returns reward."""
+    """``task.n_frames`` physics steps with ``action`` in [-1, 1]^act_dim.
+
+    Returns:
+      (next state, whose ``done`` is ``task.done_fn`` of the state reached (0 for a task
+      that never terminates), reward scalar).
+    """
     from brax.mjx import pipeline
 
     validation.check_shape("action", action, (task.act_dim,))
@@ -216,4 +327,5 @@ def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
 
     ps, _ = jax.lax.scan(frame, state.pipeline_state, None, length=task.n_frames)
     r = task.reward_fn(state.pipeline_state, ps, action)
-    return EnvState(ps, task.obs_fn(ps), state.t + 1), r
+    done = jnp.float32(0.0) if task.done_fn is None else task.done_fn(ps).astype(jnp.float32)
+    return EnvState(ps, task.obs_fn(ps), state.t + 1, done), r

@@ -14,9 +14,12 @@ truncation), and run ``epochs`` x ``minibatches`` Adam steps on the clipped surr
     L = -E[min(rho A, clip(rho, 1 - eps, 1 + eps) A)] + vf_coef (V - G)^2 - ent_coef H[pi].
 
 ``gae`` takes optional ``termination`` / ``truncation`` masks with brax ``compute_gae``
-semantics (see ``critic.py``); the rollouts pass none: no task terminates, and
-``episode_length`` is a multiple of ``rollout_len`` so resets happen only between updates,
-where V(s_T) bootstraps the time-limit truncation.
+semantics (see ``critic.py``). For a terminating task (``task.terminates``: hopper) an
+environment whose step sets ``done`` restarts from a fresh state drawn at the start of the
+update (brax ``AutoResetWrapper``) and ``done`` is GAE's termination mask (no bootstrap
+through a terminal state); evaluation returns stop at the terminating step. Time-limit
+resets happen only between updates (``episode_length`` is a multiple of ``rollout_len``),
+where V(s_T) bootstraps the truncation. Tasks that never terminate take the unmasked path.
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass):
 ``check_config`` (run by ``make_trainer``): sizes are positive integers, ``lr``,
@@ -38,7 +41,15 @@ from flax import nnx
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.rfo import critic, envs
-from jaxlab.rfo.train import Info, check_finite_fields, network, reset_envs, reset_finished
+from jaxlab.rfo.train import (
+    Info,
+    auto_reset,
+    check_finite_fields,
+    episode_mask,
+    network,
+    reset_envs,
+    reset_finished,
+)
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -186,11 +197,14 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
         a = mean + jnp.exp(log_std) * jax.random.normal(key, mean.shape)
         return a, gaussian_log_prob(a, mean, log_std), v
 
-    def collect(key, params, env_state):
+    def collect(key, params, env_state, fresh):
         def one(s, k):
             a, logp, v = act(k, params, s.obs)
             s1, r = step_envs(s, jnp.clip(a, -1.0, 1.0))
-            return s1, (s.obs, a, logp, v, r)
+            done = s1.done
+            if task.terminates:
+                s1 = auto_reset(s1, fresh)
+            return s1, (s.obs, a, logp, v, r, done)
 
         final, traj = jax.lax.scan(one, env_state, jax.random.split(key, cfg.rollout_len))
         return final, traj
@@ -211,10 +225,12 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
         def one(s, k):
             a, _, _ = act(k, params, s.obs)
             s1, r = step_envs(s, jnp.clip(a, -1.0, 1.0))
-            return s1, r
+            return s1, (r, s1.done)
 
-        _, r = jax.lax.scan(one, reset_envs(k_reset, task, cfg.num_envs),
-                            jax.random.split(k_act, cfg.eval_horizon))
+        _, (r, d) = jax.lax.scan(one, reset_envs(k_reset, task, cfg.num_envs),
+                                 jax.random.split(k_act, cfg.eval_horizon))
+        if task.terminates:  # the episode return stops at the terminating step
+            r = jnp.where(episode_mask(d) > 0, r, 0.0)
         return jnp.mean(jnp.sum(r, 0))
 
     def init(key: PRNGKey) -> PPOState:
@@ -225,10 +241,13 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
     def step(key: PRNGKey, state: PPOState) -> tuple[PPOState, Info]:
         k_roll, k_perm, k_eval, k_reset = jax.random.split(key, 4)
         env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
-        final, (obs, a, logp, v, r) = collect(k_roll, state.params, env_state)
+        fresh = (reset_envs(jax.random.fold_in(k_reset, 1), task, cfg.num_envs)
+                 if task.terminates else None)
+        final, (obs, a, logp, v, r, done) = collect(k_roll, state.params, env_state, fresh)
         v_last = net(state.params, final.obs)[2]
         values = jnp.concatenate([v, v_last[None]], 0)
-        adv = gae(r * cfg.reward_scale, values, cfg.gamma, cfg.gae_lambda)
+        adv = gae(r * cfg.reward_scale, values, cfg.gamma, cfg.gae_lambda,
+                  termination=done if task.terminates else None)
         ret = adv + v
         n = cfg.num_envs * cfg.rollout_len
         flat = jax.tree.map(lambda x: x.reshape((n,) + x.shape[2:]), (obs, a, logp, adv, ret))

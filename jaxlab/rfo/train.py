@@ -11,7 +11,18 @@ Per update (brax APG style, DESIGN.md): reset ``num_envs`` environments (or, wit
 or, with ``critic=True`` (SHAC Eq. 5), -mean_envs [sum_t gamma^t r_t + gamma^H V(s_H)] / H
 with V fitted to TD(lambda) targets after each update (``critic.py``),
 
-with ``optax.clip_by_global_norm`` + Adam(b1=0.7, b2=0.95). The flow policy's actions come
+with ``optax.clip_by_global_norm`` + Adam(b1=0.7, b2=0.95).
+
+Termination (tasks with ``task.terminates``, i.e. hopper): inside a training rollout an
+environment whose step sets ``done`` is replaced by a fresh one drawn at the start of the
+update (brax ``AutoResetWrapper``; no gradient crosses the reset); the SHAC loss restarts
+its discount after a termination and bootstraps only the segment still running at the
+horizon (SHAC's ``compute_actor_loss``: a terminal state has value 0); the critic's
+TD(lambda) targets get ``done`` as the termination mask. Evaluation returns
+(``rollout``) count rewards up to and including the terminating step. Tasks that never
+terminate take the unmasked code paths (same numbers as before termination existed).
+After a mid-horizon reset the step counter restarts, so such an episode's time limit falls
+at the first update boundary at or after ``episode_length`` steps. The flow policy's actions come
 from the Euler ODE of ``flow.py`` (``chunk`` > 1: one chunk of actions per ``chunk``
 steps, executed open loop); the Gaussian baseline uses tanh(mu(obs) + sigma * eps) with
 a learned state-independent log sigma. The regularisers apply to the flow only.
@@ -25,7 +36,7 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     positive integers; ``horizon`` divisible by ``chunk``; ``eval_horizon`` >= ``chunk``;
     ``episode_length`` 0 or a multiple of ``horizon``; ``lr``, ``grad_clip``,
     ``critic_lr`` > 0; ``stability_coef``, ``exploration_coef`` >= 0; ``gamma`` in (0, 1];
-    ``td_lambda``, ``target_tau`` in [0, 1]; every float finite.
+    ``td_lambda``, ``target_alpha`` in [0, 1]; every float finite.
   * ``reset_envs`` / ``rollout`` / ``rollout_from``: ``num_envs`` and ``horizon``
     positive integers, ``horizon`` a multiple of ``cfg.chunk``.
   * ``validate_config``: every field of an ``experiments/configs/rfo.py`` config, task
@@ -57,7 +68,9 @@ class TrainConfig(NamedTuple):
     a positive value (a multiple of ``horizon``) carries the environments across updates
     and resets them every ``episode_length`` steps, so successive short horizons walk
     through whole episodes (SHAC style). ``critic`` closes each horizon with a learned
-    value ``gamma^H V(s_H)`` trained on TD(lambda) targets (``critic.py``).
+    value ``gamma^H V(s_H)`` trained on TD(lambda) targets (``critic.py``); the target
+    critic moves as target <- target_alpha * target + (1 - target_alpha) * online after
+    each update (SHAC's alpha = 0.2, ``critic.polyak``).
     """
 
     policy: str = "flow"  # "flow" or "gaussian"
@@ -78,7 +91,7 @@ class TrainConfig(NamedTuple):
     td_lambda: float = 0.95
     critic_lr: float = 2e-3
     critic_iters: int = 8
-    target_tau: float = 0.2
+    target_alpha: float = 0.2
 
 
 class GaussianPolicy(nnx.Module):
@@ -130,7 +143,7 @@ def check_config(cfg: TrainConfig) -> None:
         "lr": validation.POSITIVE, "grad_clip": validation.POSITIVE,
         "critic_lr": validation.POSITIVE, "stability_coef": validation.NON_NEGATIVE,
         "exploration_coef": validation.NON_NEGATIVE, "td_lambda": validation.UNIT_CLOSED,
-        "target_tau": validation.UNIT_CLOSED,
+        "target_alpha": validation.UNIT_CLOSED,
     }, prefix="TrainConfig")
     check_finite_fields(cfg, ("lr", "grad_clip", "critic_lr", "stability_coef",
                               "exploration_coef"), "TrainConfig")
@@ -176,24 +189,67 @@ def reset_envs(key: PRNGKey, task: envs.Task, num_envs: int) -> envs.EnvState:
     return jax.vmap(lambda k: envs.reset(k, task))(jax.random.split(key, num_envs))
 
 
+def replace_envs(mask: Array, fresh: envs.EnvState, state: envs.EnvState) -> envs.EnvState:
+    """Batched ``state`` with the environments where ``mask`` [E] is true taken from
+    ``fresh`` (no gradient flows from the replaced environments)."""
+    return jax.tree.map(
+        lambda f, s: jnp.where(mask.reshape(mask.shape + (1,) * (s.ndim - 1)), f, s),
+        fresh, state)
+
+
 def reset_finished(key: PRNGKey, task: envs.Task, state: envs.EnvState,
                    episode_length: int) -> envs.EnvState:
     """Batched ``state`` with every environment whose step count reached ``episode_length``
     replaced by a fresh reset."""
     fresh = reset_envs(key, task, state.t.shape[0])
-    done = state.t >= episode_length
-    return jax.tree.map(
-        lambda f, s: jnp.where(done.reshape(done.shape + (1,) * (s.ndim - 1)), f, s),
-        fresh, state)
+    return replace_envs(state.t >= episode_length, fresh, state)
+
+
+def auto_reset(state: envs.EnvState, fresh: envs.EnvState) -> envs.EnvState:
+    """brax ``AutoResetWrapper``: environments whose last step terminated (``done``) restart
+    from ``fresh``."""
+    return replace_envs(state.done > 0, fresh, state)
+
+
+def episode_mask(dones: Array) -> Array:
+    """[T, E] 1.0 up to and including each environment's first termination, 0.0 after."""
+    alive = jnp.concatenate([jnp.ones_like(dones[:1]), 1.0 - dones[:-1]], 0)
+    return jnp.cumprod(alive, axis=0)
+
+
+def segment_discounts(dones: Array, gamma: float) -> tuple[Array, Array]:
+    """Discounts of the SHAC loss (Eq. 5 per episode segment) with terminations ``dones``.
+
+    w_t = gamma^(t - b_t), b_t the first step of the segment holding step t (0, or the step
+    after the last termination before t); the bootstrap weight at the horizon is
+    gamma^(H - b_H).
+
+    Args:
+      dones: [H, E] 0/1 termination flags of the H steps.
+      gamma: discount.
+
+    Returns:
+      (w [H, E], bootstrap weights [E]).
+    """
+    def one(disc, d):
+        return jnp.where(d > 0, 1.0, disc * gamma), disc
+
+    boot, w = jax.lax.scan(one, jnp.ones_like(dones[0]), dones)
+    return w, boot
 
 
 def rollout_from(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, params,
-                 state: envs.EnvState, horizon: int):
+                 state: envs.EnvState, horizon: int, fresh: envs.EnvState | None = None):
     """Differentiable vmapped rollout of ``horizon`` steps from batched ``state``.
 
+    With ``fresh`` (a batched ``EnvState``) and a terminating task, an environment whose
+    step sets ``done`` continues from its ``fresh`` state (``auto_reset``); otherwise it
+    continues from the terminal state.
+
     Returns:
-      (final state, rewards [horizon, E], obs at every step [horizon + 1, E, O],
-       obs at decision steps [horizon / chunk, E, O], actions [horizon / chunk, E, chunk, A]).
+      (final state, rewards [horizon, E], obs at every step [horizon + 1, E, O] (after a
+       reset, the fresh observation), obs at decision steps [horizon / chunk, E, O], actions
+       [horizon / chunk, E, chunk, A], dones [horizon, E]).
     """
     _check_horizon(horizon, cfg.chunk)
     step = jax.vmap(lambda s, a: envs.step(task, s, a))
@@ -204,16 +260,21 @@ def rollout_from(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy
 
         def inner(s, a):
             s1, r = step(s, a)
-            return s1, (r, s.obs)
+            done = s1.done
+            if fresh is not None and task.terminates:
+                s1 = auto_reset(s1, fresh)
+            return s1, (r, s.obs, done)
 
-        state, (rewards, step_obs) = jax.lax.scan(inner, state, jnp.swapaxes(acts, 0, 1))
-        return state, (rewards, step_obs, obs, acts)
+        state, (rewards, step_obs, dones) = jax.lax.scan(inner, state,
+                                                         jnp.swapaxes(acts, 0, 1))
+        return state, (rewards, step_obs, obs, acts, dones)
 
-    final, (rewards, step_obs, obs, acts) = jax.lax.scan(
+    final, (rewards, step_obs, obs, acts, dones) = jax.lax.scan(
         decision, state, jax.random.split(key, horizon // cfg.chunk))
     e = rewards.shape[2]
     all_obs = jnp.concatenate([step_obs.reshape(horizon, e, -1), final.obs[None]], 0)
-    return final, rewards.reshape(horizon, e), all_obs, obs, acts
+    return (final, rewards.reshape(horizon, e), all_obs, obs, acts,
+            dones.reshape(horizon, e))
 
 
 def _check_horizon(horizon, chunk) -> None:
@@ -224,16 +285,20 @@ def _check_horizon(horizon, chunk) -> None:
 
 def rollout(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, params,
             num_envs: int, horizon: int):
-    """Differentiable vmapped rollout from fresh resets.
+    """Differentiable vmapped rollout from fresh resets (one episode per environment).
 
     Returns:
-      (rewards [horizon, num_envs], obs at decision steps [horizon / chunk, num_envs, O],
-       actions [horizon / chunk, num_envs, chunk, A]).
+      (rewards [horizon, num_envs] (for a terminating task, 0 after each environment's
+       terminating step: ``sum(rewards, 0)`` is the episode return), obs at decision steps
+       [horizon / chunk, num_envs, O], actions [horizon / chunk, num_envs, chunk, A]).
     """
     _check_horizon(horizon, cfg.chunk)
     k_reset, k_act = jax.random.split(key)
     state = reset_envs(k_reset, task, num_envs)
-    _, rewards, _, obs, acts = rollout_from(k_act, task, cfg, policy, params, state, horizon)
+    _, rewards, _, obs, acts, dones = rollout_from(k_act, task, cfg, policy, params, state,
+                                                   horizon)
+    if task.terminates:
+        rewards = jnp.where(episode_mask(dones) > 0, rewards, 0.0)
     return rewards, obs, acts
 
 
@@ -295,12 +360,18 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
                         optax.adam(cfg.critic_lr, b1=0.7, b2=0.95))
     discounts = cfg.gamma ** jnp.arange(cfg.horizon, dtype=jnp.float32)
 
-    def loss_fn(params, target_params, env_state, key):
+    def loss_fn(params, target_params, env_state, fresh, key):
         k_roll, k_stab, k_expl = jax.random.split(key, 3)
-        final, rewards, all_obs, obs, acts = rollout_from(k_roll, task, cfg, policy, params,
-                                                          env_state, cfg.horizon)
+        final, rewards, all_obs, obs, acts, dones = rollout_from(
+            k_roll, task, cfg, policy, params, env_state, cfg.horizon, fresh)
         ret = jnp.mean(jnp.sum(rewards, 0)) / cfg.horizon
-        if cfg.critic:
+        if cfg.critic and task.terminates:
+            # SHAC Eq. 5 per episode segment: the discount restarts after a termination and
+            # only the segment still running at the horizon is closed by the target critic.
+            w, w_boot = segment_discounts(dones, cfg.gamma)
+            boot = w_boot * value(target_params, final.obs)
+            loss = -jnp.mean(jnp.sum(w * rewards, 0) + boot) / cfg.horizon
+        elif cfg.critic:
             # SHAC Eq. 5: discounted short-horizon return closed by the target critic.
             boot = cfg.gamma ** cfg.horizon * value(target_params, final.obs)
             loss = -jnp.mean(discounts @ rewards + boot) / cfg.horizon
@@ -313,12 +384,14 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
                 k_stab, policy.graphdef, params, o, a)
             loss += cfg.exploration_coef * regularizers.exploration_loss(
                 k_expl, policy.graphdef, params, o, (cfg.chunk, task.act_dim))
-        aux = (ret, final, jax.lax.stop_gradient(rewards), jax.lax.stop_gradient(all_obs))
+        aux = (ret, final, jax.lax.stop_gradient(rewards), jax.lax.stop_gradient(all_obs),
+               dones)
         return loss, aux
 
-    def fit_critic(c_params, target_params, c_opt_state, rewards, all_obs):
+    def fit_critic(c_params, target_params, c_opt_state, rewards, all_obs, dones):
         targets = critic.td_lambda_targets(rewards, value(target_params, all_obs), cfg.gamma,
-                                           cfg.td_lambda)
+                                           cfg.td_lambda,
+                                           termination=dones if task.terminates else None)
 
         def c_loss(p):
             return jnp.mean((value(p, all_obs[:-1]) - targets) ** 2)
@@ -331,7 +404,7 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
 
         (c_params, c_opt_state), losses = jax.lax.scan(it, (c_params, c_opt_state), None,
                                                        length=cfg.critic_iters)
-        return c_params, critic.polyak(target_params, c_params, cfg.target_tau), c_opt_state, \
+        return c_params, critic.polyak(target_params, c_params, cfg.target_alpha), c_opt_state, \
             losses[-1]
 
     def evaluate(key, params):
@@ -355,8 +428,12 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
             env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
         else:
             env_state = reset_envs(k_reset, task, cfg.num_envs)
-        (_, (ret, final, rewards, all_obs)), grads = jax.value_and_grad(loss_fn, has_aux=True)(
-            state.params, state.target_params, env_state, k_loss)
+        # Fresh states for mid-horizon terminations (a key of their own: the other tasks'
+        # key streams are unchanged).
+        fresh = (reset_envs(jax.random.fold_in(k_reset, 1), task, cfg.num_envs)
+                 if task.terminates else None)
+        (_, (ret, final, rewards, all_obs, dones)), grads = jax.value_and_grad(
+            loss_fn, has_aux=True)(state.params, state.target_params, env_state, fresh, k_loss)
         gnorm = optax.tree.norm(grads)
         grads = jax.tree.map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         upd, opt_state = opt.update(grads, state.opt_state, state.params)
@@ -366,7 +443,7 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         c_loss = jnp.float32(0.0)
         if cfg.critic:
             c_params, target_params, c_opt_state, c_loss = fit_critic(
-                c_params, target_params, c_opt_state, rewards, all_obs)
+                c_params, target_params, c_opt_state, rewards, all_obs, dones)
         final = jax.lax.stop_gradient(final)
         new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state)
         return new, Info(ret, evaluate(k_eval, params), gnorm, c_loss)
@@ -385,11 +462,11 @@ def validate_config(config) -> None:
       ValueError: naming ``config.<field>``, the allowed range and the value.
     """
     for t in config.tasks:
-        validation.check_one_of("config.tasks", t, envs.TASK_NAMES)
+        validation.check_one_of("config.tasks", t, envs.task_names())
     for t in config.get("task_methods", {}):
-        validation.check_one_of("config.task_methods", t, envs.TASK_NAMES)
+        validation.check_one_of("config.task_methods", t, envs.task_names())
     for t in config.get("task_env_steps", {}):
-        validation.check_one_of("config.task_env_steps", t, envs.TASK_NAMES)
+        validation.check_one_of("config.task_env_steps", t, envs.task_names())
         validation.check_positive_int(f"config.task_env_steps.{t}", config.task_env_steps[t])
     validation.check_min_count("config.num_seeds", config.num_seeds, 2,
                                "the summary computes 95% confidence intervals over seeds")
@@ -418,7 +495,7 @@ def validate_config(config) -> None:
                          f"{min(budgets)}.")
     tp = config.get("throughput")
     if tp is not None and tp.task:
-        validation.check_one_of("config.throughput.task", tp.task, envs.TASK_NAMES)
+        validation.check_one_of("config.throughput.task", tp.task, envs.task_names())
         validation.check_positive_int("config.throughput.horizon", tp.horizon)
         for b in tp.batch_sizes:
             validation.check_positive_int("config.throughput.batch_sizes", b)

@@ -23,6 +23,11 @@ head; query block fastest), holding h_p b_q query rows:
 4. per kept tile an (h_p x r)-bit mask of kept (head, selection block) pairs, appended to a
    compact list (``kv_index``, ``kv_bits``, ``kv_count``): no RAS values are written.
 
+This file holds the Triton form (also what ``interpret=True`` runs for ``backend="triton"``);
+``mosaic_gpu.estimate`` (int8 WGMMA, TMA double buffering) and
+``block_sparse_attention_tpu.estimate`` (scalar-prefetched candidate tiles) implement the
+same contract; ``KernelConfig.backend`` picks one per call.
+
 Checks (before the jitted body, via ``reference._check_qkv`` and ``_checks``): q, k (and v)
 4-D floating arrays with matching batch / length / head dim, GQA heads; ``bits`` 8 or 4;
 ``tau`` a scalar or [Hq] in [0, inf), no NaN (values only when concrete); ``config`` a

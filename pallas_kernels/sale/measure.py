@@ -24,7 +24,7 @@ import numpy as np
 
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
-from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
+from pallas_kernels.sale.block_sparse_attention import attend, lists_from_bits, tile_bits
 from pallas_kernels.sale.estimate import estimate_and_select, kept_block_mask, sale_attention_pallas
 
 
@@ -80,18 +80,26 @@ def _bnhd(x):
 
 def kernel_fns(q, k, v, tau, sizes=R.BlockSizes(), bits: int = 8, causal: bool = True,
                config: C.KernelConfig = C.DEFAULT_CONFIG, interpret: bool = False) -> dict:
-    """Zero-argument callables of our kernels: sale, estimate, all_kept."""
-    n = q.shape[2]
-    mask = jnp.broadcast_to(valid_block_mask(n, sizes, causal),
-                            (q.shape[0], q.shape[1], *valid_block_mask(n, sizes, causal).shape))
+    """Zero-argument callables of our kernels: ``sale`` (end to end: preparation,
+    estimation, attention), ``estimate`` (preparation + estimation kernel) and ``all_kept``
+    (the attention kernel alone over every valid tile; its lists are built beforehand)."""
+    config = C.check_config(config)
+    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    valid = valid_block_mask(plan.n_pad, sizes, causal)  # on the padded grid
+    lists = jax.jit(lambda: lists_from_bits(tile_bits(jnp.broadcast_to(
+        valid, (plan.batch, plan.q_heads, *valid.shape)), plan)))()
     sale = jax.jit(lambda q, k, v: sale_attention_pallas(q, k, v, tau, sizes, bits, causal,
                                                          interpret, config)[0])
     est = jax.jit(lambda q, k: estimate_and_select(q, k, tau, sizes, bits, causal, interpret,
                                                    config=config).lists.count)
-    full = jax.jit(lambda q, k, v, m: block_sparse_attention(q, k, v, m, sizes, causal,
-                                                             interpret, config))
+
+    @jax.jit
+    def full(q, k, v, lists):
+        qp, kp, vp = (C.pad_to(x, plan.n_pad, plan.d_pad) for x in (q, k, v))
+        return attend(qp, kp, vp, lists, None, plan, config, causal, interpret)
+
     return {"sale": lambda: sale(q, k, v), "estimate": lambda: est(q, k),
-            "all_kept": lambda: full(q, k, v, mask)}
+            "all_kept": lambda: full(q, k, v, lists)}
 
 
 def baseline_fns(q, k, v, causal: bool = True) -> dict:

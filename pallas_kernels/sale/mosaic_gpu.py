@@ -234,7 +234,12 @@ def _interpret_params():
 
 
 def estimate(p, plan: C.Plan, config: C.KernelConfig, causal: bool, interpret: bool):
-    """Estimation + selection (``estimate.estimate_triton``'s contract) on Mosaic GPU."""
+    """Estimation + selection (``estimate.estimate_triton``'s contract) on Mosaic GPU.
+
+    The exact always-kept pass and the candidate pass run in two ``run_scoped`` regions,
+    so their shared-memory buffers (bf16 Q / K / V tiles and the float32 output tile; int8
+    codes and per-key vectors) reuse the same space.
+    """
     from pallas_kernels.sale.estimate import Selection, base_range, candidate_tiles
 
     del config
@@ -246,18 +251,16 @@ def estimate(p, plan: C.Plan, config: C.KernelConfig, causal: bool, interpret: b
     m_rows, tile, d, r = plan.rows, plan.tile, plan.d_pad, plan.sub
     hp, ppk = plan.heads_per_program, plan.programs_per_kv_head
     b_, np_, nq, nt = plan.batch, plan.num_programs_h, plan.num_q_blocks, plan.num_tiles
+    tr, tr8 = _smem_transforms(dtype, d), _smem_transforms(jnp.int8, d)
 
     def body(*refs):
         if has_v:
             (q_gmem, k_gmem, v_gmem, qc_gmem, kc_gmem, ks_gmem, c2_gmem, rcoef_gmem,
-             rbias_gmem, idx_gmem, bits_gmem, cnt_gmem, o_gmem, m_gmem, l_gmem, *scratch) = refs
-            *scratch, o_smem, m_smem, l_smem = scratch
+             rbias_gmem, idx_gmem, bits_gmem, cnt_gmem, o_gmem, m_gmem, l_gmem) = refs
         else:
             (q_gmem, k_gmem, qc_gmem, kc_gmem, ks_gmem, c2_gmem, rcoef_gmem, rbias_gmem,
-             idx_gmem, bits_gmem, cnt_gmem, *scratch) = refs
+             idx_gmem, bits_gmem, cnt_gmem) = refs
             v_gmem = None
-        (q_smem, k_smem, v_smem, qc_smem, kc_smem, ks_smem, c2_smem, rc_smem, rb_smem,
-         q_bar, k_bar, v_bar, qc_bar, kc_bar, ks_bar, c2_bar, rc_bar, rb_bar) = scratch
         i, b, c = lax.axis_index("q"), lax.axis_index("b"), lax.axis_index("h")
         kvh = lax.div(c, jnp.int32(ppk))
         head, pos = _rows_of(plan, i, interpret)
@@ -266,140 +269,155 @@ def estimate(p, plan: C.Plan, config: C.KernelConfig, causal: bool, interpret: b
         lo, diag_end = base_range(plan, i)
 
         # 1. Exact pass over the always-kept blocks (sink tile + [t_lo, t_hi)).
-        t_lo, t_hi = lo // r, (diag_end + r - 1) // r
-        extra = (t_lo > 0).astype(jnp.int32)
-        n_base = t_hi - t_lo + extra
+        def base_phase(q_smem, k_smem, v_smem, q_bar, k_bar, v_bar, *out_smem):
+            t_lo, t_hi = lo // r, (diag_end + r - 1) // r
+            extra = (t_lo > 0).astype(jnp.int32)
+            n_base = t_hi - t_lo + extra
 
-        def base_tile(u):
-            return jnp.where(u < extra, 0, t_lo + u - extra)
+            def base_tile(u):
+                return jnp.where(u < extra, 0, t_lo + u - extra)
 
-        _kv_copy(k_gmem, v_gmem, k_smem, v_smem, k_bar, v_bar, b, kvh, base_tile(0) * tile,
-                 tile, 0)
-        _row_copies(plan, q_gmem, q_smem, q_bar, b, c, i)
+            _kv_copy(k_gmem, v_gmem, k_smem, v_smem, k_bar, v_bar, b, kvh,
+                     base_tile(0) * tile, tile, 0)
+            _row_copies(plan, q_gmem, q_smem, q_bar, b, c, i)
 
-        def base_step(u, carry):
-            m, l_sum, acc = carry
-            slot = lax.rem(u, 2)
+            def base_step(u, carry):
+                m, l_sum, acc = carry
+                slot = lax.rem(u, 2)
 
-            @pl.when(u + 1 < n_base)
-            def _():
-                _kv_copy(k_gmem, v_gmem, k_smem, v_smem, k_bar, v_bar, b, kvh,
-                         base_tile(u + 1) * tile, tile, 1 - slot)
+                @pl.when(u + 1 < n_base)
+                def _():
+                    _kv_copy(k_gmem, v_gmem, k_smem, v_smem, k_bar, v_bar, b, kvh,
+                             base_tile(u + 1) * tile, tile, 1 - slot)
 
-            t = base_tile(u)
-            plgpu.barrier_wait(k_bar.at[slot])
-            s2 = _qk(q_smem, k_smem.at[slot], m_rows, tile, interpret) * plan.scale2
-            blk = t * r + col_blk
-            keep = (blk == 0) | ((blk >= lo) & (blk < diag_end))
-            key = t * tile + col
-            if causal:
-                keep = keep & (key <= pos)
-            if plan.padded:
-                keep = keep & (key < plan.n)
-            s2 = jnp.where(keep, s2, MASK_VALUE)
-            if has_v:
+                t = base_tile(u)
+                plgpu.barrier_wait(k_bar.at[slot])
+                s2 = _qk(q_smem, k_smem.at[slot], m_rows, tile, interpret) * plan.scale2
+                blk = t * r + col_blk
+                keep = (blk == 0) | ((blk >= lo) & (blk < diag_end))
+                key = t * tile + col
+                if causal:
+                    keep = keep & (key <= pos)
+                if plan.padded:
+                    keep = keep & (key < plan.n)
+                s2 = jnp.where(keep, s2, MASK_VALUE)
+                if not has_v:
+                    return _softmax_step(m, l_sum, acc, s2, None, dtype, interpret)
                 plgpu.barrier_wait(v_bar.at[slot])
                 return _softmax_step(m, l_sum, acc, s2, v_smem.at[slot], dtype, interpret)
-            return _softmax_step(m, l_sum, acc, s2, None, dtype, interpret)
 
-        m = _cast(jnp.full((m_rows,), MASK_VALUE, jnp.float32), _ROW, interpret)
-        l_sum = _cast(jnp.zeros((m_rows,), jnp.float32), _ROW, interpret)
-        acc = _cast(jnp.zeros((m_rows, d if has_v else 64), jnp.float32), plgpu.Layout.WGMMA,
-                    interpret)
-        m2, l_sum, acc = lax.fori_loop(0, n_base, base_step, (m, l_sum, acc))
+            m = _cast(jnp.full((m_rows,), MASK_VALUE, jnp.float32), _ROW, interpret)
+            l_sum = _cast(jnp.zeros((m_rows,), jnp.float32), _ROW, interpret)
+            acc = _cast(jnp.zeros((m_rows, d if has_v else 64), jnp.float32),
+                        plgpu.Layout.WGMMA, interpret)
+            m2, l_sum, acc = lax.fori_loop(0, n_base, base_step, (m, l_sum, acc))
+            if has_v:
+                o_smem, m_smem, l_smem = out_smem
+                o_smem[...] = acc / lax.broadcast_in_dim(l_sum, acc.shape, [0])
+                m_smem[...] = m2
+                l_smem[...] = l_sum
+                plgpu.commit_smem()
+                _row_stores(plan, o_smem, o_gmem, b, c, i)
+                _row_stores(plan, m_smem, m_gmem, b, c, i)
+                _row_stores(plan, l_smem, l_gmem, b, c, i)
+                plgpu.wait_smem_to_gmem(0)  # before the scope hands the buffers back
+            return m2, l_sum
+
+        base_scratch = [plgpu.SMEM((m_rows, d), dtype, transforms=tr),
+                        plgpu.SMEM((2, tile, d), dtype, transforms=tr),
+                        plgpu.SMEM((2, tile, d), dtype, transforms=tr) if has_v else None,
+                        plgpu.Barrier(num_barriers=hp), plgpu.Barrier(num_barriers=2),
+                        plgpu.Barrier(num_barriers=2) if has_v else None]
         if has_v:
-            o_smem[...] = acc / lax.broadcast_in_dim(l_sum, acc.shape, [0])
-            m_smem[...] = m2
-            l_smem[...] = l_sum
-            plgpu.commit_smem()
-            _row_stores(plan, o_smem, o_gmem, b, c, i)
-            _row_stores(plan, m_smem, m_gmem, b, c, i)
-            _row_stores(plan, l_smem, l_gmem, b, c, i)
+            base_scratch += [plgpu.SMEM((m_rows, d), jnp.float32,
+                                        transforms=_smem_transforms(jnp.float32, d)),
+                             plgpu.SMEM((m_rows,), jnp.float32),
+                             plgpu.SMEM((m_rows,), jnp.float32)]
+        m2, l_sum = pl.run_scoped(base_phase, *base_scratch)
 
         # 2. Keep test on the candidate tiles (int8 WGMMA), log2 space on the row max.
-        trip1, start2, trip = candidate_tiles(plan, lo, diag_end, causal)
+        def cand_phase(qc_smem, kc_smem, ks_smem, c2_smem, rc_smem, rb_smem, qc_bar, kc_bar,
+                       ks_bar, c2_bar, rc_bar, rb_bar):
+            trip1, start2, trip = candidate_tiles(plan, lo, diag_end, causal)
 
-        def cand_tile(u):
-            return jnp.where(u < trip1, u, start2 + u - trip1)
+            def cand_tile(u):
+                return jnp.where(u < trip1, u, start2 + u - trip1)
 
-        def cand_copy(u, slot):
-            start = cand_tile(u) * tile
-            plgpu.copy_gmem_to_smem(kc_gmem.at[b, kvh, pl.ds(start, tile)], kc_smem.at[slot],
-                                    kc_bar.at[slot])
-            plgpu.copy_gmem_to_smem(ks_gmem.at[b, kvh, pl.ds(start, tile)], ks_smem.at[slot],
-                                    ks_bar.at[slot])
-            for g in range(hp):
-                plgpu.copy_gmem_to_smem(c2_gmem.at[b, c * hp + g, pl.ds(start, tile)],
-                                        c2_smem.at[slot, g], c2_bar.at[slot * hp + g])
-
-        @pl.when(trip > 0)
-        def _():
-            cand_copy(0, 0)
-
-        _row_copies(plan, qc_gmem, qc_smem, qc_bar, b, c, i)
-        _row_copies(plan, rcoef_gmem, rc_smem, rc_bar, b, c, i)
-        _row_copies(plan, rbias_gmem, rb_smem, rb_bar, b, c, i)
-        rcoef = _load(rc_smem, _ROW, interpret)
-        thr = m2 + jnp.log2(l_sum) + _load(rb_smem, _ROW, interpret)
-        head_row = _iota((m_rows, tile), 0, interpret)[:, 0] // plan.block_q if interpret \
-            else plgpu.broadcasted_iota(jnp.int32, (m_rows,), 0, layout=_ROW) // plan.block_q
-
-        def cand_step(u, cnt):
-            slot = lax.rem(u, 2)
-
-            @pl.when(u + 1 < trip)
-            def _():
-                cand_copy(u + 1, 1 - slot)
-
-            t = cand_tile(u)
-            plgpu.barrier_wait(kc_bar.at[slot])
-            prod = _qk(qc_smem, kc_smem.at[slot], m_rows, tile, interpret, jnp.int32)
-            plgpu.barrier_wait(ks_bar.at[slot])
-            ks = _load(ks_smem.at[slot], _COL, interpret)
-            coef = (lax.broadcast_in_dim(rcoef, (m_rows, tile), [0])
-                    * lax.broadcast_in_dim(ks, (m_rows, tile), [1]))
-            c_rows = None
-            for g in range(hp):
-                plgpu.barrier_wait(c2_bar.at[slot * hp + g])
-                cg = lax.broadcast_in_dim(_load(c2_smem.at[slot, g], _COL, interpret),
-                                          (m_rows, tile), [1])
-                c_rows = cg if c_rows is None else jnp.where(head == g, cg, c_rows)
-            val = (prod.astype(jnp.float32) * coef + c_rows
-                   - lax.broadcast_in_dim(thr, (m_rows, tile), [0]))
-            blk = t * r + col_blk
-            cand = (blk >= 1) & (blk < lo)
-            if not causal:
-                cand = cand | (blk >= diag_end)
-            if plan.padded:
-                cand = cand & (t * tile + col < plan.n)
-            val = jnp.where(cand, val, -jnp.inf)
-            bits = jnp.int32(0)
-            for s_ in range(r):
-                row_max = jnp.where(col_blk == s_, val, -jnp.inf).max(axis=1)
+            def cand_copy(u, slot):
+                start = cand_tile(u) * tile
+                plgpu.copy_gmem_to_smem(kc_gmem.at[b, kvh, pl.ds(start, tile)],
+                                        kc_smem.at[slot], kc_bar.at[slot])
+                plgpu.copy_gmem_to_smem(ks_gmem.at[b, kvh, pl.ds(start, tile)],
+                                        ks_smem.at[slot], ks_bar.at[slot])
                 for g in range(hp):
-                    hit = jnp.where(head_row == g, row_max, -jnp.inf).max(axis=0) > 0
-                    bits = bits | (hit.astype(jnp.int32) << (g * r + s_))
-            idx_gmem[b, c, i, cnt] = t
-            bits_gmem[b, c, i, cnt] = bits
-            return cnt + (bits != 0).astype(jnp.int32)
+                    plgpu.copy_gmem_to_smem(c2_gmem.at[b, c * hp + g, pl.ds(start, tile)],
+                                            c2_smem.at[slot, g], c2_bar.at[slot * hp + g])
 
-        cnt_gmem[b, c, i] = lax.fori_loop(0, trip, cand_step, jnp.int32(0))
-        if has_v:
-            plgpu.wait_smem_to_gmem(0)
+            @pl.when(trip > 0)
+            def _():
+                cand_copy(0, 0)
 
-    tr, tr8 = _smem_transforms(dtype, d), _smem_transforms(jnp.int8, d)
-    scratch = [plgpu.SMEM((m_rows, d), dtype, transforms=tr),
-               plgpu.SMEM((2, tile, d), dtype, transforms=tr),
-               plgpu.SMEM((2, tile, d), dtype, transforms=tr),
-               plgpu.SMEM((m_rows, d), jnp.int8, transforms=tr8),
-               plgpu.SMEM((2, tile, d), jnp.int8, transforms=tr8),
-               plgpu.SMEM((2, tile), jnp.float32), plgpu.SMEM((2, hp, tile), jnp.float32),
-               plgpu.SMEM((m_rows,), jnp.float32), plgpu.SMEM((m_rows,), jnp.float32),
-               plgpu.Barrier(num_barriers=hp), plgpu.Barrier(num_barriers=2),
-               plgpu.Barrier(num_barriers=2), plgpu.Barrier(num_barriers=hp),
-               plgpu.Barrier(num_barriers=2), plgpu.Barrier(num_barriers=2),
-               plgpu.Barrier(num_barriers=2 * hp), plgpu.Barrier(num_barriers=hp),
-               plgpu.Barrier(num_barriers=hp)]
+            _row_copies(plan, qc_gmem, qc_smem, qc_bar, b, c, i)
+            _row_copies(plan, rcoef_gmem, rc_smem, rc_bar, b, c, i)
+            _row_copies(plan, rbias_gmem, rb_smem, rb_bar, b, c, i)
+            rcoef = _load(rc_smem, _ROW, interpret)
+            thr = m2 + jnp.log2(l_sum) + _load(rb_smem, _ROW, interpret)
+            if interpret:
+                head_row = lax.broadcasted_iota(jnp.int32, (m_rows,), 0) // plan.block_q
+            else:
+                head_row = plgpu.broadcasted_iota(jnp.int32, (m_rows,), 0,
+                                                  layout=_ROW) // plan.block_q
+
+            def cand_step(u, cnt):
+                slot = lax.rem(u, 2)
+
+                @pl.when(u + 1 < trip)
+                def _():
+                    cand_copy(u + 1, 1 - slot)
+
+                t = cand_tile(u)
+                plgpu.barrier_wait(kc_bar.at[slot])
+                prod = _qk(qc_smem, kc_smem.at[slot], m_rows, tile, interpret, jnp.int32)
+                plgpu.barrier_wait(ks_bar.at[slot])
+                ks = _load(ks_smem.at[slot], _COL, interpret)
+                coef = (lax.broadcast_in_dim(rcoef, (m_rows, tile), [0])
+                        * lax.broadcast_in_dim(ks, (m_rows, tile), [1]))
+                c_rows = None
+                for g in range(hp):
+                    plgpu.barrier_wait(c2_bar.at[slot * hp + g])
+                    cg = lax.broadcast_in_dim(_load(c2_smem.at[slot, g], _COL, interpret),
+                                              (m_rows, tile), [1])
+                    c_rows = cg if c_rows is None else jnp.where(head == g, cg, c_rows)
+                val = (prod.astype(jnp.float32) * coef + c_rows
+                       - lax.broadcast_in_dim(thr, (m_rows, tile), [0]))
+                blk = t * r + col_blk
+                cand = (blk >= 1) & (blk < lo)
+                if not causal:
+                    cand = cand | (blk >= diag_end)
+                if plan.padded:
+                    cand = cand & (t * tile + col < plan.n)
+                val = jnp.where(cand, val, -jnp.inf)
+                bits = jnp.int32(0)
+                for s_ in range(r):
+                    row_max = jnp.where(col_blk == s_, val, -jnp.inf).max(axis=1)
+                    for g in range(hp):
+                        hit = jnp.where(head_row == g, row_max, -jnp.inf).max(axis=0) > 0
+                        bits = bits | (hit.astype(jnp.int32) << (g * r + s_))
+                idx_gmem[b, c, i, cnt] = t  # scalar stores: overwritten unless kept
+                bits_gmem[b, c, i, cnt] = bits
+                return cnt + (bits != 0).astype(jnp.int32)
+
+            cnt_gmem[b, c, i] = lax.fori_loop(0, trip, cand_step, jnp.int32(0))
+
+        pl.run_scoped(
+            cand_phase, plgpu.SMEM((m_rows, d), jnp.int8, transforms=tr8),
+            plgpu.SMEM((2, tile, d), jnp.int8, transforms=tr8),
+            plgpu.SMEM((2, tile), jnp.float32), plgpu.SMEM((2, hp, tile), jnp.float32),
+            plgpu.SMEM((m_rows,), jnp.float32), plgpu.SMEM((m_rows,), jnp.float32),
+            plgpu.Barrier(num_barriers=hp), plgpu.Barrier(num_barriers=2),
+            plgpu.Barrier(num_barriers=2), plgpu.Barrier(num_barriers=2 * hp),
+            plgpu.Barrier(num_barriers=hp), plgpu.Barrier(num_barriers=hp))
+
     args = [q, k] + ([v] if has_v else []) + [p.qc, p.kc, p.kscale, p.c2, p.rcoef, p.rbias]
     out_type = [jax.ShapeDtypeStruct((b_, np_, nq, nt), jnp.int32),
                 jax.ShapeDtypeStruct((b_, np_, nq, nt), jnp.int32),
@@ -409,12 +427,8 @@ def estimate(p, plan: C.Plan, config: C.KernelConfig, causal: bool, interpret: b
         out_type += [jax.ShapeDtypeStruct((b_, hq, n_pad, d), jnp.float32),
                      jax.ShapeDtypeStruct((b_, hq, n_pad), jnp.float32),
                      jax.ShapeDtypeStruct((b_, hq, n_pad), jnp.float32)]
-        scratch += [plgpu.SMEM((m_rows, d), jnp.float32,
-                               transforms=_smem_transforms(jnp.float32, d)),
-                    plgpu.SMEM((m_rows,), jnp.float32), plgpu.SMEM((m_rows,), jnp.float32)]
     outs = plgpu.kernel(
-        body, out_type=out_type, scratch_types=scratch,
-        grid=(nq, b_, np_), grid_names=("q", "b", "h"),
+        body, out_type=out_type, grid=(nq, b_, np_), grid_names=("q", "b", "h"),
         compiler_params=plgpu.CompilerParams(approx_math=True),
         interpret=_interpret_params() if interpret else None,
     )(*args)

@@ -47,10 +47,10 @@ def _gae(r=None, v=None, gamma=0.9, lam=0.5, **kw):
     return ppo.gae(r, v, gamma, lam, **kw)
 
 
-def _polyak(tau):
+def _polyak(alpha):
     from jaxlab.rfo import critic
 
-    return critic.polyak({"w": jnp.zeros(3)}, {"w": jnp.ones(3)}, tau)
+    return critic.polyak({"w": jnp.zeros(3)}, {"w": jnp.ones(3)}, alpha)
 
 
 def _flow():
@@ -101,8 +101,14 @@ def _env_step(action):
     # The action is checked before the state is read, so a placeholder state keeps the case
     # cheap (a real ``envs.reset`` costs ~30 s of eager MJX work on CPU).
     task = _task()
-    state = envs.EnvState(None, jnp.zeros(task.obs_dim), jnp.int32(0))
+    state = envs.EnvState(None, jnp.zeros(task.obs_dim), jnp.int32(0), jnp.float32(0))
     return envs.step(task, state, jnp.asarray(action))
+
+
+def _register(name, factory=lambda: None):
+    from jaxlab import rfo
+
+    return rfo.register_task(name, factory)
 
 
 def _rollout(horizon, num_envs=2):
@@ -152,8 +158,8 @@ CASES = [
     Case("rfo.TrainConfig.gamma_above_one", lambda: _train(gamma=1.5), "gamma"),
     Case("rfo.TrainConfig.td_lambda_above_one", lambda: _train(critic=True, td_lambda=1.5),
          "td_lambda"),
-    Case("rfo.TrainConfig.target_tau_above_one", lambda: _train(critic=True, target_tau=1.5),
-         "target_tau"),
+    Case("rfo.TrainConfig.target_alpha_above_one",
+         lambda: _train(critic=True, target_alpha=1.5), "target_alpha"),
     Case("rfo.TrainConfig.critic_lr_zero", lambda: _train(critic=True, critic_lr=0.0),
          "critic_lr"),
     Case("rfo.TrainConfig.stability_coef_negative", lambda: _train(stability_coef=-1.0),
@@ -186,8 +192,8 @@ CASES = [
     Case("rfo.gae.rewards_inf", lambda: _gae(r=jnp.full((5, 3), jnp.inf)), "rewards"),
     Case("rfo.gae.values_batch_mismatch", lambda: _gae(v=jnp.ones((6, 4))), "values"),
     Case("rfo.gae.truncation_shape", lambda: _gae(truncation=jnp.zeros((4, 3))), "truncation"),
-    Case("rfo.polyak.tau_above_one", lambda: _polyak(1.5), "tau"),
-    Case("rfo.polyak.tau_negative", lambda: _polyak(-0.1), "tau"),
+    Case("rfo.polyak.alpha_above_one", lambda: _polyak(1.5), "alpha"),
+    Case("rfo.polyak.alpha_negative", lambda: _polyak(-0.1), "alpha"),
     # Flow policy and regularisers.
     Case("rfo.flow.sample.obs_nan", lambda: _sample(jnp.full((4, 3), jnp.nan)), "obs"),
     Case("rfo.flow.integrate.noise_width", lambda: _integrate(jnp.zeros((4, 3)),
@@ -204,6 +210,11 @@ CASES = [
     Case("rfo.cfm_loss.target_nan", lambda: _cfm(jnp.full((4, 4), jnp.nan)), "target"),
     # Environments and rollouts.
     Case("rfo.envs.make_task.unknown", lambda: _task("walker"), "name"),
+    Case("rfo.envs.register_task.duplicate_name", lambda: _register("pendulum"), "name"),
+    Case("rfo.envs.register_task.empty_name", lambda: _register(""), "name"),
+    Case("rfo.envs.register_task.name_not_str", lambda: _register(3), "name"),
+    Case("rfo.envs.register_task.factory_not_callable",
+         lambda: _register("bad_inputs_task", factory=None), "factory"),
     Case("rfo.envs.step.action_shape", lambda: _env_step(jnp.zeros(3)), "action"),
     Case("rfo.envs.step.action_nan", lambda: _env_step(jnp.full(1, jnp.nan)), "action"),
     Case("rfo.rollout.horizon_not_multiple_of_chunk", lambda: _rollout(3), "horizon"),
