@@ -73,10 +73,9 @@ def test_library_imports_leave_the_backend_uninitialised():
     it after importing the library: importing must not touch a device."""
     code = ("import jax._src.xla_bridge as xb\n"
             "import experiments.suite, experiments.local_cluster, jaxlab.attention\n"
-            "from experiments.suite import METHODS\n"
-            "import importlib\n"
-            "for cfg, exp in METHODS.values():\n"
-            "    importlib.import_module(exp); importlib.import_module(cfg).get_config('smoke')\n"
+            "from experiments.lib import registry\n"
+            "for name in registry.METHODS:\n"
+            "    registry.experiment(name); registry.get_config(name, 'smoke')\n"
             "assert not xb._backends, list(xb._backends)\n"
             "print('CLEAN')\n")
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
