@@ -23,22 +23,39 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 
 METHODS = registry.METHODS
 
+# The clone address of the install cell (README "Colab notebooks"); JAXLAB_REPO overrides it.
+REPO_URL = "https://github.com/jaxlab/jaxlab.git"
+
 INSTALL = '''\
-# Install: inside a jaxlab checkout (local Jupyter, the tests) nothing is done; on Colab the
-# repository is cloned and installed with this method's extras. Set JAXLAB_REPO to your
-# fork's URL if it differs.
+# Install. If jaxlab is importable (pip-installed, or a checkout at or above the working
+# directory) nothing is installed. Otherwise (Colab) the repository JAXLAB_REPO is cloned to
+# JAXLAB_DIR and pip-installed with this method's extras. Runs from any working directory.
+import importlib
 import os
 import subprocess
 import sys
-REPO = os.environ.get("JAXLAB_REPO", "https://github.com/jaxlab/jaxlab.git")
-if not os.path.isdir("experiments/configs"):
-    if not os.path.isdir("/content/jaxlab"):
-        subprocess.check_call(["git", "clone", "-q", REPO, "/content/jaxlab"])
-    os.chdir("/content/jaxlab")
-    subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e", ".[{extras}]"])
-    sys.path.insert(0, os.getcwd())
+REPO = os.environ.get("JAXLAB_REPO", "REPO_URL")
+EXTRAS = "{extras}"
+try:
+    import experiments.lib.registry  # noqa: F401
+except ModuleNotFoundError:
+    def in_checkout(d):
+        return os.path.isdir(os.path.join(d, "experiments", "configs"))
+    root = os.getcwd()
+    while root != os.path.dirname(root) and not in_checkout(root):
+        root = os.path.dirname(root)
+    if not in_checkout(root):  # not inside a checkout
+        root = os.environ.get("JAXLAB_DIR", "/content/jaxlab")
+        if not os.path.isdir(root):
+            subprocess.check_call(["git", "clone", "-q", REPO, root])
+        subprocess.check_call([sys.executable, "-m", "pip", "install", "-q", "-e",
+                               ".[" + EXTRAS + "]"], cwd=root)
+    sys.path.insert(0, root)
+    importlib.invalidate_caches()
 import jax
-print("JAX", jax.__version__, "devices:", jax.devices())'''
+import jaxlab
+print("jaxlab:", os.path.dirname(jaxlab.__file__), "| JAX", jax.__version__,
+      "| devices:", jax.devices())'''.replace("REPO_URL", REPO_URL)
 
 PARAMS = '''\
 PRESET = "smoke"  # "quick" (CPU, minutes) or "full" (accelerator)

@@ -3,10 +3,27 @@
   python -m experiments.bco --config=experiments/configs/bco.py:quick --workdir=results/bco
 
 ``EXPERIMENT`` (a ``study.Experiment``) is what this binary, the suite, the notebook and
-the tests run. Six units (``vs_dim``, ``vs_rounds``, ``vs_variation``, ``variants``,
-``dynamic``, ``one_point``), each a fixed-shape float32 array of per-seed final regrets;
-all (learner, seed) runs of a unit are vmapped over seeds inside one jitted scan, and a
+the tests run. Eight units (``vs_dim``, ``vs_rounds``, ``vs_variation``, ``families``,
+``variation``, ``variants``, ``dynamic``, ``one_point``), each a fixed-shape float32
+array; all (learner, seed) runs of a unit are vmapped inside one jitted scan, and a
 finished unit is never recomputed when the run is resumed.
+
+Declared before the runs (issue 21):
+  * ``vs_dim``: optimistic two-point OGD (ours) and plain two-point OGD (agarwal2010), each
+    at every step multiplier of ``config.step_grid`` (times the default scale D) and at
+    1/sqrt(d) (the ``ogd_sqrt_d_step`` control). The multiplier of each (learner, d) is
+    chosen on ``config.num_val_seeds`` validation problems (seed ``config.val_seed``) and
+    reported on ``config.num_seeds`` test problems (seed ``config.seed``) never used for the
+    choice. Slopes vs d are fitted on the tuned learners only. Paired differences (same
+    test problems, same directions) get a bootstrap CI. Controls: plain OGD at 1/sqrt(2)
+    (the constant by which S_t ~ 2 sum ||g_s||^2 exceeds the plain accumulator), a
+    d-independent x 1/4, and 1/sqrt(d).
+  * ``families``: the same tuned protocol on the new smooth families (log-sum-exp, Huber,
+    softplus + quadratic; ``FAMILIES``) at ``config.family_dims``; regret against the
+    numerical best fixed point (``losses.fixed_comparator_loss``).
+  * ``variation``: S_T = sum ||g~_t - g~_{t-1}||^2 of the optimistic learner against the
+    true V_T (switching quadratics with period 1) over d and V_T, with the refined (slope 1
+    in d) and worst-case (slope 2) predictions of ``jaxlab.bco.variation``.
 """
 
 import os
@@ -19,13 +36,13 @@ from absl import logging
 
 from experiments import common
 from experiments.lib import plots, study
-from jaxlab.bco import domains, ensembles, learners, losses
+from jaxlab.bco import domains, ensembles, learners, losses, variation
 from jaxlab.bco.run import dynamic_regret, regret, run
 from jaxlab.core import metrics, sharding
 
 TWO_POINT = {
     "gradient_variation (ours)": learners.gradient_variation,
-    "chiang2013 (anchor)": learners.chiang2013,
+    "ogd_sqrt_d_step (control; not Chiang 2013)": learners.ogd_sqrt_d_step,
     "agarwal2010 (plain OGD)": learners.agarwal2010,
 }
 
@@ -60,18 +77,87 @@ def _final_regrets(make_learner, make_seq, domain, keys, params, horizons=None,
     return out if horizons is None else np.moveaxis(out, 1, 2)
 
 
+def _scaled_regrets(dom, delta, optimistic, mults, keys, make_seq) -> np.ndarray:
+    """[M, S] final regrets of two-point OGD at step scales D * mults[m] (one jitted call).
+
+    ``mults`` is traced (vmapped), so the whole grid is one compiled program."""
+    base = float(dom.diameter)
+
+    def one(m, k):
+        rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
+        learner = learners.two_point(dom, delta, rule, optimistic)
+        k_seq, k_run = jax.random.split(k)
+        seq = make_seq(k_seq)
+        return regret(run(learner, k_run, seq, dom.center), seq, dom)[-1]
+
+    out = jax.jit(jax.vmap(jax.vmap(one, (None, 0)), (0, None)))(
+        jnp.asarray(mults, jnp.float32), keys)
+    return sharding.to_host(out)
+
+
+def _family_regrets(dom, delta, family, param, mults, keys, num_rounds, sigma,
+                    comparator_iters) -> np.ndarray:
+    """[2 (ours, plain), M, S] final regrets on a smooth family (numerical comparator,
+    computed once per problem and shared by every learner and multiplier)."""
+    base, d = float(dom.diameter), dom.dim
+
+    def make(k):
+        return losses.stochastic_family(k, family, num_rounds, d, sigma, param=param)
+
+    def comparator(k):
+        return losses.fixed_comparator_loss(make(jax.random.split(k)[0]), dom,
+                                            comparator_iters)
+
+    def one(opt, m, k):
+        rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
+        learner = learners.two_point(dom, delta, rule, opt)
+        k_seq, k_run = jax.random.split(k)
+        return jnp.sum(run(learner, k_run, make(k_seq), dom.center).loss)
+
+    mults = jnp.asarray(mults, jnp.float32)
+    best = jax.jit(jax.vmap(comparator))(keys)
+    out = [jax.jit(jax.vmap(jax.vmap(lambda m, k, o=o: one(o, m, k), (None, 0)), (0, None)))(
+        mults, keys) for o in (True, False)]
+    return sharding.to_host(jnp.stack(out) - best)
+
+
+def _variation_stats(dom, delta, keys, amplitudes, num_rounds) -> np.ndarray:
+    """[A, S, 6] ``variation.VariationStats`` of the optimistic learner on switching
+    quadratics (period 1, offset 0.3) of each amplitude."""
+    learner = learners.gradient_variation(dom, delta)
+    d = dom.dim
+
+    def one(k, a):
+        k_seq, k_run = jax.random.split(k)
+        seq = losses.switching_quadratic(k_seq, num_rounds, d, 1, radius=a, offset=0.3)
+        info = run(learner, k_run, seq, dom.center)
+        return jnp.stack(variation.stats(info.g, variation.played_gradients(info, seq)))
+
+    out = jax.jit(jax.vmap(jax.vmap(one, (0, None)), (None, 0)))(
+        keys, jnp.asarray(amplitudes, jnp.float32))
+    return sharding.to_host(out)
+
+
+def _step_mults(c, d) -> list[float]:
+    """The vs_dim step multipliers: config.step_grid, then 1/sqrt(d) (last)."""
+    return [float(m) for m in c.step_grid] + [1.0 / float(np.sqrt(d))]
+
+
 def _validate(config: ml_collections.ConfigDict) -> None:
     learners.validate_config(config)
 
 
 def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
-    """The six studies; each returns a float32 array of per-seed final regrets:
-    vs_dim [3, dims, S], vs_rounds [3, horizons, S], vs_variation [3, amplitudes, S],
-    variants [3, curvatures, S], dynamic [2, switch_periods, S],
-    one_point [2, one_point_drifts, S]."""
+    """The eight studies; each returns a float32 array (per-seed final regrets unless said):
+    vs_dim [2, dims, step_grid + 1, val + test seeds], vs_rounds [3, horizons, S],
+    families [3, 2, family_dims, step_grid + 1, val + test seeds],
+    vs_variation [3, amplitudes, S], variation [variation_dims, amplitudes, S, 6]
+    (``variation.VariationStats`` fields), variants [3, curvatures, S],
+    dynamic [5, switch_periods, S] (dynamic regret of the single learner, the dynamic
+    ensemble with Hedge and with optimistic Hedge; static regret of the universal ensemble
+    with Hedge and with optimistic Hedge), one_point [2, one_point_drifts, S]."""
     del workdir
     delta = c.delta
-    n2 = len(TWO_POINT)
     quad = losses.stochastic_quadratic
 
     def seeds():
@@ -79,14 +165,18 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
                                     c.mesh_shape)
 
     def vs_dim():
-        keys = seeds()
-        out = np.zeros((n2, len(c.dims), c.num_seeds), np.float32)
+        """[2 (ours, plain), dims, step_grid + 1, val + test seeds] final regrets."""
+        keys = jnp.concatenate([
+            jax.random.split(jax.random.key(c.val_seed), c.num_val_seeds),
+            jax.random.split(jax.random.key(c.seed), c.num_seeds)])
+        keys = sharding.shard_batch(keys, c.mesh_shape)
+        m = len(c.step_grid) + 1
+        out = np.zeros((2, len(c.dims), m, c.num_val_seeds + c.num_seeds), np.float32)
         for j, d in enumerate(c.dims):
             dom = domains.ball(d)
-            for i, mk in enumerate(TWO_POINT.values()):
-                out[i, j] = _final_regrets(lambda mk=mk, dom=dom: mk(dom, delta),
-                                           lambda k, s, d=d: quad(k, c.num_rounds, d, s),
-                                           dom, keys, [c.sigma])[0]
+            for i, opt in enumerate((True, False)):
+                out[i, j] = _scaled_regrets(dom, delta, opt, _step_mults(c, d), keys,
+                                            lambda k, d=d: quad(k, c.num_rounds, d, c.sigma))
         return out
 
     def vs_rounds():
@@ -106,6 +196,26 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         return np.stack([_final_regrets(lambda mk=mk: mk(dom, delta), seq, dom, keys,
                                         c.amplitudes) for mk in TWO_POINT.values()])
 
+    def families():
+        """[families, 2 (ours, plain), family_dims, step_grid + 1, val + test seeds]."""
+        keys = jnp.concatenate([
+            jax.random.split(jax.random.key(c.val_seed), c.num_val_seeds),
+            jax.random.split(jax.random.key(c.seed), c.num_seeds)])
+        out = np.zeros((len(FAMILIES), 2, len(c.family_dims), len(c.step_grid) + 1,
+                        c.num_val_seeds + c.num_seeds), np.float32)
+        for f, (fam, param) in enumerate(FAMILIES.items()):
+            for j, d in enumerate(c.family_dims):
+                out[f, :, j] = _family_regrets(domains.ball(d), delta, fam, param,
+                                               _step_mults(c, d), keys, c.num_rounds,
+                                               c.sigma, c.comparator_iters)
+        return out
+
+    def variation_unit():
+        """[dims, amplitudes, seeds, 6] VariationStats fields."""
+        keys = seeds()
+        return np.stack([_variation_stats(domains.ball(d), delta, keys, c.amplitudes,
+                                          c.num_rounds) for d in c.variation_dims])
+
     def variants():
         """Rows: convex ours, sc ours (lam = largest curvature), universal; cols: curvatures."""
         keys = seeds()
@@ -120,11 +230,15 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     def dynamic():
         keys = seeds()
         dom = domains.ball(c.dim)
-        makers = [lambda: learners.gradient_variation(dom, delta),
-                  lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds)]
+        dyn = [lambda: learners.gradient_variation(dom, delta),
+               lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds),
+               lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds, optimistic=True)]
+        static = [lambda: ensembles.universal_ensemble(dom, delta),
+                  lambda: ensembles.universal_ensemble(dom, delta, optimistic=True)]
         seq = lambda k, per: losses.switching_quadratic(k, c.num_rounds, c.dim, per)  # noqa: E731
-        return np.stack([_final_regrets(mk, seq, dom, keys, c.switch_periods, dynamic=True)
-                         for mk in makers])
+        return np.stack(
+            [_final_regrets(mk, seq, dom, keys, c.switch_periods, dynamic=True) for mk in dyn]
+            + [_final_regrets(mk, seq, dom, keys, c.switch_periods) for mk in static])
 
     def one_point():
         keys = seeds()
@@ -137,9 +251,11 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         return np.stack([_final_regrets(mk, seq, dom, keys, c.one_point_drifts)
                          for mk in makers])
 
-    studies = [vs_dim, vs_rounds, vs_variation, variants, dynamic, one_point]
-    return [study.Unit(fn.__name__, lambda ctx, fn=fn: np.asarray(fn(), np.float32))
-            for fn in studies]
+    studies = [("vs_dim", vs_dim), ("vs_rounds", vs_rounds), ("vs_variation", vs_variation),
+               ("families", families), ("variation", variation_unit), ("variants", variants),
+               ("dynamic", dynamic), ("one_point", one_point)]
+    return [study.Unit(name, lambda ctx, fn=fn: np.asarray(fn(), np.float32))
+            for name, fn in studies]
 
 
 def _stats(arr):
@@ -153,37 +269,127 @@ def _variation_values(c):
     return [float(losses.gradient_variation(s)) for s in seqs]
 
 
+# The new smooth families of the tuned study and their parameter (sharpness / width /
+# curvature); sigma = config.sigma noise on the centres (thetas): the gradient-variance
+# regime.
+FAMILIES = {"lse": 4.0, "huber": 0.2, "softplus_quadratic": 0.3}
+DYNAMIC_ROWS = ("single learner", "dynamic ensemble", "dynamic ensemble, optimistic Hedge",
+                "universal ensemble (static regret)",
+                "universal ensemble, optimistic Hedge (static regret)")
+TUNED_ROWS = ("ours (optimistic), tuned", "plain OGD (agarwal2010), tuned")
+
+
+def _slope(x, y):
+    """Log-log slope over the positive points; None (JSON null) with fewer than two."""
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    ok = y > 0
+    return metrics.loglog_slope(x[ok], y[ok]) if ok.sum() >= 2 else None
+
+
+def _fmt(v, spec=".2f"):
+    return "n/a" if v is None else format(v, spec)
+
+
+def _summarize_vs_dim(c, arr, dims=None) -> dict:
+    """Tuned and fixed-formula rows of the vs_dim study, and paired differences.
+
+    arr: [2 (ours, plain), dims, multipliers, val + test seeds]."""
+    dims = c.dims if dims is None else dims
+    val, test = arr[..., :c.num_val_seeds], arr[..., c.num_val_seeds:]
+    grid = list(c.step_grid)
+    n_grid = len(grid)
+    at = {v: int(np.argmin(np.abs(np.asarray(grid) - v))) for v in (1.0, _INV_SQRT2, 0.25)}
+    # The choice uses validation problems only, over config.step_grid (not 1/sqrt(d)).
+    best = val[:, :, :n_grid].mean(-1).argmin(-1)  # [2, dims]
+    j = np.arange(len(dims))
+    rows = {
+        TUNED_ROWS[0]: test[0, j, best[0]],
+        TUNED_ROWS[1]: test[1, j, best[1]],
+        "ours, formula D/sqrt(1+S_t)": test[0, :, at[1.0]],
+        "plain OGD, formula D/sqrt(1+sum||g||^2)": test[1, :, at[1.0]],
+        "plain OGD x 1/sqrt(2) (matched constant)": test[1, :, at[_INV_SQRT2]],
+        "ours x 1/4 (d-independent)": test[0, :, at[0.25]],
+        "ogd_sqrt_d_step: ours x 1/sqrt(d)": test[0, :, n_grid],
+    }
+    out = {"rows": {n: _stats(v) for n, v in rows.items()},
+           "chosen_multiplier": {TUNED_ROWS[i]: [grid[k] for k in best[i]] for i in range(2)},
+           "slope_tuned": {n: _slope(dims, rows[n].mean(-1)) for n in TUNED_ROWS},
+           "slope_formula": {n: _slope(dims, rows[n].mean(-1)) for n in list(rows)[2:4]}}
+    # Paired (same test problems and directions): tuned ours - tuned plain, and ours at its
+    # formula - plain at the matched constant.
+    matched = rows["plain OGD x 1/sqrt(2) (matched constant)"]
+    pairs = {"tuned ours - tuned plain": (rows[TUNED_ROWS[0]], rows[TUNED_ROWS[1]]),
+             "ours formula - plain x 1/sqrt(2)": (rows["ours, formula D/sqrt(1+S_t)"], matched)}
+    diff = {}
+    for name, (a, b) in pairs.items():
+        cis = [metrics.bootstrap_ci(jax.random.key(17), lambda x, y: jnp.mean(x - y),
+                                    (a[k], b[k]), 2000) for k in range(len(dims))]
+        diff[name] = {"mean": [ci[0] for ci in cis], "low": [ci[1] for ci in cis],
+                      "high": [ci[2] for ci in cis]}
+    out["paired_difference"] = diff
+    return out
+
+
+_INV_SQRT2 = 0.7071067811865476
+_VAR_FIELDS = variation.VariationStats._fields
+
+
+def _summarize_variation(c, arr, v_t) -> dict:
+    """arr: [variation_dims, amplitudes, seeds, 6]."""
+    mean = arr.mean(2)  # [D, A, 6]
+    est = mean[..., _VAR_FIELDS.index("estimated")]
+    dec = mean[..., _VAR_FIELDS.index("decoupled")]
+    gsq = mean[..., _VAR_FIELDS.index("grad_sq")]
+    dims = np.asarray(c.variation_dims, np.float64)
+    pos = np.asarray(v_t) > 0
+    s = {"dims": list(c.variation_dims), "V_T": v_t,
+         "S_T": {f"d={d}": _stats(arr[i, :, :, 0]) for i, d in enumerate(c.variation_dims)},
+         "slope_S_vs_d": [_slope(dims, est[:, a]) for a in range(len(v_t))],
+         "slope_S_vs_d_predicted": {"refined (independent directions, eq. 3)": 1.0,
+                                    "per-round worst case": 2.0},
+         "slope_S_vs_V_T": [_slope(np.asarray(v_t)[pos], est[i, pos])
+                            for i in range(len(dims))],
+         "S_T_over_V_T": [[float(est[i, a] / v_t[a]) if v_t[a] > 0 else None
+                           for a in range(len(v_t))] for i in range(len(dims))],
+         "S_T_over_eq3": (est / dec).tolist(),
+         "S_T_over_2(d-1)G_T": [[float(est[i, a] / (2 * (d - 1) * gsq[i, a])) if d > 1
+                                 else None for a in range(len(v_t))]
+                                for i, d in enumerate(dims)]}
+    return s
+
+
 def _summarize(c, out) -> dict:
     lnames = list(TWO_POINT)
     v_t = _variation_values(c)
     s = {"config": c.to_dict(), "learners": lnames, "V_T": v_t}
-    s["regret_vs_dim"] = {n: _stats(out["vs_dim"][i]) for i, n in enumerate(lnames)}
+    s["vs_dim"] = _summarize_vs_dim(c, out["vs_dim"])
+    s["families"] = ({fam: _summarize_vs_dim(c, out["families"][f], c.family_dims)
+                      for f, fam in enumerate(FAMILIES)} if len(c.family_dims) else {})
     s["regret_vs_rounds"] = {n: _stats(out["vs_rounds"][i]) for i, n in enumerate(lnames)}
     s["regret_vs_variation"] = {n: _stats(out["vs_variation"][i]) for i, n in enumerate(lnames)}
-
-    def slope(x, arr):
-        y = arr.mean(-1)
-        ok = y > 0
-        return metrics.loglog_slope(np.asarray(x)[ok], y[ok]) if ok.sum() >= 2 else float("nan")
-
-    s["slope_vs_dim"] = {n: slope(c.dims, out["vs_dim"][i]) for i, n in enumerate(lnames)}
-    s["slope_vs_rounds"] = {n: slope(c.horizons, out["vs_rounds"][i])
+    s["slope_vs_rounds"] = {n: _slope(c.horizons, out["vs_rounds"][i].mean(-1))
                             for i, n in enumerate(lnames)}
     pos = np.asarray(v_t) > 0
-    s["slope_vs_variation"] = {
-        n: slope(np.asarray(v_t)[pos], out["vs_variation"][i][pos]) for i, n in enumerate(lnames)}
+    s["slope_vs_variation"] = {n: _slope(np.asarray(v_t)[pos], out["vs_variation"][i][pos].mean(-1))
+                               for i, n in enumerate(lnames)}
+    s["variation"] = _summarize_variation(c, out["variation"], v_t)
     vnames = ["convex (ours)", f"strongly convex lam={c.curvatures[-1]:g} (ours)", "universal"]
     s["variants"] = {"curvatures": list(c.curvatures),
                      **{n: _stats(out["variants"][i]) for i, n in enumerate(vnames)}}
+    dyn = out["dynamic"]
     s["dynamic"] = {"switch_periods": list(c.switch_periods),
-                    "single learner": _stats(out["dynamic"][0]),
-                    "dynamic ensemble": _stats(out["dynamic"][1])}
+                    **{n: _stats(dyn[i]) for i, n in enumerate(DYNAMIC_ROWS)}}
+    s["meta_paired_difference"] = {
+        name: [metrics.bootstrap_ci(jax.random.key(18), lambda x, y: jnp.mean(x - y),
+                                    (dyn[i, k], dyn[j, k]), 2000)
+               for k in range(len(c.switch_periods))]
+        for name, i, j in (("dynamic: optimistic Hedge - Hedge", 2, 1),
+                           ("universal: optimistic Hedge - Hedge", 4, 3))}
     s["one_point"] = {"drifts": list(c.one_point_drifts),
                       "gradient-variation hint (ema)": _stats(out["one_point"][0]),
                       "no hint": _stats(out["one_point"][1])}
-    for n in lnames:
-        logging.info("%s: slope vs d %.2f, vs T %.2f, vs V_T %.2f", n, s["slope_vs_dim"][n],
-                     s["slope_vs_rounds"][n], s["slope_vs_variation"][n])
+    for n in TUNED_ROWS:
+        logging.info("%s: slope vs d %s", n, _fmt(s["vs_dim"]["slope_tuned"][n]))
     return s
 
 
@@ -191,8 +397,16 @@ def _plot(c, s, out, workdir):
     del out
     v_t = s["V_T"]
     fig, axes = plots.figure(3)
-    for key, x, ax, xl in [("regret_vs_dim", c.dims, axes[0], "dimension d"),
-                           ("regret_vs_rounds", c.horizons, axes[1], "rounds T"),
+    rows = s["vs_dim"]["rows"]
+    for n, r in rows.items():
+        plots.line_with_band(axes[0], c.dims, r["mean"], r["ci95"], label=n, marker="o",
+                             ls="-" if "tuned" in n else "--")
+    axes[0].set(xlabel="dimension d", ylabel="regret (test problems)", xscale="log",
+                yscale="log")
+    axes[0].set_title(f"stochastic quadratics, T={c.num_rounds}; tuned on "
+                      f"{c.num_val_seeds} val seeds", fontsize=8)
+    axes[0].legend(fontsize=5)
+    for key, x, ax, xl in [("regret_vs_rounds", c.horizons, axes[1], "rounds T"),
                            ("regret_vs_variation", v_t, axes[2],
                             "gradient variation V_T (V_T = 0 drawn at 0.1)")]:
         x = np.maximum(np.asarray(x, np.float64), 0.1)
@@ -200,12 +414,37 @@ def _plot(c, s, out, workdir):
             plots.line_with_band(ax, x, s[key][n]["mean"], s[key][n]["ci95"], label=n,
                                  marker="o")
         ax.set(xlabel=xl, ylabel="regret", xscale="log", yscale="log")
-    axes[0].legend(fontsize=7)
-    axes[0].set_title(f"stochastic quadratics, T={c.num_rounds}")
-    axes[1].set_title(f"d={c.dim}")
+    axes[1].legend(fontsize=6)
+    axes[1].set_title(f"d={c.dim}, default step formulas")
     axes[2].set_title(f"alternating quadratics, d={c.dim}, T={c.num_rounds}")
     plots.save(fig, os.path.join(workdir, "regret_scaling.png"),
-               caption=plots.t_band(c.num_seeds))
+               caption=plots.t_band(c.num_seeds) + f" (test seeds; {c.num_val_seeds} "
+               "validation seeds chose the tuned steps)")
+
+    fig, axes = plots.figure(2)
+    var = s["variation"]
+    dims = np.asarray(var["dims"], np.float64)
+    for a, vt in enumerate(v_t):
+        m = [var["S_T"][f"d={d}"]["mean"][a] for d in var["dims"]]
+        hw = [var["S_T"][f"d={d}"]["ci95"][a] for d in var["dims"]]
+        plots.line_with_band(axes[0], dims, m, hw, label=f"V_T={vt:.3g}", marker="o")
+    m0 = var["S_T"][f"d={var['dims'][0]}"]["mean"][-1]
+    for p, ls in ((1, ":"), (2, "--")):
+        axes[0].plot(dims, m0 * (dims / dims[0]) ** p, "k" + ls, lw=1,
+                     label=f"slope {p} ({'refined' if p == 1 else 'worst case'})")
+    axes[0].set(xlabel="dimension d", ylabel="S_T = sum ||g~_t - g~_{t-1}||^2", xscale="log",
+                yscale="log", title="non-consecutive variation vs d")
+    axes[0].legend(fontsize=6)
+    pos = np.asarray(v_t) > 0
+    for d in var["dims"]:
+        st = var["S_T"][f"d={d}"]
+        plots.line_with_band(axes[1], np.asarray(v_t)[pos], np.asarray(st["mean"])[pos],
+                             np.asarray(st["ci95"])[pos], label=f"d={d}", marker="o")
+    axes[1].plot(np.asarray(v_t)[pos], np.asarray(v_t)[pos], "k:", lw=1, label="S_T = V_T")
+    axes[1].set(xlabel="true V_T", ylabel="S_T", xscale="log", yscale="log",
+                title=f"switching quadratics, T={c.num_rounds}")
+    axes[1].legend(fontsize=6)
+    plots.save(fig, os.path.join(workdir, "variation.png"), caption=plots.t_band(c.num_seeds))
 
     fig, axes = plots.figure(3)
     v = s["variants"]
@@ -215,12 +454,13 @@ def _plot(c, s, out, workdir):
     axes[0].set(xlabel="curvature (strong convexity)", ylabel="regret", xscale="log",
                 title="convex / strongly convex / universal")
     axes[0].legend(fontsize=7)
-    for n in ["single learner", "dynamic ensemble"]:
+    for n in DYNAMIC_ROWS:
         plots.line_with_band(axes[1], c.switch_periods, s["dynamic"][n]["mean"],
-                             s["dynamic"][n]["ci95"], label=n, marker="o")
-    axes[1].set(xlabel="switch period", ylabel="dynamic regret", xscale="log",
-                title="switching quadratics")
-    axes[1].legend(fontsize=7)
+                             s["dynamic"][n]["ci95"], label=n, marker="o",
+                             ls="--" if "static" in n else "-")
+    axes[1].set(xlabel="switch period", ylabel="dynamic (solid) / static (dashed) regret",
+                xscale="log", yscale="log", title="switching quadratics")
+    axes[1].legend(fontsize=5)
     for n in ["gradient-variation hint (ema)", "no hint"]:
         plots.line_with_band(axes[2], np.asarray(c.one_point_drifts) + 1e-4,
                              s["one_point"][n]["mean"], s["one_point"][n]["ci95"], label=n,
@@ -234,23 +474,55 @@ def _plot(c, s, out, workdir):
 def headline(summary: dict) -> list[tuple[str, str]]:
     """(metric, value) rows for results/REPORT.md."""
     rows = []
-    for n in summary["learners"]:
-        rows.append((f"{n}: log-log slope of regret vs d / vs T / vs V_T",
-                     f"{summary['slope_vs_dim'][n]:.2f} / {summary['slope_vs_rounds'][n]:.2f} / "
-                     f"{summary['slope_vs_variation'][n]:.2f}"))
+    vd = summary["vs_dim"]
     dims = summary["config"]["dims"]
-    for n in summary["learners"]:
-        r = summary["regret_vs_dim"][n]
-        rows.append((f"{n}: regret at d={dims[-1]}",
+    rows.append(("tuned learners (steps chosen on validation problems): log-log slope of "
+                 f"regret vs d (d={dims[0]}..{dims[-1]}), ours / plain OGD",
+                 " / ".join(_fmt(vd["slope_tuned"][n]) for n in TUNED_ROWS)))
+    for n, r in vd["rows"].items():
+        rows.append((f"regret at d={dims[-1]} (test problems): {n}",
                      f"{r['mean'][-1]:.1f} +- {r['ci95'][-1]:.1f}"))
+    for name, dd in vd["paired_difference"].items():
+        rows.append((f"paired regret difference {name}, d={dims[0]} / d={dims[-1]} "
+                     "(bootstrap 95% CI)",
+                     f"{dd['mean'][0]:.1f} [{dd['low'][0]:.1f}, {dd['high'][0]:.1f}] / "
+                     f"{dd['mean'][-1]:.1f} [{dd['low'][-1]:.1f}, {dd['high'][-1]:.1f}]"))
+    fdims = summary["config"]["family_dims"]
+    for fam, fs in summary["families"].items():
+        r = fs["rows"]
+        rows.append((f"{fam} (d={'/'.join(map(str, fdims))}): regret of tuned ours / tuned "
+                     "plain / ours formula / plain x 1/sqrt(2) / ours x 1/4 / ours x 1/sqrt(d)",
+                     "; ".join(" / ".join(f"{r[n]['mean'][k]:.1f}" for n in (
+                         TUNED_ROWS[0], TUNED_ROWS[1], "ours, formula D/sqrt(1+S_t)",
+                         "plain OGD x 1/sqrt(2) (matched constant)",
+                         "ours x 1/4 (d-independent)", "ogd_sqrt_d_step: ours x 1/sqrt(d)"))
+                         for k in range(len(fdims)))))
+        dd = fs["paired_difference"]["tuned ours - tuned plain"]
+        rows.append((f"{fam}: paired difference tuned ours - tuned plain per d (95% CI)",
+                     "; ".join(f"{m:.1f} [{lo:.1f}, {hi:.1f}]" for m, lo, hi in zip(
+                         dd["mean"], dd["low"], dd["high"], strict=True))))
+    var = summary["variation"]
+    rows.append(("S_T = sum||g~_t - g~_{t-1}||^2: log-log slope vs d at the largest V_T "
+                 "(refined prediction 1, worst case 2)", _fmt(var["slope_S_vs_d"][-1])))
+    rows.append((f"S_T / V_T at the largest V_T, d={var['dims'][0]} / d={var['dims'][-1]}",
+                 f"{var['S_T_over_V_T'][0][-1]:.1f} / {var['S_T_over_V_T'][-1][-1]:.1f}"))
+    rows.append((f"S_T / eq. (3) prediction (d={var['dims'][-1]}, each V_T)",
+                 ", ".join(f"{x:.2f}" for x in var["S_T_over_eq3"][-1])))
+    rows.append(("log-log slope of regret vs T (d fixed, default steps): "
+                 + " / ".join(summary["learners"]),
+                 " / ".join(_fmt(summary["slope_vs_rounds"][n]) for n in summary["learners"])))
     v = summary["variants"]
     rows.append((f"regret at curvature {v['curvatures'][-1]:g}: convex / strongly convex / "
                  "universal",
                  " / ".join(f"{v[k]['mean'][-1]:.1f}" for k in v if k != "curvatures")))
     dyn = summary["dynamic"]
-    rows.append(("dynamic regret (shortest switch period): single vs ensemble",
-                 f"{dyn['single learner']['mean'][0]:.1f} vs "
-                 f"{dyn['dynamic ensemble']['mean'][0]:.1f}"))
+    rows.append(("dynamic regret (shortest switch period): single / ensemble Hedge / "
+                 "ensemble optimistic Hedge",
+                 " / ".join(f"{dyn[n]['mean'][0]:.1f}" for n in DYNAMIC_ROWS[:3])))
+    for name, cis in summary["meta_paired_difference"].items():
+        rows.append((f"paired regret difference {name} (switch periods "
+                     f"{', '.join(str(p) for p in dyn['switch_periods'])}; bootstrap 95% CI)",
+                     "; ".join(f"{m:.2f} [{lo:.2f}, {hi:.2f}]" for m, lo, hi in cis)))
     op = summary["one_point"]
     rows.append(("one-point linear regret (max drift): ema hint vs none",
                  f"{op['gradient-variation hint (ema)']['mean'][-1]:.0f} vs "

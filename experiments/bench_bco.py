@@ -1,4 +1,6 @@
-"""Benchmark: rounds/s of the jitted two-point learner vs a plain NumPy loop, side by side.
+"""Benchmark: rounds/s of the jitted two-point learner vs a plain NumPy loop, side by side,
+and where the jitted round's time goes (the same scan with only the direction sampling,
+only the loss queries, and the full learner).
 
   python -m experiments.bench_bco [--dim=16] [--rounds=20000] [--seeds=64]
 """
@@ -41,7 +43,30 @@ def main(argv):
     many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss))
     rate_v = _SEEDS.value * t / timing.best_time(lambda: many(keys))
 
+    # Where the time goes: scans doing only part of the round, same T and d.
+    def only_dirs(k):
+        def body(c, kk):
+            return c + bco.estimators.sphere(kk, d), None
+        return jax.lax.scan(body, jnp.zeros(d), jax.random.split(k, t))[0]
+
+    params, f = losses.round_params(seq)
+
+    def only_queries(k):
+        u = bco.estimators.sphere(k, d)
+
+        def body(x, p):
+            g = (f(p, x + 0.05 * u) - f(p, x - 0.05 * u)) * u
+            return x - 1e-3 * g, None
+        return jax.lax.scan(body, jnp.zeros(d), params)[0]
+
+    parts = {}
+    for name, fn in (("directions only", only_dirs), ("loss queries only", only_queries)):
+        jf = jax.jit(fn)
+        parts[name] = t / timing.best_time(lambda jf=jf: jf(jax.random.key(4)))
+
     print(f"backend: {jax.default_backend()}, d={d}")
+    for name, rate in parts.items():
+        print(f"scan, {name:17s}: {rate:11.4g} rounds/s  ({rate1 / rate:5.2f} of a full round)")
     print(f"NumPy loop           : {np_rate:11.4g} rounds/s")
     print(f"jit scan, 1 run      : {rate1:11.4g} rounds/s  ratio {rate1 / np_rate:7.1f}x")
     print(f"jit(vmap) {_SEEDS.value:3d} runs   : {rate_v:11.4g} rounds/s  "

@@ -26,7 +26,7 @@ def main(argv):
     del argv
     mdp = ql.garnet(jax.random.key(0), 10, 2, 3, 0.9)
     sched = ql.schedules.constant(400)
-    us_np = np.asarray(jax.random.uniform(jax.random.key(1), (_NP_STEPS.value, 2)))
+    us_np = np.asarray(jax.random.uniform(jax.random.key(1), (_NP_STEPS.value, 3)))
     t0 = time.perf_counter()
     periodic_q_learning_numpy(np.asarray(mdp.transitions), np.asarray(mdp.rewards), 0.9,
                               lambda n: 400, us_np)

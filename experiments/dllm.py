@@ -29,7 +29,7 @@ from experiments.lib import plots, provenance, study, timing
 from experiments.lib.progress import Progress
 from jaxlab.core import metrics, sharding
 from jaxlab.dllm import config as config_lib
-from jaxlab.dllm import decoding, path_smc, poke
+from jaxlab.dllm import decoding, path_smc, poke, sr_smc
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale.reference import BlockSizes
 
@@ -38,7 +38,8 @@ class Decoder(NamedTuple):
     """A decoder of the study.
 
     Attributes:
-      family: "greedy", "best_of_n", "smc" or "poke_smc" (plot marker, comparisons).
+      family: "greedy", "best_of_n", "smc", "sr_smc" or "poke_smc" (plot marker,
+        comparisons).
       particles: N (1 for the greedy decoders).
       fn: ``fn(prompt [B, P], key) -> (DecodeResult, flag [])``; flag: the SMC log weights
         became non-finite on some step (``Info.nonfinite_weights``; False when greedy).
@@ -56,15 +57,20 @@ def _greedy(fn) -> Decoder:
 def _particles(family: str, n: int, fn) -> Decoder:
     def run(prompt, key):
         result, info = fn(prompt, key=key)
-        return result, jnp.any(info.nonfinite_weights)
+        bad = jnp.any(info.nonfinite_weights)
+        if hasattr(info, "unfinished"):  # SR-SMC: a block NaN priorities left unfinished
+            bad = bad | jnp.any(info.unfinished)
+        return result, bad
 
     return Decoder(family, n, run)
 
 
 def decoder_names(config) -> list[str]:
-    """The four policies, semi-AR, threshold, then per N best-of-N, SMC and POKE-SMC."""
+    """The four policies, semi-AR, threshold, then per N best-of-N, Path-LL SMC, SR-SMC and
+    POKE-SMC."""
     return [*decoding.POLICIES, "semi_ar", "threshold",
-            *(f"{f}_{n}" for n in config.particles for f in ("best_of", "smc", "poke_smc"))]
+            *(f"{f}_{n}" for n in config.particles
+              for f in ("best_of", "smc", "sr_smc", "poke_smc"))]
 
 
 def decoders(config, task, denoise_fn, value_fn) -> dict[str, Decoder]:
@@ -82,6 +88,11 @@ def decoders(config, task, denoise_fn, value_fn) -> dict[str, Decoder]:
         out[f"best_of_{n}"] = _particles("best_of_n", n, functools.partial(
             path_smc.best_of_n, denoise_fn, **pkw))
         out[f"smc_{n}"] = _particles("smc", n, smc)
+        # Self-rewarding SMC as in its official sampler: semi-AR blocks (the same blocks as
+        # the "semi_ar" greedy decoder), Fast-dLLM threshold commits, block-end resampling.
+        out[f"sr_smc_{n}"] = _particles("sr_smc", n, functools.partial(
+            sr_smc.sr_smc_decode, denoise_fn, block_length=decoding.semi_ar_block(
+                task.answer_len), threshold=config.threshold, **pkw))
         out[f"poke_smc_{n}"] = _particles("poke_smc", n, functools.partial(smc, value_fn=value_fn))
     return out
 
@@ -107,7 +118,8 @@ def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
                                      config.bootstrap)
     return {"family": dec.family, "particles": dec.particles,
             "accuracy": float(np.mean(correct)), "accuracy_ci": [lo, hi],
-            "nfe": float(nfe.mean()), "path_ll": float(pll.mean()),
+            "nfe": float(nfe.mean()), "nfe_batched": float(nfe.mean()) / dec.particles,
+            "path_ll": float(pll.mean()),
             "seconds": time.perf_counter() - t0, "_correct": correct, "_path_ll": pll}
 
 
@@ -217,6 +229,23 @@ def _compare(config, rows) -> dict:
     return out
 
 
+def _versus_sr_smc(config, rows) -> dict:
+    """Declared before the run: POKE-SMC(N) minus SR-SMC(N), same N and temperature, paired
+    over problems (bootstrap CI), with both NFE conventions (per-particle and batched)."""
+    out = {}
+    for n in config.particles:
+        ours, sr = rows[f"poke_smc_{n}"], rows[f"sr_smc_{n}"]
+        a, b = (np.asarray(x, np.float32) for x in (ours["_correct"], sr["_correct"]))
+        _, lo, hi = metrics.bootstrap_ci(jax.random.key(config.seed),
+                                         lambda x, y: jnp.mean(x - y), (a, b), config.bootstrap)
+        out[str(n)] = {"poke_smc_accuracy": ours["accuracy"], "sr_smc_accuracy": sr["accuracy"],
+                       "difference": float(np.mean(a - b)), "difference_ci": [lo, hi],
+                       "nfe": {"poke_smc": ours["nfe"], "sr_smc": sr["nfe"]},
+                       "nfe_batched": {"poke_smc": ours["nfe_batched"],
+                                       "sr_smc": sr["nfe_batched"]}}
+    return out
+
+
 def _summarize(config, out) -> dict:
     tasks = {}
     for name in config.tasks:
@@ -225,6 +254,7 @@ def _summarize(config, out) -> dict:
         tasks[name] = {**{k: v for k, v in out[name].items() if k != "decoders"},
                        "path_ll_correlation": _path_ll_correlation(rows),
                        "poke_vs_best_baseline": _compare(config, rows),
+                       "poke_vs_sr_smc": _versus_sr_smc(config, rows),
                        "decoders": {k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")}
                                     for k, v in rows.items()}}
     summary = {"tasks": tasks,
@@ -240,7 +270,7 @@ def _summarize(config, out) -> dict:
 def _plot(config, summary, out, workdir):
     del out
     tasks = summary["tasks"]
-    styles = {"greedy": "o", "best_of_n": "s", "smc": "^", "poke_smc": "*"}
+    styles = {"greedy": "o", "best_of_n": "s", "smc": "^", "sr_smc": "D", "poke_smc": "*"}
     fig, axes = plots.figure(len(tasks), width=4.2)
     for ax, (name, t) in zip(axes, tasks.items(), strict=True):
         for fam, marker in styles.items():
@@ -277,6 +307,14 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                      f"{t['decoders']['confidence']['accuracy']:.3f} / "
                      f"{c['poke_smc_accuracy']:.3f} / {c['baseline_accuracy']:.3f} "
                      f"({c['best_baseline']})"))
+    for n in summary["mean_gain_over_best_baseline"]:
+        d = [t["poke_vs_sr_smc"][str(n)] for t in summary["tasks"].values()]
+        cells = ", ".join(
+            f"{name} {100 * x['difference']:+.1f} [{100 * x['difference_ci'][0]:+.1f}, "
+            f"{100 * x['difference_ci'][1]:+.1f}]"
+            for name, x in zip(summary["tasks"], d, strict=True))
+        rows.append((f"POKE-SMC - SR-SMC, N={n} (paired, pts; NFE not equal: SR-SMC uses "
+                     "adaptive threshold passes)", cells))
     tp = summary["throughput"]
     k = max(tp, key=int)
     rows.append((f"batching efficiency, {k} particles vs 1",

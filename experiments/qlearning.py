@@ -1,12 +1,31 @@
-"""Periodic Q-learning: samples to reach ||Q - Q*||_inf <= eps for constant vs geometric
-target-update periods.
+"""Periodic Q-learning: samples to reach ||Q_target - Q*||_inf <= eps for the best constant
+period vs the theory schedule K_n ~ gamma^(-2n/3), on several MDP families (issue 21).
 
   python -m experiments.qlearning --config=experiments/configs/qlearning.py:quick \
       --workdir=results/qlearning
 
+Declared before any run (the protocol):
+  * Headline: the paper's SGD inner loop (``periodic_q.paper_sgd_step``) under
+    asynchronous trajectory sampling; the running-mean inner loop is a labelled variant.
+  * Per family, every schedule runs on ``num_val_seeds`` validation seeds and
+    ``num_seeds`` disjoint test seeds (same keys for every schedule: paired).
+  * On validation seeds only: the best constant K per eps (smallest mean samples, runs
+    that never reach eps counted at twice the run length) and, per growth power p, the
+    base K_0 (smallest mean over eps of log samples; one base for all eps). The grid
+    check flags a best constant at either edge of the grid.
+  * On test seeds: samples to eps of the picked constant and the picked theory
+    schedule; ratio = mean(constant) / mean(theory) with a paired percentile bootstrap
+    CI (runs that never reach eps are censored at the run length and counted). Also
+    reported: the test-oracle constant (picked on the test seeds: optimistic for the
+    baseline), log-log slopes of samples vs 1/eps, the growth-exponent sweep, the
+    ratio's growth against log((1 - gamma)^-1 eps^-1), and the regime: the share
+    ||T^n Q_0 - Q*||_inf / eps of the outer-loop contraction bias at the outer iteration
+    n where each run first reaches eps (near 1: bias-dominated; near 0: the
+    inner-loop noise (variance) is what the run still has to average out).
+
 ``EXPERIMENT`` (a ``study.Experiment``) is what this binary, the suite, the notebook and
-the tests run. One unit: all (schedule, seed) runs vmapped in one jitted program, split
-into chunks through the unit's resumable runner, so an interrupted run resumes.
+the tests run. One unit per (family, inner loop): all (schedule, seed) runs vmapped in
+one jitted program, split into chunks through the unit's resumable runner.
 """
 
 import os
@@ -21,9 +40,11 @@ from absl import logging
 from experiments import common
 from experiments.lib import plots, study
 from jaxlab.core import metrics, sharding
+from jaxlab.qlearning import mdp as mdp_lib
 from jaxlab.qlearning import periodic_q, schedules
-from jaxlab.qlearning.mdp import TabularMDP, chain, garnet
-from jaxlab.qlearning.value_iteration import value_iteration
+from jaxlab.qlearning.value_iteration import bellman_optimality, value_iteration
+
+_CENSOR_PENALTY = 2.0  # validation ranking: never reached = twice the run length
 
 
 class _Carry(NamedTuple):
@@ -31,66 +52,87 @@ class _Carry(NamedTuple):
     trace: periodic_q.Trace  # [runs, R] buffers filled chunk by chunk
 
 
-def build_mdp(config: ml_collections.ConfigDict) -> TabularMDP:
-    """The MDP named by ``config.mdp`` ("garnet" or "chain")."""
-    if config.mdp == "garnet":
-        return garnet(jax.random.key(config.mdp_seed), config.num_states, config.num_actions,
-                      config.branching, config.gamma)
-    if config.mdp == "chain":
-        return chain(config.num_states, config.gamma)
-    raise ValueError(f"`config.mdp` must be 'garnet' or 'chain', got {config.mdp!r}.")
+def family_gamma(config, family: str) -> float:
+    return float(config.sparse_gamma if family == "sparse" else config.gamma)
 
 
-def build_schedules(config: ml_collections.ConfigDict):
-    """(names, stacked GeometricPeriod) for the constant grid, theory and shrinking runs."""
-    names, scheds = [], []
-    for k in config.constant_periods:
+def build_mdp(config: ml_collections.ConfigDict, family: str) -> mdp_lib.TabularMDP:
+    """The MDP of ``family`` (garnet, chain, sparse, bernoulli)."""
+    key = jax.random.key(config.mdp_seed)
+    dims = (config.num_states, config.num_actions, config.branching)
+    if family == "garnet":
+        return mdp_lib.garnet(key, *dims, config.gamma)
+    if family == "chain":
+        return mdp_lib.chain(config.chain_states, config.gamma)
+    if family == "sparse":
+        return mdp_lib.sparse_reward(key, *dims, config.sparse_gamma)
+    if family == "bernoulli":
+        return mdp_lib.with_bernoulli_rewards(mdp_lib.garnet(key, *dims, config.gamma))
+    raise ValueError(f"`family` must be one of garnet, chain, sparse, bernoulli, got {family!r}.")
+
+
+def constant_grid(config, family: str) -> list[int]:
+    """Geometric grid of constant periods (``constant_grid`` times the family's scale)."""
+    lo, hi, per = config.constant_grid
+    sc = float(config.scale[family])
+    n = int(np.floor(np.log2(hi / lo) * per + 1e-9)) + 1
+    ks = np.round(lo * sc * 2.0 ** (np.arange(n) / per)).astype(int)
+    return sorted(set(int(max(k, 1)) for k in ks))
+
+
+def build_schedules(config, family: str):
+    """(names, kinds, stacked GeometricPeriod): constants, then (p, base) growth runs."""
+    gamma = family_gamma(config, family)
+    names, kinds, scheds = [], [], []
+    for k in constant_grid(config, family):
         names.append(f"constant K={k}")
-        scheds.append(schedules.constant(int(k)))
-    for b in config.theory_bases:
-        names.append(f"theory K0={b:g}")
-        scheds.append(schedules.theory(config.gamma, b))
-    for b, r in config.shrinking:
-        names.append(f"shrinking K0={b:g} r={r:g}")
-        scheds.append(schedules.geometric(b, r))
-    return names, schedules.stack(scheds)
+        kinds.append(("constant", float(k)))
+        scheds.append(schedules.constant(k))
+    for p in config.growth_powers:
+        for b in config.base_grid:
+            base = float(b) * float(config.scale[family])
+            names.append(f"growth p={p:.3g} K0={base:g}")
+            kinds.append((f"p={p:.3g}", base))
+            scheds.append(schedules.growth(gamma, p, base))
+    return names, kinds, schedules.stack(scheds)
 
 
-def _step_size(config):
-    if config.step_size == "inverse_count":
-        return schedules.inverse_count_step()
-    return schedules.constant_step(float(config.step_size))
+def _step_size(mdp, config, inner_loop: str):
+    if inner_loop == "sgd":
+        return periodic_q.paper_sgd_step(mdp, config.sampling)
+    return schedules.inverse_count_step()
 
 
 def _validate(config: ml_collections.ConfigDict) -> None:
     periodic_q.validate_config(config)
-    if config.num_records % config.num_chunks:
-        raise ValueError(f"`num_records`={config.num_records} must be divisible by "
-                         f"`num_chunks`={config.num_chunks}.")
 
 
-def _runs(config: ml_collections.ConfigDict, ctx: study.Context) -> dict:
-    """Every (schedule, seed) run, vmapped; returns the host trace and Q*."""
-    mdp = build_mdp(config)
+def _num_samples(config, family):
+    return int(round(config.record_every * float(config.scale[family]))) * config.num_records
+
+
+def _runs(config, family: str, inner_loop: str, ctx: study.Context) -> dict:
+    """Every (schedule, seed) run of one family, vmapped; returns the host trace."""
+    mdp = build_mdp(config, family)
     q_star = value_iteration(mdp)
-    names, scheds = build_schedules(config)
-    n_sched, n_seeds = len(names), config.num_seeds
-    step_size = _step_size(config)
-    # Flatten (schedule, seed) into one batch axis of runs.
+    xi = float(periodic_q.sampling_distribution(mdp, config.sampling).min())
+    names, _, scheds = build_schedules(config, family)
+    n_seeds = config.num_val_seeds + config.num_seeds
+    n_sched = len(names)
+    step_size = _step_size(mdp, config, inner_loop)
+    record_every = int(round(config.record_every * float(config.scale[family])))
     run_scheds = jax.tree.map(lambda x: jnp.repeat(x, n_seeds, axis=0), scheds)
-    keys = jax.random.split(jax.random.key(config.seed), n_seeds)
-    keys = jnp.tile(keys, n_sched)
+    keys = jnp.tile(jax.random.split(jax.random.key(config.seed), n_seeds), n_sched)
     states = jax.vmap(lambda k: periodic_q.init(k, mdp))(keys)
     num_runs = n_sched * n_seeds
     r = config.num_records
     empty = periodic_q.Trace(*(jnp.zeros((num_runs, r), d)
                                for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
-    carry = _Carry(states, empty)
-    carry, run_scheds = sharding.shard_batch((carry, run_scheds), config.mesh_shape)
+    carry, run_scheds = sharding.shard_batch((_Carry(states, empty), run_scheds),
+                                             config.mesh_shape)
     per_chunk = r // config.num_chunks
-
     sim = jax.vmap(lambda st, sc: periodic_q.simulate(
-        st, mdp, sc, q_star, per_chunk, config.record_every, config.sampling, step_size))
+        st, mdp, sc, q_star, per_chunk, record_every, config.sampling, step_size))
 
     @jax.jit
     def chunk(c: _Carry, i, run_scheds) -> _Carry:
@@ -102,108 +144,274 @@ def _runs(config: ml_collections.ConfigDict, ctx: study.Context) -> dict:
 
     carry = ctx.run_chunks(
         lambda c, i: chunk(c, jnp.int32(i), run_scheds), carry, config.num_chunks,
-        desc="periodic Q-learning",
-        unit="updates", units_per_chunk=num_runs * per_chunk * config.record_every)
-    trace = jax.tree.map(lambda x: x.reshape(n_sched, n_seeds, r),
-                         sharding.to_host(carry.trace))
-    return {"trace": trace._asdict(), "q_star": q_star}
+        desc=f"periodic Q-learning {family} {inner_loop}",
+        unit="updates", units_per_chunk=num_runs * per_chunk * record_every)
+    trace = jax.tree.map(lambda x: x.reshape(n_sched, n_seeds, r), sharding.to_host(carry.trace))
+    return {"trace": trace._asdict(), "q_star": q_star, "xi": xi,
+            "contraction_bias": _contraction_bias(mdp, q_star, trace.outer_iter.max())}
+
+
+def _contraction_bias(mdp, q_star, n_max) -> np.ndarray:
+    """[n_max + 1] ||T^n Q_0 - Q*||_inf, Q_0 = 0 (the exact outer loop's remaining error)."""
+    q = jnp.zeros_like(q_star)
+    out = [float(jnp.max(jnp.abs(q - q_star)))]
+    floor = 1e-6 * max(out[0], 1e-12)
+    for _ in range(int(n_max)):
+        q = bellman_optimality(mdp, q)
+        out.append(float(jnp.max(jnp.abs(q - q_star))))
+        if out[-1] < floor:
+            break
+    b = np.zeros(int(n_max) + 1)
+    b[:len(out)] = out
+    return b
+
+
+def _unit_list(config):
+    units = [(f, config.inner_loop, True) for f in config.families]
+    other = "running_mean" if config.inner_loop == "sgd" else "sgd"
+    units += [(f, other, False) for f in config.variant_families]
+    return units
 
 
 def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     del workdir
-    return [study.Unit("runs", lambda ctx: _runs(config, ctx))]
+    return [study.Unit(f"{f}-{il}", lambda ctx, f=f, il=il: _runs(config, f, il, ctx))
+            for f, il, _ in _unit_list(config)]
 
 
-def _trace(out) -> periodic_q.Trace:
-    return periodic_q.Trace(**out["runs"]["trace"])
+# ---------------------------------------------------------------- summary
+
+def _hitting(samples, errors, outer, eps):
+    """Per run: samples after which errors stay <= eps (inf if never) and the outer
+    iteration at that record (-1 if never)."""
+    need = np.asarray(periodic_q.samples_to_accuracy(samples, errors, eps), np.float64)
+    above = errors > eps
+    r = errors.shape[-1]
+    last_above = np.where(above.any(-1), r - 1 - np.argmax(above[..., ::-1], axis=-1), -1)
+    first_ok = last_above + 1
+    n = np.where(first_ok < r, np.take_along_axis(
+        outer, np.minimum(first_ok, r - 1)[..., None], -1)[..., 0], -1)
+    return need, n
+
+
+def _censored(x, t_max):
+    return np.where(np.isfinite(x), x, t_max)
+
+
+def _family_summary(config, family, inner_loop, res, key) -> dict:
+    names, kinds, _ = build_schedules(config, family)
+    tr = periodic_q.Trace(**res["trace"])
+    q_star = np.asarray(res["q_star"])
+    gamma = family_gamma(config, family)
+    scale = float(np.abs(q_star).max())
+    samples = tr.samples[0, 0].astype(np.float64)
+    t_max = float(samples[-1])
+    n_val = config.num_val_seeds
+    is_const = np.array([k[0] == "constant" for k in kinds])
+    const_idx = np.flatnonzero(is_const)
+    powers = list(dict.fromkeys(k[0] for k in kinds if k[0] != "constant"))
+    theory_kind = f"p={2.0 / 3.0:.3g}"
+    bias = np.asarray(res["contraction_bias"])
+    eps_abs = [float(e) * scale for e in config.eps_rel]
+
+    need_all, outer_all = [], []
+    for eps in eps_abs:
+        need, n = _hitting(samples, tr.target_error, tr.outer_iter, eps)
+        need_all.append(need)
+        outer_all.append(n)
+    need_all = np.stack(need_all)  # [E, sched, seeds]
+    outer_all = np.stack(outer_all)
+    val = np.where(np.isfinite(need_all[..., :n_val]), need_all[..., :n_val],
+                   _CENSOR_PENALTY * t_max).mean(-1)  # [E, sched]
+    test = need_all[..., n_val:]
+
+    # Per power p: the base picked on validation (one base for every eps).
+    picked = {}
+    for pk in powers:
+        idx = [j for j, k in enumerate(kinds) if k[0] == pk]
+        score = np.log(val[:, idx]).mean(0)
+        picked[pk] = idx[int(np.argmin(score))]
+    theory_j = picked.get(theory_kind)
+
+    rows, bc_test, th_test = [], [], []
+    for e, eps in enumerate(eps_abs):
+        jc = int(const_idx[np.argmin(val[e, const_idx])])
+        pos = int(np.flatnonzero(const_idx == jc)[0])
+        oracle_scores = np.where(np.isfinite(test[e, const_idx]), test[e, const_idx],
+                                 _CENSOR_PENALTY * t_max).mean(-1)
+        jo = int(const_idx[np.argmin(oracle_scores)])
+        row = {"eps_rel": float(config.eps_rel[e]), "eps": eps,
+               "best_constant_val": names[jc],
+               "best_constant_at_grid_edge": pos in (0, len(const_idx) - 1),
+               "best_constant_test_oracle": names[jo]}
+        c = _censored(test[e, jc], t_max)
+        row["constant_samples"] = _mean_ci(c)
+        row["constant_reached"] = float(np.isfinite(test[e, jc]).mean())
+        bc_test.append(c.mean())
+        if theory_j is not None:
+            t = _censored(test[e, theory_j], t_max)
+            row["theory"] = names[theory_j]
+            row["theory_samples"] = _mean_ci(t)
+            row["theory_reached"] = float(np.isfinite(test[e, theory_j]).mean())
+            th_test.append(t.mean())
+            k = jax.random.fold_in(key, e)
+            pt, lo, hi = metrics.bootstrap_ci(k, lambda a, b: a.mean() / b.mean(),
+                                              (c, t), config.bootstrap_resamples)
+            row["ratio"] = {"value": pt, "ci95": [lo, hi]}
+            o = _censored(test[e, jo], t_max)
+            pt, lo, hi = metrics.bootstrap_ci(jax.random.fold_in(k, 1),
+                                              lambda a, b: a.mean() / b.mean(),
+                                              (o, t), config.bootstrap_resamples)
+            row["ratio_test_oracle_constant"] = {"value": pt, "ci95": [lo, hi]}
+            row["log_factor"] = float(np.log(1.0 / ((1.0 - gamma) * eps)))
+            row["bias_share"] = {nm: _bias_share(bias, outer_all[e, j, n_val:], eps)
+                                 for nm, j in (("theory", theory_j), ("constant", jc))}
+        row["growth_sweep"] = {
+            pk: {"schedule": names[j], **_mean_ci(_censored(test[e, j], t_max)),
+                 "reached": float(np.isfinite(test[e, j]).mean())}
+            for pk, j in picked.items()}
+        rows.append(row)
+
+    inv_eps = 1.0 / np.asarray(eps_abs)
+    out = {"family": family, "inner_loop": inner_loop, "gamma": gamma, "xi": res["xi"],
+           "q_star_max": scale, "samples_per_run": t_max, "schedules": names, "rows": rows,
+           "final_target_error_mean": {n: float(tr.target_error[j, :, -1].mean())
+                                       for j, n in enumerate(names)}}
+    ok_c = np.asarray([r["constant_reached"] == 1.0 for r in rows])
+    out["slope_samples_vs_inv_eps"] = {
+        "best_constant": _slope(inv_eps[ok_c], np.asarray(bc_test)[ok_c]),
+        **{pk: _slope(inv_eps[np.asarray([r["growth_sweep"][pk]["reached"] == 1.0
+                                          for r in rows])],
+                      np.asarray([r["growth_sweep"][pk]["mean"] for r in rows])[np.asarray(
+                          [r["growth_sweep"][pk]["reached"] == 1.0 for r in rows])])
+           for pk in powers}}
+    if theory_j is not None:
+        ratio = np.asarray([r["ratio"]["value"] for r in rows])
+        lf = np.asarray([r["log_factor"] for r in rows])
+        out["ratio_growth"] = {
+            "ratio_slope_vs_inv_eps": _slope(inv_eps, ratio),
+            "log_factor_slope_vs_inv_eps": _slope(inv_eps, lf),
+            "ratio_last_over_first": float(ratio[-1] / ratio[0]),
+            "log_factor_last_over_first": float(lf[-1] / lf[0]),
+        }
+    out["grid_edge_flags"] = [r["eps_rel"] for r in rows if r["best_constant_at_grid_edge"]]
+    return out
+
+
+def _mean_ci(x):
+    m, hw = metrics.mean_and_ci(np.asarray(x, np.float64))
+    return {"mean": float(m), "ci95": float(hw)}
+
+
+def _slope(x, y):
+    x, y = np.asarray(x, np.float64), np.asarray(y, np.float64)
+    good = np.isfinite(y) & (y > 0)
+    return metrics.loglog_slope(x[good], y[good]) if good.sum() >= 2 else float("nan")
+
+
+def _bias_share(bias, outer, eps):
+    """Median over runs that reached eps of ||T^n Q_0 - Q*||_inf / eps at their hitting n."""
+    n = outer[outer >= 0]
+    if n.size == 0:
+        return float("nan")
+    return float(np.median(bias[np.minimum(n, bias.size - 1)] / eps))
 
 
 def _summarize(config, out) -> dict:
-    names, _ = build_schedules(config)
-    trace, q_star = _trace(out), out["runs"]["q_star"]
-    samples = trace.samples[0, 0].astype(np.float64)
-    is_const = np.array([n.startswith("constant") for n in names])
-    is_theory = np.array([n.startswith("theory") for n in names])
-    table = {}
-    best_const, best_theory = [], []
-    for eps in config.eps_list:
-        need = np.asarray(periodic_q.samples_to_accuracy(samples, trace.target_error, eps))
-        reached = np.isfinite(need).all(axis=1)
-        rows = {}
-        for j, name in enumerate(names):
-            row = {"fraction_reached": float(np.isfinite(need[j]).mean()),
-                   "median": float(np.median(need[j]))}
-            if reached[j]:
-                m, hw = metrics.mean_and_ci(need[j])
-                row.update(mean=float(m), ci95=float(hw))
-            rows[name] = row
-        table[f"{eps:g}"] = rows
+    key = jax.random.key(config.seed + 7)
+    fams = []
+    for i, (f, il, headline) in enumerate(_unit_list(config)):
+        s = _family_summary(config, f, il, out[f"{f}-{il}"], jax.random.fold_in(key, i))
+        s["headline"] = headline
+        fams.append(s)
+        for r in s["rows"]:
+            if "ratio" in r:
+                logging.info("%s/%s eps=%.3g: %s %.4g vs %s %.4g, ratio %.2f [%.2f, %.2f]%s",
+                             f, il, r["eps"], r["best_constant_val"],
+                             r["constant_samples"]["mean"], r["theory"],
+                             r["theory_samples"]["mean"], r["ratio"]["value"],
+                             *r["ratio"]["ci95"],
+                             " (best constant at the grid edge)"
+                             if r["best_constant_at_grid_edge"] else "")
+    return {"config": config.to_dict(), "families": fams}
 
-        def best(mask, rows=rows, reached=reached):
-            cands = [(rows[n]["mean"], n) for j, n in enumerate(names) if mask[j] and reached[j]]
-            return min(cands) if cands else (float("nan"), None)
 
-        best_const.append(best(is_const))
-        best_theory.append(best(is_theory))
-
-    eps = np.asarray(config.eps_list, np.float64)
-    bc = np.array([b[0] for b in best_const])
-    bt = np.array([b[0] for b in best_theory])
-    ok = np.isfinite(bc) & np.isfinite(bt)
-    slope = lambda y: (metrics.loglog_slope(1.0 / eps[ok], y[ok])  # noqa: E731
-                       if ok.sum() >= 2 else float("nan"))
-    summary = {
-        "config": config.to_dict(),
-        "q_star_range": [float(q_star.min()), float(q_star.max())],
-        "schedules": names,
-        "samples_to_eps": table,
-        "best_constant": [{"eps": float(e), "samples": float(b[0]), "schedule": b[1]}
-                          for e, b in zip(eps, best_const, strict=True)],
-        "best_theory": [{"eps": float(e), "samples": float(b[0]), "schedule": b[1]}
-                        for e, b in zip(eps, best_theory, strict=True)],
-        "ratio_best_constant_over_theory": (bc / bt).tolist(),
-        "slope_samples_vs_inv_eps": {"best_constant": slope(bc), "theory": slope(bt)},
-        "final_target_error_mean": {n: float(trace.target_error[j, :, -1].mean())
-                                    for j, n in enumerate(names)},
-    }
-    for e, c, t in zip(eps, bc, bt, strict=True):
-        logging.info("eps=%g best constant %.4g samples, theory %.4g (ratio %.2f)", e, c, t, c / t)
-    return summary
-
+# ---------------------------------------------------------------- plots
 
 def _plot(config, summary, out, workdir):
-    names, trace = summary["schedules"], _trace(out)
-    samples = trace.samples[0, 0].astype(np.float64)
-    eps = np.asarray(config.eps_list, np.float64)
-    bc = np.array([b["samples"] for b in summary["best_constant"]])
-    bt = np.array([b["samples"] for b in summary["best_theory"]])
-    fig, (ax0, ax1) = plots.figure(2)
-    for j, name in enumerate(names):
-        m, hw = metrics.mean_and_ci(trace.target_error[j])
-        plots.line_with_band(ax0, samples, m, hw, label=name,
-                             ls="-" if name.startswith("constant") else "--")
-    ax0.set(xlabel="samples", ylabel=r"$\|Q_{target} - Q^*\|_\infty$", yscale="log",
-            title="error vs samples (mean, 95% CI)")
-    ax0.legend(fontsize=7)
-    ax1.loglog(1.0 / eps, bc, "o-", label="best constant K (per eps)")
-    ax1.loglog(1.0 / eps, bt, "s--", label="theory K_n ~ gamma^(-2n/3)")
-    ax1.set(xlabel="1 / eps", ylabel="samples to reach eps", title="sample complexity")
-    ax1.legend(fontsize=8)
-    plots.save(fig, os.path.join(workdir, "error_vs_samples.png"),
-               caption=plots.t_band(trace.target_error.shape[1], "runs (seeds)")
-               + " Right: samples at which the mean error first reaches eps.")
+    fams = summary["families"]
+    fig, axes = plots.figure(len(fams), width=4.2)
+    for ax, s in zip(axes, fams, strict=True):
+        inv = 1.0 / np.asarray([r["eps"] for r in s["rows"]])
+        m = np.asarray([r["constant_samples"]["mean"] for r in s["rows"]])
+        hw = np.asarray([r["constant_samples"]["ci95"] for r in s["rows"]])
+        plots.line_with_band(ax, inv, m, hw, label="best constant (val-picked)", marker="o")
+        for pk in s["rows"][0]["growth_sweep"]:
+            g = [r["growth_sweep"][pk] for r in s["rows"]]
+            plots.line_with_band(ax, inv, [x["mean"] for x in g], [x["ci95"] for x in g],
+                                 label=f"growth {pk}" + (" (theory)" if pk == "p=0.667"
+                                                         else ""), ls="--", marker="s")
+        ax.set(xscale="log", yscale="log", xlabel="1 / eps", ylabel="samples to eps",
+               title=f"{s['family']} ({s['inner_loop']}, gamma={s['gamma']:g})")
+        ax.legend(fontsize=6)
+    n_test = config.num_seeds
+    plots.save(fig, os.path.join(workdir, "samples_to_eps.png"),
+               caption=plots.t_band(n_test, "test seeds") + " Runs that never reach eps "
+               f"count as the run length. Picks made on {config.num_val_seeds} validation seeds.")
+
+    fig, axes = plots.figure(len(fams), width=4.2)
+    for ax, s in zip(axes, fams, strict=True):
+        if "ratio_growth" not in s:
+            continue
+        inv = 1.0 / np.asarray([r["eps"] for r in s["rows"]])
+        ratio = np.asarray([r["ratio"]["value"] for r in s["rows"]])
+        ci = np.asarray([r["ratio"]["ci95"] for r in s["rows"]])
+        ax.errorbar(inv, ratio, yerr=[ratio - ci[:, 0], ci[:, 1] - ratio], marker="o",
+                    capsize=3, label="best constant / theory")
+        cens = np.asarray([min(r["constant_reached"], r["theory_reached"]) < 1.0
+                           for r in s["rows"]])
+        if cens.any():
+            ax.plot(inv[cens], ratio[cens], "rx", ms=10, label="censored (some runs never "
+                    "reached eps)")
+        lf = np.asarray([r["log_factor"] for r in s["rows"]])
+        ax.plot(inv, ratio[0] * lf / lf[0], "k:", label="log factor (scaled to 1st point)")
+        ax.set(xscale="log", yscale="log", xlabel="1 / eps", ylabel="samples ratio",
+               title=f"{s['family']} ({s['inner_loop']})")
+        ax.legend(fontsize=6)
+    plots.save(fig, os.path.join(workdir, "ratio_vs_eps.png"),
+               caption=f"Ratio of mean samples to eps over {n_test} test seeds; bars: 95% "
+               f"paired percentile bootstrap ({config.bootstrap_resamples} resamples).")
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:
     """(metric, value) rows for results/REPORT.md."""
     rows = []
-    for c, t in zip(summary["best_constant"], summary["best_theory"], strict=True):
-        rows.append((f"samples to eps={c['eps']:g}: best constant K vs theory schedule",
-                     f"{c['samples']:.4g} ({c['schedule']}) vs {t['samples']:.4g} "
-                     f"(ratio {c['samples'] / t['samples']:.2f}x)"))
-    sl = summary["slope_samples_vs_inv_eps"]
-    rows.append(("log-log slope of samples vs 1/eps (best constant, theory)",
-                 f"{sl['best_constant']:.2f}, {sl['theory']:.2f}"))
+    for s in summary["families"]:
+        tag = f"{s['family']} ({s['inner_loop']}{'' if s['headline'] else ', variant'})"
+        for r in s["rows"]:
+            if "ratio" not in r:
+                continue
+            lo, hi = r["ratio"]["ci95"]
+            edge = ", best K at grid edge" if r["best_constant_at_grid_edge"] else ""
+            if min(r["constant_reached"], r["theory_reached"]) < 1.0:
+                edge += (f", censored: reached {r['constant_reached']:.0%} / "
+                         f"{r['theory_reached']:.0%} of test runs")
+            rows.append((f"{tag} samples to eps={r['eps_rel']:g} ||Q*||: best constant / theory",
+                         f"{r['ratio']['value']:.2f}x [{lo:.2f}, {hi:.2f}] "
+                         f"({r['best_constant_val']} vs {r['theory']}{edge})"))
+        sl = s["slope_samples_vs_inv_eps"]
+        rows.append((f"{tag} slope of samples vs 1/eps (best constant, theory)",
+                     f"{sl['best_constant']:.2f}, {sl.get('p=0.667', float('nan')):.2f}"))
+        if "ratio_growth" in s:
+            g = s["ratio_growth"]
+            rows.append((f"{tag} ratio growth exponent vs log-factor exponent",
+                         f"{g['ratio_slope_vs_inv_eps']:.2f} vs "
+                         f"{g['log_factor_slope_vs_inv_eps']:.2f}"))
+            last = s["rows"][-1]["bias_share"]
+            fmt = lambda v: "n/a" if v is None or not np.isfinite(v) else f"{v:.2f}"  # noqa: E731
+            rows.append((f"{tag} contraction-bias share / eps at the smallest eps "
+                         "(theory, best constant; ~1 bias-, ~0 variance-dominated)",
+                         f"{fmt(last['theory'])}, {fmt(last['constant'])}"))
     return rows
 
 

@@ -25,8 +25,9 @@ def run_notebook(name: str, workdir, overrides: dict | None = None):
     assert len(params) == 1, "a notebook needs exactly one cell tagged 'parameters'"
     params[0].source = (f'PRESET = "smoke"\nWORKDIR = {os.fspath(workdir)!r}\n'
                         f"OVERRIDES = {overrides or {}!r}")
+    # The kernel starts in the workdir, outside the checkout: notebooks run from any directory.
     nbclient.NotebookClient(nb, timeout=900, kernel_name="python3",
-                            resources={"metadata": {"path": ROOT}}).execute()
+                            resources={"metadata": {"path": os.fspath(workdir)}}).execute()
     outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", [])]
     assert any("image/png" in o.get("data", {}) for o in outputs), "no plot was displayed"
     assert any("text/markdown" in o.get("data", {}) for o in outputs), "no results table"

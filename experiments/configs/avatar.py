@@ -1,4 +1,13 @@
-"""Configs for experiments/avatar.py: get_config("smoke" | "quick" | "full")."""
+"""Configs for experiments/avatar.py: get_config("smoke" | "quick" | "full").
+
+quick (the suite, <= 240 s on 2 CPU cores): issue 19's hard synthetic setting (no
+features, 20% edge noise, 5% initial anchors) and 150-node snowball subsamples of
+ACM-DBLP and Foursquare-Twitter, the paper protocol, 8 seeds, sq_l2 utility (the paper's
+default for network alignment), official / gain scores vs random / entropy. cpu_long (the
+README's figures): the same tasks and seeds, both protocols, plus the ``abs`` score.
+full: 1000-node subsamples, 300-node hard synthetic, 16 seeds, every baseline, plus the
+jaxlab extensions (point clouds, embeddings; not in the paper).
+"""
 
 import ml_collections
 
@@ -9,36 +18,46 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.task_seed = 0
     c.num_seeds = 8
-    c.tasks = ["synthetic_graph", "les_miserables", "point_cloud", "point_cloud_nonrigid",
-               "embeddings"]
-    c.strategies = ["avatar", "random", "entropy", "margin", "degree", "betweenness"]
-    c.utility = "entropy"
+    c.tasks = ["synthetic_hard", "acm_dblp", "foursquare_twitter"]
+    c.protocols = ["paper"]
+    c.strategies = ["avatar-official", "avatar-gain", "random", "entropy"]
+    c.utility = "sq_l2"
     c.epsilon = 0.05
     c.sinkhorn_threshold = 1e-4  # L1 marginal error of every plan (see avatar.run_active)
     c.sinkhorn_max_iterations = 10000
     c.cg_tol = 1e-4  # relative residual of the adjoint CG (see avatar.run_active)
     c.rounds = 10
-    c.test_frac = 0.5
+    c.test_frac = 0.5  # "fixed" protocol only
     c.init_frac = 0.2
+    c.hard_init_frac = 0.05  # initial anchors of synthetic_hard
     c.budget_frac = 0.2
     c.graph_nodes = 150
+    c.hard_nodes = 150
+    c.hard_edge_noise = 0.2
+    c.real_nodes = 150  # snowball subsample size of acm_dblp / foursquare_twitter
     c.point_nodes = 150
     c.embedding_nodes = 150
     c.nonrigid = 0.15  # amplitude of the sinusoidal warp of point_cloud_nonrigid
-    c.scaling_sizes = [100, 200, 400, 800, 1600]
+    c.scaling_sizes = [100, 200, 400, 800]
     if arg == "smoke":
         c.num_seeds = 2
-        c.tasks = ["karate", "point_cloud"]
-        c.strategies = ["avatar", "random", "entropy"]
+        c.tasks = ["karate"]
+        c.protocols = ["paper", "fixed"]
+        c.strategies = ["avatar-gain", "random"]
         c.rounds = 2
-        c.point_nodes = 40
         c.scaling_sizes = [50, 100]
+    elif arg == "cpu_long":  # the README's figures (2-core CPU: ~25 min of tasks when shared)
+        c.protocols = ["paper", "fixed"]
+        c.strategies = ["avatar-official", "avatar-abs", "avatar-gain", "random", "entropy"]
     elif arg == "full":
-        c.num_seeds = 32
-        c.graph_nodes = 500
-        c.point_nodes = 400
-        c.embedding_nodes = 500
+        c.num_seeds = 16
+        c.strategies = ["avatar-official", "avatar-abs", "avatar-gain", "random", "entropy",
+                        "margin", "degree", "betweenness"]
+        c.tasks = ["synthetic_hard", "acm_dblp", "foursquare_twitter", "les_miserables",
+                   "point_cloud", "point_cloud_nonrigid", "embeddings"]
+        c.hard_nodes = 300
+        c.real_nodes = 1000
         c.scaling_sizes = [250, 500, 1000, 2000, 4000]
     elif arg != "quick":
-        raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
+        raise ValueError(f"config arg must be smoke, quick, cpu_long or full, got {arg!r}.")
     return c

@@ -1,4 +1,4 @@
-"""Configs for experiments/bco.py: get_config("smoke" | "quick" | "full")."""
+"""Configs for experiments/bco.py: get_config("smoke" | "quick" | "cpu_families" | "full")."""
 
 import ml_collections
 
@@ -7,11 +7,21 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
     c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
-    c.num_seeds = 16
+    c.num_seeds = 16  # test problems (seed `seed`)
+    c.val_seed = 1000  # validation problems for the step choice, disjoint from the test ones
+    c.num_val_seeds = 8
+    # Step multipliers of the vs_dim study (times the default scale D); must contain 1,
+    # 2^-1/2 (matched constant) and 1/4 (d-independent control).
+    c.step_grid = [1.0, 2**-0.5, 0.5, 2**-1.5, 0.25, 2**-2.5, 0.125, 2**-4, 2**-5, 2**-6]
     c.delta = 0.05
     c.sigma = 0.3  # gradient noise of the stochastic quadratics
     c.num_rounds = 2000
-    c.dims = [2, 4, 8, 16, 32, 64, 128, 256]
+    c.dims = [4, 16, 64]
+    c.variation_dims = [4, 16, 64]
+    # The smooth-family study compiles 9 programs; it runs in `smoke` (tests) and `full`,
+    # not in `quick` (suite time budget).
+    c.family_dims = []
+    c.comparator_iters = 300
     c.dim = 16
     c.horizons = [250, 500, 1000, 2000, 4000, 8000]
     c.amplitudes = [0.0, 0.01, 0.03, 0.1, 0.3]  # alternating centres: V_T = 4 T amplitude^2
@@ -24,7 +34,12 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     if arg == "smoke":
         c.num_seeds = 4
         c.num_rounds = 300
+        c.num_val_seeds = 2
+        c.step_grid = [1.0, 2**-0.5, 0.25]
         c.dims = [2, 8]
+        c.variation_dims = [2, 8]
+        c.family_dims = [3]
+        c.comparator_iters = 50
         c.dim = 4
         c.horizons = [100, 300]
         c.amplitudes = [0.0, 0.1, 0.3]
@@ -34,9 +49,17 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.one_point_drifts = [0.0, 0.01]
     elif arg == "full":
         c.num_seeds = 64
+        c.num_val_seeds = 16
+        c.dims = [4, 8, 16, 32, 64, 128, 256]
+        c.variation_dims = [4, 8, 16, 32, 64, 128]
+        c.family_dims = [4, 16, 64, 128]
+        c.comparator_iters = 1000
         c.num_rounds = 10_000
         c.horizons = [1000, 2000, 4000, 8000, 16000, 32000]
         c.one_point_rounds = 100_000
+    elif arg == "cpu_families":  # quick plus the smooth-family study at d = 8
+        c.family_dims = [8]
     elif arg != "quick":
-        raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
+        raise ValueError(f"config arg must be smoke, quick, cpu_families or full, got "
+                         f"{arg!r}.")
     return c

@@ -11,12 +11,16 @@ settings as arguments; ``avatar.evaluate(state, task)`` measures the current anc
 ``avatar.run_active(task, key, strategy, ...)`` is the whole protocol (a ``lax.scan`` of
 ``step``). Modules: ``tasks`` (alignment problems), ``alignment`` (anchor costs, metrics),
 ``solvers`` (ott-jax Sinkhorn / FGW, imported lazily), ``utilities`` and ``adjoint`` (the
-adjoint-CG cost gradient), ``loop`` (the active loop: this API).
+adjoint-CG cost gradient), ``scores`` (node scores: ``official``, ``abs``, ``gain``),
+``datasets`` (ACM-DBLP / Foursquare-Twitter loaders and subsamples), ``loop`` (the active
+loop: this API; ``protocol="paper"`` or ``"fixed"``).
 """
 
-from jaxlab.avatar import adjoint, alignment, loop, solvers, tasks, utilities
+from jaxlab.avatar import adjoint, alignment, datasets, loop, scores, solvers, tasks, utilities
 from jaxlab.avatar.adjoint import cost_gradient
 from jaxlab.avatar.loop import (
+    PROTOCOLS,
+    SCORES,
     STRATEGIES,
     ActiveResult,
     Info,
@@ -32,7 +36,8 @@ from jaxlab.avatar.loop import (
 )
 from jaxlab.avatar.tasks import AlignmentTask
 
-__all__ = ["STRATEGIES", "ActiveResult", "AlignmentTask", "Info", "State", "active",
-           "adjoint", "align", "alignment", "check_result", "cost_gradient", "evaluate",
+__all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask", "Info",
+           "State", "active", "adjoint", "align", "alignment", "check_result", "cost_gradient",
+           "datasets", "evaluate", "scores",
            "informativeness", "init", "loop", "run_active", "solvers", "step", "tasks",
            "utilities"]

@@ -1,9 +1,11 @@
 """The active supervision loop as an ``Algorithm``: one step = one query round.
 
-AvAtar's informativeness of source node i (our reading of the public code) weighs the
-adjoint cost gradient by the cost and the row-normalised plan P = T / (T 1):
-
-    score_i = sum_j P_ij |C_ij (grad_C f)_ij|,      grad_C f from ``adjoint.cost_gradient``.
+AvAtar scores a source node from the adjoint cost gradient G = grad_C f of a plan utility
+(``adjoint``, ``utilities``); ``score`` picks the formula (``scores``): "official" (the
+public code's signed s_i = sum_j P_ij C_ij G_ij / a_i), "abs" (jaxlab's earlier
+sum_j P_ij |C_ij G_ij|, the default, kept for continuity) or "gain" (ours: first-order
+utility change of labelling node i, in expectation over its plausible partners). Several
+utilities (a tuple) give the official weighted sum of L2-normalised scores.
 
 API (blackjax / optax style; the key always first, shapes static, anchors a boolean mask):
 
@@ -15,15 +17,20 @@ API (blackjax / optax style; the key always first, shapes static, anchors a bool
 task and settings as arguments (``active`` closes over them); ``evaluate(state, task, ...)``
 measures the plan of the current anchors. ``run_active`` is the protocol: ``init``, then a
 ``lax.scan`` of ``step`` over ``rounds`` keys, then ``evaluate``, so ``jit(vmap(...))`` runs
-many seeds at once. A fixed random test set is never queried and is where the metrics are
-measured, so strategies are compared on the same nodes; initial anchors and queries come
-from the other nodes.
+many seeds at once. Protocols: "fixed" (default; ours) — a fixed random test set is never
+queried and is where the metrics are measured, so strategies are compared on the same
+nodes; "paper" (AvAtar's) — the test set is every node not anchored yet, queried nodes
+leave it, MRR over both directions on it. ``Info.picked_correct`` / ``pool_correct``: the
+share of the round's queries / candidates whose plan row already ranks the true match
+first (a useful strategy picks mostly wrong nodes).
 
-Checks (eager, before ``jit``): ``strategy``, ``utility``, ``solver`` (known names);
-``epsilon`` > 0; ``feat_weight``, ``anchor_weight`` >= 0 and finite; ``rounds`` >= 1 and
-the fractions / budget (``budget_sizes``); every array of ``task`` (shapes, finite values,
-``task.truth`` a permutation of 0..n-1). ``run_active`` and ``active`` make every check;
-``init`` / ``step`` check names, fractions and counts (they are meant to be traced).
+Checks (eager, before ``jit``): ``strategy``, ``score``, ``protocol``, ``utility`` (a name
+or a non-empty tuple of names), ``solver`` (known names); ``utility_weights`` (one finite
+weight >= 0 per utility); ``epsilon`` > 0; ``feat_weight``, ``anchor_weight`` >= 0 and
+finite; ``rounds`` >= 1 and the fractions / budget (``budget_sizes``); every array of
+``task`` (shapes, finite values, ``task.truth`` a permutation of 0..n-1). ``run_active``
+and ``active`` make every check; ``init`` / ``step`` check names, fractions and counts
+(they are meant to be traced).
 Traced values: each round's Sinkhorn / FGW solve and adjoint CG solve report flags in
 ``Info`` / ``ActiveResult`` (``plan_converged``, ``plan_error``, ``cg_converged``,
 ``cg_residual``); ``check_result`` turns them into a ``RuntimeWarning`` with the numbers.
@@ -41,7 +48,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.avatar import adjoint, alignment, solvers, utilities
+from jaxlab.avatar import adjoint, alignment, datasets, scores, solvers, utilities
 from jaxlab.avatar import tasks as tasks_module
 from jaxlab.avatar.tasks import AlignmentTask
 from jaxlab.core import validation
@@ -49,6 +56,8 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness")
 SOLVERS = ("ot", "fgw")
+SCORES = scores.SCORES
+PROTOCOLS = ("fixed", "paper")
 
 
 class State(NamedTuple):
@@ -72,7 +81,10 @@ class Info(NamedTuple):
       queried: [num_queries] int32 source nodes labelled this round.
       plan_converged, plan_error: [] the solver's convergence flag and marginal L1 error.
       cg_converged, cg_residual: [] the adjoint CG flag and relative residual (True / 0 when
-        the strategy is not "avatar").
+        the strategy is not "avatar"; the worst over utilities).
+      picked_correct: [] share of this round's queries whose plan row already ranks the
+        true match first (top-1 correct before labelling): a useful strategy picks few.
+      pool_correct: [] the same share over all candidate nodes of the round (the base rate).
     """
 
     metrics: dict
@@ -81,6 +93,8 @@ class Info(NamedTuple):
     plan_error: Array
     cg_converged: Array
     cg_residual: Array
+    picked_correct: Array
+    pool_correct: Array
 
 
 class ActiveResult(NamedTuple):
@@ -89,7 +103,8 @@ class ActiveResult(NamedTuple):
     test: [n] the evaluation mask; plan_converged, plan_error: [rounds + 1] the solver's
     convergence flag and marginal L1 error of each plan; cg_converged, cg_residual:
     [rounds] the adjoint CG flag and relative residual of each round (True / 0 when the
-    strategy is not "avatar")."""
+    strategy is not "avatar"); picked_correct, pool_correct: [rounds] the share of queries /
+    of candidates already top-1 correct before each round's labels (see ``Info``)."""
 
     metrics: dict
     queried: Array
@@ -99,27 +114,80 @@ class ActiveResult(NamedTuple):
     plan_error: Array
     cg_converged: Array
     cg_residual: Array
+    picked_correct: Array
+    pool_correct: Array
 
 
-def _informativeness(plan, cost, epsilon, utility, ctx, cg_tol=1e-6):
-    g = utilities.gradient(utility, plan, ctx)
-    gc, info = adjoint.cost_gradient_and_info(plan, g, epsilon, tol=cg_tol)
-    return jnp.sum(alignment.row_normalise(plan) * jnp.abs(cost * gc), axis=1), info
+def _utilities(utility) -> tuple[str, ...]:
+    names = (utility,) if isinstance(utility, str) else tuple(utility)
+    if not names:
+        raise ValueError("`utility` must name at least one utility.")
+    for u in names:
+        validation.check_one_of("utility", u, utilities.UTILITIES)
+    return names
 
 
-def informativeness(plan: Array, cost: Array, epsilon, utility: str = "entropy",
-                    ctx: utilities.UtilityContext | None = None) -> Array:
+def _informativeness(plan, cost, epsilon, utility, ctx, cg_tol=1e-6, score="abs",
+                     weights=None, gain_args=None):
+    """[n] scores (one utility: raw; several: L2-normalised weighted sum) and CG report."""
+    names = _utilities(utility)
+    out, infos = [], []
+    for u in names:
+        g = utilities.gradient(u, plan, ctx)
+        gc, info = adjoint.cost_gradient_and_info(plan, g, epsilon, tol=cg_tol)
+        infos.append(info)
+        if score == "abs":
+            out.append(scores.abs_score(plan, cost, gc))
+        elif score == "official":
+            out.append(scores.official_score(plan, cost, gc))
+        else:
+            if gain_args is None:
+                raise ValueError(f"`score`={score!r} needs the task and anchors (use the loop).")
+            out.append(scores.gain_score(plan, cost, gc, *gain_args, sign=scores.GAIN_SIGN[u]))
+    info = adjoint.AdjointInfo(jnp.all(jnp.stack([i.converged for i in infos])),
+                               jnp.max(jnp.stack([i.residual for i in infos])),
+                               jnp.max(jnp.stack([i.iterations for i in infos])))
+    if len(out) == 1:
+        return out[0], info
+    w = (1.0 / len(out),) * len(out) if weights is None else weights
+    return scores.combine(out, w), info
+
+
+def informativeness(plan: Array, cost: Array, epsilon, utility="entropy",
+                    ctx: utilities.UtilityContext | None = None, score: str = "abs",
+                    utility_weights=None) -> Array:
     """[n] AvAtar node scores from the adjoint gradient of ``utility`` w.r.t. the cost.
+
+    Args:
+      plan, cost: [n, n] plan and its cost.
+      epsilon: the plan's entropic regularisation.
+      utility: a name of utilities.UTILITIES or a tuple of names (weighted sum of the
+        L2-normalised scores, weights ``utility_weights``, default equal).
+      ctx: what the utilities need (cost, Laplacians).
+      score: "abs" or "official" (``scores``; "gain" needs the task: run it in the loop).
 
     Warns (``adjoint.check_adjoint``) when called eagerly and the CG solve did not converge.
     """
-    validation.check_one_of("utility", utility, utilities.UTILITIES)
+    names = _utilities(utility)
+    validation.check_one_of("score", score, ("abs", "official"))
     validation.check_ndim("plan", plan, 2)
     validation.check_shape("cost", cost, np.shape(plan))
     validation.check_finite("cost", cost)
-    scores, info = _informativeness(plan, cost, epsilon, utility, ctx)
+    _check_weights(utility_weights, names)
+    s, info = _informativeness(plan, cost, epsilon, names, ctx, score=score,
+                               weights=utility_weights)
     adjoint.check_adjoint(info, 1e-6, 500)
-    return scores
+    return s
+
+
+def _check_weights(weights, names) -> None:
+    if weights is None:
+        return
+    if len(weights) != len(names):
+        raise ValueError(f"`utility_weights` needs one weight per utility ({len(names)}), got "
+                         f"{len(weights)}.")
+    for w in weights:
+        validation.check_in_range("utility_weights", w, 0.0, np.inf)
 
 
 def _split_sizes(num_nodes: int, test_frac: float, init_frac: float) -> tuple[int, int]:
@@ -153,7 +221,7 @@ def budget_sizes(num_nodes: int, test_frac: float, init_frac: float, budget_frac
 
 
 def init(key: PRNGKey, task: AlignmentTask, *, test_frac: float = 0.5,
-         init_frac: float = 0.2) -> State:
+         init_frac: float = 0.2, protocol: str = "fixed") -> State:
     """Draws the held-out test set and the initial anchors.
 
     Args:
@@ -161,15 +229,20 @@ def init(key: PRNGKey, task: AlignmentTask, *, test_frac: float = 0.5,
         test set, the next round(init_frac n) the initial anchors).
       task: an AlignmentTask with n nodes (arrays may be traced).
       test_frac, init_frac: fractions of n in [0, 1) (static Python floats).
+      protocol: "fixed" (a held-out test set of round(test_frac n) nodes, never queried) or
+        "paper" (AvAtar's: test = every node not anchored yet; ``test_frac`` is ignored).
 
     Returns:
       State with ``anchors`` and ``test`` [n] bool masks (disjoint).
     """
+    validation.check_one_of("protocol", protocol, PROTOCOLS)
     n = np.shape(task.truth)[-1]
-    n_test, n_init = _split_sizes(n, test_frac, init_frac)
+    n_test, n_init = _split_sizes(n, 0.0 if protocol == "paper" else test_frac, init_frac)
     order = jax.random.permutation(key, n)
-    test = jnp.zeros(n, bool).at[order[:n_test]].set(True)
     anchors = jnp.zeros(n, bool).at[order[n_test:n_test + n_init]].set(True)
+    if protocol == "paper":
+        return State(anchors, ~anchors)
+    test = jnp.zeros(n, bool).at[order[:n_test]].set(True)
     return State(anchors, test)
 
 
@@ -205,13 +278,16 @@ def evaluate(state: State, task: AlignmentTask, **align_settings) -> tuple[dict,
     return alignment.alignment_metrics(res.plan, task.truth, state.test), res
 
 
-def _scores(key, strategy, task, cost, plan, epsilon, utility, cg_tol):
+def _scores(key, strategy, task, cost, plan, epsilon, utility, cg_tol, score="abs",
+            utility_weights=None, anchors=None, anchor_weight=1.0):
     n = plan.shape[0]
     no_cg = adjoint.AdjointInfo(jnp.bool_(True), jnp.float32(0.0), jnp.int32(0))
     if strategy == "avatar":
         ctx = utilities.UtilityContext(cost=cost, lap1=jnp.asarray(task.lap1, jnp.float32),
                                        lap2=jnp.asarray(task.lap2, jnp.float32))
-        return _informativeness(plan, cost, epsilon, utility, ctx, cg_tol)
+        gain_args = (task.pos1, task.pos2, anchors, jnp.asarray(task.truth), anchor_weight)
+        return _informativeness(plan, cost, epsilon, utility, ctx, cg_tol, score,
+                                utility_weights, gain_args)
     if strategy == "random":
         return jax.random.uniform(key, (n,)), no_cg
     if strategy == "entropy":
@@ -224,9 +300,10 @@ def _scores(key, strategy, task, cost, plan, epsilon, utility, cg_tol):
 
 
 def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "avatar",
-         num_queries: int = 1, epsilon=0.05, utility: str = "entropy", solver: str = "ot",
+         num_queries: int = 1, epsilon=0.05, utility="entropy", solver: str = "ot",
          feat_weight=1.0, anchor_weight=1.0, sinkhorn_threshold: float = 1e-4,
-         sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4) -> tuple[State, Info]:
+         sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4, score: str = "abs",
+         utility_weights=None, protocol: str = "fixed") -> tuple[State, Info]:
     """One query round: solve the plan, score the nodes, label the ``num_queries`` best.
 
     Args:
@@ -236,32 +313,46 @@ def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "av
       strategy: one of STRATEGIES (static).
       num_queries: source nodes labelled this round (static positive int).
       epsilon, utility, solver, feat_weight, anchor_weight, sinkhorn_threshold,
-        sinkhorn_max_iterations, cg_tol: as ``run_active``.
+        sinkhorn_max_iterations, cg_tol, score, utility_weights, protocol: as
+        ``run_active``.
 
     Returns:
       (State with the queried nodes added to ``anchors``, Info of the round). Nodes already
-      anchored and test nodes are never queried.
+      anchored are never queried; under "fixed" neither are test nodes, under "paper" the
+      queried nodes leave the test set.
     """
     validation.check_one_of("strategy", strategy, STRATEGIES)
-    validation.check_one_of("utility", utility, utilities.UTILITIES)
+    validation.check_one_of("score", score, SCORES)
+    validation.check_one_of("protocol", protocol, PROTOCOLS)
+    _utilities(utility)
     validation.check_positive_int("num_queries", num_queries)
     cost, res = align(state, task, epsilon=epsilon, solver=solver, feat_weight=feat_weight,
                       anchor_weight=anchor_weight, sinkhorn_threshold=sinkhorn_threshold,
                       sinkhorn_max_iterations=sinkhorn_max_iterations)
-    s, cg = _scores(key, strategy, task, cost, res.plan, epsilon, utility, cg_tol)
-    s = jnp.where(state.anchors | state.test, -jnp.inf, s)
+    s, cg = _scores(key, strategy, task, cost, res.plan, epsilon, utility, cg_tol, score,
+                    utility_weights, state.anchors, anchor_weight)
+    blocked = state.anchors if protocol == "paper" else state.anchors | state.test
+    s = jnp.where(blocked, -jnp.inf, s)
     _, idx = jax.lax.top_k(s, num_queries)
     mets = alignment.alignment_metrics(res.plan, task.truth, state.test)
-    return (state._replace(anchors=state.anchors.at[idx].set(True)),
-            Info(mets, idx, res.converged, res.marginal_error, cg.converged, cg.residual))
+    correct = jnp.argmax(res.plan, axis=1) == jnp.asarray(task.truth)
+    free = ~blocked
+    pool = jnp.sum(correct & free) / jnp.maximum(jnp.sum(free), 1)
+    anchors = state.anchors.at[idx].set(True)
+    test = state.test & ~anchors if protocol == "paper" else state.test
+    return (State(anchors, test),
+            Info(mets, idx, res.converged, res.marginal_error, cg.converged, cg.residual,
+                 jnp.mean(correct[idx].astype(jnp.float32)), pool.astype(jnp.float32)))
 
 
 def _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
-                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol) -> None:
+                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score="abs",
+                    utility_weights=None, protocol="fixed") -> None:
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
-    if utility not in utilities.UTILITIES:
-        raise ValueError(f"`utility` must be one of {utilities.UTILITIES}, got {utility!r}.")
+    _check_weights(utility_weights, _utilities(utility))
+    validation.check_one_of("score", score, SCORES)
+    validation.check_one_of("protocol", protocol, PROTOCOLS)
     if solver not in SOLVERS:
         raise ValueError(f"`solver` must be 'ot' or 'fgw', got {solver!r}.")
     validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
@@ -279,7 +370,8 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
            budget_frac: float = 0.2, utility: str = "entropy", solver: str = "ot",
            feat_weight: float = 1.0, anchor_weight: float = 1.0,
            sinkhorn_threshold: float = 1e-4, sinkhorn_max_iterations: int = 10000,
-           cg_tol: float = 1e-4) -> Algorithm:
+           cg_tol: float = 1e-4, score: str = "abs", utility_weights=None,
+           protocol: str = "fixed") -> Algorithm:
     """The active loop on ``task`` as an ``Algorithm`` (every check made here, eagerly).
 
     ``init(key) -> State``; ``step(key, state) -> (State, Info)`` labels
@@ -289,37 +381,41 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
     ``init`` / ``step`` over keys for seeds.
     """
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
-                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
-    _, _, per_round = budget_sizes(task.truth.shape[-1], test_frac, init_frac, budget_frac,
-                                   rounds)
+                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
+                    utility_weights, protocol)
+    per_round = _per_round(task.truth.shape[-1], test_frac, init_frac, budget_frac, rounds,
+                           protocol)
 
     def init_fn(key: PRNGKey) -> State:
-        return init(key, task, test_frac=test_frac, init_frac=init_frac)
+        return init(key, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol)
 
     def step_fn(key: PRNGKey, state: State) -> tuple[State, Info]:
         return step(key, state, task, strategy=strategy, num_queries=per_round,
                     epsilon=epsilon, utility=utility, solver=solver, feat_weight=feat_weight,
                     anchor_weight=anchor_weight, sinkhorn_threshold=sinkhorn_threshold,
-                    sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol)
+                    sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
+                    score=score, utility_weights=utility_weights, protocol=protocol)
 
     return Algorithm(init_fn, step_fn)
 
 
 @functools.partial(jax.jit, static_argnames=(
     "strategy", "rounds", "test_frac", "init_frac", "per_round", "utility", "solver",
-    "sinkhorn_threshold", "sinkhorn_max_iterations", "cg_tol"))
+    "sinkhorn_threshold", "sinkhorn_max_iterations", "cg_tol", "score", "utility_weights",
+    "protocol"))
 def _run(task, key, epsilon, feat_weight, anchor_weight, *, strategy, rounds, test_frac,
          init_frac, per_round, utility, solver, sinkhorn_threshold, sinkhorn_max_iterations,
-         cg_tol):
+         cg_tol, score, utility_weights, protocol):
     k_init, k_loop = jax.random.split(key)
-    state = init(k_init, task, test_frac=test_frac, init_frac=init_frac)
+    state = init(k_init, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol)
     plan_kw = {"epsilon": epsilon, "solver": solver, "feat_weight": feat_weight,
                "anchor_weight": anchor_weight, "sinkhorn_threshold": sinkhorn_threshold,
                "sinkhorn_max_iterations": sinkhorn_max_iterations}
 
     def body(s, k):
         return step(k, s, task, strategy=strategy, num_queries=per_round, utility=utility,
-                    cg_tol=cg_tol, **plan_kw)
+                    cg_tol=cg_tol, score=score, utility_weights=utility_weights,
+                    protocol=protocol, **plan_kw)
 
     state, info = jax.lax.scan(body, state, jax.random.split(k_loop, rounds))
     last, res = evaluate(state, task, **plan_kw)
@@ -327,7 +423,14 @@ def _run(task, key, epsilon, feat_weight, anchor_weight, *, strategy, rounds, te
     return ActiveResult(mets, info.queried, state.anchors, state.test,
                         jnp.concatenate([info.plan_converged, res.converged[None]]),
                         jnp.concatenate([info.plan_error, res.marginal_error[None]]),
-                        info.cg_converged, info.cg_residual)
+                        info.cg_converged, info.cg_residual, info.picked_correct,
+                        info.pool_correct)
+
+
+def _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol) -> int:
+    validation.check_one_of("protocol", protocol, PROTOCOLS)
+    return budget_sizes(n, 0.0 if protocol == "paper" else test_frac, init_frac, budget_frac,
+                        rounds)[2]
 
 
 def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None,
@@ -350,7 +453,9 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
                init_frac: float = 0.2, budget_frac: float = 0.2, utility: str = "entropy",
                solver: str = "ot", feat_weight: float = 1.0,
                anchor_weight: float = 1.0, sinkhorn_threshold: float = 1e-4,
-               sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4) -> ActiveResult:
+               sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4,
+               score: str = "abs", utility_weights=None,
+               protocol: str = "fixed") -> ActiveResult:
     """Runs the active alignment protocol (initial anchors, ``rounds`` rounds of queries).
 
     ``init(k0)``, then ``lax.scan`` of ``step`` over ``jax.random.split(k1, rounds)``, then
@@ -375,18 +480,27 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
         just over 3000 to reach 1e-4); a solve that hits it is reported.
       cg_tol: relative residual of the adjoint CG solves (500 iterations). 1e-4: at 1e-6 the
         float32 solves of the 150-node quick tasks ended at 1e-6..4e-5, so runs warned.
+      score: the "avatar" node score, one of SCORES (``scores``: "abs" jaxlab's earlier
+        score, "official" AvAtar's signed one, "gain" ours).
+      utility_weights: weights of the utilities when ``utility`` is a tuple (default equal).
+      protocol: "fixed" (held-out test set, ``test_frac``) or "paper" (test = every node not
+        anchored yet; queried nodes leave it; ``test_frac`` ignored).
 
     Returns:
       ActiveResult (metrics before any query and after each round).
     """
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
-                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
+                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
+                    utility_weights, protocol)
     n = task.truth.shape[-1]
-    _, _, per_round = budget_sizes(n, test_frac, init_frac, budget_frac, rounds)
+    per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
+    utility = utility if isinstance(utility, str) else tuple(utility)
+    utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
     res = _run(task, key, epsilon, feat_weight, anchor_weight, strategy=strategy,
                rounds=rounds, test_frac=test_frac, init_frac=init_frac, per_round=per_round,
                utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
-               sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol)
+               sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,
+               utility_weights=utility_weights, protocol=protocol)
     limits = (sinkhorn_threshold, sinkhorn_max_iterations) if solver == "ot" else (None, None)
     limits = (*limits, cg_tol)
     if isinstance(res.plan_converged, jax.core.Tracer):
@@ -424,30 +538,41 @@ def validate_config(config) -> None:
         "budget_frac": validation.UNIT_OPEN_RIGHT, "graph_nodes": validation.POSITIVE_INT,
         "point_nodes": validation.POSITIVE_INT, "embedding_nodes": validation.POSITIVE_INT,
         "nonrigid": validation.NON_NEGATIVE, "sinkhorn_threshold": validation.POSITIVE,
+        "hard_nodes": validation.POSITIVE_INT, "real_nodes": validation.POSITIVE_INT,
+        "hard_init_frac": validation.UNIT_OPEN_RIGHT, "hard_edge_noise": validation.UNIT_OPEN_RIGHT,
         "sinkhorn_max_iterations": validation.POSITIVE_INT, "cg_tol": validation.POSITIVE})
     validation.check_min_count("config.num_seeds", config.num_seeds, 2,
                                "a 95% confidence interval over seeds is computed")
     validation.check_min_count("config.graph_nodes", config.graph_nodes, 4,
                                "the Holme-Kim graph attaches 3 edges per node")
-    for name in ("strategies", "tasks", "scaling_sizes"):
+    for name in ("strategies", "tasks", "scaling_sizes", "protocols"):
         if len(config[name]) < 1:
             raise ValueError(f"`config.{name}` must not be empty.")
+    names = (*STRATEGIES, *(f"avatar-{s}" for s in SCORES))
     for s in config.strategies:
-        validation.check_one_of("config.strategies", s, STRATEGIES)
-    known = ("synthetic_graph", "point_cloud", "point_cloud_nonrigid", "embeddings",
-             *tasks_module.REAL_GRAPHS)
+        validation.check_one_of("config.strategies", s, names)
+    for p in config.protocols:
+        validation.check_one_of("config.protocols", p, PROTOCOLS)
+    known = ("synthetic_graph", "synthetic_hard", "point_cloud", "point_cloud_nonrigid",
+             "embeddings", *tasks_module.REAL_GRAPHS, *datasets.DATASETS)
     for t in config.tasks:
         validation.check_one_of("config.tasks", t, known)
     validation.check_one_of("config.utility", config.utility, utilities.UTILITIES)
     for v in config.scaling_sizes:
         validation.check_min_count("config.scaling_sizes", v, 2, "each is an n x n plan size")
     sizes = {"synthetic_graph": config.graph_nodes, "point_cloud": config.point_nodes,
-             "point_cloud_nonrigid": config.point_nodes, "embeddings": config.embedding_nodes}
+             "point_cloud_nonrigid": config.point_nodes, "embeddings": config.embedding_nodes,
+             "synthetic_hard": config.hard_nodes}
     for t in config.tasks:
-        n = sizes[t] if t in sizes else tasks_module.REAL_GRAPHS[t]().number_of_nodes()
+        if t in datasets.DATASETS:
+            n = config.real_nodes
+        else:
+            n = sizes[t] if t in sizes else tasks_module.REAL_GRAPHS[t]().number_of_nodes()
+        init_frac = config.hard_init_frac if t == "synthetic_hard" else config.init_frac
         try:
-            budget_sizes(n, config.test_frac, config.init_frac, config.budget_frac,
-                         config.rounds)
+            for p in config.protocols:
+                _per_round(n, config.test_frac, init_frac, config.budget_frac, config.rounds,
+                           p)
         except ValueError as e:
             raise ValueError(f"config.budget_frac / config.rounds do not fit task {t!r} "
                              f"({n} nodes): {e}") from None

@@ -9,13 +9,16 @@ embeddings (relative representations). Once anchor k is matched to truth[k], col
 Checks (eager, host-side builders): sizes are integers (``num_nodes`` >= 4 for the Holme-Kim
 graph, ``num_points`` / ``num_items`` / ``num_clusters`` / ``latent_dim`` >= 1, ``feat_dim``
 >= 0, ``dims`` >= 1), noise levels are finite and >= 0 (``edge_noise`` in [0, 1)), ``name``
-is a known real graph.
+is a known real graph; ``task_from_adjacency``: ``adj2`` [n, n] and ``truth`` [n].
+Real benchmarks (ACM-DBLP, Foursquare-Twitter) are in ``datasets``.
 """
 
 from typing import NamedTuple
 
 import networkx as nx
 import numpy as np
+import scipy.sparse
+import scipy.sparse.csgraph
 
 from jaxlab.core import validation
 
@@ -27,7 +30,8 @@ class AlignmentTask(NamedTuple):
       feat1, feat2: [n, p] directly comparable node features (zeros if there are none).
       pos1, pos2: [n, n] positional matrices w.r.t. every potential anchor.
       struct1, struct2: [n, n] intra-domain costs (shortest paths or distances) for FGW.
-      lap1, lap2: [n, n] graph Laplacians (of kNN graphs for point sets).
+      lap1, lap2: [n, n] symmetric-normalised graph Laplacians I - D^-1/2 A D^-1/2 (of kNN
+        graphs for point sets), as AvAtar's consistency utility uses.
       truth: [n] int32, the match of source node i in the target.
       degree: [n] source degrees; betweenness: [n] source betweenness centrality.
     """
@@ -62,16 +66,50 @@ def rwr_matrix(adj: np.ndarray, restart: float = 0.2) -> np.ndarray:
     return n * restart * np.linalg.solve(np.eye(n) - (1.0 - restart) * w, np.eye(n))
 
 
-def _graph_arrays(g: nx.Graph):
-    n = g.number_of_nodes()
-    adj = nx.to_numpy_array(g, nodelist=range(n))
-    sp = dict(nx.all_pairs_shortest_path_length(g))
-    dist = np.full((n, n), float(n))
-    for i, row in sp.items():
-        for j, v in row.items():
-            dist[i, j] = v
-    lap = np.diag(adj.sum(1)) - adj
-    return adj, dist / dist.max(), lap
+def sym_norm_laplacian(adj: np.ndarray) -> np.ndarray:
+    """I - D^-1/2 A D^-1/2 (isolated nodes: their D^-1/2 is set to 0), as in AvAtar's code."""
+    deg = adj.sum(1)
+    d = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1e-300)), 0.0)
+    return np.eye(adj.shape[0]) - d[:, None] * adj * d[None, :]
+
+
+def _graph_arrays(adj: np.ndarray):
+    """(normalised shortest-path lengths, unreachable = n, symmetric-normalised Laplacian)."""
+    n = adj.shape[0]
+    dist = scipy.sparse.csgraph.shortest_path(scipy.sparse.csr_matrix(adj), unweighted=True,
+                                              directed=False)
+    dist = np.where(np.isfinite(dist), dist, float(n))
+    return dist / max(dist.max(), 1.0), sym_norm_laplacian(adj)
+
+
+def _betweenness(adj: np.ndarray) -> np.ndarray:
+    """Betweenness centrality (exact up to 300 nodes, else estimated from 300 seeded pivots)."""
+    g = nx.from_numpy_array(adj)
+    n = adj.shape[0]
+    bc = nx.betweenness_centrality(g, k=None if n <= 300 else 300, seed=0)
+    return np.array([bc[i] for i in range(n)])
+
+
+def task_from_adjacency(adj1: np.ndarray, adj2: np.ndarray, feat1: np.ndarray,
+                        feat2: np.ndarray, truth: np.ndarray) -> AlignmentTask:
+    """An AlignmentTask from two dense [n, n] symmetric 0/1 adjacencies.
+
+    Args:
+      adj1, adj2: [n, n] adjacency of the source / target graph.
+      feat1, feat2: [n, p] node features (p may be 0).
+      truth: [n] permutation, source node i <-> target node truth[i].
+    """
+    n = adj1.shape[0]
+    validation.check_shape("adj2", adj2, (n, n))
+    validation.check_shape("truth", truth, (n,))
+    feat1 = np.asarray(feat1, np.float64).reshape(n, -1)
+    feat2 = np.asarray(feat2, np.float64).reshape(n, -1)
+    dist1, lap1 = _graph_arrays(adj1)
+    dist2, lap2 = _graph_arrays(adj2)
+    return AlignmentTask(
+        feat1=feat1, feat2=feat2, pos1=rwr_matrix(adj1), pos2=rwr_matrix(adj2),
+        struct1=dist1, struct2=dist2, lap1=lap1, lap2=lap2,
+        truth=np.asarray(truth, np.int32), degree=adj1.sum(1), betweenness=_betweenness(adj1))
 
 
 def _perturbed_copy(g: nx.Graph, perm: np.ndarray, edge_noise: float, rng) -> nx.Graph:
@@ -110,16 +148,11 @@ def graph_pair(g: nx.Graph, seed: int = 0, edge_noise: float = 0.1, feat_dim: in
     rng = np.random.default_rng(seed)
     perm = rng.permutation(n)
     h = _perturbed_copy(g, perm, edge_noise, rng)
-    adj1, dist1, lap1 = _graph_arrays(g)
-    adj2, dist2, lap2 = _graph_arrays(h)
     f1 = rng.normal(size=(n, feat_dim))
     f2 = np.zeros_like(f1)
     f2[perm] = f1 + feat_noise * rng.normal(size=f1.shape)
-    bc = nx.betweenness_centrality(g)
-    return AlignmentTask(
-        feat1=f1, feat2=f2, pos1=rwr_matrix(adj1), pos2=rwr_matrix(adj2), struct1=dist1,
-        struct2=dist2, lap1=lap1, lap2=lap2, truth=perm.astype(np.int32),
-        degree=adj1.sum(1), betweenness=np.array([bc[i] for i in range(n)]))
+    return task_from_adjacency(nx.to_numpy_array(g, nodelist=range(n)),
+                               nx.to_numpy_array(h, nodelist=range(n)), f1, f2, perm)
 
 
 def synthetic_graph_pair(num_nodes: int = 200, seed: int = 0, edge_noise: float = 0.1,
@@ -153,7 +186,7 @@ def _knn_arrays(x: np.ndarray, k: int = 6):
     adj = np.zeros((n, n))
     adj[np.repeat(np.arange(n), k), nn.ravel()] = 1.0
     adj = np.maximum(adj, adj.T)
-    return d, adj, np.diag(adj.sum(1)) - adj
+    return d, adj, sym_norm_laplacian(adj)
 
 
 def _static_scores(adj):

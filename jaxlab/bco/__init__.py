@@ -11,7 +11,7 @@ The uniform jaxlab API (``jaxlab.core.types.Algorithm``; the key always first)::
 
 Signatures:
   * constructors, all returning ``Algorithm(init, step)``: ``gradient_variation(domain,
-    delta, rule=None)``, ``chiang2013(...)``, ``agarwal2010(...)``, ``two_point(domain,
+    delta, rule=None)``, ``ogd_sqrt_d_step(...)``, ``agarwal2010(...)``, ``two_point(domain,
     delta, rule, optimistic=True)``, ``one_point_box(box, delta, rule, hint="ema",
     beta=None)``, ``ensembles.ensemble / dynamic_ensemble / universal_ensemble``.
   * ``learner.init(key, x0=None) -> State`` (deterministic; x0 defaults to the domain's
@@ -26,7 +26,7 @@ Signatures:
     ``dynamic_regret``.
 """
 
-from jaxlab.bco import domains, ensembles, estimators, learners, losses
+from jaxlab.bco import domains, ensembles, estimators, learners, losses, variation
 from jaxlab.bco.domains import Ball, Box, ball, box
 from jaxlab.bco.learners import (
     BanditState,
@@ -35,9 +35,9 @@ from jaxlab.bco.learners import (
     State,
     StepRule,
     agarwal2010,
-    chiang2013,
     gradient_variation,
     init,
+    ogd_sqrt_d_step,
     one_point_box,
     step,
     step_rule,
@@ -47,7 +47,7 @@ from jaxlab.bco.run import dynamic_regret, regret, run
 
 __all__ = [
     "Ball", "BanditState", "Box", "Info", "RoundInfo", "State", "StepRule", "agarwal2010",
-    "ball", "box", "chiang2013", "domains", "dynamic_regret", "ensembles", "estimators",
-    "gradient_variation", "init", "learners", "losses", "one_point_box", "regret", "run",
-    "step", "step_rule", "two_point",
+    "ball", "box", "domains", "dynamic_regret", "ensembles", "estimators",
+    "gradient_variation", "init", "learners", "losses", "ogd_sqrt_d_step", "one_point_box",
+    "regret", "run", "step", "step_rule", "two_point", "variation",
 ]

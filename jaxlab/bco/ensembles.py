@@ -1,7 +1,7 @@
 """Two-point ensembles for dynamic and universal regret.
 
-A meta-learner (Hedge with an adaptive rate) mixes N base learners of ``learners``'
-optimistic-OGD core. All share one two-point query per round at the mixture
+A meta-learner (Hedge, or optimistic Hedge, with an adaptive rate) mixes N base learners
+of ``learners``' optimistic-OGD core. All share one two-point query per round at the mixture
 x_t = sum_i p_i x_{t,i} (in X_delta by convexity) and one two-point estimate g_t; every
 base plays optimistically with the hint g_{t-1};
 each base updates with g_t, and the meta-learner is charged the surrogate losses
@@ -13,13 +13,24 @@ Sword / Maler-style surrogate, Zhang et al. 2020-2022). Dynamic regret: bases wi
 fixed steps eta_i = eta_min 2^i. Universal regret: one convex base plus bases for a grid
 of lam, so the ensemble adapts to convex or strongly convex losses without knowing.
 
+Meta-learners (``optimistic`` argument). Plain Hedge: p_t propto exp(-lr_t L_{t-1}),
+L_{t-1} = sum_{s<t} l_s, lr_t = meta_scale sqrt(ln N / (1 + sum_{s<t} range(l_s)^2)).
+Optimistic Hedge (Rakhlin & Sridharan 2013; Syrgkanis et al. 2015): p_t propto
+exp(-lr_t (L_{t-1} + m_t)) with the hint m_t = l_{t-1} (the previous surrogate vector)
+and lr_t = meta_scale sqrt(ln N / (1 + sum_{s<t} range(l_s - m_s)^2)): its meta regret
+scales with sum ||l_t - l_{t-1}||_inf^2, the meta-level gradient variation that the
+gradient-variation universal / dynamic bounds of arXiv 2602.04761 need (the paper builds
+on Yan, Zhao, Zhou 2023 and MsMwC, whose exact meta-learner and its correction terms we
+could not read: the paper's text is not in our corpora). This optimistic-Hedge choice, the
+adaptive rate and the hint are ours.
+
 Every constructor returns a ``jaxlab.core.types.Algorithm`` like ``learners``' ones:
 ``init(key, x0=None) -> EnsembleState`` (key not used), ``step(key, state, f) ->
 (EnsembleState, RoundInfo)``.
 
 Checks (eager): ``domain`` / ``delta`` as in ``learners``; ``rules`` stacked with N >= 1;
-``meta_scale`` > 0; ``num_rounds``, ``num_bases`` >= 1; every ``lams`` > 0; ``x0`` in
-``domain`` at ``init``.
+``meta_scale`` > 0; ``optimistic`` a bool (TypeError); ``num_rounds``, ``num_bases`` >= 1;
+every ``lams`` > 0; ``x0`` in ``domain`` at ``init``.
 """
 
 from typing import NamedTuple
@@ -42,28 +53,34 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 class EnsembleState(NamedTuple):
     """bases: stacked [N] BanditState; cum_loss: [N]; sum_range2: meta-rate accumulator;
-    hint: [d] the previous estimate g_{t-1}, shared by the bases."""
+    hint: [d] the previous estimate g_{t-1}, shared by the bases; last_loss: [N] the
+    previous surrogate vector l_{t-1} (the optimistic meta-learner's hint, zeros at t=1)."""
 
     bases: BanditState
     cum_loss: Array
     sum_range2: Array
     hint: Array
+    last_loss: Array
 
 
-def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> Algorithm:
-    """Hedge over base learners with stacked step rules ``rules`` (leaves of shape [N]).
+def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0,
+             optimistic: bool = False) -> Algorithm:
+    """(Optimistic) Hedge over base learners with stacked step rules ``rules`` ([N] leaves).
 
     Args:
       domain: a ``Ball`` or ``Box``.
       delta: exploration radius, 0 < delta < inner radius.
       rules: StepRule whose leaves are [N] arrays (one base learner each).
       meta_scale: multiplies the meta-learner's adaptive rate sqrt(ln N / (1 + sum range^2)).
+      optimistic: optimistic Hedge with hint m_t = l_{t-1} (else plain Hedge).
 
     Returns:
       ``Algorithm(init, step)``: ``init(key, x0=None) -> EnsembleState``;
       ``step(key, state, f) -> (EnsembleState, RoundInfo)``.
     """
     play_domain = domains.shrunk(domain, delta)
+    if not isinstance(optimistic, bool):
+        raise TypeError(f"`optimistic` must be a bool, got {type(optimistic).__name__}.")
     validation.check_in_range("meta_scale", meta_scale, 0.0, np.inf, low_inclusive=False,
                               high_inclusive=False)
     n = int(np.shape(rules.scale)[0]) if np.ndim(rules.scale) else 0
@@ -77,14 +94,16 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
     def init(key: PRNGKey, x0: Array | None = None) -> EnsembleState:
         base = base_init(key, x0)
         bases = jax.tree.map(lambda x: jnp.broadcast_to(x, (n,) + x.shape), base)
-        return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), jnp.zeros_like(base.xhat))
+        return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), jnp.zeros_like(base.xhat),
+                             jnp.zeros(n))
 
     def step(key: PRNGKey, state: EnsembleState, f) -> tuple[EnsembleState, RoundInfo]:
         m = state.hint
         etas = jax.vmap(lambda r, b: r(b.sum_var, b.t + 1))(rules, state.bases)
         xs = jax.vmap(lambda b, e: play_domain.project(b.xhat - e * m))(state.bases, etas)
         lr = meta_scale * jnp.sqrt(log_n / (1.0 + state.sum_range2))
-        p = jax.nn.softmax(-lr * state.cum_loss)
+        meta_hint = state.last_loss if optimistic else jnp.zeros_like(state.last_loss)
+        p = jax.nn.softmax(-lr * (state.cum_loss + meta_hint))
         x = p @ xs
         u = estimators.sphere(key, d)
         fp, fm = f(x + delta * u), f(x - delta * u)
@@ -96,8 +115,9 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0) -> 
         new = EnsembleState(
             bases=bases,
             cum_loss=state.cum_loss + surrogate,
-            sum_range2=state.sum_range2 + (surrogate.max() - surrogate.min()) ** 2,
+            sum_range2=state.sum_range2 + jnp.ptp(surrogate - meta_hint) ** 2,
             hint=g,
+            last_loss=surrogate,
         )
         return new, RoundInfo(x, 0.5 * (fp + fm), g)
 
@@ -108,9 +128,10 @@ def _stack(rules: list[StepRule]) -> StepRule:
     return jax.tree.map(lambda *xs: jnp.stack(xs), *rules)
 
 
-def dynamic_ensemble(domain, delta: float, num_rounds: int,
-                     num_bases: int | None = None) -> Algorithm:
-    """Fixed-step bases eta_i = D / sqrt(T) * 2^i, i = 0..N-1 (N ~ log2 sqrt(T) + 1)."""
+def dynamic_ensemble(domain, delta: float, num_rounds: int, num_bases: int | None = None,
+                     optimistic: bool = False) -> Algorithm:
+    """Fixed-step bases eta_i = D / sqrt(T) * 2^i, i = 0..N-1 (N ~ log2 sqrt(T) + 1);
+    ``optimistic`` selects optimistic Hedge as the meta-learner."""
     validation.check_positive_int("num_rounds", num_rounds)
     if num_bases is None:
         num_bases = int(np.ceil(0.5 * np.log2(num_rounds))) + 1
@@ -119,16 +140,17 @@ def dynamic_ensemble(domain, delta: float, num_rounds: int,
     inf = jnp.float32(jnp.inf)
     rules = [StepRule(inf, jnp.float32(0.0), jnp.float32(eta0 * 2.0**i))
              for i in range(num_bases)]
-    return ensemble(domain, delta, _stack(rules))
+    return ensemble(domain, delta, _stack(rules), optimistic=optimistic)
 
 
-def universal_ensemble(domain, delta: float,
-                       lams=(1.0, 0.5, 0.25, 0.125, 0.0625)) -> Algorithm:
-    """One convex (adaptive) base plus one base per strong-convexity guess in ``lams``."""
+def universal_ensemble(domain, delta: float, lams=(1.0, 0.5, 0.25, 0.125, 0.0625),
+                       optimistic: bool = False) -> Algorithm:
+    """One convex (adaptive) base plus one base per strong-convexity guess in ``lams``;
+    ``optimistic`` selects optimistic Hedge as the meta-learner."""
     lams = [float(v) for v in lams]
     for v in lams:
         validation.check_in_range("lams", v, 0.0, low_inclusive=False)
     inf, dia = jnp.float32(jnp.inf), jnp.float32(domain.diameter)
     rules = [StepRule(dia, jnp.float32(0.0), inf)]
     rules += [StepRule(dia, jnp.float32(v), inf) for v in lams]
-    return ensemble(domain, delta, _stack(rules))
+    return ensemble(domain, delta, _stack(rules), optimistic=optimistic)

@@ -10,7 +10,16 @@ Checks (eager; traced parameters such as a vmapped ``drift`` are skipped): ``num
 ``dim``, ``period`` >= 1; ``curvature`` > 0; ``radius``, ``offset``, ``sigma``, ``scale``
 >= 0 and finite; ``drift`` finite. ``check_seq`` (used by ``run``) rejects an unknown loss
 family (``seq``), non-finite ``seq.centers`` / ``seq.thetas`` and ``seq.curvature`` <= 0;
-the linear comparators need a ``Box`` (``domain``).
+the linear comparators need a ``Box`` (``domain``). New families (issue 21): ``family``
+known, ``param`` > 0 and finite (``stochastic_family``); ``seq.<param>`` > 0 (``check_seq``);
+``num_iters`` >= 1 (``fixed_comparator_loss``); the closed-form comparators and V_T reject
+the smooth families (``seq``).
+
+Smooth families without closed-form comparators (``SMOOTH_FAMILIES``): ``LogSumExpSeq``
+(log-sum-exp of 2d linear functions), ``HuberSeq`` (isotropic Huber), and
+``SoftplusQuadraticSeq`` (softplus + quadratic: strongly convex, not quadratic);
+``stochastic_family`` draws them, ``fixed_comparator_loss`` gives their best fixed point
+numerically (projected gradient descent).
 """
 
 from typing import NamedTuple
@@ -36,11 +45,64 @@ class LinearSeq(NamedTuple):
     thetas: Array
 
 
+class LogSumExpSeq(NamedTuple):
+    """f_t(x) = (1/s) log sum_{i, +-} exp(+-s (x_i - centers[t, i])) - log(2d)/s: the
+    log-sum-exp of the 2d linear functions +-s (x_i - c_i) (convex, smooth, ||grad|| <= 1,
+    minimised at c_t). centers: [T, d]; sharpness s: scalar."""
+
+    centers: Array
+    sharpness: Array
+
+
+class HuberSeq(NamedTuple):
+    """Isotropic Huber f_t(x) = h_w(||x - centers[t]||), h_w(r) = r^2/2 (r <= w) else
+    w (r - w/2) (convex, not strongly convex, ||grad|| <= w). centers: [T, d]; width w."""
+
+    centers: Array
+    width: Array
+
+
+class SoftplusQuadraticSeq(NamedTuple):
+    """f_t(x) = softplus(<thetas[t], x>) + curvature/2 ||x||^2: curvature-strongly convex
+    and not quadratic. thetas: [T, d]; curvature: scalar."""
+
+    thetas: Array
+    curvature: Array
+
+
+SMOOTH_FAMILIES = (LogSumExpSeq, HuberSeq, SoftplusQuadraticSeq)
+LossSeq = QuadraticSeq | LinearSeq | LogSumExpSeq | HuberSeq | SoftplusQuadraticSeq
+
+
+def _lse(c, x, s):
+    z = s * (x - c)
+    return (jax.nn.logsumexp(jnp.concatenate([z, -z])) - jnp.log(2.0 * x.shape[-1])) / s
+
+
+def _huber(c, x, w):
+    # sqrt(r^2 + eps) keeps the gradient finite at r = 0 (it is 0 there anyway).
+    r = jnp.sqrt(jnp.sum((x - c) ** 2) + 1e-30)
+    return jnp.where(r <= w, 0.5 * r**2, w * (r - 0.5 * w))
+
+
+def _softplus_quadratic(th, x, lam):
+    return jax.nn.softplus(jnp.dot(th, x)) + 0.5 * lam * jnp.sum(x**2)
+
+
 def check_seq(seq) -> None:
     """Raises ValueError for an unknown loss family or bad concrete parameters of ``seq``."""
-    if not isinstance(seq, QuadraticSeq | LinearSeq):
-        raise ValueError(f"`seq` must be a QuadraticSeq or LinearSeq, got "
-                         f"{type(seq).__name__}.")
+    if not isinstance(seq, QuadraticSeq | LinearSeq | LogSumExpSeq | HuberSeq
+                      | SoftplusQuadraticSeq):
+        raise ValueError(f"`seq` must be a QuadraticSeq, LinearSeq, LogSumExpSeq, HuberSeq "
+                         f"or SoftplusQuadraticSeq, got {type(seq).__name__}.")
+    if isinstance(seq, SMOOTH_FAMILIES):
+        rows, param = seq[0], seq[1]
+        validation.check_ndim(f"seq.{seq._fields[0]}", rows, 2)
+        validation.check_finite(f"seq.{seq._fields[0]}", rows)
+        if not isinstance(param, jax.core.Tracer):
+            validation.check_in_range(f"seq.{seq._fields[1]}", param, 0.0, np.inf,
+                                      low_inclusive=False, high_inclusive=False)
+        return
     if isinstance(seq, QuadraticSeq):
         validation.check_ndim("seq.centers", seq.centers, 2)
         validation.check_finite("seq.centers", seq.centers)
@@ -62,13 +124,99 @@ def round_params(seq):
     check_seq(seq)
     if isinstance(seq, QuadraticSeq):
         return seq.centers, lambda c, x: 0.5 * seq.curvature * jnp.sum((x - c) ** 2)
+    if isinstance(seq, LogSumExpSeq):
+        return seq.centers, lambda c, x: _lse(c, x, seq.sharpness)
+    if isinstance(seq, HuberSeq):
+        return seq.centers, lambda c, x: _huber(c, x, seq.width)
+    if isinstance(seq, SoftplusQuadraticSeq):
+        return seq.thetas, lambda th, x: _softplus_quadratic(th, x, seq.curvature)
     return seq.thetas, lambda th, x: jnp.dot(th, x)
 
 
+def stochastic_family(key: PRNGKey, family: str, num_rounds: int, dim: int, sigma: float,
+                      radius: float = 0.5, param: float = 1.0) -> LossSeq:
+    """A fixed point c (||c|| = radius) plus noise sigma xi_t / sqrt(d), xi_t ~ N(0, I), as
+    the centres ("lse", "huber") or the thetas ("softplus_quadratic") of a new family.
+
+    Args:
+      key: PRNG key.
+      family: "lse" (sharpness = param), "huber" (width = param) or "softplus_quadratic"
+        (curvature = param).
+      num_rounds, dim: T and d.
+      sigma: noise level (>= 0): the gradient-variance regime; sigma = 0 is the
+        small-loss regime (a fixed loss).
+      radius: ||c||.
+      param: the family's scalar (> 0).
+
+    Returns:
+      LogSumExpSeq, HuberSeq or SoftplusQuadraticSeq with T rounds.
+    """
+    makers = {"lse": LogSumExpSeq, "huber": HuberSeq, "softplus_quadratic": SoftplusQuadraticSeq}
+    if family not in makers:
+        raise ValueError(f"`family` must be one of {sorted(makers)}, got {family!r}.")
+    _check(num_rounds, dim, radius=radius, sigma=sigma)
+    validation.check_in_range("param", param, 0.0, np.inf, low_inclusive=False,
+                              high_inclusive=False)
+    k_c, k_xi = jax.random.split(key)
+    c = radius * _unit(k_c, dim)
+    xi = jax.random.normal(k_xi, (num_rounds, dim)) / jnp.sqrt(dim)
+    return makers[family](c + sigma * xi, jnp.float32(param))
+
+
+def fixed_comparator_loss(seq, domain, num_iters: int = 500) -> Array:
+    """min_{x in X} sum_t f_t(x) for the whole horizon, by projected gradient descent.
+
+    Used for families without a closed-form comparator (``SMOOTH_FAMILIES``); the step is
+    1 / (T L) with L the smoothness constant of the family (quadratic: curvature, LSE:
+    sharpness, Huber: 1, softplus + quadratic: ||theta||^2 / 4 + curvature), so the
+    iterates decrease the objective monotonically.
+
+    Args:
+      seq: any loss sequence with T rounds.
+      domain: a Ball or Box.
+      num_iters: projected-gradient iterations (>= 1), started at the domain's centre.
+
+    Returns:
+      scalar: the comparator's cumulative loss (an upper bound on the exact minimum that
+      converges to it at rate O(1 / num_iters)).
+    """
+    validation.check_positive_int("num_iters", num_iters)
+    _check_linear_domain(seq, domain)
+    params, f = round_params(seq)
+    total = lambda x: jnp.sum(jax.vmap(f, (0, None))(params, x))  # noqa: E731
+    if isinstance(seq, QuadraticSeq):
+        smooth = seq.curvature
+    elif isinstance(seq, LogSumExpSeq):
+        smooth = seq.sharpness
+    elif isinstance(seq, HuberSeq):
+        smooth = jnp.float32(1.0)
+    elif isinstance(seq, SoftplusQuadraticSeq):
+        smooth = 0.25 * jnp.max(jnp.sum(seq.thetas**2, -1)) + seq.curvature
+    else:
+        raise ValueError("`seq` must be a smooth family (linear losses have the exact "
+                         "`prefix_comparator_losses`).")
+    step = 1.0 / (params.shape[0] * smooth)
+    x = jax.lax.fori_loop(0, num_iters,
+                          lambda _, x: domain.project(x - step * jax.grad(total)(x)),
+                          domain.center)
+    return total(x)
+
+
 def _circle(key, num_rounds, dim, radius, omega):
-    """Points radius (cos(omega t) e1 + sin(omega t) e2) in a random 2-plane."""
-    q, _ = jnp.linalg.qr(jax.random.normal(key, (dim, max(dim, 2))))
-    e1, e2 = q[:, 0], q[:, 1] if dim > 1 else jnp.zeros(dim)
+    """Points radius (cos(omega t) e1 + sin(omega t) e2) in a random 2-plane.
+
+    (e1, e2) is a uniformly random orthonormal pair by Gram-Schmidt on two Gaussian
+    vectors (no QR: XLA:CPU was seen to hang on jitted, vmapped ``jnp.linalg.qr`` at
+    d >= 32, issue 21); e2 = 0 when dim = 1.
+    """
+    k1, k2 = jax.random.split(key)
+    e1 = _unit(k1, dim)
+    if dim > 1:
+        w = jax.random.normal(k2, (dim,))
+        w = w - jnp.dot(w, e1) * e1
+        e2 = w / jnp.maximum(jnp.linalg.norm(w), 1e-30)
+    else:
+        e2 = jnp.zeros(dim)
     t = jnp.arange(num_rounds, dtype=jnp.float32)[:, None]
     return radius * (jnp.cos(omega * t) * e1 + jnp.sin(omega * t) * e2)
 
@@ -146,12 +294,19 @@ def _check(num_rounds, dim, curvature=None, **non_negative):
         validation.check_in_range(name, value, 0.0, np.inf, high_inclusive=False)
 
 
+def _closed_form_only(seq, what):
+    if isinstance(seq, SMOOTH_FAMILIES):
+        raise ValueError(f"`seq` ({type(seq).__name__}) has no closed-form {what}; use "
+                         "`fixed_comparator_loss` (final horizon, numerical).")
+
+
 def prefix_comparator_losses(seq, domain) -> Array:
-    """min_{x in X} sum_{s<=T} f_s(x) for every prefix T.
+    """min_{x in X} sum_{s<=T} f_s(x) for every prefix T (quadratic and linear families).
 
     Returns:
       [T] the cumulative loss of the best fixed point in hindsight for each horizon.
     """
+    _closed_form_only(seq, "prefix comparator")
     _check_linear_domain(seq, domain)
     if isinstance(seq, QuadraticSeq):
         t = jnp.arange(1, seq.centers.shape[0] + 1, dtype=jnp.float32)[:, None]
@@ -169,6 +324,7 @@ def prefix_comparator_losses(seq, domain) -> Array:
 
 def per_round_minima(seq, domain) -> tuple[Array, Array]:
     """(u_t = argmin_X f_t [T, d], f_t(u_t) [T]): the moving comparator of dynamic regret."""
+    _closed_form_only(seq, "per-round minimiser")
     _check_linear_domain(seq, domain)
     if isinstance(seq, QuadraticSeq):
         u = jax.vmap(domain.project)(seq.centers)
@@ -178,7 +334,9 @@ def per_round_minima(seq, domain) -> tuple[Array, Array]:
 
 
 def gradient_variation(seq) -> Array:
-    """V_T = sum_t sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2 (exact for these families)."""
+    """V_T = sum_t sup_x ||grad f_t(x) - grad f_{t-1}(x)||^2 (exact for the quadratic and
+    linear families; the smooth families raise)."""
+    _closed_form_only(seq, "V_T")
     if isinstance(seq, QuadraticSeq):
         d = jnp.diff(seq.centers, axis=0)
         return seq.curvature**2 * jnp.sum(d**2)

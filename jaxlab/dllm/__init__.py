@@ -22,10 +22,12 @@ experiment plumbing (model files, units, plots) is in ``experiments/dllm.py``.
 Modules: ``tasks`` (verifiable reasoning tasks), ``model`` (LLaDA architecture),
 ``loading`` (LLaDA safetensors), ``train`` (masked-diffusion loss and trainer),
 ``decoding`` (policies, schedules, Path LL), ``path_smc`` (best-of-N, SMC, POKE-SMC),
+``sr_smc`` (self-rewarding SMC as in its official code: blocks, threshold commits,
+block-end resampling; the baseline POKE-SMC is compared with),
 ``poke`` (POKE value head), ``config`` (experiment-config validation).
 """
 
-from jaxlab.dllm import config, decoding, loading, model, path_smc, poke, tasks, train
+from jaxlab.dllm import config, decoding, loading, model, path_smc, poke, sr_smc, tasks, train
 from jaxlab.dllm.decoding import (
     DecodeInfo,
     DecodeResult,
@@ -50,6 +52,7 @@ from jaxlab.dllm.path_smc import (
 __all__ = [
     "DecodeInfo", "DecodeResult", "DecodeState", "Info", "State", "best_of_n", "best_particle",
     "config", "decode", "decode_threshold", "decoder", "decoding", "init", "loading", "model",
-    "path_log_likelihood", "path_smc", "poke", "run_particles", "smc", "smc_decode", "step",
+    "path_log_likelihood", "path_smc", "poke", "run_particles", "smc", "smc_decode", "sr_smc",
+    "step",
     "tasks", "train",
 ]

@@ -7,10 +7,12 @@
 * DiffPath (Heng et al. 2024) style: a deterministic DDIM inversion path from x0 to t = 1;
   features = sum ||eps_theta||^2 and sum ||delta eps_theta||^2 along the path (the rate
   and curvature of the path), then a GMM.
+* denoising-error map (ours, the localisation baseline for GEPC's maps): per pixel
+  (x0_hat - x0)^2 at time t, x0_hat = (x_t - sigma_t eps_theta(x_t, t)) / sqrt(abar_t).
 
 Checks (eager, before ``jit``): ``x0`` [B, H, W, C] finite; ``score_norm``: ``t`` in (0, 1],
 ``num_noise`` >= 1; ``msma_features``: ``ts`` in (0, 1]; ``diffpath_features``:
-``num_steps`` >= 1, ``t0`` in (0, 1 - 1e-3).
+``num_steps`` >= 1, ``t0`` in (0, 1 - 1e-3); ``denoising_error_map``: ``ts`` in (0, 1].
 """
 
 import functools
@@ -99,3 +101,25 @@ def _diffpath_features(eps_fn, x0, num_steps, t0):
     f = feats.sum(0)
     # The first delta is against zeros; drop it from the curvature term.
     return f.at[:, 1].add(-feats[0, :, 1])
+
+
+def denoising_error_map(eps_fn, x0: Array, key: PRNGKey, ts) -> Array:
+    """[B, T, H, W] channel-mean (x0_hat - x0)^2 at each time of ``ts`` in (0, 1]."""
+    _check_x0(x0)
+    validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
+    return _denoising_error_map(eps_fn, x0, key, jnp.atleast_1d(jnp.asarray(ts, jnp.float32)))
+
+
+@functools.partial(jax.jit, static_argnames="eps_fn")
+def _denoising_error_map(eps_fn, x0, key, ts):
+    eps = jax.random.normal(key, (ts.shape[0],) + x0.shape)
+
+    def at(te):
+        t, e = te
+        tb = jnp.full((x0.shape[0],), t)
+        xt, sigma = schedule.noise(x0, e, tb)
+        x0_hat = (xt - sigma * eps_fn(xt, tb)) / jnp.sqrt(schedule.alpha_bar(tb))[:, None,
+                                                                                  None, None]
+        return ((x0_hat - x0) ** 2).mean(-1)
+
+    return jnp.moveaxis(jax.lax.map(at, (ts, eps)), 0, 1)

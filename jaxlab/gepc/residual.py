@@ -9,9 +9,26 @@ where P pools a [H, W, C] map by a channel mean followed by the mean of the top
 ``rho`` fraction of |values| (rho = 0.3 in the public code). The per-pixel map is the
 channel-mean of the ratio *before* pooling, averaged over g.
 
+``consistency_features`` also returns the public code's per-t features
+(RouzAY/gepc-diffusion, ``gepc/methods/gepc.py::_gepc_at_t``), each averaged over the
+group *with the identity included* (n_G = |G| + 1 unless ``"id"`` is named):
+  * ``gepc_s``      = (1 / n_G) sum_g r_g (the identity's r is exactly 0);
+  * ``gepc_s_cos``  = (1 / n_G) sum_g (1 - cos(g^-1 s(g x_t), s(x_t))), cosine over all
+    pixels and channels with norms clamped at 1e-6;
+  * ``gepc_s_pair`` = mean over pairs i < j of the n_G back-transformed scores of
+    P[(s_i - s_j)^2] / (P[s(x_t)^2] + 1e-8).
+Same forward noise and the same (1 + |G|) score evaluations per t as the residuals.
+
+Blind spot (exact, any score function): for a self-inverse g (hflip, vflip, rot180) and
+an image g x noised with g eps (so its x_t is g x_t), the numerator of r_g is
+P[(g s(x_t) - s(g x_t))^2] = P[g (s(x_t) - g^-1 s(g x_t))^2] = the numerator of r_g on
+(x, eps), because P is invariant to pixel permutations. The g-term of GEPC therefore
+cannot tell g x from x; only the other elements' terms and the denominator can.
+
 Checks (eager, before ``jit``): ``x0`` is [B, H, W, C] and finite; ``ts`` in (0, 1] (NaN
 rejected); ``rho`` in (0, 1]; ``group`` names known (rotations need square images);
-``score_fn`` returns the shape of its input (by ``jax.eval_shape``, no compute).
+``score_fn`` returns the shape of its input (by ``jax.eval_shape``, no compute); ``noise``
+is [T, B, H, W, C].
 ``top_rho_pool`` checks ``m`` is 4-D and ``rho`` in (0, 1].
 """
 
@@ -61,8 +78,33 @@ def _check_score_fn(score_fn, x0):
                          f"{x.shape}, got {getattr(out, 'shape', type(out).__name__)}.")
 
 
+#: Names of the public code's per-t features, the columns of ``consistency_features``.
+OFFICIAL_FEATURES = ("gepc_s", "gepc_s_cos", "gepc_s_pair")
+
+
+def consistency_features(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts,
+                         group=groups.DEFAULT_GROUP, rho: float = 0.3,
+                         with_maps: bool = False):
+    """Per-element residuals and the public code's per-t features in one pass.
+
+    Args: as ``gepc_residuals``.
+
+    Returns:
+      (residuals [B, T, G], features [B, T, 3]) with the feature columns
+      ``OFFICIAL_FEATURES`` (module docstring), and maps [B, T, H, W] when ``with_maps``.
+    """
+    ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
+    _check(x0, ts, rho)
+    elems = groups.get(group, x0.shape)
+    _check_score_fn(score_fn, x0)
+    noise = jax.random.normal(key, (ts.shape[0],) + tuple(x0.shape))
+    r, f, maps = _consistency(score_fn, jnp.asarray(x0, jnp.float32), noise, ts, tuple(elems),
+                              rho, with_maps, "id" in tuple(group))
+    return (r, f, maps) if with_maps else (r, f)
+
+
 def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.DEFAULT_GROUP,
-                   rho: float = 0.3, with_maps: bool = False):
+                   rho: float = 0.3, with_maps: bool = False, noise: Array | None = None):
     """Residuals r_g at every t and group element, vmapped in one jitted call.
 
     Args:
@@ -73,6 +115,7 @@ def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.
       group: names of group elements (see groups.ELEMENTS).
       rho: top fraction kept by the pooling, in (0, 1].
       with_maps: also return the per-pixel maps.
+      noise: optional [T, B, H, W, C] forward noise (default: drawn from ``key``).
 
     Returns:
       residuals [B, T, G] (and maps [B, T, H, W] averaged over g when ``with_maps``).
@@ -81,13 +124,26 @@ def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.
     _check(x0, ts, rho)
     elems = groups.get(group, x0.shape)
     _check_score_fn(score_fn, x0)
-    return _residuals(score_fn, jnp.asarray(x0, jnp.float32), key, ts, tuple(elems), rho,
-                      with_maps)
+    if noise is None:
+        noise = jax.random.normal(key, (ts.shape[0],) + tuple(x0.shape))
+    validation.check_shape("noise", noise, (ts.shape[0],) + tuple(x0.shape))
+    r, _, maps = _consistency(score_fn, jnp.asarray(x0, jnp.float32), noise, ts, tuple(elems),
+                              rho, with_maps, "id" in tuple(group))
+    return (r, maps) if with_maps else r
 
 
-@functools.partial(jax.jit, static_argnames=("score_fn", "elems", "rho", "with_maps"))
-def _residuals(score_fn, x0, key, ts, elems, rho, with_maps):
-    eps = jax.random.normal(key, (ts.shape[0],) + x0.shape)
+def _cosine(a, b, tau=1e-6):
+    """Cosine over all but the leading axis of a, b [..., B, H, W, C] -> [..., B]."""
+    dot = (a * b).sum((-3, -2, -1))
+    na = jnp.maximum(jnp.sqrt((a**2).sum((-3, -2, -1))), tau)
+    nb = jnp.maximum(jnp.sqrt((b**2).sum((-3, -2, -1))), tau)
+    return dot / (na * nb)
+
+
+@functools.partial(jax.jit, static_argnames=("score_fn", "elems", "rho", "with_maps",
+                                             "has_identity"))
+def _consistency(score_fn, x0, eps, ts, elems, rho, with_maps, has_identity):
+    n_g = len(elems) + (0 if has_identity else 1)  # the public code averages over G incl. id
 
     def at_t(t, e):
         xt, _ = schedule.noise(x0, e, t)
@@ -96,11 +152,18 @@ def _residuals(score_fn, x0, key, ts, elems, rho, with_maps):
         scores = score_fn(xs, jnp.full((xs.shape[0],), t)).reshape((1 + len(elems),) + x0.shape)
         s = scores[0]
         denom = top_rho_pool(s**2, rho) + 1e-8
-        diff2 = jnp.stack([(el.inverse(scores[i + 1]) - s) ** 2 for i, el in enumerate(elems)])
-        r = jax.vmap(lambda d: top_rho_pool(d, rho) / denom)(diff2).T  # [B, G]
+        back = jnp.stack([el.inverse(scores[i + 1]) for i, el in enumerate(elems)])
+        diff2 = (back - s) ** 2  # [G, B, H, W, C]
+        r = jax.vmap(lambda d: top_rho_pool(d, rho) / denom)(diff2)  # [G, B]
+        cos = 1.0 - _cosine(back, s[None])  # [G, B]
+        full = back if has_identity else jnp.concatenate([s[None], back])
+        ii, jj = jnp.triu_indices(n_g, 1)
+        pair = jax.vmap(lambda i, j: top_rho_pool((full[i] - full[j]) ** 2, rho) / denom)(
+            ii, jj).mean(0)  # [B]
+        feats = jnp.stack([r.sum(0) / n_g, cos.sum(0) / n_g, pair], -1)  # [B, 3]
         maps = (diff2.mean(-1) / denom[None, :, None, None]).mean(0) if with_maps else None
-        return r, maps
+        return r.T, feats, maps
 
-    r, m = jax.lax.map(lambda te: at_t(*te), (ts, eps))  # [T, B, G], [T, B, H, W]
-    r = jnp.moveaxis(r, 0, 1)
-    return (r, jnp.moveaxis(m, 0, 1)) if with_maps else r
+    r, f, m = jax.lax.map(lambda te: at_t(*te), (ts, eps))  # [T, B, G], [T, B, 3], maps
+    return (jnp.moveaxis(r, 0, 1), jnp.moveaxis(f, 0, 1),
+            jnp.moveaxis(m, 0, 1) if with_maps else None)

@@ -1,16 +1,27 @@
-"""GEPC scoring: t selection by coefficient of variation, per-feature KDE, inverse-CV weights.
+"""GEPC scoring: t selection by coefficient of variation, 1-D KDEs, inverse-CV weights.
 
-Fit on ID-train features F [N, T, G] (residual of group element g at time t):
-  1. keep the ``num_t`` times whose mean residual has the lowest CV (std / mean) on ID-train;
-  2. fit a 1-D Gaussian KDE (Silverman bandwidth) to every (t, g) feature;
-  3. OOD score(x) = -(sum_k w_k log p_k(F_k(x))) / sum_k w_k with w_k = 1 / CV_k.
-Higher scores mean "more out-of-distribution" (AUROC is computed with OOD positive).
-``log_features=True`` (our extension) fits the KDEs to log residuals, which are far less
-skewed; the default follows the public code.
+Two scorers share one fitted structure (``KDEScorer``) and one ``score``:
 
-Checks (eager; value checks skip traced arrays): ``fit``: ``features`` [N >= 2, T, G],
-finite and >= 0, ``num_t`` in [1, T]; ``score``: ``features`` [M, T, G] finite, with T
-covering the selected times and G matching the fit; ``kde_log_density``: ``bandwidth`` > 0,
+``fit_official`` -- the public code (RouzAY/gepc-diffusion, ``gepc/methods/gepc.py``:
+``fit_id_train``, ``_KDE1D``, ``_compute_t_weights_from_id``, ``_stable_t_mask``,
+``_agg_across_t``). Features F [N, T, F'] per time t (``residual.consistency_features``;
+column 0 is ``gepc_s``, the residual averaged over G):
+  1. CV_t = std(gepc_s_t) / (|mean(gepc_s_t)| + 1e-6) on ID-train (unbiased std); keep the
+     ``num_t`` times with the lowest CV; w_t = 1 / (CV_t + 1e-6), normalised over the kept t;
+  2. one 1-D Gaussian KDE per (t, feature), Silverman bandwidth 0.9 min(std, IQR / 1.34)
+     n^(-1/5) (IQR ignored when 0; bandwidth 0.1 when it comes out <= 1e-6);
+  3. L_t = sum_f log p_{t,f} (``agg_feat="mean"``: the mean, the SVHN config);
+     OOD score = -sum_t w_t L_t.
+``fit`` -- the per-element variant (``per_element``, ours, jaxlab's first version): one KDE
+per (t, g) residual, t kept by the CV of the mean residual, weight of each (t, g) column
+1 / CV of that column, normalised. ``log_features=True`` (ours) fits the KDEs to log
+residuals. Higher scores mean "more out-of-distribution" (AUROC with OOD positive).
+
+Checks (eager; value checks skip traced arrays): ``fit_official``: ``features``
+[N >= 2, T, F'] finite, ``num_t`` in [1, T], ``agg_feat`` in {"sum", "mean"};
+``official_bandwidth``: ``x`` [N >= 2, K]; ``fit``: ``features`` [N >= 2, T, G], finite
+and >= 0, ``num_t`` in [1, T]; ``score``: ``features`` [M, T, K] finite, with T covering
+the selected times and K matching the fit; ``kde_log_density``: ``bandwidth`` > 0,
 ``x`` columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
 ``fit_gmm``: ``x`` [N, D] finite, ``num_components`` in [1, N], ``iters`` >= 1;
 ``gmm_nll``: ``x`` [M, D] with the fitted D. ``validate_config`` checks a GEPC experiment
@@ -89,8 +100,52 @@ def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScore
                      log_features)
 
 
+def official_bandwidth(x: Array) -> Array:
+    """The public code's ``_KDE1D`` bandwidth per column of x [N, K]: 0.9 sigma n^(-1/5),
+    sigma = min(std, IQR / 1.34) (std alone when IQR = 0), 0.1 when that is <= 1e-6."""
+    validation.check_ndim("x", x, 2)
+    validation.check_min_count("x.shape[0]", x.shape[0], 2, "`x` needs two rows for a spread")
+    std = jnp.maximum(jnp.std(x, 0, ddof=1), 1e-8)
+    iqr = jnp.percentile(x, 75, 0) - jnp.percentile(x, 25, 0)
+    sigma = jnp.where(iqr > 0, jnp.minimum(std, iqr / 1.34), std)
+    bw = 0.9 * sigma * x.shape[0] ** (-0.2)
+    return jnp.where(bw > 1e-6, bw, 0.1)
+
+
+def fit_official(features: Array, num_t: int = 2, agg_feat: str = "sum") -> KDEScorer:
+    """The public code's scorer on ID features [N, T, F'] (column 0 = ``gepc_s``).
+
+    Args:
+      features: [N >= 2, T, F'] per-t features (``residual.consistency_features`` columns,
+        or ``[..., :1]`` for ``gepc_s`` alone, the public configs except CelebA).
+      num_t: how many times (lowest CV of ``gepc_s``) are kept (``keep_k``).
+      agg_feat: "sum" or "mean" of the log densities of the features at a t.
+
+    Returns:
+      KDEScorer with one column per (kept t, feature); the column weight is w_t (times
+      1 / F' for "mean"), so ``score`` = -sum_t w_t L_t.
+    """
+    validation.check_ndim("features", features, 3)
+    validation.check_min_count("features.shape[0]", features.shape[0], 2,
+                               "`features` needs two ID-train rows for a KDE bandwidth")
+    validation.check_finite("features", features)
+    validation.check_one_of("agg_feat", agg_feat, ("sum", "mean"))
+    f = jnp.asarray(features, jnp.float32)
+    n, n_t, n_f = f.shape
+    if not 1 <= num_t <= n_t:
+        raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
+    base = f[:, :, 0]
+    cv = jnp.std(base, 0, ddof=1) / (jnp.abs(base.mean(0)) + 1e-6)
+    t_index = jnp.argsort(cv)[:num_t]
+    w_t = 1.0 / (cv[t_index] + 1e-6)
+    w_t = w_t / w_t.sum()
+    weights = jnp.repeat(w_t, n_f) * (1.0 / n_f if agg_feat == "mean" else 1.0)
+    train = f[:, t_index].reshape(n, -1)
+    return KDEScorer(t_index, train, official_bandwidth(train), weights, False)
+
+
 def score(scorer: KDEScorer, features: Array) -> Array:
-    """OOD scores [M] for features [M, T, G] (larger = more OOD)."""
+    """OOD scores [M] for features [M, T, K] laid out as at the fit (larger = more OOD)."""
     validation.check_ndim("features", features, 3)
     validation.check_finite("features", features)
     t_index = np.asarray(scorer.t_index) if not isinstance(
@@ -159,19 +214,33 @@ def validate_config(config) -> None:
     from jaxlab.gepc import groups  # noqa: PLC0415 - keeps scoring free of image code
 
     validation.check_fields(config, {
-        "image_size": validation.POSITIVE_INT, "num_train": validation.POSITIVE_INT,
-        "num_test": validation.POSITIVE_INT, "train_steps": validation.POSITIVE_INT,
+        "image_size": validation.POSITIVE_INT, "train_per_class": validation.POSITIVE_INT,
+        "test_per_class": validation.POSITIVE_INT, "num_ood": validation.POSITIVE_INT,
+        "train_steps": validation.POSITIVE_INT,
         "train_chunks": validation.POSITIVE_INT, "batch_size": validation.POSITIVE_INT,
         "learning_rate": validation.POSITIVE, "num_t": validation.POSITIVE_INT,
         "rho": (0.0, 1.0, False, True), "msma_levels": validation.POSITIVE_INT,
         "msma_t_min": (0.0, 1.0, False, True), "msma_t_max": (0.0, 1.0, False, True),
         "diffpath_steps": validation.POSITIVE_INT, "gmm_components": validation.POSITIVE_INT,
-        "eval_batch": validation.POSITIVE_INT, "sqrt_abars": (0.0, 1.0, False, True)})
+        "eval_batch": validation.POSITIVE_INT, "sqrt_abars": (0.0, 1.0, False, True),
+        "clutter_cal": validation.POSITIVE_INT, "target_size": validation.POSITIVE_INT,
+        "target_strength": (0.0, 1.0, False, True)})
+    from jaxlab.gepc import residual  # noqa: PLC0415
+    if len(config.features) < 1:
+        raise ValueError("`config.features` must name at least one official feature.")
+    for name in config.features:
+        validation.check_one_of("config.features", name, residual.OFFICIAL_FEATURES)
+    validation.check_one_of("config.agg_feat", config.agg_feat, ("sum", "mean"))
+    validation.check_min_count("config.clutter_cal", config.clutter_cal, 2,
+                               "the KDE bandwidth needs two calibration rows")
+    if config.target_size > config.image_size:
+        raise ValueError(f"`config.target_size`={config.target_size} must not exceed "
+                         f"`config.image_size`={config.image_size}.")
     validation.check_one_of("config.id_dataset", config.id_dataset, ("mnist", "digits"))
     validation.check_min_count("config.bootstrap", config.bootstrap, 2,
                                "a bootstrap confidence interval of the AUROC is computed")
-    validation.check_min_count("config.num_train", config.num_train, 2,
-                               "the KDE bandwidth needs two ID-train rows")
+    validation.check_min_count("config.cal_per_class", config.cal_per_class, 1,
+                               "the OOD scorers are fitted on the calibration split")
     downsample = 2 ** (len(config.channels) - 1)
     if config.image_size % downsample:
         raise ValueError(f"`config.image_size` must be divisible by {downsample} (the UNet "

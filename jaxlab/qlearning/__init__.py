@@ -21,11 +21,24 @@ Signatures:
 The experiment's bulk path (one ``lax.scan`` per chunk, uniforms drawn up front from
 ``state.key``): ``run_steps``, ``simulate`` (-> ``Trace``), ``run_uniforms``,
 ``build_kernel``; then ``samples_to_accuracy``. MDPs: ``garnet``, ``chain``,
-``make_mdp``; ``value_iteration`` for Q*; schedules in ``schedules``.
+``sparse_reward``, ``with_bernoulli_rewards``, ``make_mdp``; ``value_iteration`` for Q*;
+``stationary_distribution`` / ``sampling_distribution`` for the behaviour distribution;
+period schedules and inner-loop step sizes in ``schedules`` (the paper's SGD inner loop:
+``step_size=paper_sgd_step(mdp, sampling)``; the default ``inverse_count_step`` is the
+running-mean variant).
 """
 
 from jaxlab.qlearning import schedules
-from jaxlab.qlearning.mdp import TabularMDP, chain, check_mdp, garnet, make_mdp
+from jaxlab.qlearning.mdp import (
+    TabularMDP,
+    chain,
+    check_mdp,
+    garnet,
+    make_mdp,
+    sparse_reward,
+    stationary_distribution,
+    with_bernoulli_rewards,
+)
 from jaxlab.qlearning.periodic_q import (
     SAMPLING_MODES,
     Info,
@@ -34,10 +47,12 @@ from jaxlab.qlearning.periodic_q import (
     Trace,
     build_kernel,
     init,
+    paper_sgd_step,
     periodic,
     run_steps,
     run_uniforms,
     samples_to_accuracy,
+    sampling_distribution,
     simulate,
     step,
     validate_config,
@@ -47,6 +62,7 @@ from jaxlab.qlearning.value_iteration import VIInfo, bellman_optimality, value_i
 __all__ = [
     "SAMPLING_MODES", "Info", "PeriodicQState", "State", "TabularMDP", "Trace", "VIInfo",
     "bellman_optimality", "build_kernel", "chain", "check_mdp", "garnet", "init", "make_mdp",
-    "periodic", "run_steps", "run_uniforms", "samples_to_accuracy", "schedules", "simulate",
-    "step", "validate_config", "value_iteration",
+    "paper_sgd_step", "periodic", "run_steps", "run_uniforms", "samples_to_accuracy",
+    "sampling_distribution", "schedules", "simulate", "sparse_reward", "stationary_distribution",
+    "step", "validate_config", "value_iteration", "with_bernoulli_rewards",
 ]

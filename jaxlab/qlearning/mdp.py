@@ -1,4 +1,11 @@
-"""Tabular MDPs: the container, random Garnet MDPs and a chain MDP.
+"""Tabular MDPs: the container and the study's families (Garnet, chain, sparse reward,
+Bernoulli rewards), plus the stationary distribution of the uniform behaviour policy.
+
+Families (the issue's four; the dynamics generators are ours, standard in the
+literature): ``garnet`` (Archibald et al. 1995), ``chain`` (an exploration chain),
+``sparse_reward`` (Garnet dynamics, reward 1 on one random (s, a), 0 elsewhere; meant
+for gamma = 0.99) and ``with_bernoulli_rewards`` (any MDP with mean rewards in [0, 1]
+whose sampled reward is Bernoulli(r(s, a)) instead of r(s, a)).
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass):
   * ``make_mdp`` / ``check_mdp``: ``transitions`` [S, A, S] non-negative, finite, each
@@ -8,6 +15,11 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     ``branching`` <= ``num_states``; ``gamma`` in [0, 1).
   * ``chain``: ``num_states`` >= 2; ``gamma`` in [0, 1); ``success_prob`` in (0, 1];
     ``far_reward`` and ``near_reward`` finite.
+  * ``sparse_reward``: as ``garnet``, plus ``num_rewarding`` in [1, S A].
+  * ``with_bernoulli_rewards``: a valid MDP with every r(s, a) in [0, 1].
+  * ``stationary_distribution``: a valid MDP; raises ValueError when the uniform
+    behaviour policy's chain is reducible (some state has probability < 1e-9), since
+    trajectory sampling then never visits some (s, a) and xi = 0.
 No check runs inside compiled code.
 """
 
@@ -28,11 +40,15 @@ class TabularMDP(NamedTuple):
       transitions: [S, A, S] P(s' | s, a); rows sum to one.
       rewards: [S, A] expected reward r(s, a).
       gamma: scalar discount in [0, 1).
+      bernoulli: ``None`` (the sampled reward is r(s, a)) or a bool scalar; when True the
+        sampled reward is Bernoulli(r(s, a)) (``with_bernoulli_rewards``), with the same
+        mean, so Q* and value iteration are unchanged.
     """
 
     transitions: Array
     rewards: Array
     gamma: Array
+    bernoulli: Array | None = None
 
     @property
     def num_states(self) -> int:
@@ -92,6 +108,11 @@ def check_mdp(mdp: TabularMDP) -> None:
     validation.check_in_range("mdp.gamma", mdp.gamma, 0.0, 1.0)
     _check_transitions("mdp.transitions", mdp.transitions)
     validation.check_finite("mdp.rewards", mdp.rewards)
+    if mdp.bernoulli is not None and not isinstance(mdp.rewards, jax.core.Tracer):
+        r = np.asarray(mdp.rewards)
+        if bool(np.asarray(mdp.bernoulli)) and (r.min() < 0 or r.max() > 1):
+            raise ValueError(f"`mdp.rewards` must lie in [0, 1] when `mdp.bernoulli` is set "
+                             f"(they are Bernoulli means), got [{r.min():.3g}, {r.max():.3g}].")
 
 
 def garnet(key: PRNGKey, num_states: int, num_actions: int, branching: int,
@@ -158,3 +179,56 @@ def chain(num_states: int, gamma: float, success_prob: float = 0.9,
     r[0, 0] = near_reward
     r[-1, 1] = far_reward
     return make_mdp(p, r, gamma)
+
+
+def sparse_reward(key: PRNGKey, num_states: int, num_actions: int, branching: int,
+                  gamma: float, num_rewarding: int = 1) -> TabularMDP:
+    """Garnet dynamics with a sparse reward: 1 on ``num_rewarding`` random (s, a), else 0.
+
+    Args:
+      key: PRNG key (dynamics and the rewarding pairs).
+      num_states, num_actions, branching: as in ``garnet``.
+      gamma: discount in [0, 1) (the study uses 0.99).
+      num_rewarding: number of (s, a) pairs paying 1, in [1, S A].
+    """
+    k_dyn, k_rew = jax.random.split(key)
+    base = garnet(k_dyn, num_states, num_actions, branching, gamma)
+    validation.check_positive_int("num_rewarding", num_rewarding)
+    if num_rewarding > num_states * num_actions:
+        raise ValueError(f"`num_rewarding` must be <= S A = {num_states * num_actions}, got "
+                         f"{num_rewarding}.")
+    pairs = jax.random.permutation(k_rew, num_states * num_actions)[:num_rewarding]
+    rewards = jnp.zeros(num_states * num_actions).at[pairs].set(1.0)
+    return base._replace(rewards=rewards.reshape(num_states, num_actions))
+
+
+def with_bernoulli_rewards(mdp: TabularMDP) -> TabularMDP:
+    """``mdp`` whose sampled reward is Bernoulli(r(s, a)) (mean rewards must be in [0, 1])."""
+    out = mdp._replace(bernoulli=jnp.asarray(True))
+    check_mdp(out)
+    return out
+
+
+def stationary_distribution(mdp: TabularMDP) -> np.ndarray:
+    """[S] stationary distribution of the uniform behaviour policy's state chain.
+
+    Solves pi P_u = pi, sum pi = 1 with P_u(s, s') = mean_a P(s' | s, a) (least squares
+    on the stacked system, float64).
+
+    Raises:
+      ValueError: if the chain is reducible (some pi(s) < 1e-9): trajectory sampling
+        would never visit that state.
+    """
+    check_mdp(mdp)
+    p_u = np.asarray(mdp.transitions, np.float64).mean(1)
+    n = p_u.shape[0]
+    a = np.vstack([p_u.T - np.eye(n), np.ones((1, n))])
+    b = np.zeros(n + 1)
+    b[-1] = 1.0
+    pi = np.linalg.lstsq(a, b, rcond=None)[0]
+    resid = np.abs(pi @ p_u - pi).max()
+    if pi.min() < 1e-9 or resid > 1e-8:
+        raise ValueError(f"`mdp`'s uniform-policy chain is reducible (min stationary "
+                         f"probability {pi.min():.3g}, residual {resid:.3g}): trajectory "
+                         f"sampling cannot visit every (s, a); pick another MDP seed.")
+    return pi / pi.sum()

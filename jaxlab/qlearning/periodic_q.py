@@ -4,9 +4,10 @@ Outer iteration n freezes Q_target = Q_n; the inner loop runs K_n = schedule(n) 
 on the loss 1/2 (Q(s, a) - y)^2 with y = r(s, a) + gamma max_a' Q_target(s', a') for
 sampled transitions (s, a, s'):
 
-    Q(s, a) <- Q(s, a) + alpha_c (y - Q(s, a)),
+    Q(s, a) <- Q(s, a) + alpha (y - Q(s, a)),
 
-after which Q_{n+1} = Q (arXiv 2602.03911; Lee & He, 2020). The run is a flat
+after which Q_{n+1} = Q (arXiv 2602.03911; Lee & He, 2020). The reward in y is r(s, a),
+or a Bernoulli(r(s, a)) draw for ``mdp.bernoulli`` MDPs. The run is a flat
 ``lax.scan`` over samples; the outer/inner structure is carried in the state counters,
 so every run has static shapes and vmaps over seeds and schedules.
 
@@ -21,7 +22,22 @@ Two ways to run it:
 Sampling:
   * ``"generative"``: (s, a) uniform over S x A (xi = 1 / (S A)), s' ~ P(. | s, a).
   * ``"trajectory"``: asynchronous along one trajectory of the uniform behaviour
-    policy, s_{t+1} = s'.
+    policy, s_{t+1} = s'; (s, a) is then distributed (after mixing) as
+    ``sampling_distribution`` = pi(s) / A, pi the stationary distribution.
+
+Inner loops (the step size, ``schedules``):
+  * the paper's: SGD on the squared Bellman error with the strongly-convex SGD step
+    alpha_k = 2 / (xi (k + 2 / xi)) on the inner loop's global clock k
+    (``paper_sgd_step``; xi = min (s, a) sampling probability). What follows the paper
+    (arXiv 2602.03911, abstract and DESIGN.md): SGD on the squared Bellman error toward
+    r + gamma max Q_target under asynchronous sampling, K_n inner steps per target.
+    Not retrievable from our corpora: the paper's exact step-size constants and its
+    K_0 formula (only its first page is stored). Ours: the textbook xi-strongly-convex
+    step 2 / (xi (k + k_0)) with k_0 = 2 / xi, and K_0 picked on validation seeds.
+  * the running mean (``inverse_count_step``: alpha = 1 / visits of (s, a) since the
+    last target update): the inner loop returns the empirical Bellman backup; kept as a
+    labelled variant (it was the default before issue 21).
+  There is no official code for the paper.
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass, and
 nothing is checked inside the compiled scan):
@@ -29,7 +45,9 @@ nothing is checked inside the compiled scan):
   * ``build_kernel``, ``step``, ``periodic`` (and everything that calls them): ``sampling``
     in SAMPLING_MODES; the MDP is valid (``mdp.check_mdp``). ``periodic`` checks once,
     when it is built; ``step`` at every (eager or traced) call.
-  * ``run_uniforms``: ``uniforms`` shape [T, 2] with entries in [0, 1) (NaN rejected).
+  * ``run_uniforms``: ``uniforms`` shape [T, 3] with entries in [0, 1) (NaN rejected).
+  * ``sampling_distribution``, ``paper_sgd_step``: ``sampling`` in SAMPLING_MODES; a
+    valid MDP; for "trajectory" an irreducible uniform-policy chain.
   * ``run_steps``: ``num_steps`` a positive integer.
   * ``simulate``: ``q_star`` shape [S, A] and finite; ``num_records`` and
     ``record_every`` positive integers.
@@ -47,10 +65,11 @@ import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
-from jaxlab.qlearning.mdp import TabularMDP, check_mdp
-from jaxlab.qlearning.schedules import PolynomialStep, inverse_count_step
+from jaxlab.qlearning.mdp import TabularMDP, check_mdp, stationary_distribution
+from jaxlab.qlearning.schedules import PolynomialStep, SGDStep, inverse_count_step, sgd_step
 
 SAMPLING_MODES = ("generative", "trajectory")
+StepSize = PolynomialStep | SGDStep
 
 
 class PeriodicQState(NamedTuple):
@@ -90,6 +109,7 @@ class Info(NamedTuple):
       next_state: int32 sampled next state s'.
       td_error: float32 y - Q(s, a) before the update, y = r(s, a) + gamma max Q_target(s').
       step_size: float32 alpha applied to (s, a).
+      reward: float32 sampled reward (r(s, a), or its Bernoulli draw).
       target_updated: bool, True when this step ended an inner loop (Q_target <- Q).
     """
 
@@ -99,6 +119,7 @@ class Info(NamedTuple):
     td_error: Array
     step_size: Array
     target_updated: Array
+    reward: Array
 
 
 class Trace(NamedTuple):
@@ -148,8 +169,8 @@ def _check_sampling(sampling: str) -> None:
         raise ValueError(f"`sampling` must be one of {SAMPLING_MODES}, got {sampling!r}.")
 
 
-def _build_sgd_step(mdp: TabularMDP, sampling: str, step_size: PolynomialStep | None):
-    """``sgd_step(state, schedule, u) -> (state, Info)``: one SGD step driven by ``u``: [2]."""
+def _build_sgd_step(mdp: TabularMDP, sampling: str, step_size: StepSize | None):
+    """``sgd_step(state, schedule, u) -> (state, Info)``: one SGD step driven by ``u``: [3]."""
     _check_sampling(sampling)
     check_mdp(mdp)
     step_size = inverse_count_step() if step_size is None else step_size
@@ -166,9 +187,12 @@ def _build_sgd_step(mdp: TabularMDP, sampling: str, step_size: PolynomialStep | 
         s_next = jnp.minimum(jnp.searchsorted(cdf[s, a], u[1] * cdf[s, a, -1], side="right",
                                               method="compare_all"),
                              n_s - 1).astype(jnp.int32)
-        y = mdp.rewards[s, a] + mdp.gamma * jnp.max(state.target[s_next])
+        reward = mdp.rewards[s, a]
+        if mdp.bernoulli is not None:
+            reward = jnp.where(mdp.bernoulli, (u[2] < reward).astype(jnp.float32), reward)
+        y = reward + mdp.gamma * jnp.max(state.target[s_next])
         count = state.visits[s, a] + 1
-        alpha = step_size(count)
+        alpha = step_size(count, state.inner_step)
         td_error = y - state.q[s, a]
         q = state.q.at[s, a].add(alpha * td_error)
         inner = state.inner_step + 1
@@ -185,23 +209,25 @@ def _build_sgd_step(mdp: TabularMDP, sampling: str, step_size: PolynomialStep | 
         )
         info = Info(state=s.astype(jnp.int32), action=a.astype(jnp.int32), next_state=s_next,
                     td_error=td_error, step_size=jnp.asarray(alpha, jnp.float32),
-                    target_updated=update)
+                    target_updated=update, reward=jnp.asarray(reward, jnp.float32))
         return new, info
 
     return sgd_step
 
 
 def build_kernel(mdp: TabularMDP, sampling: str = "generative",
-                 step_size: PolynomialStep | None = None):
+                 step_size: StepSize | None = None):
     """Returns ``kernel(state, schedule, u) -> state`` performing one SGD step.
 
     Args:
       mdp: the MDP.
       sampling: one of SAMPLING_MODES.
-      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+      step_size: step size ``(count, k) -> alpha`` (``schedules``); default
+        ``inverse_count_step()``.
 
-    The kernel takes ``u``: [2] uniforms in [0, 1) that pick the (s, a) pair (or the
-    behaviour action) and the next state by inverse-CDF lookup. ``step`` is this kernel
+    The kernel takes ``u``: [3] uniforms in [0, 1) that pick the (s, a) pair (or the
+    behaviour action), the next state by inverse-CDF lookup, and (Bernoulli-reward MDPs
+    only) the reward, r = 1[u_2 < r(s, a)]. ``step`` is this kernel
     with ``u`` drawn from a key and the step's ``Info`` returned.
     """
     sgd_step = _build_sgd_step(mdp, sampling, step_size)
@@ -213,23 +239,24 @@ def build_kernel(mdp: TabularMDP, sampling: str = "generative",
 
 
 def _uniforms(key: PRNGKey) -> Array:
-    """The step's [2] uniforms in [0, 1) (pair or action, next state)."""
-    return jax.random.uniform(key, (2,))
+    """The step's [3] uniforms in [0, 1) (pair or action, next state, reward)."""
+    return jax.random.uniform(key, (3,))
 
 
 def step(key: PRNGKey, state: PeriodicQState, mdp: TabularMDP, schedule,
          sampling: str = "generative",
-         step_size: PolynomialStep | None = None) -> tuple[PeriodicQState, Info]:
+         step_size: StepSize | None = None) -> tuple[PeriodicQState, Info]:
     """One SGD step of periodic Q-learning (the uniform API; see ``periodic``).
 
     Args:
-      key: PRNG key of this step: ``u = jax.random.uniform(key, (2,))`` picks the sample
+      key: PRNG key of this step: ``u = jax.random.uniform(key, (3,))`` picks the sample
         exactly as ``build_kernel``'s ``u`` does.
       state: current state (``init``); ``state.key`` is neither read nor advanced.
       mdp: the MDP.
       schedule: period schedule, ``schedule(n) -> K_n``.
       sampling: one of SAMPLING_MODES.
-      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+      step_size: step size ``(count, k) -> alpha`` (``schedules``); default
+        ``inverse_count_step()``.
 
     Returns:
       (next state, Info of the step).
@@ -238,7 +265,7 @@ def step(key: PRNGKey, state: PeriodicQState, mdp: TabularMDP, schedule,
 
 
 def periodic(mdp: TabularMDP, schedule, *, sampling: str = "generative",
-             step_size: PolynomialStep | None = None) -> Algorithm:
+             step_size: StepSize | None = None) -> Algorithm:
     """Periodic Q-learning as an ``Algorithm`` with the MDP and the schedule bound.
 
     ``alg.init(key, q0=None) -> State`` is ``init(key, mdp, q0)``;
@@ -250,7 +277,8 @@ def periodic(mdp: TabularMDP, schedule, *, sampling: str = "generative",
       mdp: the MDP (checked once, here).
       schedule: period schedule, ``schedule(n) -> K_n`` (``schedules``).
       sampling: one of SAMPLING_MODES (checked here).
-      step_size: callable visit count -> alpha; default ``inverse_count_step()``.
+      step_size: step size ``(count, k) -> alpha`` (``schedules``); default
+        ``inverse_count_step()``.
 
     Returns:
       ``Algorithm(init, step)``.
@@ -267,10 +295,10 @@ def periodic(mdp: TabularMDP, schedule, *, sampling: str = "generative",
 
 
 def run_uniforms(state: PeriodicQState, mdp: TabularMDP, schedule, uniforms: Array,
-                 sampling: str = "generative", step_size: PolynomialStep | None = None,
+                 sampling: str = "generative", step_size: StepSize | None = None,
                  unroll: int = 1) -> PeriodicQState:
-    """Runs one SGD step per row of ``uniforms`` ([T, 2] in [0, 1)) in one ``lax.scan``."""
-    validation.check_shape("uniforms", uniforms, (None, 2))
+    """Runs one SGD step per row of ``uniforms`` ([T, 3] in [0, 1)) in one ``lax.scan``."""
+    validation.check_shape("uniforms", uniforms, (None, 3))
     validation.check_in_range("uniforms", uniforms, 0.0, 1.0, high_inclusive=False)
     return _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll)
 
@@ -283,12 +311,12 @@ def _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll):
 
 
 def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,
-              sampling: str = "generative", step_size: PolynomialStep | None = None,
+              sampling: str = "generative", step_size: StepSize | None = None,
               unroll: int = 1) -> PeriodicQState:
     """Runs ``num_steps`` SGD steps in one ``lax.scan`` (uniforms drawn up front)."""
     validation.check_positive_int("num_steps", num_steps)
     key, k_u = jax.random.split(state.key)
-    us = jax.random.uniform(k_u, (num_steps, 2))
+    us = jax.random.uniform(k_u, (num_steps, 3))
     # The uniforms are drawn in [0, 1) here: no value check needed.
     return _scan_uniforms(state._replace(key=key), mdp, schedule, us, sampling, step_size,
                           unroll)
@@ -296,7 +324,7 @@ def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,
 
 def simulate(state: PeriodicQState, mdp: TabularMDP, schedule, q_star: Array,
              num_records: int, record_every: int, sampling: str = "generative",
-             step_size: PolynomialStep | None = None) -> tuple[PeriodicQState, Trace]:
+             step_size: StepSize | None = None) -> tuple[PeriodicQState, Trace]:
     """Runs ``num_records * record_every`` steps, recording errors to ``q_star``.
 
     Jittable (``num_records``, ``record_every``, ``sampling`` static) and vmappable over
@@ -357,57 +385,89 @@ def samples_to_accuracy(trace_samples: Array, errors: Array, eps: float) -> Arra
     return jnp.where(first_ok < r, samples[jnp.minimum(first_ok, r - 1)], jnp.inf)
 
 
+def sampling_distribution(mdp: TabularMDP, sampling: str) -> np.ndarray:
+    """[S, A] long-run probability mu(s, a) that a step updates (s, a).
+
+    "generative": 1 / (S A); "trajectory": pi(s) / A with pi the stationary distribution
+    of the uniform behaviour policy (``mdp.stationary_distribution``).
+    """
+    _check_sampling(sampling)
+    check_mdp(mdp)
+    n_s, n_a = mdp.num_states, mdp.num_actions
+    if sampling == "generative":
+        return np.full((n_s, n_a), 1.0 / (n_s * n_a))
+    return np.repeat(stationary_distribution(mdp)[:, None] / n_a, n_a, axis=1)
+
+
+def paper_sgd_step(mdp: TabularMDP, sampling: str) -> SGDStep:
+    """The headline inner loop's step: ``schedules.sgd_step(xi)`` with xi = min mu(s, a)."""
+    return sgd_step(float(sampling_distribution(mdp, sampling).min()))
+
+
 def validate_config(config) -> None:
     """Checks an ``experiments/configs/qlearning.py`` config before any work is done.
 
     Called first thing in ``experiment.train_and_evaluate``; every numeric field gets a
-    range check, and ``num_seeds`` >= 2 because the summary computes confidence intervals.
+    range check, and ``num_seeds``, ``num_val_seeds`` >= 2 (confidence intervals).
 
     Raises:
       ValueError: naming ``config.<field>``, the allowed range and the value.
     """
-    validation.check_one_of("config.mdp", config.mdp, ("garnet", "chain"))
+    families = ("garnet", "chain", "sparse", "bernoulli")
+    if len(config.families) == 0:
+        raise ValueError("`config.families` must be non-empty.")
+    for i, f in enumerate(config.families):
+        validation.check_one_of(f"config.families[{i}]", f, families)
+    for i, f in enumerate(config.variant_families):
+        validation.check_one_of(f"config.variant_families[{i}]", f, families)
     validation.check_one_of("config.sampling", config.sampling, SAMPLING_MODES)
+    validation.check_one_of("config.inner_loop", config.inner_loop, ("sgd", "running_mean"))
     validation.check_fields(config, {
         "num_states": validation.POSITIVE_INT, "num_actions": validation.POSITIVE_INT,
         "branching": validation.POSITIVE_INT, "record_every": validation.POSITIVE_INT,
         "num_records": validation.POSITIVE_INT, "num_chunks": validation.POSITIVE_INT,
-        # the theory schedule needs gamma > 0; the MDPs need gamma < 1
-        "gamma": validation.UNIT_OPEN if config.get("theory_bases") else
-        validation.UNIT_OPEN_RIGHT,
+        "chain_states": validation.POSITIVE_INT,
+        "bootstrap_resamples": validation.POSITIVE_INT,
+        "gamma": validation.UNIT_OPEN, "sparse_gamma": validation.UNIT_OPEN,
     })
-    if config.mdp == "garnet" and config.branching > config.num_states:
+    if config.branching > config.num_states:
         raise ValueError(f"`config.branching` must be <= config.num_states="
                          f"{config.num_states}, got {config.branching}.")
-    if config.mdp == "chain" and config.num_states < 2:
-        raise ValueError(f"`config.num_states` must be >= 2 for a chain, got "
-                         f"{config.num_states}.")
-    for i, k in enumerate(config.constant_periods):
-        validation.check_positive_int(f"config.constant_periods[{i}]", k)
-    for i, b in enumerate(config.theory_bases):
-        validation.check_in_range(f"config.theory_bases[{i}]", b, 1.0)
-        validation.check_finite(f"config.theory_bases[{i}]", b)
-    for i, (b, r) in enumerate(config.shrinking):
-        validation.check_in_range(f"config.shrinking[{i}] base", b, 1.0)
-        validation.check_finite(f"config.shrinking[{i}] base", b)
-        validation.check_in_range(f"config.shrinking[{i}] ratio", r, 0.0, low_inclusive=False)
-        validation.check_finite(f"config.shrinking[{i}] ratio", r)
-    if not (len(config.constant_periods) + len(config.theory_bases) + len(config.shrinking)):
-        raise ValueError("`config.constant_periods`, `config.theory_bases` and "
-                         "`config.shrinking` are all empty: nothing to run.")
-    if len(config.eps_list) == 0:
-        raise ValueError("`config.eps_list` must be non-empty.")
-    validation.check_in_range("config.eps_list", list(config.eps_list), 0.0, low_inclusive=False)
-    validation.check_finite("config.eps_list", np.asarray(config.eps_list, np.float64))
-    if config.step_size != "inverse_count":
-        try:
-            alpha = float(config.step_size)
-        except (TypeError, ValueError):
-            raise ValueError(f"`config.step_size` must be 'inverse_count' or a number in "
-                             f"(0, 1], got {config.step_size!r}.") from None
-        validation.check_in_range("config.step_size", alpha, 0.0, 1.0, low_inclusive=False)
+    if config.chain_states < 2:
+        raise ValueError(f"`config.chain_states` must be >= 2, got {config.chain_states}.")
+    for f in families:
+        v = config.scale.get(f)
+        if v is None:
+            raise ValueError(f"`config.scale.{f}` is missing.")
+        validation.check_in_range(f"config.scale.{f}", v, 0.0, low_inclusive=False)
+        validation.check_finite(f"config.scale.{f}", v)
+    if len(config.constant_grid) != 3:
+        raise ValueError(f"`config.constant_grid` must be (K_min, K_max, points per "
+                         f"doubling), got {config.constant_grid!r}.")
+    lo, hi, per = config.constant_grid
+    validation.check_in_range("config.constant_grid K_min", lo, 1.0)
+    validation.check_finite("config.constant_grid K_max", hi)
+    if hi < lo:
+        raise ValueError(f"`config.constant_grid` K_max={hi} must be >= K_min={lo}.")
+    validation.check_positive_int("config.constant_grid points per doubling", per)
+    if len(config.growth_powers) == 0 or len(config.base_grid) == 0:
+        raise ValueError("`config.growth_powers` and `config.base_grid` must be non-empty.")
+    for i, p in enumerate(config.growth_powers):
+        validation.check_in_range(f"config.growth_powers[{i}]", p, 0.0, low_inclusive=False)
+        validation.check_finite(f"config.growth_powers[{i}]", p)
+    for i, b in enumerate(config.base_grid):
+        validation.check_in_range(f"config.base_grid[{i}]", b, 1.0)
+        validation.check_finite(f"config.base_grid[{i}]", b)
+    if len(config.eps_rel) == 0:
+        raise ValueError("`config.eps_rel` must be non-empty.")
+    validation.check_in_range("config.eps_rel", list(config.eps_rel), 0.0, low_inclusive=False)
+    validation.check_finite("config.eps_rel", np.asarray(config.eps_rel, np.float64))
     validation.check_min_count("config.num_seeds", config.num_seeds, 2,
-                               "the summary computes 95% confidence intervals over seeds")
+                               "the summary computes confidence intervals over test seeds")
+    validation.check_min_count("config.num_val_seeds", config.num_val_seeds, 1,
+                               "the best constant and the bases are picked on them")
+    validation.check_min_count("config.bootstrap_resamples", config.bootstrap_resamples, 2,
+                               "a percentile interval")
     if config.num_records % config.num_chunks:
         raise ValueError(f"`config.num_records`={config.num_records} must be divisible by "
                          f"`config.num_chunks`={config.num_chunks}.")

@@ -13,8 +13,17 @@ and the target-update *frequency* falls.
 Checks (eager, in the constructor functions; nothing runs inside compiled code):
 ``geometric``: ``base`` >= 1 and finite, ``ratio`` > 0 and finite, ``max_period`` >= 1
 (may be inf: capped at int32 max); ``constant``: ``period`` an integer >= 1; ``theory``:
-``gamma`` in (0, 1); ``constant_step``: ``alpha`` in (0, 1]; ``stack``: non-empty.
+``gamma`` in (0, 1); ``growth``: ``gamma`` in (0, 1), ``power`` > 0 and finite, ``base``
+as in ``geometric``; ``constant_step``: ``alpha`` in (0, 1]; ``sgd_step``: ``xi`` in (0, 1],
+``scale`` > 0 and finite, ``offset`` > 0 and finite (default 2 / xi); ``stack``: non-empty.
 Building the NamedTuples by hand skips these checks.
+
+Step sizes are pytrees callable as ``step_size(count, k) -> alpha``: ``count`` >= 1 is
+the number of visits of the updated (s, a) since the last target update (this one
+included) and ``k`` >= 0 the number of inner SGD steps already taken against the
+current target. ``PolynomialStep`` reads ``count`` (the per-pair "local clock");
+``SGDStep`` reads ``k`` (the inner loop's global clock, as SGD on the squared Bellman
+error does).
 """
 
 from typing import NamedTuple
@@ -82,6 +91,25 @@ def theory(gamma: float, base: float = 1.0, max_period: float = 1e9) -> Geometri
     return geometric(base, float(gamma) ** (-2.0 / 3.0), max_period)
 
 
+def growth(gamma: float, power: float, base: float = 1.0,
+           max_period: float = 1e9) -> GeometricPeriod:
+    """K_n = floor(base * gamma^(-power * n)): the growth-exponent family.
+
+    ``power = 2/3`` is ``theory``; the study sweeps power in {1/3, 2/3, 1, 2}.
+
+    Args:
+      gamma: discount in (0, 1).
+      power: growth exponent p > 0.
+      base: K_0 >= 1.
+      max_period: cap on K_n.
+    """
+    validation.check_in_range("gamma", gamma, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_in_range("power", power, 0.0, low_inclusive=False)
+    validation.check_finite("power", power)
+    return geometric(base, float(gamma) ** (-float(power)), max_period)
+
+
 def stack(schedules) -> GeometricPeriod:
     """Stacks schedules of one family along a new leading axis (for vmap)."""
     schedules = list(schedules)
@@ -101,7 +129,8 @@ class PolynomialStep(NamedTuple):
     scale: Array
     power: Array
 
-    def __call__(self, count: ArrayLike) -> Array:
+    def __call__(self, count: ArrayLike, k: ArrayLike | None = None) -> Array:
+        del k  # local clock only
         c = jnp.maximum(jnp.asarray(count, jnp.float32), 1.0)
         return jnp.minimum(1.0, self.scale * jnp.power(c, -self.power))
 
@@ -115,3 +144,45 @@ def constant_step(alpha: float) -> PolynomialStep:
     """alpha = constant in (0, 1]."""
     validation.check_in_range("alpha", alpha, 0.0, 1.0, low_inclusive=False)
     return PolynomialStep(jnp.float32(alpha), jnp.float32(0.0))
+
+
+class SGDStep(NamedTuple):
+    """Inner-loop SGD step on the squared Bellman error: alpha_k = min(1, scale / (xi (k +
+    offset))), k = inner steps already taken against the current target (global clock).
+
+    The inner objective L(Q) = 1/2 sum_{s,a} mu(s, a) (Q(s, a) - (T Q_target)(s, a))^2 is
+    xi-strongly convex with xi = min mu(s, a) (the minimum sampling probability), and
+    the standard step for xi-strongly convex SGD is alpha_k = 2 / (xi (k + k_0)) (e.g.
+    Lacoste-Julien, Schmidt & Bach 2012; Gower et al. 2019). The offset k_0 = 2 / xi
+    makes alpha_0 = 1; the cap at 1 keeps each update a convex combination of Q(s, a)
+    and the sampled target.
+    """
+
+    xi: Array
+    scale: Array
+    offset: Array
+
+    def __call__(self, count: ArrayLike, k: ArrayLike | None = None) -> Array:
+        del count  # global clock only
+        k = jnp.asarray(0 if k is None else k, jnp.float32)
+        return jnp.minimum(1.0, self.scale / (self.xi * (k + self.offset)))
+
+
+def sgd_step(xi: float, scale: float = 2.0, offset: float | None = None) -> SGDStep:
+    """alpha_k = min(1, scale / (xi (k + offset))), default offset 2 / xi (alpha_0 = 1).
+
+    Args:
+      xi: minimum state-action sampling probability in (0, 1]
+        (``mdp.min_sampling_probability``).
+      scale: numerator of the step (2: the strongly-convex SGD step).
+      offset: k_0 > 0 (default 2 / xi).
+    """
+    validation.check_in_range("xi", xi, 0.0, 1.0, low_inclusive=False)
+    validation.check_finite("xi", xi)
+    validation.check_in_range("scale", scale, 0.0, low_inclusive=False)
+    validation.check_finite("scale", scale)
+    offset = 2.0 / float(xi) if offset is None else offset
+    validation.check_in_range("offset", offset, 0.0, low_inclusive=False)
+    validation.check_finite("offset", offset)
+    f = lambda x: jnp.asarray(x, jnp.float32)  # noqa: E731
+    return SGDStep(f(xi), f(scale), f(offset))

@@ -22,6 +22,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from pallas_kernels import _compat
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.block_sparse_attention import attend, lists_from_bits, tile_bits
@@ -158,7 +159,7 @@ def env_report() -> dict:
         "jaxlib": getattr(jax.lib, "__version__", None) or _jaxlib_version(),
         "numpy": np.__version__, "default_backend": jax.default_backend(),
         "devices": [str(d) for d in devs], "device_kind": devs[0].device_kind,
-        "pallas_use_mosaic_gpu_default": bool(jax.config.jax_pallas_use_mosaic_gpu),
+        "pallas_use_mosaic_gpu_default": _compat.pallas_use_mosaic_gpu_default(),
     }
     cc = getattr(devs[0], "compute_capability", None)
     if cc is not None:

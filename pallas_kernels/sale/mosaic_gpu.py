@@ -22,6 +22,7 @@ from jax import lax
 from jax.experimental import pallas as pl
 from jax.experimental.pallas import mosaic_gpu as plgpu
 
+from pallas_kernels import _compat
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, PartialState, TileLists
 
@@ -59,7 +60,7 @@ def _cast(x, layout, interpret):
 
 
 def _load(ref, layout, interpret):
-    return ref[...] if interpret else plgpu.load(ref, (), layout=layout)
+    return ref[...] if interpret else _compat.mgpu_load(ref, layout)
 
 
 def _rows_of(plan: C.Plan, i, interpret):
@@ -93,7 +94,7 @@ def _qk(q_smem, k_tile, m, n, interpret, acc_dtype=jnp.float32):
                                preferred_element_type=acc_dtype)
 
     def scope(acc_ref):
-        plgpu.wgmma(acc_ref, q_smem, plgpu.transpose_ref(k_tile, (1, 0)))
+        plgpu.wgmma(acc_ref, q_smem, _compat.mgpu_transpose_ref(k_tile, (1, 0)))
         return acc_ref[...]
 
     return pl.run_scoped(scope, plgpu.ACC((m, n), acc_dtype))

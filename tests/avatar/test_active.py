@@ -120,9 +120,18 @@ def test_bad_input(karate):
 def test_smoke_experiment_writes_results(tmp_path):
     s, _ = run_notebook("avatar", tmp_path)  # colab/avatar.ipynb at smoke size
     assert os.path.getsize(tmp_path / "mrr_vs_round.png") > 1000
-    assert set(s["tasks"]) == {"karate", "point_cloud"}
+    assert set(s["tasks"]) == {"karate"}
+    t = s["tasks"]["karate"]["protocols"]
+    assert set(t) == {"paper", "fixed"}
+    for pr in t.values():
+        assert set(pr["paired_final_mrr"]) == {"avatar-gain - random"}
+        d = pr["paired_final_mrr"]["avatar-gain - random"]
+        assert d["lo"] <= d["mean"] <= d["hi"]
+        assert all(0.0 <= v <= 1.0 for v in pr["round0_picked_correct"].values())
     assert s["scaling"]["dense_over_cg"][0] > 0
-    assert avatar_experiment.headline(s)
+    assert max(s["scaling"]["cg_residual"]) < 1e-5  # entropic_plan's CG tol is 1e-6
+    rows = avatar_experiment.headline(s)
+    assert any("picks already top-1 correct" in k for k, _ in rows)
 
 
 def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):

@@ -7,7 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import avatar
-from jaxlab.avatar import adjoint, alignment, loop, solvers, tasks, utilities
+from jaxlab.avatar import adjoint, alignment, datasets, loop, scores, solvers, tasks, utilities
 from tests.bad_inputs.harness import Case, train_smoke
 
 EPS = 0.1
@@ -181,4 +181,42 @@ CASES = [
          "config.utility"),
     Case("avatar/config/scaling_sizes_zero", lambda: _train(scaling_sizes=[0, 50]),
          "config.scaling_sizes"),
+    # --- issue 19: scores, protocols, multi-utility, real data -----------------------------
+    Case("avatar/run_active/score_unknown", lambda: _run(score="oracle"), "score"),
+    Case("avatar/run_active/protocol_unknown", lambda: _run(protocol="transductive"),
+         "protocol"),
+    Case("avatar/run_active/utility_tuple_unknown", lambda: _run(utility=("sq_l2", "var")),
+         "utility"),
+    Case("avatar/run_active/utility_weights_length", lambda: _run(
+        utility=("sq_l2", "entropy"), utility_weights=(1.0,)), "utility_weights"),
+    Case("avatar/run_active/utility_weights_negative", lambda: _run(
+        utility=("sq_l2", "entropy"), utility_weights=(1.0, -1.0)), "utility_weights"),
+    Case("avatar/init/protocol_unknown", lambda: loop.init(jax.random.key(0), _karate(),
+                                                           protocol="x"), "protocol"),
+    Case("avatar/informativeness/score_gain_needs_loop", lambda: loop.informativeness(
+        _plan()[:, :6], _cost()[:, :6], EPS, score="gain"), "score"),
+    Case("avatar/scores/official_cost_shape", lambda: scores.official_score(
+        jnp.ones((4, 4)), jnp.ones((4, 3)), jnp.ones((4, 4))), "cost"),
+    Case("avatar/scores/abs_grad_nan", lambda: scores.abs_score(
+        jnp.ones((4, 4)), jnp.ones((4, 4)), _with(np.ones((4, 4)), (1, 1), np.nan)),
+         "grad_cost"),
+    Case("avatar/scores/gain_plan_not_square", lambda: scores.gain_matrix(
+        jnp.ones((4, 5)), jnp.ones((4, 5)), jnp.ones((4, 5)), np.eye(4), np.eye(5),
+        np.zeros(4, bool), np.arange(4)), "plan"),
+    Case("avatar/scores/combine_weights_length", lambda: scores.combine(
+        [jnp.ones(3), jnp.ones(3)], [1.0]), "weights"),
+    Case("avatar/datasets/name_unknown", lambda: datasets.load_pair("douban"), "name"),
+    Case("avatar/datasets/subsample_too_big", lambda: datasets.subsample(
+        "foursquare_twitter", 5000), "num_nodes"),
+    Case("avatar/datasets/subsample_seed_negative", lambda: datasets.subsample(
+        "foursquare_twitter", 50, seed=-1), "seed"),
+    Case("avatar/datasets/subsample_nodes_zero", lambda: datasets.subsample(
+        "acm_dblp", 0), "num_nodes"),
+    Case("avatar/tasks/from_adjacency_shape", lambda: tasks.task_from_adjacency(
+        np.eye(4), np.eye(5), np.zeros((4, 0)), np.zeros((5, 0)), np.arange(4)), "adj2"),
+    Case("avatar/config/protocol_unknown", lambda: _train(protocols=["paper", "online"]),
+         "config.protocols"),
+    Case("avatar/config/hard_init_frac_one", lambda: _train(hard_init_frac=1.0),
+         "config.hard_init_frac"),
+    Case("avatar/config/real_nodes_zero", lambda: _train(real_nodes=0), "config.real_nodes"),
 ]

@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import bco
-from jaxlab.bco import ensembles, estimators, losses, reference
+from jaxlab.bco import ensembles, estimators, losses, reference, variation
 from tests.bad_inputs.harness import Case, train_smoke
 
 D = 3
@@ -62,6 +62,17 @@ CASES = [
         jax.random.key(0), 10, D, 0.1, scale=-1.0), "scale"),
     Case("bco/losses/linear_on_ball", lambda: losses.prefix_comparator_losses(
         losses.drifting_linear(jax.random.key(0), 10, D, 0.1), bco.ball(D)), "domain"),
+    Case("bco/losses/family_unknown", lambda: losses.stochastic_family(
+        jax.random.key(0), "cubic", 10, D, 0.1), "family"),
+    Case("bco/losses/family_param_zero", lambda: losses.stochastic_family(
+        jax.random.key(0), "huber", 10, D, 0.1, param=0.0), "param"),
+    Case("bco/losses/fixed_comparator_iters_zero", lambda: losses.fixed_comparator_loss(
+        _seq(), bco.ball(D), 0), "num_iters"),
+    Case("bco/losses/huber_prefix_comparator", lambda: losses.prefix_comparator_losses(
+        losses.stochastic_family(jax.random.key(0), "huber", 10, D, 0.1), bco.ball(D)),
+        "seq"),
+    Case("bco/losses/lse_sharpness_negative", lambda: _run(seq=losses.LogSumExpSeq(
+        jnp.zeros((10, D)), jnp.float32(-1.0))), "seq.sharpness"),
     # --- estimators -----------------------------------------------------------------------
     Case("bco/estimators/sphere_dim_zero", lambda: estimators.sphere(jax.random.key(0), 0),
          "dim"),
@@ -96,6 +107,21 @@ CASES = [
         "meta_scale"),
     Case("bco/ensembles/delta_zero", lambda: ensembles.dynamic_ensemble(bco.ball(D), 0.0, 10),
          "delta"),
+    Case("bco/ensembles/optimistic_not_bool", lambda: ensembles.dynamic_ensemble(
+        bco.ball(D), 0.1, 10, optimistic="yes"), "optimistic"),
+    Case("bco/learners/ogd_sqrt_d_step_delta_zero", lambda: bco.ogd_sqrt_d_step(
+        bco.ball(D), 0.0), "delta"),
+    # --- variation ------------------------------------------------------------------------
+    Case("bco/variation/estimates_1d", lambda: variation.estimated_variation(jnp.zeros(5)),
+         "estimates"),
+    Case("bco/variation/one_round", lambda: variation.stats(jnp.zeros((1, D)),
+                                                              jnp.zeros((1, D))), "estimates"),
+    Case("bco/variation/shape_mismatch", lambda: variation.stats(jnp.zeros((5, D)),
+                                                                   jnp.zeros((5, D + 1))),
+         "grads"),
+    Case("bco/variation/played_x_rounds", lambda: variation.played_gradients(
+        bco.RoundInfo(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
+        "info.x"),
     # --- the Algorithm API: init(key, x0), step(key, state, f) ------------------------------
     Case("bco/init/x0_outside_domain", lambda: bco.gradient_variation(bco.ball(D), 0.1).init(
         jax.random.key(0), jnp.full(D, 5.0)), "x0"),
@@ -136,4 +162,13 @@ CASES = [
     Case("bco/config/one_point_delta_big", lambda: _train(one_point_delta=1.0),
          "config.one_point_delta"),
     Case("bco/config/horizons_zero", lambda: _train(horizons=[0, 100]), "config.horizons"),
+    Case("bco/config/val_seed_is_test_seed", lambda: _train(val_seed=0), "config.val_seed"),
+    Case("bco/config/num_val_seeds_zero", lambda: _train(num_val_seeds=0),
+         "config.num_val_seeds"),
+    Case("bco/config/step_grid_without_1", lambda: _train(step_grid=[0.5, 0.25, 2**-0.5]),
+         "config.step_grid"),
+    Case("bco/config/step_grid_negative", lambda: _train(step_grid=[1.0, -0.25, 2**-0.5]),
+         "config.step_grid"),
+    Case("bco/config/variation_dims_zero", lambda: _train(variation_dims=[0, 2]),
+         "config.variation_dims"),
 ]

@@ -8,7 +8,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.configs import dllm as dllm_configs
-from jaxlab.dllm import decoding, path_smc, poke, tasks
+from jaxlab.dllm import decoding, path_smc, poke, sr_smc, tasks
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import train as train_lib
 from tests.bad_inputs.harness import Case
@@ -37,6 +37,17 @@ def dec(prompt=GOOD, gen=2, **kw):
 def sdec(prompt=GOOD, gen=2, **kw):
     kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, "num_particles": 2, **kw}
     return path_smc.smc_decode(toy, prompt, gen, **kw)
+
+
+def srs(prompt=GOOD, gen=2, **kw):
+    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, "num_particles": 2,
+          "block_length": 1, **kw}
+    return sr_smc.sr_smc_decode(toy, prompt, gen, **kw)
+
+
+def nan_denoiser(tokens):
+    logits, hidden = toy(tokens)
+    return logits * jnp.nan, hidden
 
 
 def thr(prompt=GOOD, gen=2, **kw):
@@ -160,6 +171,21 @@ CASES = [
     Case("run_particles: NaN value_fn (traced weights)", lambda: path_smc.run_particles(
         toy, GOOD, 1, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=nan_value_fn), "`value_fn`"),
+    # self-rewarding SMC (jaxlab.dllm.sr_smc)
+    Case("sr_smc_decode: prompt id == mask", lambda: srs(np.array([[MASK], [0]])), "`prompt`"),
+    Case("sr_smc_decode: num_particles 0", lambda: srs(num_particles=0), "`num_particles`"),
+    Case("sr_smc_decode: block_length 3 of 4", lambda: srs(gen=4, block_length=3),
+         "`block_length`"),
+    Case("sr_smc_decode: threshold 0", lambda: srs(threshold=0.0), "`threshold`"),
+    Case("sr_smc_decode: threshold NaN", lambda: srs(threshold=float("nan")), "`threshold`"),
+    Case("sr_smc_decode: temperature -1", lambda: srs(temperature=-1.0), "`temperature`"),
+    Case("sr_smc_decode: ess_threshold 2", lambda: srs(ess_threshold=2.0), "`ess_threshold`"),
+    Case("sr_smc_decode: schedule steps 3 for 2 blocks", lambda: srs(threshold=None, steps=3),
+         "`steps`"),
+    Case("sr_smc_decode: vocab mismatch", lambda: srs(vocab_size=V + 1), "`vocab_size`"),
+    Case("sr_smc_decode: NaN logits (traced weights)", lambda: sr_smc.sr_smc_decode(
+        nan_denoiser, GOOD, 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        block_length=1), "`denoise_fn`"),
     # the Algorithm constructors and their init
     Case("smc: num_particles 0", lambda: path_smc.smc(
         toy, gen_length=2, num_particles=0, mask_id=MASK), "`num_particles`"),

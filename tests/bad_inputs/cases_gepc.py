@@ -73,6 +73,12 @@ CASES = [
     Case("gepc/top_rho_pool/rho_two", lambda: residual.top_rho_pool(_x(), 2.0), "rho"),
     Case("gepc/top_rho_pool/m_3d", lambda: residual.top_rho_pool(jnp.ones((2, 8, 8)), 0.3),
          "m"),
+    Case("gepc/residuals/noise_shape", lambda: _residuals(noise=jnp.zeros((1, 2, 8, 8, 1))),
+         "noise"),
+    Case("gepc/consistency_features/rho_zero", lambda: residual.consistency_features(
+        _score, _x(), jax.random.key(0), TS, rho=0.0), "rho"),
+    Case("gepc/consistency_features/x0_nan", lambda: residual.consistency_features(
+        _score, _with(_x(), (0, 1, 1, 0), np.nan), jax.random.key(0), TS), "x0"),
     # --- schedule -------------------------------------------------------------------------
     Case("gepc/schedule/sqrt_abar_nan", lambda: schedule.t_from_sqrt_alpha_bar(np.nan),
          "sqrt_abar"),
@@ -94,6 +100,15 @@ CASES = [
          "features"),
     Case("gepc/score/features_wrong_g", lambda: scoring.score(_scorer(), _feats(5, g=3)),
          "features"),
+    Case("gepc/fit_official/features_nan", lambda: scoring.fit_official(
+        _with(_feats(), (0, 0, 0), np.nan)), "features"),
+    Case("gepc/fit_official/one_row", lambda: scoring.fit_official(_feats(1)), "features"),
+    Case("gepc/fit_official/num_t_zero", lambda: scoring.fit_official(_feats(), num_t=0),
+         "num_t"),
+    Case("gepc/fit_official/agg_feat_unknown", lambda: scoring.fit_official(
+        _feats(), agg_feat="max"), "agg_feat"),
+    Case("gepc/official_bandwidth/one_row", lambda: scoring.official_bandwidth(
+        jnp.ones((1, 2))), "x"),
     Case("gepc/kde/bandwidth_zero", lambda: scoring.kde_log_density(
         jnp.ones((5, 2)), jnp.array([0.1, 0.0]), jnp.ones((3, 2))), "bandwidth"),
     Case("gepc/kde/x_columns", lambda: scoring.kde_log_density(
@@ -118,7 +133,35 @@ CASES = [
         _eps, _x(), num_steps=0), "num_steps"),
     Case("gepc/diffpath/t0_negative", lambda: baselines.diffpath_features(
         _eps, _x(), t0=-0.5), "t0"),
+    Case("gepc/denoising_error_map/ts_zero", lambda: baselines.denoising_error_map(
+        _eps, _x(), jax.random.key(0), [0.0]), "ts"),
+    Case("gepc/denoising_error_map/x0_nan", lambda: baselines.denoising_error_map(
+        _eps, _with(_x(), (0, 0, 0, 0), np.nan), jax.random.key(0), TS), "x0"),
     # --- data / training ------------------------------------------------------------------
+    Case("gepc/split/labels_2d", lambda: data.stratified_split(
+        np.zeros((4, 2), int), [0], 1, 0, 1, 0), "labels"),
+    Case("gepc/split/labels_float", lambda: data.stratified_split(
+        np.zeros(10), [0], 1, 0, 1, 0), "labels"),
+    Case("gepc/split/id_classes_missing", lambda: data.stratified_split(
+        np.repeat(np.arange(3), 10), [0, 5], 2, 2, 2, 2), "id_classes"),
+    Case("gepc/split/id_classes_repeated", lambda: data.stratified_split(
+        np.repeat(np.arange(3), 10), [0, 0], 2, 2, 2, 2), "id_classes"),
+    Case("gepc/split/train_zero", lambda: data.stratified_split(
+        np.repeat(np.arange(3), 10), [0], 0, 2, 2, 2), "train_per_class"),
+    Case("gepc/split/cal_negative", lambda: data.stratified_split(
+        np.repeat(np.arange(3), 10), [0], 2, -1, 2, 2), "cal_per_class"),
+    Case("gepc/split/too_many_per_class", lambda: data.stratified_split(
+        np.repeat(np.arange(3), 10), [0], 5, 5, 5, 2), "train_per_class"),
+    Case("gepc/split/num_heldout_too_many", lambda: data.stratified_split(
+        np.repeat(np.arange(3), 10), [0], 2, 2, 2, 21), "num_heldout"),
+    Case("gepc/clutter/num_zero", lambda: data.clutter(0), "num"),
+    Case("gepc/shapes/size_zero", lambda: data.shapes(3, size=0), "size"),
+    Case("gepc/embed_targets/images_3d", lambda: data.embed_targets(
+        np.zeros((2, 8, 8)), np.ones((1, 3, 3))), "images"),
+    Case("gepc/embed_targets/targets_too_big", lambda: data.embed_targets(
+        np.zeros((2, 8, 8, 1)), np.ones((1, 9, 9))), "targets"),
+    Case("gepc/embed_targets/strength_zero", lambda: data.embed_targets(
+        np.zeros((2, 8, 8, 1)), np.ones((1, 3, 3)), strength=0.0), "strength"),
     Case("gepc/data/uniform_noise_size_zero", lambda: data.uniform_noise(3, size=0), "size"),
     Case("gepc/data/digits_size_zero", lambda: data.sklearn_digits(size=0), "size"),
     Case("gepc/data/image_patches_unknown", lambda: data.image_patches(("nope",), num=2),
@@ -138,6 +181,14 @@ CASES = [
          "group"),
     Case("gepc/detector/num_t_too_many", lambda: gepc.detector(_eps, num_t=9), "num_t"),
     Case("gepc/detector/rho_zero", lambda: gepc.detector(_eps, rho=0.0), "rho"),
+    Case("gepc/detector/scorer_unknown", lambda: gepc.detector(_eps, scorer="mvn"), "scorer"),
+    Case("gepc/detector/features_unknown", lambda: gepc.detector(_eps, features=("cycle",)),
+         "features"),
+    Case("gepc/detector/features_empty", lambda: gepc.detector(_eps, features=()), "features"),
+    Case("gepc/detector/log_features_official", lambda: gepc.detector(
+        _eps, log_features=True), "log_features"),
+    Case("gepc/detector/agg_feat_unknown", lambda: gepc.detector(_eps, agg_feat="max"),
+         "agg_feat"),
     Case("gepc/init/x_fit_nan", lambda: gepc.detector(_eps).init(
         jax.random.key(0), _with(_x(4), (0, 0, 0, 0), np.nan)), "x_fit"),
     Case("gepc/init/one_image", lambda: gepc.detector(_eps).init(jax.random.key(0), _x(1)),
@@ -163,6 +214,16 @@ CASES = [
     Case("gepc/config/image_size_odd", lambda: _train_eval(image_size=10), "config.image_size"),
     Case("gepc/config/msma_t_min_zero", lambda: _train_eval(msma_t_min=0.0),
          "config.msma_t_min"),
+    Case("gepc/config/features_unknown", lambda: _train_eval(features=["cycle"]),
+         "config.features"),
+    Case("gepc/config/agg_feat_unknown", lambda: _train_eval(agg_feat="max"),
+         "config.agg_feat"),
+    Case("gepc/config/target_size_too_big", lambda: _train_eval(target_size=40),
+         "config.target_size"),
+    Case("gepc/config/clutter_cal_one", lambda: _train_eval(clutter_cal=1),
+         "config.clutter_cal"),
+    Case("gepc/config/test_per_class_zero", lambda: _train_eval(test_per_class=0),
+         "config.test_per_class"),
     Case("gepc/config/id_dataset_unknown", lambda: _train_eval(id_dataset="cifar"),
          "config.id_dataset"),
 ]

@@ -96,8 +96,9 @@ def _experiment(**over):
     from experiments.lib import registry
 
     cfg = registry.get_config("qlearning", "smoke")
-    cfg.constant_periods, cfg.theory_bases, cfg.shrinking = [5], [2.0], [(10.0, 0.9)]
-    cfg.eps_list, cfg.num_seeds = [1.0], 2
+    cfg.families, cfg.variant_families = ("garnet",), ()
+    cfg.constant_grid, cfg.growth_powers, cfg.base_grid = (5.0, 10.0, 1), (2 / 3,), (2.0,)
+    cfg.eps_rel, cfg.num_seeds, cfg.num_val_seeds = (0.5,), 2, 1
     cfg.record_every, cfg.num_records, cfg.num_chunks = 10, 4, 1
     cfg.update(over)
     return registry.train_and_evaluate("qlearning", cfg, tempfile.mkdtemp(prefix="bad_ql_"))
@@ -149,6 +150,30 @@ CASES = [
     Case("qlearning.schedules.constant_step.alpha_nan",
          lambda: _sched("constant_step", float("nan")), "alpha"),
     Case("qlearning.schedules.theory.gamma_one", lambda: _sched("theory", 1.0), "gamma"),
+    Case("qlearning.schedules.growth.power_nan", lambda: _sched("growth", 0.9, float("nan")),
+         "power"),
+    Case("qlearning.schedules.growth.power_zero", lambda: _sched("growth", 0.9, 0.0), "power"),
+    Case("qlearning.schedules.sgd_step.xi_zero", lambda: _sched("sgd_step", 0.0), "xi"),
+    Case("qlearning.schedules.sgd_step.xi_above_one", lambda: _sched("sgd_step", 1.5), "xi"),
+    Case("qlearning.schedules.sgd_step.scale_nan",
+         lambda: _sched("sgd_step", 0.1, float("nan")), "scale"),
+    Case("qlearning.schedules.sgd_step.offset_negative",
+         lambda: _sched("sgd_step", 0.1, 2.0, -1.0), "offset"),
+    # MDP families and the behaviour distribution.
+    Case("qlearning.sparse_reward.too_many_rewarding",
+         lambda: _family("sparse_reward", jax.random.key(0), 3, 2, 2, 0.99, num_rewarding=7),
+         "num_rewarding"),
+    Case("qlearning.sparse_reward.branching_too_large",
+         lambda: _family("sparse_reward", jax.random.key(0), 3, 2, 4, 0.99), "branching"),
+    Case("qlearning.with_bernoulli_rewards.reward_above_one",
+         lambda: _family("with_bernoulli_rewards", _raw_mdp(r=np.full((3, 2), 2.0))),
+         "rewards"),
+    Case("qlearning.stationary_distribution.reducible",
+         lambda: _family("stationary_distribution", _reducible()), "mdp"),
+    Case("qlearning.sampling_distribution.sampling_unknown",
+         lambda: _family("sampling_distribution", _mdp(), "offline"), "sampling"),
+    Case("qlearning.paper_sgd_step.reducible",
+         lambda: _family("paper_sgd_step", _reducible(), "trajectory"), "mdp"),
     # Periodic Q-learning.
     Case("qlearning.init.q0_nan", lambda: _state(_mdp(), jnp.full((4, 2), jnp.nan)), "q0"),
     Case("qlearning.simulate.q_star_nan", lambda: _simulate(jnp.full((4, 2), jnp.nan)),
@@ -165,8 +190,8 @@ CASES = [
     Case("qlearning.step.sampling_unknown", lambda: _step(sampling="offline"), "sampling"),
     Case("qlearning.step.negative_prob", lambda: _step(_raw_mdp(p=_NEG_P)), "transitions"),
     Case("qlearning.run_uniforms.out_of_unit_interval",
-         lambda: _run_uniforms(np.full((4, 2), 1.5)), "uniforms"),
-    Case("qlearning.run_uniforms.nan", lambda: _run_uniforms(np.full((4, 2), np.nan)),
+         lambda: _run_uniforms(np.full((4, 3), 1.5)), "uniforms"),
+    Case("qlearning.run_uniforms.nan", lambda: _run_uniforms(np.full((4, 3), np.nan)),
          "uniforms"),
     Case("qlearning.samples_to_accuracy.errors_nan",
          lambda: _s2a([1, 2, 3], [[np.nan, 0.1, 0.1]]), "errors"),
@@ -175,14 +200,28 @@ CASES = [
     # Experiment config.
     Case("qlearning.config.num_seeds_one", lambda: _experiment(num_seeds=1), "num_seeds"),
     Case("qlearning.config.gamma_one", lambda: _experiment(gamma=1.0), "config.gamma"),
-    Case("qlearning.config.eps_negative", lambda: _experiment(eps_list=[-1.0]),
-         "config.eps_list"),
+    Case("qlearning.config.eps_negative", lambda: _experiment(eps_rel=(-1.0,)),
+         "config.eps_rel"),
     Case("qlearning.config.record_every_zero", lambda: _experiment(record_every=0),
          "config.record_every"),
-    Case("qlearning.config.constant_period_zero", lambda: _experiment(constant_periods=[0]),
-         "config.constant_periods"),
-    Case("qlearning.config.step_size_negative", lambda: _experiment(step_size="-0.5"),
-         "config.step_size"),
+    Case("qlearning.config.constant_grid_zero", lambda: _experiment(constant_grid=(0.0, 8.0, 1)),
+         "config.constant_grid"),
+    Case("qlearning.config.constant_grid_reversed",
+         lambda: _experiment(constant_grid=(80.0, 8.0, 1)), "config.constant_grid"),
+    Case("qlearning.config.growth_power_zero", lambda: _experiment(growth_powers=(0.0,)),
+         "config.growth_powers"),
+    Case("qlearning.config.base_below_one", lambda: _experiment(base_grid=(0.5,)),
+         "config.base_grid"),
+    Case("qlearning.config.family_unknown", lambda: _experiment(families=("gridworld",)),
+         "config.families"),
+    Case("qlearning.config.inner_loop_unknown", lambda: _experiment(inner_loop="adam"),
+         "config.inner_loop"),
+    Case("qlearning.config.sparse_gamma_one", lambda: _experiment(sparse_gamma=1.0),
+         "config.sparse_gamma"),
+    Case("qlearning.config.scale_negative", lambda: _experiment(scale={
+        "garnet": -1.0, "chain": 1.0, "sparse": 1.0, "bernoulli": 1.0}), "config.scale"),
+    Case("qlearning.config.num_val_seeds_zero", lambda: _experiment(num_val_seeds=0),
+         "config.num_val_seeds"),
     Case("qlearning.config.sampling_unknown", lambda: _experiment(sampling="offline"),
          "config.sampling"),
     Case("qlearning.config.num_chunks_zero", lambda: _experiment(num_chunks=0),
@@ -206,3 +245,15 @@ def _bellman_raw(mdp):
     from jaxlab import qlearning as ql
 
     return ql.bellman_optimality(mdp, jnp.zeros((3, 2)))
+
+
+def _family(fn, *args, **kw):
+    from jaxlab import qlearning as ql
+
+    return getattr(ql, fn)(*args, **kw)
+
+
+def _reducible():
+    p = np.zeros((3, 1, 3), np.float32)
+    p[0, 0, 1] = p[1, 0, 1] = p[2, 0, 2] = 1.0
+    return _raw_mdp(p=p, r=np.zeros((3, 1), np.float32))

@@ -20,9 +20,12 @@ def _learners():
     return {
         "gradient_variation": (bco.gradient_variation(dom, 0.1), dom),
         "agarwal2010": (bco.agarwal2010(dom, 0.1), dom),
+        "ogd_sqrt_d_step": (bco.ogd_sqrt_d_step(dom, 0.1), dom),
         "one_point_box": (bco.one_point_box(box, 0.1, bco.step_rule(2.0)), box),
         "universal_ensemble": (ensembles.universal_ensemble(dom, 0.1), dom),
         "dynamic_ensemble": (ensembles.dynamic_ensemble(dom, 0.1, 50), dom),
+        "dynamic_ensemble_optimistic": (
+            ensembles.dynamic_ensemble(dom, 0.1, 50, optimistic=True), dom),
     }
 
 

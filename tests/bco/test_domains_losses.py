@@ -93,3 +93,72 @@ def test_loss_generator_errors():
         losses.drifting_linear(jax.random.key(0), 10, 0, 0.1)
     with pytest.raises(ValueError, match="period"):
         losses.switching_quadratic(jax.random.key(0), 10, 3, 0)
+
+
+def _fd_grad(f, x, h=1e-5):
+    x = np.asarray(x, np.float64)
+    return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
+
+
+def test_new_families_gradients_match_finite_differences():
+    """jax.grad of each new family's round loss against central differences in float64."""
+    import functools
+
+    d = 5
+    x = np.asarray(jax.random.normal(jax.random.key(7), (d,)), np.float64) * 0.4
+    for family, param in (("lse", 3.0), ("huber", 0.3), ("huber", 5.0),
+                          ("softplus_quadratic", 0.5)):
+        seq = losses.stochastic_family(jax.random.key(1), family, 3, d, 0.5, param=param)
+        params, f = losses.round_params(seq)
+        p0 = np.asarray(params[0], np.float64)
+        with jax.enable_x64(True):
+            fx = functools.partial(f, jnp.asarray(p0))
+            fd = _fd_grad(lambda y, fx=fx: float(fx(jnp.asarray(y))), x)
+            g = np.asarray(jax.grad(fx)(jnp.asarray(x)))
+        np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-7, err_msg=family)
+
+
+def test_new_families_values_against_numpy():
+    d = 4
+    c = np.array([0.1, -0.2, 0.3, 0.0])
+    x = np.array([0.5, 0.1, -0.2, 0.4])
+    r = np.linalg.norm(x - c)
+    s, w, lam = 2.0, 0.3, 0.7
+    z = s * (x - c)
+    want = {
+        losses.LogSumExpSeq: (np.log(np.sum(np.exp(z)) + np.sum(np.exp(-z))) - np.log(2 * d)) / s,
+        losses.HuberSeq: w * (r - w / 2),
+        losses.SoftplusQuadraticSeq: np.log1p(np.exp(c @ x)) + lam / 2 * x @ x,
+    }
+    for cls, p in ((losses.LogSumExpSeq, s), (losses.HuberSeq, w),
+                   (losses.SoftplusQuadraticSeq, lam)):
+        _, f = losses.round_params(cls(jnp.asarray(c)[None], jnp.float32(p)))
+        np.testing.assert_allclose(float(f(jnp.asarray(c), jnp.asarray(x))), want[cls],
+                                   rtol=1e-5, err_msg=cls.__name__)
+
+
+def test_fixed_comparator_matches_the_quadratic_closed_form_and_brute_force():
+    d, t = 3, 50
+    dom = bco.ball(d)
+    quad = losses.stochastic_quadratic(jax.random.key(0), t, d, 0.5, radius=0.9)
+    np.testing.assert_allclose(losses.fixed_comparator_loss(quad, dom, 300),
+                               losses.prefix_comparator_losses(quad, dom)[-1], rtol=1e-4)
+    # A smooth family: no random point of the ball does better than the comparator.
+    seq = losses.stochastic_family(jax.random.key(2), "huber", t, d, 0.5, param=0.2)
+    params, f = losses.round_params(seq)
+    best = float(losses.fixed_comparator_loss(seq, dom, 2000))
+    pts = jax.vmap(dom.project)(jax.random.normal(jax.random.key(3), (4000, d)) * 0.6)
+    totals = jax.vmap(lambda x: jnp.sum(jax.vmap(f, (0, None))(params, x)))(pts)
+    assert best <= float(totals.min()) + 1e-4
+    assert float(totals.min()) - best < 0.05 * best  # the brute force gets close
+
+
+def test_circle_sequences_vmap_at_large_d_without_qr():
+    """drifting_quadratic jitted and vmapped at d = 64 (QR used to hang XLA:CPU here):
+    the centres stay on the circle of the requested radius and V_T matches its formula."""
+    t, d, r, w = 50, 64, 0.5, 0.2
+    seqs = jax.jit(jax.vmap(lambda k: losses.drifting_quadratic(k, t, d, w, radius=r)))(
+        jax.random.split(jax.random.key(0), 4))
+    np.testing.assert_allclose(jnp.linalg.norm(seqs.centers, axis=-1), r, rtol=1e-5)
+    v = jax.vmap(losses.gradient_variation)(seqs)
+    np.testing.assert_allclose(v, (t - 1) * (2 * r * np.sin(w / 2)) ** 2, rtol=1e-4)

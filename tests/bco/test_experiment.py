@@ -6,18 +6,27 @@ from experiments.configs import bco as bcfg
 from experiments.lib import registry
 from tests.notebooks import run_notebook
 
-UNITS = ("vs_dim", "vs_rounds", "vs_variation", "variants", "dynamic", "one_point")
+UNITS = ("vs_dim", "vs_rounds", "vs_variation", "families", "variation", "variants", "dynamic",
+         "one_point")
 
 
 def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     cfg = bcfg.get_config("smoke")
     s1, _ = run_notebook("bco", tmp_path)  # colab/bco.ipynb at smoke size
-    for f in ("summary.json", "regret_scaling.png", "variants.png"):
+    for f in ("summary.json", "regret_scaling.png", "variants.png", "variation.png"):
         assert os.path.getsize(tmp_path / f) > 500
-    assert set(s1["slope_vs_dim"]) == set(bco_exp.TWO_POINT)
+    assert set(s1["slope_vs_rounds"]) == set(bco_exp.TWO_POINT)
+    vd = s1["vs_dim"]
+    assert set(vd["slope_tuned"]) == set(bco_exp.TUNED_ROWS)
+    for chosen in vd["chosen_multiplier"].values():  # chosen from the grid, per d
+        assert len(chosen) == len(cfg.dims) and set(chosen) <= set(cfg.step_grid)
+    assert set(s1["families"]) == set(bco_exp.FAMILIES)
+    # S_T is at least the worst-case-free floor 2 (d - 1) G_T order: the ratio is O(1).
+    assert all(0.5 < r < 3.0 for row in s1["variation"]["S_T_over_2(d-1)G_T"] for r in row)
     assert s1["V_T"][0] == 0.0 and s1["V_T"][-1] > s1["V_T"][1] > 0
     rows = bco_exp.headline(s1)
     assert any("regret vs d" in k for k, _ in rows)
+    assert any("optimistic Hedge" in k for k, _ in rows)
     # One unit file per study; the rerun loads them instead of recomputing.
     files = os.listdir(tmp_path / "units")
     assert sorted(f.split("-")[0] for f in files) == sorted(UNITS)

@@ -26,6 +26,12 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
         assert d["confidence"]["nfe"] == a and d["best_of_2"]["nfe"] == 2 * a
         assert d["poke_smc_2"]["nfe"] == d["smc_2"]["nfe"] == 2 * a
         assert d["threshold"]["nfe"] <= a
+        # SR-SMC: adaptive threshold passes, at most one per answer token, N per pass.
+        assert 2 <= d["sr_smc_2"]["nfe"] <= 2 * a
+        assert d["sr_smc_2"]["nfe_batched"] == d["sr_smc_2"]["nfe"] / 2
+        v = t["poke_vs_sr_smc"]["2"]
+        assert v["difference"] == pytest.approx(v["poke_smc_accuracy"] - v["sr_smc_accuracy"])
+        assert v["difference_ci"][0] <= v["difference"] <= v["difference_ci"][1]
         for row in d.values():
             lo, hi = row["accuracy_ci"]
             assert 0 <= lo <= row["accuracy"] <= hi <= 1

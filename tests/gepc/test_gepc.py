@@ -137,19 +137,32 @@ def test_offline_data_shapes_and_errors():
 
 def test_smoke_experiment(tmp_path):
 
+    from experiments import gepc as exp
     from tests.notebooks import run_notebook
 
     s, _ = run_notebook("gepc", tmp_path)  # colab/gepc.ipynb at smoke size
     for f in ("summary.json", "auroc.png", "maps.png"):
         assert os.path.getsize(tmp_path / f) > 1000
     assert os.path.isdir(tmp_path / "score_model")
-    assert set(s["auroc"]) == {"digits_heldout_classes", "mnist", "textures", "faces",
-                               "uniform_noise", "rotated_id", "shifted_id"}
-    row = s["auroc"]["uniform_noise"]
-    assert set(row) == {"GEPC", "GEPC log-KDE (ours)", "score norm", "MSMA-style",
-                        "DiffPath-style"}
-    assert all(0.0 <= v["auroc"] <= 1.0 for v in row.values())
-    assert len(s["selected_sqrt_abar"]) == 2
+    assert os.path.exists(tmp_path / "score_model" / exp.PROVENANCE)
+    assert s["blocks"] == {
+        "semantic_far": ["digits_heldout_classes", "mnist", "textures", "faces",
+                         "uniform_noise"],
+        "group_transforms": ["id_rot90", "id_rot180", "id_hflip", "id_vflip",
+                             "id_shift2_wrap", "id_shift2_fill"],
+        "invariant_clutter": ["clutter_digits", "clutter_shapes"]}
+    assert set(s["auroc"]) == {n for v in s["blocks"].values() for n in v}
+    for row in s["auroc"].values():
+        assert set(row) == set(exp.METHODS)
+        assert all(v["ci95"][0] <= v["auroc"] <= v["ci95"][1] for v in row.values())
+    for row in s["localisation_pixel_auroc"].values():
+        assert set(row) == {"GEPC map", "denoising-error map"}
+        assert all(0.0 <= v["auroc"] <= 1.0 for v in row.values())
+    assert s["sizes"]["id_cal"] == 100 and s["sizes"]["id_test"] == 40
+    assert len(s["selected_sqrt_abar"]["digits"]) == 2
+    assert s["cost_score_evals_per_image"]["GEPC (official)"] == 14
+    rows = exp.headline(s)
+    assert rows[0][0].startswith("mean AUROC semantic_far")
 
 
 def test_detector_is_residuals_then_fit_then_score():
@@ -162,16 +175,28 @@ def test_detector_is_residuals_then_fit_then_score():
     state = alg.init(k_fit, x_fit)
     _, info = alg.step(k_x, state, x)
     w = 1.0 + 3.0 * jax.random.uniform(jax.random.split(jax.random.key(42), 3)[0], (1, 8, 8, 1))
-    score_fn = residual.score_from_eps(lambda xt, t: 0.1 * w * xt)
+    eps_fn = lambda xt, t: 0.1 * w * xt  # noqa: E731
+    score_fn = residual.score_from_eps(eps_fn)
     ts = schedule.t_from_sqrt_alpha_bar(np.asarray(gepc.SQRT_ABARS))
-    ref = scoring.fit(residual.gepc_residuals(score_fn, x_fit, k_fit, ts), 2)
+    r_fit = residual.gepc_residuals(score_fn, x_fit, k_fit, ts)
     r = residual.gepc_residuals(score_fn, x, k_x, ts)
+    # official (default): gepc_s = residual averaged over G with the identity -> 1 KDE per t
+    ref = scoring.fit_official(r_fit.sum(-1, keepdims=True) / 7.0, 2)
     for a, b in zip(state, ref[:4], strict=True):
-        np.testing.assert_allclose(a, b, rtol=1e-6)
+        np.testing.assert_allclose(a, b, rtol=1e-5)
     np.testing.assert_allclose(info.residuals, r, rtol=1e-6)
-    np.testing.assert_allclose(info.scores, scoring.score(ref, r), rtol=1e-5)
+    np.testing.assert_allclose(info.scores, scoring.score(ref, r.sum(-1, keepdims=True) / 7.0),
+                               rtol=1e-5)
     assert info.scores.shape == (4,) and info.residuals.shape == (4, 4, 6)
-    assert np.all(np.asarray(info.residuals) > 0)
+    assert info.features.shape == (4, 4, 3) and np.all(np.asarray(info.residuals) > 0)
+    # per_element (ours): one KDE per (t, g) residual
+    alg_pe = gepc.detector(eps_fn, scorer="per_element")
+    st_pe = alg_pe.init(k_fit, x_fit)
+    ref_pe = scoring.fit(r_fit, 2)
+    for a, b in zip(st_pe, ref_pe[:4], strict=True):
+        np.testing.assert_allclose(a, b, rtol=1e-6)
+    np.testing.assert_allclose(alg_pe.step(k_x, st_pe, x)[1].scores, scoring.score(ref_pe, r),
+                               rtol=1e-5)
 
 
 def test_detector_jit_vmap_and_state_unchanged():

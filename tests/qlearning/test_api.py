@@ -38,7 +38,7 @@ def test_step_is_the_kernel_on_the_keys_uniforms(mdp):
     for i in range(10):
         key = jax.random.key(100 + i)
         new, info = alg.step(key, state)
-        ref = kernel(state, sched, jax.random.uniform(key, (2,)))
+        ref = kernel(state, sched, jax.random.uniform(key, (3,)))
         _assert_equal(new, ref)
         same, same_info = ql.step(key, state, mdp, sched)  # the module-level step
         _assert_equal(same, new)
@@ -53,7 +53,7 @@ def test_scanned_steps_match_run_uniforms_and_numpy_reference(mdp, sampling):
     alg = ql.periodic(mdp, sched, sampling=sampling)
     state = alg.init(jax.random.key(2))
     keys = jax.random.split(jax.random.key(3), 2000)
-    us = jax.vmap(lambda k: jax.random.uniform(k, (2,)))(keys)
+    us = jax.vmap(lambda k: jax.random.uniform(k, (3,)))(keys)
     out, info = jax.jit(_scan_steps, static_argnums=0)(alg, state, keys)
     ref = jax.jit(lambda s, u: ql.run_uniforms(s, mdp, sched, u, sampling))(state, us)
     _assert_equal(out, ref)

@@ -3,8 +3,10 @@ import os
 import subprocess
 import sys
 
+import jax
 import numpy as np
 
+from experiments import qlearning as qexp
 from experiments.configs import qlearning as qcfg
 from experiments.lib import registry
 from tests.notebooks import run_notebook
@@ -16,18 +18,57 @@ def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     cfg = qcfg.get_config("smoke")
     s1, _ = run_notebook("qlearning", tmp_path)  # colab/qlearning.ipynb at smoke size
     assert os.path.exists(tmp_path / "summary.json")
-    assert os.path.getsize(tmp_path / "error_vs_samples.png") > 1000
+    for png in ("samples_to_eps.png", "ratio_vs_eps.png"):
+        assert os.path.getsize(tmp_path / png) > 1000
     with open(tmp_path / "summary.json") as f:
         on_disk = json.load(f)
-    assert on_disk["schedules"] == s1["schedules"]
-    # Every schedule learns: final error well below the initial ||Q*||_inf.
-    lo, _ = s1["q_star_range"]
-    assert all(v < 0.5 * lo for v in s1["final_target_error_mean"].values())
-    # Rerunning in the same workdir restores the finished checkpoint: identical numbers.
+    fams = s1["families"]
+    assert [(f["family"], f["inner_loop"], f["headline"]) for f in fams] == [
+        ("garnet", "sgd", True), ("bernoulli", "sgd", True), ("garnet", "running_mean", False)]
+    assert [f["schedules"] for f in on_disk["families"]] == [f["schedules"] for f in fams]
+    for f in fams:
+        # Every schedule learns: final error well below the initial ||Q*||_inf.
+        assert all(v < 0.5 * f["q_star_max"] for v in f["final_target_error_mean"].values())
+        for r in f["rows"]:
+            lo, hi = r["ratio"]["ci95"]
+            assert lo <= r["ratio"]["value"] <= hi
+            assert isinstance(r["best_constant_at_grid_edge"], bool)
+            assert set(r["growth_sweep"]) == {"p=0.667", "p=2"}
+    # Rerunning in the same workdir restores the finished units: identical numbers.
     s2 = registry.train_and_evaluate("qlearning", cfg, str(tmp_path))
-    e1, e2 = s1["final_target_error_mean"], s2["final_target_error_mean"]
-    assert set(e1) == set(e2)
-    np.testing.assert_allclose([e2[k] for k in e1], [e1[k] for k in e1])
+    assert s2["families"] == s1["families"]
+
+
+def test_constant_grid_and_picks_use_validation_seeds_only():
+    cfg = qcfg.get_config("smoke")
+    assert qexp.constant_grid(cfg, "garnet") == [20, 40, 80, 160]
+    cfg.scale.garnet = 2.0
+    assert qexp.constant_grid(cfg, "garnet") == [40, 80, 160, 320]
+    cfg = qcfg.get_config("smoke")
+    names, kinds, _ = qexp.build_schedules(cfg, "garnet")
+    n_val, n_test, r = cfg.num_val_seeds, cfg.num_seeds, 5
+    samples = np.arange(1, r + 1) * 100
+    err = np.full((len(names), n_val + n_test, r), 10.0, np.float32)
+    err[:, :, -1] = 0.0  # every run reaches eps at the last record ...
+    err[1, :n_val, 1:] = 0.0  # ... schedule 1 early on validation seeds only
+    err[2, n_val:, 1:] = 0.0  # ... schedule 2 early on test seeds only
+    err[4, :, 2:] = 0.0  # the theory (p=2/3, first base) on every seed
+    trace = {"samples": np.broadcast_to(samples, err.shape).astype(np.int32),
+             "target_error": err, "q_error": err,
+             "outer_iter": np.broadcast_to(np.arange(r), err.shape).astype(np.int32)}
+    res = {"trace": trace, "q_star": np.full((5, 2), 10.0), "xi": 0.1,
+           "contraction_bias": 10.0 * 0.9 ** np.arange(r)}
+    out = qexp._family_summary(cfg, "garnet", "sgd", res, jax.random.key(0))
+    row = out["rows"][0]
+    assert row["best_constant_val"] == names[1] and not row["best_constant_at_grid_edge"]
+    assert row["best_constant_test_oracle"] == names[2]
+    assert row["theory"] == names[4]
+    # test seeds: constant reaches at 500, theory at 300 -> ratio 5/3 (no spread: CI = point)
+    np.testing.assert_allclose(row["ratio"]["value"], 500 / 300, rtol=1e-6)
+    np.testing.assert_allclose(row["ratio"]["ci95"], [500 / 300] * 2, rtol=1e-6)
+    np.testing.assert_allclose(row["ratio_test_oracle_constant"]["value"], 200 / 300, rtol=1e-6)
+    # bias share at the hitting outer iteration n = 2: ||T^2 Q0 - Q*|| / eps
+    np.testing.assert_allclose(row["bias_share"]["theory"], 10 * 0.81 / row["eps"], rtol=1e-6)
 
 
 def test_suite_binary_smoke(tmp_path):

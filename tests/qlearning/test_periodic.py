@@ -19,7 +19,7 @@ def test_matches_numpy_reference(mdp, sampling, which):
     sched = ql.schedules.constant(37) if which == "constant" else ql.schedules.theory(0.9, 5.0)
     period_fn = (lambda n: 37) if which == "constant" else (
         lambda n: int(np.floor(np.float32(5.0) * np.float32(0.9 ** (-2 / 3)) ** np.float32(n))))
-    us = jax.random.uniform(jax.random.key(1), (3000, 2))
+    us = jax.random.uniform(jax.random.key(1), (3000, 3))
     st = ql.init(jax.random.key(2), mdp)
     out = jax.jit(lambda s, u: ql.run_uniforms(s, mdp, sched, u, sampling))(st, us)
     ref = periodic_q_learning_numpy(mdp.transitions, mdp.rewards, 0.9, period_fn,
@@ -43,13 +43,14 @@ def test_inner_loop_averages_to_bellman_operator(mdp):
 
 @pytest.mark.parametrize("sampling", ql.SAMPLING_MODES)
 def test_converges_to_value_iteration(mdp, sampling):
+    # The mean over 4 seeds (one seed's final error is itself noisy: ~0.03-0.06).
     q_star = ql.value_iteration(mdp)
-    st = ql.init(jax.random.key(7), mdp)
-    _, tr = jax.jit(lambda s: ql.simulate(s, mdp, ql.schedules.theory(0.9, 20.0), q_star, 400,
-                                          500, sampling))(st)
-    assert float(tr.target_error[0]) > 1.0
-    assert float(tr.target_error[-1]) < 0.05
-    assert np.all(np.diff(np.asarray(tr.samples)) == 500)
+    st = jax.vmap(lambda k: ql.init(k, mdp))(jax.random.split(jax.random.key(7), 4))
+    _, tr = jax.jit(jax.vmap(lambda s: ql.simulate(s, mdp, ql.schedules.theory(0.9, 20.0),
+                                                   q_star, 800, 500, sampling)))(st)
+    assert float(tr.target_error[:, 0].min()) > 1.0
+    assert float(tr.target_error[:, -1].mean()) < 0.05
+    assert np.all(np.diff(np.asarray(tr.samples[0])) == 500)
 
 
 def test_vmap_over_seeds_and_schedules_equals_loop(mdp):
@@ -101,4 +102,4 @@ def test_bad_input(mdp):
     with pytest.raises(ValueError, match="num_steps"):
         ql.run_steps(st, mdp, ql.schedules.constant(3), 0)
     with pytest.raises(ValueError, match="uniforms"):
-        ql.run_uniforms(st, mdp, ql.schedules.constant(3), jnp.zeros((4, 3)))
+        ql.run_uniforms(st, mdp, ql.schedules.constant(3), jnp.zeros((4, 2)))

@@ -1,0 +1,74 @@
+"""The README snippet and the notebooks' install cell work from outside the checkout (#23).
+
+Each check runs in a fresh interpreter whose working directory is a temporary folder, so
+nothing is importable through the current directory: ``experiments``, ``jaxlab`` and the
+shipped weights must come from the installed package.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def _run(code: str, cwd, **env) -> subprocess.CompletedProcess:
+    clean = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=cwd,
+                          env={**clean, **env}, capture_output=True, text=True, timeout=600)
+
+
+def test_readme_snippet_imports_outside_the_checkout(tmp_path):
+    """The README's registry snippet up to ``train_and_evaluate`` (running it is what every
+    method's notebook smoke test does, also from a temporary directory: tests/notebooks.py)."""
+    proc = _run("""
+        import json, os, sys
+        from experiments.lib import artifacts, registry
+
+        config = registry.get_config("qlearning", "smoke")
+        assert callable(registry.experiment("qlearning").summarize)
+        dirs = {m: artifacts.resolve(registry.get_config(m, "quick").pretrained_dir)
+                for m in ("dllm", "gepc")}
+        print(json.dumps({"cwd": os.getcwd(), "dirs": dirs, "path0": sys.path[0],
+                          "registry": registry.__file__}))
+        """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["cwd"] == str(tmp_path) and not out["path0"].startswith(ROOT)
+    for method, folder in out["dirs"].items():  # shipped weights found from anywhere
+        assert os.path.isdir(folder) and os.listdir(folder), (method, folder)
+
+
+def test_install_cell_is_a_no_op_where_jaxlab_is_installed(tmp_path):
+    """The cell must not clone or pip-install when jaxlab imports (a clone from this bogus
+    address would fail loudly)."""
+    from colab import make_notebooks
+
+    cell = make_notebooks.INSTALL.format(extras="dev")
+    proc = _run(cell, cwd=tmp_path, JAXLAB_REPO=str(tmp_path / "no-such-repo"),
+                JAXLAB_DIR=str(tmp_path / "clone"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not (tmp_path / "clone").exists()
+    assert f"jaxlab: {os.path.join(ROOT, 'jaxlab')}" in proc.stdout
+
+
+def test_install_cell_finds_a_checkout_above_the_working_directory(tmp_path):
+    """Jupyter started in ``colab/`` of an uninstalled checkout: the cell puts the checkout on
+    ``sys.path`` instead of cloning. Simulated by hiding the installed package."""
+    from colab import make_notebooks
+
+    cell = make_notebooks.INSTALL.format(extras="dev")
+    hide = ("import sys, importlib.abc\n"
+            "class Hide(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path=None, target=None):\n"
+            "        if name == 'experiments' and not any(p == " + repr(ROOT) +
+            " for p in sys.path):\n"
+            "            raise ModuleNotFoundError(name)\n"
+            "sys.meta_path.insert(0, Hide())\n")
+    proc = _run(hide + cell + "\nprint('ROOT', sys.path[0])", cwd=os.path.join(ROOT, "colab"),
+                JAXLAB_REPO=str(tmp_path / "no-such-repo"), JAXLAB_DIR=str(tmp_path / "clone"))
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert not (tmp_path / "clone").exists()
+    assert f"ROOT {ROOT}" in proc.stdout
