@@ -64,7 +64,7 @@ import numpy as np
 from jaxlab.core import smc as smc_lib
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
-from jaxlab.dllm import decoding
+from jaxlab.dllm import decoding, path_smc
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
 
 
@@ -242,14 +242,9 @@ def sr_smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int
 
 
 def best_particle(state: State) -> DecodeResult:
-    """Each problem's highest-Path-LL particle; nfe [B] left at 0 (see ``sr_smc_decode``)."""
-    b, n = state.log_weights.shape
-    path_ll = state.decode.path_ll.reshape(b, n)
-    best = jnp.argmax(path_ll, axis=1)
-    pick = lambda x: x.reshape(b, n, *x.shape[1:])[jnp.arange(b), best]  # noqa: E731
-    answer_len = state.decode.order.shape[1]
-    return DecodeResult(pick(state.decode.tokens)[:, -answer_len:], pick(state.decode.path_ll),
-                        pick(state.decode.order), jnp.zeros(b, jnp.int32))
+    """Each problem's highest-Path-LL particle (``path_smc.best_particle``); nfe [B] left at 0
+    (``sr_smc_decode`` fills it from the pass counts)."""
+    return path_smc.best_particle(state, 0)
 
 
 def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
