@@ -4,8 +4,12 @@
 
 ``EXPERIMENT`` (a ``study.Experiment``) is what this binary, the suite, the notebook and
 the tests run. Units: one per task (every strategy under every protocol, vmapped over
-seeds, one jitted ``avatar.run_active`` scan each; ``task_study``) and ``scaling`` (CG vs
-dense adjoint solve times and residuals); a finished unit is never recomputed.
+seeds; ``task_study``) and ``scaling`` (CG vs dense adjoint solve times and residuals); a
+finished unit is never recomputed. Per task and protocol one program is compiled
+(``avatar.run_active_switch``: the strategy is a traced switch index), then run once per
+strategy (the quick preset spent ~6 s CPU compiling each (task, protocol, strategy)).
+``config.aligner``: "simple" (``alignment.anchor_cost`` + Sinkhorn) or "parrot"
+(``avatar.parrot``, the PARROT-class aligner).
 
 Strategies are names of ``avatar.STRATEGIES`` or ``avatar-<score>`` (the AvAtar strategy
 with node score ``<score>`` of ``avatar.scores.SCORES``). Declared comparison (fixed
@@ -32,10 +36,12 @@ from jaxlab import avatar
 from jaxlab.avatar import adjoint, datasets, loop, solvers, tasks
 from jaxlab.core import metrics, sharding
 
+ALIGNERS = {"simple": "ot", "parrot": "parrot"}  # config.aligner -> avatar solver
 METRICS = ("mrr", "hits@1", "hits@10", "hits@30", "hits@50")
 EXTENSIONS = ("point_cloud", "point_cloud_nonrigid", "embeddings")  # not in the paper
 # AvAtar Table 3, MRR at round 10 (random / entropy / AvAtar), from the paper.
-PUBLISHED = {"acm_dblp": "paper (full ACM-DBLP): PARROT .829/.926/.936, JOENA .837/.972/.981",
+PUBLISHED = {"acm_dblp": "paper (full ACM-DBLP, random/entropy/AvAtar): PARROT "
+                         ".829/.926/.936, JOENA .837/.972/.981",
              "foursquare_twitter": "paper: not in our notes (Douban PARROT .751/.791/.837)"}
 
 
@@ -84,17 +90,19 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
     out = np.zeros((len(c.protocols), len(METRICS), *shape[1:], c.rounds + 1), np.float32)
     picked = np.zeros((*shape, c.rounds), np.float32)
     pool = np.zeros((*shape, c.rounds), np.float32)
+    table = tuple(parse_strategy(name_s) for name_s in c.strategies)
     for p, protocol in enumerate(c.protocols):
+        # One compile per (task, protocol): the strategy is a traced switch index.
+        # The task is an argument (not a closed-over constant: XLA would constant-fold it).
+        run = jax.jit(jax.vmap(lambda t, k, i, protocol=protocol: avatar.run_active_switch(
+            t, k, table, i, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
+            init_frac=init_frac, budget_frac=c.budget_frac, utility=c.utility,
+            solver=ALIGNERS[c.aligner], sinkhorn_threshold=c.sinkhorn_threshold,
+            sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,
+            protocol=protocol), in_axes=(None, 0, None)))
         for i, name_s in enumerate(c.strategies):
-            strat, score = parse_strategy(name_s)
             t0 = time.perf_counter()
-            res = jax.vmap(lambda k, strat=strat, score=score, protocol=protocol:
-                           avatar.run_active(
-                task, k, strat, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
-                init_frac=init_frac, budget_frac=c.budget_frac, utility=c.utility,
-                sinkhorn_threshold=c.sinkhorn_threshold,
-                sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,
-                score=score, protocol=protocol))(keys)
+            res = run(task, keys, jnp.int32(i))
             res_metrics = sharding.to_host(res.metrics)
             for m, key in enumerate(METRICS):
                 out[p, m, i] = res_metrics[key]
@@ -211,12 +219,17 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     every strategy, the paired avatar - random / entropy differences, the share of round-0
     picks already correct, the published figures; the adjoint scaling."""
     rows = []
+    aligner = summary["config"].get("aligner", "simple")
     for name, task in summary["tasks"].items():
         ext = " [jaxlab extension, not in the paper]" if task["extension"] else ""
+        size = ""
+        if name in datasets.DATASETS:
+            size = f", {summary['config']['real_nodes']}-node subsample"
         for pr, t in task["protocols"].items():
             f = t["final_mrr"]
-            rows.append((f"{name}{ext} ({pr} protocol): final test MRR",
-                         ", ".join(f"{k} {v:.3f}" for k, v in f.items())))
+            pub = f"; published: {task['published']}" if task["published"] else ""
+            rows.append((f"{name}{ext} ({pr} protocol, {aligner} aligner{size}): final test MRR",
+                         ", ".join(f"{k} {v:.3f}" for k, v in f.items()) + pub))
             for k, d in t["paired_final_mrr"].items():
                 rows.append((f"{name} ({pr}): {k}, paired final MRR",
                              f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"))

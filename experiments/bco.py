@@ -347,8 +347,11 @@ def _summarize_variation(c, arr, v_t) -> dict:
          "slope_S_vs_d": [_slope(dims, est[:, a]) for a in range(len(v_t))],
          "slope_S_vs_d_predicted": {"refined (independent directions, eq. 3)": 1.0,
                                     "per-round worst case": 2.0},
+         "slope_S_vs_d_eq3": [_slope(dims, dec[:, a]) for a in range(len(v_t))],
          "slope_S_vs_V_T": [_slope(np.asarray(v_t)[pos], est[i, pos])
                             for i in range(len(dims))],
+         "slope_S_vs_V_T_eq3": [_slope(np.asarray(v_t)[pos], dec[i, pos])
+                                for i in range(len(dims))],
          "S_T_over_V_T": [[float(est[i, a] / v_t[a]) if v_t[a] > 0 else None
                            for a in range(len(v_t))] for i in range(len(dims))],
          "S_T_over_eq3": (est / dec).tolist(),
@@ -479,6 +482,12 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     rows.append(("tuned learners (steps chosen on validation problems): log-log slope of "
                  f"regret vs d (d={dims[0]}..{dims[-1]}), ours / plain OGD",
                  " / ".join(_fmt(vd["slope_tuned"][n]) for n in TUNED_ROWS)))
+    grid = summary["config"]["step_grid"]
+    rows.append((f"step multipliers chosen on validation problems per d={'/'.join(map(str, dims))}"
+                 f" (grid {max(grid):.3g}..{min(grid):.3g}): ours; plain OGD",
+                 "; ".join(" / ".join(f"{m:.3g}" + ("*" if m in (max(grid), min(grid)) else "")
+                                      for m in vd["chosen_multiplier"][n])
+                           for n in TUNED_ROWS) + " (* = grid edge)"))
     for n, r in vd["rows"].items():
         rows.append((f"regret at d={dims[-1]} (test problems): {n}",
                      f"{r['mean'][-1]:.1f} +- {r['ci95'][-1]:.1f}"))
@@ -502,8 +511,22 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                      "; ".join(f"{m:.1f} [{lo:.1f}, {hi:.1f}]" for m, lo, hi in zip(
                          dd["mean"], dd["low"], dd["high"], strict=True))))
     var = summary["variation"]
-    rows.append(("S_T = sum||g~_t - g~_{t-1}||^2: log-log slope vs d at the largest V_T "
-                 "(refined prediction 1, worst case 2)", _fmt(var["slope_S_vs_d"][-1])))
+    vts = summary["V_T"]
+    if "slope_S_vs_d_eq3" in var:
+        rows.append(("S_T = sum||g~_t - g~_{t-1}||^2 (independent directions): log-log slope vs "
+                     f"d (d={var['dims'][0]}..{var['dims'][-1]}) at V_T={vts[0]:.3g} / "
+                     f"V_T={vts[-1]:.3g}, measured (eq. (3) on the played gradients; refined "
+                     "analysis 1, per-round worst case 2)",
+                     f"{_fmt(var['slope_S_vs_d'][0])} ({_fmt(var['slope_S_vs_d_eq3'][0])}) / "
+                     f"{_fmt(var['slope_S_vs_d'][-1])} ({_fmt(var['slope_S_vs_d_eq3'][-1])})"))
+        rows.append(("S_T: log-log slope vs V_T (V_T > 0) per d, measured (eq. (3)); "
+                     "S_T proportional to V_T would be 1",
+                     "; ".join(f"d={d}: {_fmt(m)} ({_fmt(e)})" for d, m, e in zip(
+                         var["dims"], var["slope_S_vs_V_T"], var["slope_S_vs_V_T_eq3"],
+                         strict=True))))
+    else:
+        rows.append(("S_T = sum||g~_t - g~_{t-1}||^2: log-log slope vs d at the largest V_T "
+                     "(refined prediction 1, worst case 2)", _fmt(var["slope_S_vs_d"][-1])))
     rows.append((f"S_T / V_T at the largest V_T, d={var['dims'][0]} / d={var['dims'][-1]}",
                  f"{var['S_T_over_V_T'][0][-1]:.1f} / {var['S_T_over_V_T'][-1][-1]:.1f}"))
     rows.append((f"S_T / eq. (3) prediction (d={var['dims'][-1]}, each V_T)",

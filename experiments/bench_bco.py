@@ -1,10 +1,16 @@
 """Benchmark: rounds/s of the jitted two-point learner vs a plain NumPy loop, side by side,
 and where the jitted round's time goes (the same scan with only the direction sampling,
-only the loss queries, and the full learner).
+only the loss queries, and the full learner). "pre-drawn" is ``bco.run(...,
+predraw=True)`` (all T directions drawn before the scan, ``learners.PredrawnStep``);
+"per-round draws" scans ``learner.step`` with one key per round (``predraw=False``),
+measured in the same process. The
+load average is printed: the machine is shared, so ratios move with the load.
 
   python -m experiments.bench_bco [--dim=16] [--rounds=20000] [--seeds=64]
 """
 
+import functools
+import os
 import time
 
 import jax
@@ -37,19 +43,32 @@ def main(argv):
     two_point_ogd_numpy(np.asarray(seq.centers[:tn]), 1.0, 1.0, 0.05, 2.0, us)
     np_rate = tn / (time.perf_counter() - t0)
 
-    one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss)
+    one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d), predraw=True).loss)
     rate1 = t / timing.best_time(lambda: one(jax.random.key(2)))
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
-    many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d)).loss))
+    many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d),
+                                              predraw=True).loss))
     rate_v = _SEEDS.value * t / timing.best_time(lambda: many(keys))
+
+    params, f = losses.round_params(seq)
+
+    def per_round(k):  # the earlier run(): the direction drawn inside the scan
+        def body(state, inp):
+            p, kk = inp
+            return learner.step(kk, state, functools.partial(f, p))
+        return jax.lax.scan(body, learner.init(k, jnp.zeros(d)),
+                            (params, jax.random.split(k, t)))[1].loss
+
+    old1 = jax.jit(per_round)
+    rate1_old = t / timing.best_time(lambda: old1(jax.random.key(2)))
+    old_v = jax.jit(jax.vmap(per_round))
+    rate_v_old = _SEEDS.value * t / timing.best_time(lambda: old_v(keys))
 
     # Where the time goes: scans doing only part of the round, same T and d.
     def only_dirs(k):
         def body(c, kk):
             return c + bco.estimators.sphere(kk, d), None
         return jax.lax.scan(body, jnp.zeros(d), jax.random.split(k, t))[0]
-
-    params, f = losses.round_params(seq)
 
     def only_queries(k):
         u = bco.estimators.sphere(k, d)
@@ -64,12 +83,18 @@ def main(argv):
         jf = jax.jit(fn)
         parts[name] = t / timing.best_time(lambda jf=jf: jf(jax.random.key(4)))
 
-    print(f"backend: {jax.default_backend()}, d={d}")
+    print(f"backend: {jax.default_backend()}, d={d}, T={t}, load average (1/5/15 min): "
+          + " ".join(f"{x:.1f}" for x in os.getloadavg()))
     for name, rate in parts.items():
         print(f"scan, {name:17s}: {rate:11.4g} rounds/s  ({rate1 / rate:5.2f} of a full round)")
     print(f"NumPy loop           : {np_rate:11.4g} rounds/s")
-    print(f"jit scan, 1 run      : {rate1:11.4g} rounds/s  ratio {rate1 / np_rate:7.1f}x")
-    print(f"jit(vmap) {_SEEDS.value:3d} runs   : {rate_v:11.4g} rounds/s  "
+    print(f"jit scan, 1 run, per-round draws : {rate1_old:11.4g} rounds/s  "
+          f"ratio {rate1_old / np_rate:7.1f}x")
+    print(f"jit scan, 1 run, pre-drawn       : {rate1:11.4g} rounds/s  "
+          f"ratio {rate1 / np_rate:7.1f}x")
+    print(f"jit(vmap) {_SEEDS.value:3d} runs, per-round draws: {rate_v_old:11.4g} rounds/s  "
+          f"ratio {rate_v_old / np_rate:7.1f}x")
+    print(f"jit(vmap) {_SEEDS.value:3d} runs, pre-drawn       : {rate_v:11.4g} rounds/s  "
           f"ratio {rate_v / np_rate:7.1f}x")
 
 

@@ -178,8 +178,13 @@ def latency(rec, backends, lengths, smoke: bool, tau: float, repeats: int, budge
                         summary["estimate_pct_of_cudnn"] = 100 * times["estimate"] / dense
                 if "all_kept" in times:
                     summary["speedup_vs_all_kept"] = times["all_kept"] / times["sale"]
+                plan = C.make_plan(q.shape, k.shape, R.BlockSizes(), cfg.resolved(), q.dtype)
+                launch = {"heads_per_program": plan.heads_per_program, "rows": plan.rows,
+                          "tile": plan.tile}
+                if backend == "triton":
+                    launch["num_warps"] = C.triton_warps(plan.rows, cfg)
                 rec("summary", status="ok", n=n, backend=backend, heads=[hq, hk], d=d,
-                    dtype=jnp.dtype(dtype).name, **summary)
+                    dtype=jnp.dtype(dtype).name, launch=launch, **summary)
         del q, k, v
         last_cost = time.perf_counter() - start
 

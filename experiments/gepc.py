@@ -1,36 +1,44 @@
-"""GEPC OOD benchmark in three blocks, declared before any run (issue 17):
+"""GEPC OOD benchmark in blocks declared before any run (issue 17):
 
-  (a) semantic / far OOD: held-out digit classes, the other digit dataset, textures,
-      faces, uniform noise, against ID-test digits (the model's own ID classes);
-  (b) group transforms of ID-test: rot90, rot180, hflip, vflip, 2-px shifts with
+  (a) semantic_far: held-out digit classes, the other digit dataset, textures, faces,
+      uniform noise, against ID-test digits (the model's own ID classes);
+  (b) group_transforms of ID-test: rot90, rot180, hflip, vflip, 2-px shifts with
       wrap-around and with background fill. Known blind spot: for self-inverse elements
       (flips, rot180) the numerator of that element's residual on (g x, g eps) equals the
       one on (x, eps) exactly (``jaxlab.gepc.residual``); wrap-around shifts are seen
       through the network's zero padding, not the data;
-  (c) the invariant-ID testbed (the premise of the paper's SAR result): ID = clutter
-      whose distribution is invariant under the group (``data.clutter``), OOD = clutter
-      with one small embedded target (held-out-class digit or shape); AUROC, plus the
-      pixel AUROC of the GEPC map (and of a denoising-error map) against the target mask.
-      Block (c) is the pretrained-elsewhere setting of the paper and DiffPath: the score
-      model is the digit model, never trained on clutter; the scorers are fitted on
-      clutter-cal only.
+  (c) invariant_clutter, the invariant-ID testbed (the premise of the paper's SAR result):
+      ID = clutter whose distribution is invariant under the group (``data.clutter``),
+      OOD = clutter with one small embedded target (held-out-class digit or shape); AUROC,
+      plus the pixel AUROC of the GEPC map (and of a denoising-error map) against the
+      target mask. The score model is trained on ID clutter (``clutter_train_set``, its own
+      seed; shipped as experiments/pretrained/gepc_clutter16);
+  (c') invariant_clutter_elsewhere: the same sets scored with the digit model (pretrained
+      elsewhere, the paper's and DiffPath's setting), scorers fitted on clutter-cal only;
+  (d) digits_elsewhere (``config.digits_elsewhere``): the digit model, ID = the *other*
+      digit dataset's ID classes (``elsewhere_split``), scorers fitted on its fit split
+      only, OOD = its held-out classes and the far sets.
 ID digits: ``data.stratified_split`` (shuffled, seeded, the same count per class): the
-score model trains on ID-train, every scorer (KDEs, GMMs) is fitted on ID-cal, ID-test is
-scored. Methods: GEPC as in the public code (``scoring.fit_official``), GEPC per-element
-(ours, ``scoring.fit``), score norm, MSMA-style, DiffPath-style, all on the same model and
-data; the cost in score evaluations per test image is in the summary.
+score model trains on ID-train, every scorer (KDEs, GMMs) is fitted on its block's fit set
+(ID-cal, clutter-cal, elsewhere-fit), ID-test is scored. Methods: GEPC as in the public
+code (``scoring.fit_official``), GEPC per-element (ours, ``scoring.fit``), score norm, MSMA
+(10-level geometric noise grid) and DiffPath-6D (the official 6 path statistics), the last
+two with standard scaling + a GMM chosen by cross-validation on the fit set
+(``scoring.fit_gmm_search``); all on the same model and data; the cost in score
+evaluations per test image is in the summary and the headline.
 
   python -m experiments.gepc --config=experiments/configs/gepc.py:quick --workdir=results/gepc
 
 ``EXPERIMENT`` (a ``study.Experiment``) is what this binary, the suite, the notebook and
-the tests run. The score model is the shipped one (``config.pretrained_dir``, looked up
-through ``experiments.lib.artifacts``); without one, the ``score_model`` unit trains it
-(resumable chunks, keyed by the training settings and the ID-train data's sha1) and
-exports it to ``<workdir>/score_model`` with a ``provenance.json`` (the training spec,
-ID-train's sha1 included) that ``load_or_train`` checks against the config before using a
-shipped model. Then one unit per image set computes the GEPC features and the baselines'
-(``features``); the summary fits the scorers on the calibration sets and reports AUROCs
-with bootstrap CIs (``metrics.bootstrap_ci``).
+the tests run. The score models are the shipped ones (``config.pretrained_dir``,
+``config.clutter_pretrained_dir``, looked up through ``experiments.lib.artifacts``);
+without one, the ``score_model`` / ``clutter_model`` unit trains it (resumable chunks,
+keyed by the training settings and the training data's sha1) and exports it to
+``<workdir>/score_model`` / ``<workdir>/clutter_model`` with a ``provenance.json`` (the
+training spec, data sha1 included) that ``load_or_train`` checks against the config before
+using a shipped model. Then one unit per (model, image set) computes the GEPC features and
+the baselines' (``features``; ``cm_`` units use the clutter model); the summary fits the
+scorers on the fit sets and reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``).
 ``train(config, workdir)`` is what experiments/gepc_train.py runs (its output ships in
 experiments/pretrained/).
 """
@@ -48,13 +56,12 @@ from absl import logging
 
 from experiments import common
 from experiments.lib import artifacts, plots, provenance, results, study
-from jaxlab.core import loops, metrics, sharding
+from jaxlab.core import loops, metrics, sharding, validation
 from jaxlab.gepc import baselines, data, residual, schedule, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
 
-METHODS = ("GEPC (official)", "GEPC per-element (ours)", "score norm", "MSMA-style",
-           "DiffPath-style")
+METHODS = ("GEPC (official)", "GEPC per-element (ours)", "score norm", "MSMA", "DiffPath-6D")
 
 
 def _id_source(config):
@@ -63,6 +70,15 @@ def _id_source(config):
     if config.id_dataset == "digits":
         return data.sklearn_digits(config.image_size)
     raise ValueError(f"`id_dataset` must be 'mnist' or 'digits', got {config.id_dataset!r}.")
+
+
+def _other_name(config) -> str:
+    return "sklearn_digits" if config.id_dataset == "mnist" else "mnist"
+
+
+def _other_source(config):
+    return (data.sklearn_digits(config.image_size) if config.id_dataset == "mnist"
+            else data.mnist(config.image_size))
 
 
 def id_split(config):
@@ -76,8 +92,26 @@ def id_split(config):
     return x[s.train], x[s.cal], x[s.test], x[s.heldout]
 
 
-SEMANTIC_FAR, GROUP_TRANSFORMS, CLUTTER = "semantic_far", "group_transforms", "invariant_clutter"
-BLOCKS = (SEMANTIC_FAR, GROUP_TRANSFORMS, CLUTTER)
+def elsewhere_split(config):
+    """The pretrained-elsewhere digits setting: (fit, test, held-out classes) images of the
+    *other* digit dataset (sklearn digits when the model is MNIST's), classes
+    ``config.id_classes``: ``elsewhere_fit_per_class`` per class to fit the scorers,
+    ``test_per_class`` per class to test, ``num_ood`` from the other classes
+    (``data.stratified_split``, seed ``split_seed + 3``). The score model never sees them."""
+    x, y = _other_source(config)
+    s = data.stratified_split(y, config.id_classes, config.elsewhere_fit_per_class, 0,
+                              config.test_per_class, config.num_ood, config.split_seed + 3)
+    return x[s.train], x[s.test], x[s.heldout]
+
+
+#: The clutter image sets (``clutter_sets``), scored by both models.
+CLUTTER_SETS = ("clutter_cal", "clutter_test", "clutter_digits", "clutter_shapes")
+SEMANTIC_FAR, GROUP_TRANSFORMS = "semantic_far", "group_transforms"
+CLUTTER, CLUTTER_ELSEWHERE = "invariant_clutter", "invariant_clutter_elsewhere"
+DIGITS_ELSEWHERE = "digits_elsewhere"
+BLOCKS = (SEMANTIC_FAR, GROUP_TRANSFORMS, CLUTTER, CLUTTER_ELSEWHERE, DIGITS_ELSEWHERE)
+#: Prefix of the feature units computed with the clutter-trained model.
+CLUTTER_MODEL_PREFIX = "cm_"
 
 
 def _shift_fill(x, px):
@@ -90,12 +124,11 @@ def _shift_fill(x, px):
 def semantic_far_sets(config, held_out) -> dict[str, np.ndarray]:
     """Block (a): other classes, other datasets, noise: name -> [N, S, S, 1]."""
     s, n = config.image_size, config.num_ood
-    other_name = "sklearn_digits" if config.id_dataset == "mnist" else "mnist"
-    other, _ = data.sklearn_digits(s) if config.id_dataset == "mnist" else data.mnist(s)
+    other, _ = _other_source(config)
     rng = np.random.default_rng(config.split_seed + 1)
     return {
         f"{config.id_dataset}_heldout_classes": held_out,
-        other_name: other[rng.permutation(len(other))[:n]],
+        _other_name(config): other[rng.permutation(len(other))[:n]],
         "textures": data.image_patches(("brick", "grass", "gravel"), n, s),
         "faces": data.faces(s)[:n],
         "uniform_noise": data.uniform_noise(n, s),
@@ -115,11 +148,12 @@ def group_transform_sets(id_test) -> dict[str, np.ndarray]:
 
 
 def clutter_sets(config) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
-    """Block (c), the invariant-ID testbed: ({name: images}, {name: target masks}).
+    """Blocks (c), the invariant-ID testbed: ({name: images}, {name: target masks}).
 
     ID = ``data.clutter`` (exactly D4- and shift-invariant in distribution), calibration
-    and test drawn with different seeds; OOD = fresh clutter with one small embedded
-    target: a held-out-class digit (``config.target_size`` px) or a shape."""
+    and test drawn with different seeds (the clutter model's training clutter has another
+    seed, ``clutter_train_set``); OOD = fresh clutter with one small embedded target: a
+    held-out-class digit (``config.target_size`` px) or a shape."""
     s, n, k = config.image_size, config.num_ood, config.target_size
     cal = data.clutter(config.clutter_cal, s, seed=config.split_seed + 10)
     test = data.clutter(n, s, seed=config.split_seed + 11)
@@ -136,125 +170,190 @@ def clutter_sets(config) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
 
 
 def image_sets(config) -> dict[str, np.ndarray]:
-    """Every image set that gets features: id_cal, id_test, blocks (a), (b), (c)."""
+    """Every image set the digit-trained model scores: id_cal, id_test, blocks (a), (b), the
+    clutter sets and, with ``config.digits_elsewhere``, the pretrained-elsewhere digit sets
+    (``elsewhere_fit``, ``elsewhere_test``, ``elsewhere_heldout_classes``). The clutter
+    model scores the clutter sets (units ``cm_<name>``)."""
     _, id_cal, id_test, held_out = id_split(config)
-    return {"id_cal": id_cal, "id_test": id_test, **semantic_far_sets(config, held_out),
+    sets = {"id_cal": id_cal, "id_test": id_test, **semantic_far_sets(config, held_out),
             **group_transform_sets(id_test), **clutter_sets(config)[0]}
+    if config.digits_elsewhere:
+        fit, test, held = elsewhere_split(config)
+        sets.update(elsewhere_fit=fit, elsewhere_test=test, elsewhere_heldout_classes=held)
+    return sets
+
+
+def settings(config) -> dict[str, dict]:
+    """block -> {"fit": unit the scorers are fitted on, "test": ID-test unit, "ood": OOD
+    units scored against it, "model": "id" | "clutter", "maps": localisation scored}.
+    Declared before any run; unit names are feature units (``cm_`` = clutter model)."""
+    cm = CLUTTER_MODEL_PREFIX
+    clutter_ood = ["clutter_digits", "clutter_shapes"]
+    out = {
+        SEMANTIC_FAR: {"fit": "id_cal", "test": "id_test", "model": "id", "maps": False,
+                       "ood": [f"{config.id_dataset}_heldout_classes", _other_name(config),
+                               "textures", "faces", "uniform_noise"]},
+        GROUP_TRANSFORMS: {"fit": "id_cal", "test": "id_test", "model": "id", "maps": False,
+                           "ood": ["id_rot90", "id_rot180", "id_hflip", "id_vflip",
+                                   "id_shift2_wrap", "id_shift2_fill"]},
+        CLUTTER: {"fit": cm + "clutter_cal", "test": cm + "clutter_test", "model": "clutter",
+                  "maps": True, "ood": [cm + n for n in clutter_ood]},
+        CLUTTER_ELSEWHERE: {"fit": "clutter_cal", "test": "clutter_test", "model": "id",
+                            "maps": True, "ood": clutter_ood},
+    }
+    if config.digits_elsewhere:
+        out[DIGITS_ELSEWHERE] = {"fit": "elsewhere_fit", "test": "elsewhere_test",
+                                 "model": "id", "maps": False,
+                                 "ood": ["elsewhere_heldout_classes", "textures", "faces",
+                                         "uniform_noise"]}
+    return out
 
 
 def blocks(config) -> dict[str, list[str]]:
     """block -> the OOD set names scored against that block's ID-test."""
-    return {SEMANTIC_FAR: [f"{config.id_dataset}_heldout_classes",
-                           "sklearn_digits" if config.id_dataset == "mnist" else "mnist",
-                           "textures", "faces", "uniform_noise"],
-            GROUP_TRANSFORMS: ["id_rot90", "id_rot180", "id_hflip", "id_vflip",
-                               "id_shift2_wrap", "id_shift2_fill"],
-            CLUTTER: ["clutter_digits", "clutter_shapes"]}
+    return {b: s["ood"] for b, s in settings(config).items()}
 
 
-# --- the score model ------------------------------------------------------------------
+# --- the score models -----------------------------------------------------------------
+#
+# Two models, the same UNet and training code: "id" is trained on ID-train digits
+# (``config.pretrained_dir``), "clutter" on ID clutter patches (``clutter_train`` images of
+# ``data.clutter`` with their own seed, never the clutter cal/test/OOD images;
+# ``config.clutter_pretrained_dir``). ``config.train_target`` picks the one
+# experiments/gepc_train.py trains.
+
+MODELS = ("id", "clutter")
 
 
-def _model_spec(config, id_train) -> dict:
+def clutter_train_set(config) -> np.ndarray:
+    """[clutter_train, S, S, 1] ID clutter the clutter model trains on (seed split_seed + 9;
+    calibration, test and OOD clutter use seeds + 10 .. + 13)."""
+    return data.clutter(config.clutter_train, config.image_size, seed=config.split_seed + 9)
+
+
+def _model_setup(config, which):
+    """(train images, steps, pretrained-dir field, export folder, trained_on text)."""
+    validation.check_one_of("which", which, MODELS)
+    if which == "id":
+        return (id_split(config)[0], config.train_steps, "pretrained_dir", "score_model",
+                f"{config.id_dataset} classes {list(config.id_classes)}, "
+                f"{config.train_per_class} per class (data.stratified_split, seed "
+                f"{config.split_seed}); never ID-cal, ID-test or other classes")
+    return (clutter_train_set(config), config.clutter_train_steps, "clutter_pretrained_dir",
+            "clutter_model",
+            f"{config.clutter_train} ID clutter patches (data.clutter, seed "
+            f"{config.split_seed + 9}); never clutter-cal, clutter-test or targets")
+
+
+def _model_spec(config, id_train, steps=None) -> dict:
     """Everything that determines the trained model (data bytes included)."""
-    return {"what": "gepc_score_model", "steps": config.train_steps,
+    return {"what": "gepc_score_model",
+            "steps": config.train_steps if steps is None else steps,
             "batch_size": config.batch_size, "learning_rate": config.learning_rate,
             "num_chunks": config.train_chunks, "channels": tuple(config.channels),
             "seed": config.seed,
             "data_sha1": hashlib.sha1(np.asarray(id_train).tobytes()).hexdigest()}
 
 
-def _model_key(config, id_train) -> str:
-    """The key of a model trained under ``config`` by this code: the ``score_model`` unit's
-    key, also the ``trained_with.json`` marker of ``<workdir>/score_model``."""
-    return provenance.unit_key({"unit": "score_model", "spec": _model_spec(config, id_train)})
+def _model_key(config, id_train, steps=None) -> str:
+    """The key of a model trained under ``config`` by this code: the training unit's key,
+    also the ``trained_with.json`` marker of the exported model."""
+    return provenance.unit_key({"unit": "score_model",
+                                "spec": _model_spec(config, id_train, steps)})
 
 
-def _shipped(config) -> str:
-    """The folder of the shipped model named by ``config.pretrained_dir``, or "" if none."""
-    path = artifacts.resolve(config.pretrained_dir)
+def _shipped(config, field="pretrained_dir") -> str:
+    """The folder of the shipped model named by ``config.<field>``, or "" if none."""
+    path = artifacts.resolve(config.get(field, ""))
     return path if path and os.path.isdir(path) else ""
 
 
 PROVENANCE = "provenance.json"
 
 
-def _check_shipped(config, path, id_train) -> None:
-    """The shipped model must have been trained on this config's ID-train split with this
-    config's training settings (its ``provenance.json`` spec), never on ID-cal / ID-test
-    or OOD classes; raises ValueError naming ``config.pretrained_dir`` otherwise."""
+def _check_shipped(config, path, id_train, steps=None, field="pretrained_dir") -> None:
+    """The shipped model must have been trained on this config's training images with this
+    config's training settings (its ``provenance.json`` spec), never on calibration / test
+    or OOD images; raises ValueError naming ``config.<field>`` otherwise."""
     marker = os.path.join(path, PROVENANCE)
     if not os.path.exists(marker):
-        raise ValueError(f"`config.pretrained_dir`={config.pretrained_dir!r} has no "
+        raise ValueError(f"`config.{field}`={config.get(field)!r} has no "
                          f"{PROVENANCE}: its training data cannot be checked.")
     with open(marker) as f:
         shipped = json.load(f)["spec"]
-    want = json.loads(json.dumps(_model_spec(config, id_train)))
+    want = json.loads(json.dumps(_model_spec(config, id_train, steps)))
     if shipped != want:
         diff = sorted(k for k in set(want) | set(shipped) if want.get(k) != shipped.get(k))
-        raise ValueError(f"`config.pretrained_dir`={config.pretrained_dir!r} was trained "
+        raise ValueError(f"`config.{field}`={config.get(field)!r} was trained "
                          f"with other data or settings (differs in {diff}); retrain it with "
-                         "experiments.gepc_train or set `config.pretrained_dir` to ''.")
+                         f"experiments.gepc_train or set `config.{field}` to ''.")
 
 
 def train(config: ml_collections.ConfigDict, workdir: str, id_train=None,
-          runner: loops.ChunkRunner | None = None):
-    """Trains the eps-model on ID-train (loaded unless given) and exports its params to
-    ``workdir/score_model`` (with the ``trained_with.json`` marker).
+          runner: loops.ChunkRunner | None = None, which: str | None = None):
+    """Trains an eps-model and exports its params to ``workdir/score_model`` ("id") or
+    ``workdir/clutter_model`` ("clutter"), with the ``trained_with.json`` marker and a
+    ``provenance.json``.
 
     Args:
       config: a GEPC config.
       workdir: output folder.
-      id_train: [N, S, S, 1] ID-train images (default: ``id_split(config)[0]``).
+      id_train: [N, S, S, 1] training images (default: those of ``which``).
       runner: chunk runner (default: ``study.run_resumable`` checkpointing under
-        ``workdir/checkpoints/<model key>``, the folder the ``score_model`` unit uses).
+        ``workdir/checkpoints/<model key>``, the folder the training unit uses).
+      which: "id" (ID-train digits) or "clutter" (``clutter_train_set``); default
+        ``config.train_target`` (or "id").
 
     Returns:
       (model, params, per-chunk mean losses).
     """
     scoring.validate_config(config)
+    which = config.get("train_target", "id") if which is None else which
+    images, steps, _, folder, trained_on = _model_setup(config, which)
     if id_train is None:
-        id_train = id_split(config)[0]
-    key = _model_key(config, id_train)
+        id_train = images
+    key = _model_key(config, id_train, steps)
     if runner is None:
         runner = functools.partial(study.run_resumable, checkpoint_dir=os.path.join(
             os.path.abspath(workdir), "checkpoints", key))
     model, params, losses = train_score_model(
-        id_train, runner=runner, steps=config.train_steps, batch_size=config.batch_size,
+        id_train, runner=runner, steps=steps, batch_size=config.batch_size,
         learning_rate=config.learning_rate, num_chunks=config.train_chunks,
         channels=tuple(config.channels), seed=config.seed)
-    out = os.path.join(os.path.abspath(workdir), "score_model")
-    artifacts.export(out, config.train_steps, params, key)
+    out = os.path.join(os.path.abspath(workdir), folder)
+    artifacts.export(out, steps, params, key)
     results.write_json(os.path.join(out, PROVENANCE), {
-        "spec": _model_spec(config, id_train), "chunk_losses": np.asarray(losses).tolist(),
-        "trained_on": f"{config.id_dataset} classes {list(config.id_classes)}, "
-                      f"{config.train_per_class} per class (data.stratified_split, seed "
-                      f"{config.split_seed}); never ID-cal, ID-test or other classes",
+        "spec": _model_spec(config, id_train, steps),
+        "chunk_losses": np.asarray(losses).tolist(), "trained_on": trained_on,
         "code": provenance.code_version()})
     logging.info("score model saved to %s (final chunk loss %.4f)", out, losses[-1])
     return model, params, losses
 
 
-def load_or_train(config, workdir, id_train=None):
-    """(model, params): the shipped model if ``config.pretrained_dir`` holds one, else the
-    one trained under this config and code in ``workdir/score_model``, else a new one
-    trained on ``id_train`` (default: ``id_split(config)[0]``)."""
+def load_or_train(config, workdir, id_train=None, which: str = "id"):
+    """(model, params) of model ``which`` ("id" or "clutter"): the shipped one if
+    ``config.pretrained_dir`` / ``config.clutter_pretrained_dir`` holds one (its provenance
+    checked), else the one trained under this config and code in the workdir, else a new one
+    trained on ``id_train`` (default: the model's training images)."""
+    images, steps, field, folder, _ = _model_setup(config, which)
     model = UNet(tuple(config.channels))
     template = model.init(jax.random.key(0), jnp.zeros((1, config.image_size,
                                                         config.image_size, 1)), jnp.zeros(1))
     if id_train is None:
-        id_train = id_split(config)[0]
-    if _shipped(config):
-        _check_shipped(config, _shipped(config), id_train)
-    params = artifacts.restore_first([(_shipped(config), None)], template,
-                                     "GEPC score model (shipped)")
+        id_train = images
+    shipped = _shipped(config, field)
+    if shipped:
+        _check_shipped(config, shipped, id_train, steps, field)
+    params = artifacts.restore_first([(shipped, None)], template,
+                                     f"GEPC {which} score model (shipped)")
     if params is None:
         params = artifacts.restore_first(
-            [(os.path.join(workdir, "score_model"), _model_key(config, id_train))], template,
-            "GEPC score model (trained in the workdir)")
+            [(os.path.join(workdir, folder), _model_key(config, id_train, steps))], template,
+            f"GEPC {which} score model (trained in the workdir)")
     if params is None:
-        logging.info("GEPC: no shipped model at %s; training one", config.pretrained_dir)
-        model, params, _ = train(config, workdir, id_train)
+        logging.info("GEPC: no shipped %s model at %s; training one", which,
+                     config.get(field))
+        model, params, _ = train(config, workdir, id_train, which=which)
     return model, params
 
 
@@ -276,9 +375,9 @@ def _batched(fn, x, batch, mesh_shape=(-1,)):
 def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
     """Per-image features of every method on images ``x``: {"residuals": [N, T, G],
     "official": [N, T, 3] (``residual.OFFICIAL_FEATURES``), "score_norm": [N],
-    "msma": [N, msma_levels], "diffpath": [N, 2]} (float32) and, ``with_maps``,
-    "gepc_map" / "denoise_map" [N, T, H, W]; in batches of ``config.eval_batch`` split over
-    the devices of ``config.mesh_shape``."""
+    "msma": [N, msma_levels], "diffpath": [N, 6] (``baselines.DIFFPATH_FEATURES``)}
+    (float32) and, ``with_maps``, "gepc_map" / "denoise_map" [N, T, H, W]; in batches of
+    ``config.eval_batch`` split over the devices of ``config.mesh_shape``."""
     ts = schedule.t_from_sqrt_alpha_bar(np.asarray(config.sqrt_abars))
     b, ms = config.eval_batch, config.mesh_shape
     k_res, k_norm, k_map = jax.random.split(key, 3)
@@ -291,7 +390,8 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
 
     g = _batched(gepc, x, b, ms)
     n_g = len(config.group)
-    msma_ts = np.linspace(config.msma_t_min, config.msma_t_max, config.msma_levels)
+    msma_ts = baselines.msma_times(config.msma_sigma_min, config.msma_sigma_max,
+                                   config.msma_levels)
     out = {
         "residuals": g[..., :n_g], "official": g[..., n_g:n_g + 3],
         "score_norm": _batched(lambda xb: baselines.score_norm(eps_fn, xb, k_norm,
@@ -308,50 +408,63 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
     return {k: np.asarray(v, np.float32) for k, v in out.items()}
 
 
-def _score_fns(config, workdir, id_train):
-    model, params = load_or_train(config, workdir, id_train)
+def _score_fns(config, workdir, which):
+    model, params = load_or_train(config, workdir, which=which)
     eps_fn = make_eps_fn(model, params)
     return eps_fn, residual.score_from_eps(eps_fn)
 
 
 def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
-    id_train = id_split(config)[0]
     sets = image_sets(config)
     units = []
-    if not _shipped(config):
-        spec = _model_spec(config, id_train)
+    for which in MODELS:
+        images, steps, field, _, _ = _model_setup(config, which)
+        if _shipped(config, field):
+            continue
 
-        def train_unit(ctx):
-            _, _, losses = train(config, workdir, id_train, runner=ctx.run_chunks)
+        def train_unit(ctx, which=which, images=images):
+            _, _, losses = train(config, workdir, images, runner=ctx.run_chunks, which=which)
             return {"losses": np.asarray(losses, np.float32)}
 
-        units.append(study.Unit("score_model", train_unit, spec=spec))
-    fns = functools.cache(lambda: _score_fns(config, workdir, id_train))
-    mapped = set(blocks(config)[CLUTTER])
+        name = "score_model" if which == "id" else "clutter_model"
+        units.append(study.Unit(name, train_unit, spec=_model_spec(config, images, steps)))
+    fns = {w: functools.cache(functools.partial(_score_fns, config, workdir, w))
+           for w in MODELS}
+    mapped = {n for s in settings(config).values() if s["maps"] for n in s["ood"]}
 
-    def set_unit(i, name):
+    def set_unit(i, name, which):
+        unit = (CLUTTER_MODEL_PREFIX if which == "clutter" else "") + name
+
         def run(ctx):
             del ctx
-            logging.info("GEPC features: %s (%d images)", name, sets[name].shape[0])
-            eps_fn, score_fn = fns()
+            logging.info("GEPC features (%s model): %s (%d images)", which, name,
+                         sets[name].shape[0])
+            eps_fn, score_fn = fns[which]()
             return features(config, eps_fn, score_fn, sets[name],
-                            jax.random.key(config.seed + i), with_maps=name in mapped)
-        return study.Unit(name, run)
+                            jax.random.key(config.seed + i), with_maps=unit in mapped)
+        return study.Unit(unit, run)
 
-    return units + [set_unit(i, name) for i, name in enumerate(sets)]
+    return (units + [set_unit(i, name, "id") for i, name in enumerate(sets)]
+            + [set_unit(i, name, "clutter") for i, name in enumerate(CLUTTER_SETS)])
 
 
 # --- summary, plots -------------------------------------------------------------------
 
 
-def _summarize(config, out) -> dict:
-    feats = {k: v for k, v in out.items() if k != "score_model"}
-    summary = _evaluate(config, feats)
+def cost_per_image(config) -> dict[str, int]:
+    """Score-network evaluations per test image of each method (at GEPC's selected times;
+    fitting GEPC evaluates all candidate times)."""
     n_g = len(config.group)
-    summary["cost_score_evals_per_image"] = {
-        "GEPC (official)": config.num_t * (n_g + 1),
-        "GEPC per-element (ours)": config.num_t * (n_g + 1), "score norm": 1,
-        "MSMA-style": config.msma_levels, "DiffPath-style": config.diffpath_steps}
+    return {"GEPC (official)": config.num_t * (n_g + 1),
+            "GEPC per-element (ours)": config.num_t * (n_g + 1), "score norm": 1,
+            "MSMA": config.msma_levels, "DiffPath-6D": config.diffpath_steps}
+
+
+def _summarize(config, out) -> dict:
+    feats = {k: v for k, v in out.items() if k not in ("score_model", "clutter_model")}
+    summary = _evaluate(config, feats)
+    summary["cost_score_evals_per_image"] = cost_per_image(config)
+    n_g = len(config.group)
     summary["cost_note"] = (
         f"score evaluations per test image at the selected times; fitting GEPC evaluates all "
         f"{len(config.sqrt_abars)} candidate times ({len(config.sqrt_abars) * (n_g + 1)} "
@@ -365,12 +478,15 @@ def _official_columns(config):
 
 def _fit_all(config, cal):
     """Every method's scorer fitted on one calibration set's features."""
+    search = functools.partial(scoring.fit_gmm_search, components=config.gmm_components,
+                               covariance_types=config.gmm_covariances,
+                               folds=config.gmm_folds, seed=config.seed)
     return {
         "official": scoring.fit_official(cal["official"][..., _official_columns(config)],
                                          config.num_t, config.agg_feat),
         "per_element": scoring.fit(cal["residuals"], config.num_t),
-        "msma": scoring.fit_gmm(np.log(cal["msma"] + 1e-8), config.gmm_components),
-        "diffpath": scoring.fit_gmm(np.log(cal["diffpath"] + 1e-8), config.gmm_components),
+        "msma": search(cal["msma"]),
+        "diffpath": search(cal["diffpath"]),
     }
 
 
@@ -380,8 +496,8 @@ def _method_scores(config, fitted, f):
                                                                    _official_columns(config)])),
         np.asarray(scoring.score(fitted["per_element"], f["residuals"])),
         f["score_norm"],
-        scoring.gmm_nll(fitted["msma"], np.log(f["msma"] + 1e-8)),
-        scoring.gmm_nll(fitted["diffpath"], np.log(f["diffpath"] + 1e-8)),
+        scoring.gmm_search_nll(fitted["msma"], f["msma"]),
+        scoring.gmm_search_nll(fitted["diffpath"], f["diffpath"]),
     ), strict=True))
 
 
@@ -398,38 +514,45 @@ def _pixel_auroc(maps, masks):
 
 
 def _evaluate(config, feats):
+    """AUROC (bootstrap CI over images) of every method on every (block, OOD set): the
+    scorers are fitted on the block's fit set only; for the clutter blocks also the pixel
+    AUROC of the maps (at that block's lowest-CV time) against the target masks."""
     key = jax.random.key(config.seed)
-    bl = blocks(config)
-    fitted = {"digits": _fit_all(config, feats["id_cal"]),
-              CLUTTER: _fit_all(config, feats["clutter_cal"])}
-    id_scores = {"digits": _method_scores(config, fitted["digits"], feats["id_test"]),
-                 CLUTTER: _method_scores(config, fitted[CLUTTER], feats["clutter_test"])}
-    table, block_of = {}, {}
-    for block, names in bl.items():
-        which = CLUTTER if block == CLUTTER else "digits"
-        for name in names:
-            o = _method_scores(config, fitted[which], feats[name])
-            table[name] = {m: _auroc_ci(key, id_scores[which][m], o[m], config.bootstrap)
-                           for m in METHODS}
-            block_of[name] = block
-    mean_auroc = {b: {m: float(np.mean([table[n][m]["auroc"] for n in names]))
-                      for m in METHODS} for b, names in bl.items()}
-    # Localisation: the maps at the clutter scorer's lowest-CV time vs the target masks,
-    # AUROC over all pixels, bootstrap over images.
-    t_loc = int(np.asarray(fitted[CLUTTER]["official"].t_index)[0])
-    _, masks = clutter_sets(config)
-    loc = {}
-    for name in bl[CLUTTER]:
-        m = jnp.asarray(masks[name].reshape(len(masks[name]), -1))
-        loc[name] = {}
-        for label, col in (("GEPC map", "gepc_map"), ("denoising-error map", "denoise_map")):
-            mp = jnp.asarray(feats[name][col][:, t_loc].reshape(m.shape[0], -1))
-            point, lo, hi = metrics.bootstrap_ci(key, _pixel_auroc, (mp, m), config.bootstrap)
-            loc[name][label] = {"auroc": point, "ci95": [lo, hi]}
+    st = settings(config)
     sqrt_abars = np.asarray(config.sqrt_abars)
-    return {"config": config.to_dict(), "blocks": bl, "block_of": block_of, "auroc": table,
-            "mean_auroc": mean_auroc, "localisation_pixel_auroc": loc,
-            "localisation_sqrt_abar": float(sqrt_abars[t_loc]),
+    _, masks = clutter_sets(config)
+    fitted, table, loc, gmm = {}, {}, {}, {}
+    for block, s in st.items():
+        if s["fit"] not in fitted:
+            fitted[s["fit"]] = _fit_all(config, feats[s["fit"]])
+        fit = fitted[s["fit"]]
+        gmm[block] = {m: {"n_components": fit[k].n_components,
+                          "covariance_type": fit[k].covariance_type}
+                      for m, k in (("MSMA", "msma"), ("DiffPath-6D", "diffpath"))}
+        id_scores = _method_scores(config, fit, feats[s["test"]])
+        table[block] = {}
+        for name in s["ood"]:
+            o = _method_scores(config, fit, feats[name])
+            table[block][name] = {m: _auroc_ci(key, id_scores[m], o[m], config.bootstrap)
+                                  for m in METHODS}
+        if s["maps"]:
+            t_loc = int(np.asarray(fit["official"].t_index)[0])
+            loc[block] = {"sqrt_abar": float(sqrt_abars[t_loc])}
+            for name in s["ood"]:
+                mk = masks[name.removeprefix(CLUTTER_MODEL_PREFIX)]
+                m = jnp.asarray(mk.reshape(len(mk), -1))
+                loc[block][name] = {}
+                for label, col in (("GEPC map", "gepc_map"),
+                                   ("denoising-error map", "denoise_map")):
+                    mp = jnp.asarray(feats[name][col][:, t_loc].reshape(m.shape[0], -1))
+                    point, lo, hi = metrics.bootstrap_ci(key, _pixel_auroc, (mp, m),
+                                                         config.bootstrap)
+                    loc[block][name][label] = {"auroc": point, "ci95": [lo, hi]}
+    mean_auroc = {b: {m: float(np.mean([table[b][n][m]["auroc"] for n in s["ood"]]))
+                      for m in METHODS} for b, s in st.items()}
+    return {"config": config.to_dict(), "settings": st, "blocks": blocks(config),
+            "auroc": table, "mean_auroc": mean_auroc, "localisation_pixel_auroc": loc,
+            "gmm_selected": gmm,
             "selected_sqrt_abar": {
                 k: [float(sqrt_abars[i]) for i in np.asarray(v["official"].t_index)]
                 for k, v in fitted.items()},
@@ -438,32 +561,39 @@ def _evaluate(config, feats):
 
 _TITLES = {SEMANTIC_FAR: "(a) semantic / far OOD vs ID-test digits",
            GROUP_TRANSFORMS: "(b) group transforms of ID-test digits",
-           CLUTTER: "(c) invariant clutter: ID clutter vs clutter + target\n"
-                    "(model trained on digits; scorers fitted on clutter-cal)"}
+           CLUTTER: "(c) invariant clutter vs clutter + target\n"
+                    "(model trained on ID clutter)",
+           CLUTTER_ELSEWHERE: "(c') invariant clutter vs clutter + target\n"
+                              "(model trained on digits: pretrained elsewhere)",
+           DIGITS_ELSEWHERE: "(d) other digit dataset as ID (model trained on the\n"
+                             "first; scorers fitted on the other's fit split)"}
 
 
 def _plot(config, summary, out, workdir):
     sizes = summary["sizes"]
     _plot_auroc(summary, os.path.join(workdir, "auroc.png"),
                 caption=f"AUROC (OOD positive); ID-test: {sizes['id_test']} digits (a, b), "
-                f"{sizes['clutter_test']} clutter patches (c); each OOD set up to "
+                f"{sizes['clutter_test']} clutter patches (c, c'); each OOD set up to "
                 f"{config.num_ood} images (faces: {sizes['faces']}); error bars: 95% "
                 f"percentile bootstrap over images ({config.bootstrap} resamples); one "
-                "trained model, one noise draw (seed "
-                f"{config.seed}).")
+                "trained model per row, one noise draw (seed "
+                f"{config.seed}). Score evaluations per test image: " + ", ".join(
+                    f"{m} {c}" for m, c in summary["cost_score_evals_per_image"].items()))
     _plot_maps(config, summary, out, os.path.join(workdir, "maps.png"))
 
 
 def _plot_auroc(summary, path, caption):
     table = summary["auroc"]
-    fig, axes = plots.figure(len(BLOCKS), width=6.5, height=4.2)
-    for ax, block in zip(axes, BLOCKS, strict=True):
+    bl = _blocks_in(summary)
+    fig, axes = plots.figure(len(bl), width=6.5, height=4.2)
+    for ax, block in zip(axes, bl, strict=True):
         sets = summary["blocks"][block]
         w = 0.8 / len(METHODS)
         for j, m in enumerate(METHODS):
-            vals = [table[s][m]["auroc"] for s in sets]
-            err = np.array([[table[s][m]["auroc"] - table[s][m]["ci95"][0],
-                             table[s][m]["ci95"][1] - table[s][m]["auroc"]] for s in sets]).T
+            vals = [table[block][s][m]["auroc"] for s in sets]
+            err = np.array([[table[block][s][m]["auroc"] - table[block][s][m]["ci95"][0],
+                             table[block][s][m]["ci95"][1] - table[block][s][m]["auroc"]]
+                            for s in sets]).T
             ax.bar(np.arange(len(sets)) + j * w, vals, w, yerr=err, label=m, capsize=2)
         ax.set_xticks(np.arange(len(sets)) + 0.4 - w / 2, sets, rotation=25, fontsize=7)
         ax.set(ylabel="AUROC (OOD positive)", ylim=(0, 1.2))
@@ -473,40 +603,66 @@ def _plot_auroc(summary, path, caption):
     plots.save(fig, path, caption=caption)
 
 
+_SHORT = {CLUTTER: "(c)", CLUTTER_ELSEWHERE: "(c')"}
+
+
 def _plot_maps(config, summary, out, path):
-    t_loc = list(config.sqrt_abars).index(summary["localisation_sqrt_abar"])
     images, masks = clutter_sets(config)
     rows = []
-    for name in blocks(config)[CLUTTER]:
-        for i in range(3):
-            rows.append((name, images[name][i, :, :, 0], masks[name][i],
-                         out[name]["gepc_map"][i, t_loc], out[name]["denoise_map"][i, t_loc]))
+    for block in (CLUTTER, CLUTTER_ELSEWHERE):
+        loc = summary["localisation_pixel_auroc"][block]
+        t_loc = list(config.sqrt_abars).index(loc["sqrt_abar"])
+        for name in settings(config)[block]["ood"]:
+            base = name.removeprefix(CLUTTER_MODEL_PREFIX)
+            for i in range(2):
+                rows.append((f"{_SHORT[block]} {base.replace('clutter_', '+')}",
+                             images[base][i, :, :, 0], masks[base][i],
+                             out[name]["gepc_map"][i, t_loc],
+                             out[name]["denoise_map"][i, t_loc]))
     fig, axes = plots.figure(len(rows), width=1.6, height=6.4)
     for ax, (name, x, m, gm, dm) in zip(axes, rows, strict=True):
         col = np.concatenate([x * 0.5 + 0.5, m.astype(float), gm / max(gm.max(), 1e-12),
                               dm / max(dm.max(), 1e-12)], 0)
         ax.imshow(col, cmap="magma")
-        ax.set_title(name.replace("clutter_", "+"), fontsize=7)
+        ax.set_title(name, fontsize=6)
         ax.axis("off")
-    plots.save(fig, path, caption="Columns: clutter images with one embedded target; rows: "
-               "image, target mask, GEPC map, denoising-error map (each scaled to its max), "
-               f"at sqrt(abar) = {summary['localisation_sqrt_abar']}.")
+    plots.save(fig, path, caption="Columns: clutter images with one embedded target, maps of "
+               "the clutter-trained model (c) and of the digit-trained model (c'); rows: "
+               "image, target mask, GEPC map, denoising-error map (each scaled to its "
+               "max), at each block's lowest-CV time.")
+
+
+def _blocks_in(summary) -> list[str]:
+    """The summary's blocks in declaration order (summary.json stores keys sorted)."""
+    return [b for b in BLOCKS if b in summary["auroc"]]
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:
-    """(metric, value) rows for results/REPORT.md."""
-    names = ", ".join(METHODS)
+    """(metric, value) rows for results/REPORT.md: per block the mean AUROC of every method
+    (with its score evaluations per image), per OOD set GEPC vs the best baseline with CIs,
+    and the clutter blocks' map localisation."""
+    cost = summary["cost_score_evals_per_image"]
+    names = ", ".join(f"{m} [{cost[m]} evals]" for m in METHODS)
+    bl = _blocks_in(summary)
     rows = [(f"mean AUROC {block}: {names}",
              ", ".join(f"{summary['mean_auroc'][block][m]:.3f}" for m in METHODS))
-            for block in BLOCKS]
-    for name in (n for block in BLOCKS for n in summary["blocks"][block]):
-        row = summary["auroc"][name]
-        best = max((v["auroc"], k) for k, v in row.items() if not k.startswith("GEPC"))
-        rows.append((f"AUROC {name} ({summary['block_of'][name]}): GEPC official / best "
-                     "baseline", f"{row[METHODS[0]]['auroc']:.3f} / {best[0]:.3f} ({best[1]})"))
-    for name, row in summary["localisation_pixel_auroc"].items():
-        rows.append((f"pixel AUROC of the map vs target mask, {name}: GEPC / denoising error",
-                     f"{row['GEPC map']['auroc']:.3f} / {row['denoising-error map']['auroc']:.3f}"))
+            for block in bl]
+
+    def ci(v):
+        return f"{v['auroc']:.3f} [{v['ci95'][0]:.2f}, {v['ci95'][1]:.2f}]"
+
+    for block in bl:
+        for name in summary["blocks"][block]:
+            row = summary["auroc"][block][name]
+            best = max((v["auroc"], k) for k, v in row.items() if not k.startswith("GEPC"))
+            rows.append((f"AUROC {name} ({block}): GEPC official / best baseline",
+                         f"{ci(row[METHODS[0]])} / {ci(row[best[1]])} ({best[1]})"))
+    for block in (b for b in bl if b in summary["localisation_pixel_auroc"]):
+        for name in summary["blocks"][block]:
+            row = summary["localisation_pixel_auroc"][block][name]
+            rows.append((f"pixel AUROC of the map vs target mask, {name} ({block}): GEPC / "
+                         "denoising error",
+                         f"{ci(row['GEPC map'])} / {ci(row['denoising-error map'])}"))
     return rows
 
 

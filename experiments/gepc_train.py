@@ -3,9 +3,11 @@
 ``provenance.json`` (training spec incl. ID-train's sha1) that ``gepc.load_or_train`` checks.
 
   python -m experiments.gepc_train --config=experiments/configs/gepc.py:quick \
-      --workdir=/tmp/gepc_train
+      --workdir=/tmp/gepc_train [--config.train_target=clutter]
   # the shipped model (3000 steps; 4 min on a quiet 2-core CPU, 24 min under shared load):
   #   cp -r /tmp/gepc_train/score_model experiments/pretrained/gepc_mnist16
+  # the clutter model of block (c) (--config.train_target=clutter, 800 steps):
+  #   cp -r /tmp/gepc_train/clutter_model experiments/pretrained/gepc_clutter16
 """
 
 from experiments import common, gepc

@@ -1,4 +1,13 @@
-"""RFO vs RFO-chunked vs Gaussian APG vs PPO on MJX tasks: return vs environment steps.
+"""RFO (and its regulariser ablations) vs baselines on MJX tasks: return vs env steps.
+
+Methods (``METHODS``): ``rfo`` (flow policy, both regularisers, SHAC critic when
+``common.critic``), ``rfo_chunked`` (the same with action chunks), the ablations
+``rfo_none`` / ``rfo_stability`` / ``rfo_exploration`` (``rfo`` with no regulariser /
+only the buffer-based stability term / only the exploration term; ``rfo`` is "both"),
+``shac_gaussian`` (a Gaussian policy trained by the same short-horizon loss with the SHAC
+critic: SHAC with a Gaussian policy, called "apg" before session 8), ``apg`` (critic-free
+brax-style APG: Gaussian policy, -mean reward of a whole ``episode_length`` rollout from
+fresh resets, element-wise clip, Adam(0.7, 0.95), exponentially decayed lr) and ``ppo``.
 
   python -m experiments.rfo --config=experiments/configs/rfo.py:quick --workdir=results/rfo
 
@@ -31,7 +40,11 @@ from jaxlab import rfo
 from jaxlab.core import loops, metrics, sharding
 from jaxlab.rfo import envs, train
 
-METHODS = ("rfo", "rfo_chunked", "apg", "ppo")
+METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
+           "shac_gaussian", "apg", "ppo")
+# regulariser ablations of the flow methods: (stability on, exploration on)
+ABLATIONS = {"rfo": (True, True), "rfo_chunked": (True, True), "rfo_none": (False, False),
+             "rfo_stability": (True, False), "rfo_exploration": (False, True)}
 
 
 def method_config(config: ml_collections.ConfigDict, task: str, method: str):
@@ -47,15 +60,26 @@ def method_config(config: ml_collections.ConfigDict, task: str, method: str):
         return cfg, rfo.env_steps_per_update(cfg)
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
+    if method == "apg":
+        # brax APG: each update rolls a whole episode out from fresh resets, no critic.
+        a = config.apg
+        horizon = c.episode_length or c.horizon
+        cfg = rfo.TrainConfig(
+            policy="gaussian", num_envs=c.num_envs, horizon=horizon,
+            num_updates=max(budget // (c.num_envs * horizon), 1), lr=a.lr,
+            grad_clip=a.grad_clip, grad_clip_mode="elementwise", lr_decay=a.lr_decay,
+            hidden=c.hidden, eval_horizon=c.eval_horizon, episode_length=0, critic=False)
+        return cfg, rfo.env_steps_per_update(cfg)
     chunk = config.rfo.chunk if method == "rfo_chunked" else 1
-    flow_policy = method != "apg"
+    stab, expl = ABLATIONS.get(method, (False, False))
     cfg = rfo.TrainConfig(
-        policy="flow" if flow_policy else "gaussian", num_envs=c.num_envs, horizon=c.horizon,
-        num_updates=num_updates, lr=c.lr, chunk=chunk, ode_steps=config.rfo.ode_steps,
-        hidden=c.hidden, stability_coef=config.rfo.stability_coef if flow_policy else 0.0,
-        exploration_coef=config.rfo.exploration_coef if flow_policy else 0.0,
-        eval_horizon=c.eval_horizon, episode_length=c.episode_length, critic=c.critic,
-        gamma=c.gamma)
+        policy="gaussian" if method == "shac_gaussian" else "flow", num_envs=c.num_envs,
+        horizon=c.horizon, num_updates=num_updates, lr=c.lr, chunk=chunk,
+        ode_steps=config.rfo.ode_steps, hidden=c.hidden,
+        stability_coef=config.rfo.stability_coef if stab else 0.0,
+        exploration_coef=config.rfo.exploration_coef if expl else 0.0,
+        buffer_size=config.rfo.buffer_size, eval_horizon=c.eval_horizon,
+        episode_length=c.episode_length, critic=c.critic, gamma=c.gamma)
     return cfg, rfo.env_steps_per_update(cfg)
 
 

@@ -2,13 +2,16 @@
 
   python -m experiments.suite --preset=quick --workdir=results
 
-Each method writes ``summary.json`` and PNG plots in ``<workdir>/<method>/``. A method
+Each method writes ``summary.json``, PNG plots and TensorBoard events (``tb/``) in
+``<workdir>/<method>/``; the suite writes ``<workdir>/REPORT.md`` and the one results page
+``<workdir>/report.html`` (the same tables, every figure inline, provenance). A method
 whose summary was written by this code under this preset's config (its ``provenance``
 block) is not rerun (pass --force to redo it); a summary from another config or code
 version is rerun, never reported; a method interrupted midway keeps its finished units and
 resumes the running one from its last chunk checkpoint (``experiments.lib.study``).
 """
 
+import glob
 import json
 import os
 import time
@@ -16,7 +19,7 @@ import time
 from absl import app, flags, logging
 
 from experiments import common
-from experiments.lib import provenance, registry, results
+from experiments.lib import provenance, registry, report, results
 from jaxlab.core import sharding
 
 METHODS = registry.METHODS
@@ -84,29 +87,35 @@ def _write_report(preset, workdir, methods, summaries, timings):
     commit = ("not a git checkout" if git["commit"] is None
               else f"{git['commit'][:12]}{' (uncommitted changes)' if git['dirty'] else ''}")
     procs = mach["process_count"]
-    lines = [f"# jaxlab results ({preset} preset)", "",
-             f"Machine: {mach['machine']}, {mach['cpu_count']} CPU cores, {mach['platform']}; "
-             f"JAX {pk['jax']} on {mach['backend']} ({mach['device_count']} device(s) of kind "
-             f"{mach['device_kind']}{f' over {procs} processes' if procs > 1 else ''}).",
-             "",
-             f"Code: jaxlab {prov['code_version']}, git commit {commit}. Packages: "
-             + ", ".join(f"{k} {v}" for k, v in pk.items() if v is not None) + ".",
-             ""]
+    title = f"jaxlab results ({preset} preset)"
+    prov_lines = [
+        f"Machine: {mach['machine']}, {mach['cpu_count']} CPU cores, {mach['platform']}; "
+        f"JAX {pk['jax']} on {mach['backend']} ({mach['device_count']} device(s) of kind "
+        f"{mach['device_kind']}{f' over {procs} processes' if procs > 1 else ''}).",
+        f"Code: jaxlab {prov['code_version']}, git commit {commit}. Packages: "
+        + ", ".join(f"{k} {v}" for k, v in pk.items() if v is not None) + "."]
+    lines = [f"# {title}", "", prov_lines[0], "", prov_lines[1], ""]
+    sections = []
     for name in methods:
         wall = ("not recorded" if timings[name] is None else f"{timings[name]:.0f} s")
         p = summaries[name]["provenance"]
-        lines += [f"## {name}", "",
-                  f"Wall time of the run that wrote this summary: {wall}. Config hash "
-                  f"{p['config_hash']} (full config in {name}/summary.json), code "
-                  f"{p['code_version']}.", "",
-                  "| metric | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in registry.experiment(name).headline(summaries[name])]
+        meta = (f"Wall time of the run that wrote this summary: {wall}. Config hash "
+                f"{p['config_hash']} (full config in {name}/summary.json), code "
+                f"{p['code_version']}.")
+        rows = list(registry.experiment(name).headline(summaries[name]))
+        lines += [f"## {name}", "", meta, "", "| metric | value |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in rows]
         lines.append("")
+        sections.append(report.Section(name, METHODS[name].title, meta, rows,
+                                       sorted(glob.glob(os.path.join(workdir, name, "*.png")))))
     if sharding.is_main_process():
         os.makedirs(workdir, exist_ok=True)
         with open(os.path.join(workdir, "REPORT.md"), "w") as f:
             f.write("\n".join(lines))
     sharding.sync("suite:REPORT.md")
+    report.write(os.path.join(workdir, "report.html"), title, prov_lines, sections, notes=[
+        "Per-step scalars of every unit: tensorboard --logdir " + workdir
+        + " (event files under <method>/tb/)."])
 
 
 def update_readme(report_path: str, readme_path: str) -> None:

@@ -52,9 +52,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.num_val_seeds = 16
         c.dims = [4, 8, 16, 32, 64, 128, 256]
         c.variation_dims = [4, 8, 16, 32, 64, 128]
-        c.family_dims = [4, 16, 64, 128]
+        c.family_dims = [4, 8, 16, 32, 64, 128]
         c.comparator_iters = 1000
-        c.num_rounds = 10_000
+        c.num_rounds = 20_000  # T = 2e4 for vs_dim, families, variation, variants, dynamic
         c.horizons = [1000, 2000, 4000, 8000, 16000, 32000]
         c.one_point_rounds = 100_000
     elif arg == "cpu_families":  # quick plus the smooth-family study at d = 8

@@ -1,5 +1,5 @@
 """Configs for experiments/dllm.py, dllm_train.py and poke_train.py:
-get_config("smoke" | "quick" | "full")."""
+get_config("smoke" | "quick" | "cpu" | "full")."""
 
 import ml_collections
 
@@ -29,11 +29,19 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
                                             steps=1000, batch_size=512, lr=1e-3,
                                             num_chunks=10))
     # Decoding study.
-    c.num_problems = 500
+    c.num_problems = 1000  # test problems per task (full preset)
     c.eval_batch = 500
     c.particles = (2, 4, 8)
-    c.temperature = 1.0
+    c.temperature = 1.0  # the frozen T when protocol.temperatures has < 2 entries
+    c.resample_schedule = "every_step"  # likewise, for Path-LL SMC and POKE-SMC
+    c.particle_blocks = "semi_ar"  # blocks of every particle decoder (SR-SMC's official)
     c.threshold = 0.9
+    # Pre-declared protocol (experiments/dllm.py docstring): tuning grids read only the
+    # validation problems; headline eligibility from the preconditions.
+    c.protocol = ml_collections.ConfigDict(dict(
+        validation_problems=256, temperatures=(1.0, 1.25, 1.5),
+        schedules=("every_step", "block_ends", "fractions"),
+        rank_fractions=(0.25, 0.5, 0.75), min_headroom=0.10, max_greedy=0.9))
     c.bootstrap = 1000
     c.throughput_particles = (1, 4, 16)
     # SALE block-sparse attention inside the denoiser (tiles small enough for L = 32).
@@ -52,12 +60,21 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.bootstrap = 50
         c.throughput_particles = (1, 2)
         c.sale.task = ""  # SALE in the model has its own test (tests/dllm/test_model.py)
+        # No tuning at smoke size (tests/dllm/test_experiment.py tests ``_tune`` directly).
+        c.protocol.update(validation_problems=8, temperatures=(), schedules=())
     elif arg == "quick":
         c.num_problems = 128
         c.eval_batch = 128
         c.particles = (2, 4)
         c.bootstrap = 500
         c.sale.num_problems = 32
+        c.protocol.update(temperatures=(), schedules=())  # frozen a priori: T = 1, every step
+    elif arg == "cpu":  # held-out protocol at CPU size (binary only, not a suite preset)
+        c.num_problems = 512
+        c.eval_batch = 256
+        c.particles = (2, 4, 8)
+        c.protocol.update(validation_problems=128, temperatures=(1.0, 1.5),
+                          schedules=("every_step", "block_ends"))
     elif arg != "full":
-        raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
+        raise ValueError(f"config arg must be smoke, quick, cpu or full, got {arg!r}.")
     return c

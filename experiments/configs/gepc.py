@@ -24,6 +24,12 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.train_chunks = 10
     c.batch_size = 64
     c.learning_rate = 2e-3
+    # The clutter model (block c, trained-on-ID row): same UNet and settings, trained on
+    # `clutter_train` ID clutter patches (shipped: experiments/pretrained/gepc_clutter16).
+    c.clutter_pretrained_dir = "experiments/pretrained/gepc_clutter16"
+    c.clutter_train = 1600
+    c.clutter_train_steps = 800
+    c.train_target = "id"  # which model experiments/gepc_train.py trains: "id" | "clutter"
     # GEPC (public-code settings).
     c.sqrt_abars = [0.99997, 0.9999, 0.9979, 0.9969]
     c.num_t = 2
@@ -36,22 +42,37 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.target_size = 7  # px of the embedded digit / shape
     c.target_strength = 1.0  # target brightness in (0, 1]: pixel value 2 strength - 1
     # Baselines.
+    # MSMA: 10 geometric VE levels, NCSN's 1 .. 0.01 on [0, 1] images = 2 .. 0.02 on ours.
     c.msma_levels = 10
-    c.msma_t_min, c.msma_t_max = 0.01, 0.5
-    c.diffpath_steps = 10
-    c.gmm_components = 4
+    c.msma_sigma_min, c.msma_sigma_max = 0.02, 2.0
+    c.diffpath_steps = 10  # DiffPath-6D: DDIM inversion steps (official default 10)
+    # Density model of MSMA and DiffPath-6D: StandardScaler + GaussianMixture chosen by
+    # gmm_folds-fold held-out likelihood on the fit set only (scoring.fit_gmm_search).
+    c.gmm_components = [1, 2, 4, 8]
+    c.gmm_covariances = ["full", "diag"]
+    c.gmm_folds = 5
+    # Block (d), pretrained elsewhere: the MNIST model, the other digit dataset's id_classes
+    # as ID (scorers fitted on elsewhere_fit_per_class per class of it).
+    c.digits_elsewhere = True
+    c.elsewhere_fit_per_class = 60
     c.bootstrap = 500
     c.eval_batch = 200
     if arg == "smoke":
         c.id_dataset = "digits"  # the quick preset covers MNIST with the shipped model
         c.train_per_class, c.cal_per_class, c.test_per_class, c.num_ood = 30, 20, 8, 40
         c.clutter_cal = 40
+        c.clutter_train, c.clutter_train_steps, c.clutter_pretrained_dir = 40, 20, ""
+        c.elsewhere_fit_per_class = 20
+        c.gmm_components = [1, 2]
         c.train_steps, c.train_chunks = 20, 2
         c.bootstrap = 50
         c.eval_batch = 40
         c.pretrained_dir = ""  # train the tiny model in the test's workdir
     elif arg == "full":
+        # >= 400 ID-test and >= 400 per OOD set (faces: the 200 scikit-image ships).
         c.test_per_class, c.num_ood, c.clutter_cal = 80, 400, 500
+        c.gmm_components = [1, 2, 4, 8, 16]
+        c.gmm_covariances = ["full", "tied", "diag", "spherical"]  # the official grid's
         c.bootstrap = 2000
     elif arg != "quick":
         raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")

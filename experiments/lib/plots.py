@@ -1,4 +1,18 @@
-"""Matplotlib (Agg) helpers for result figures."""
+"""Matplotlib (Agg) helpers for result figures.
+
+Conventions every figure follows (issue 24), enforced here where a helper can:
+
+- the caption says what a band or error bar is (CI level and kind: Student-t or
+  bootstrap) and over how many seeds / problems / images: ``t_band``, ``bootstrap_band``;
+  ``save`` logs a warning for a figure with bands or error bars and no caption;
+- series that coincide stay distinguishable: ``line_with_band`` gives each new line of an
+  axes its own marker and line style (unless the caller sets them) and staggers the
+  markers of long series;
+- log axes have readable tick labels: ``save`` (through ``readable_log_axes``) drops
+  minor-tick labels when an axis shows two or more decades, labels every minor tick of a
+  narrow axis (at most 6 in view) and only the 2 and 5 multiples otherwise, writes plain
+  numbers between 1e-3 and 1e5, and tilts x labels that would overlap.
+"""
 
 import os
 
@@ -7,8 +21,15 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from absl import logging  # noqa: E402
+from matplotlib import collections as mcollections  # noqa: E402
+from matplotlib import container as mcontainer  # noqa: E402
+from matplotlib import ticker  # noqa: E402
 
 from jaxlab.core import sharding  # noqa: E402
+
+MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
+LINESTYLES = ("-", "--", "-.", ":")
 
 
 def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8):
@@ -18,8 +39,21 @@ def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8):
 
 
 def line_with_band(ax, x, mean, half_width=None, label=None, **kwargs):
-    """Plots ``mean`` against ``x`` with a shaded +- ``half_width`` band."""
+    """Plots ``mean`` against ``x`` with a shaded +- ``half_width`` band.
+
+    The i-th line of ``ax`` gets ``MARKERS[i]`` and ``LINESTYLES[i]`` unless ``marker`` /
+    ``ls`` / ``linestyle`` are given, so series that coincide stay distinguishable; a long
+    series shows about 10 markers, staggered from one line to the next.
+    """
     x, mean = np.asarray(x), np.asarray(mean)
+    i = len(ax.get_lines())
+    kwargs.setdefault("marker", MARKERS[i % len(MARKERS)])
+    if "ls" not in kwargs and "linestyle" not in kwargs:
+        kwargs["ls"] = LINESTYLES[i % len(LINESTYLES)]
+    if x.size > 20 and "markevery" not in kwargs:
+        step = max(1, x.size // 10)
+        kwargs["markevery"] = ((i * max(1, step // 4)) % step, step)
+    kwargs.setdefault("markersize", 4)
     (line,) = ax.plot(x, mean, label=label, **kwargs)
     if half_width is not None:
         hw = np.asarray(half_width)
@@ -27,9 +61,79 @@ def line_with_band(ax, x, mean, half_width=None, label=None, **kwargs):
     return line
 
 
-def t_band(n: int, what: str = "seeds") -> str:
+def t_band(n: int, what: str = "seeds", level: float = 0.95) -> str:
     """Caption for ``line_with_band`` bands from ``core.metrics.mean_and_ci``."""
-    return f"Line: mean over {n} {what}; band: 95% Student-t confidence interval of the mean."
+    return (f"Line: mean over {n} {what}; band: {level:.0%} Student-t confidence interval of "
+            "the mean.")
+
+
+def bootstrap_band(n: int, what: str = "problems", level: float = 0.95,
+                   resamples: int | None = None, statistic: str = "mean",
+                   shape: str = "band") -> str:
+    """Caption for bands / error bars from ``core.metrics.bootstrap_ci`` (percentile)."""
+    r = f", {resamples} resamples" if resamples else ""
+    return (f"Line: {statistic} over {n} {what}; {shape}: {level:.0%} percentile bootstrap "
+            f"interval{r}.")
+
+
+def _log_label(value, pos=None):
+    del pos
+    if value <= 0:
+        return ""
+    if 1e-3 <= value < 1e5:
+        return f"{value:g}"
+    exp = np.floor(np.log10(value))
+    mant = value / 10 ** exp
+    return (f"$10^{{{int(exp)}}}$" if np.isclose(mant, 1) else
+            f"${mant:g}\\times10^{{{int(exp)}}}$")
+
+
+def _minor_2_5(value, pos=None):
+    if value <= 0:
+        return ""
+    mant = value / 10 ** np.floor(np.log10(value))
+    return _log_label(value, pos) if np.isclose(mant, 2) or np.isclose(mant, 5) else ""
+
+
+def _overlaps(labels, renderer) -> bool:
+    boxes = [t.get_window_extent(renderer) for t in labels if t.get_visible() and t.get_text()]
+    boxes.sort(key=lambda b: b.x0)
+    return any(a.x1 > b.x0 - 2 for a, b in zip(boxes, boxes[1:], strict=False))
+
+
+def readable_log_axes(fig) -> None:
+    """Readable tick labels on every log axis of ``fig`` that uses matplotlib's default
+    log formatters (an axis with a formatter set by the caller is left alone)."""
+    defaults = (ticker.LogFormatterSciNotation, ticker.LogFormatterMathtext)
+    for ax in fig.axes:
+        for axis, lim in ((ax.xaxis, ax.get_xlim()), (ax.yaxis, ax.get_ylim())):
+            if axis.get_scale() != "log" or type(axis.get_major_formatter()) not in defaults:
+                continue
+            lo, hi = sorted(lim)
+            majors = [t for t in axis.get_majorticklocs() if lo <= t <= hi]
+            axis.set_major_formatter(ticker.FuncFormatter(_log_label))
+            if type(axis.get_minor_formatter()) in defaults:
+                minors = [t for t in axis.get_minorticklocs() if lo <= t <= hi]
+                axis.set_minor_formatter(
+                    ticker.NullFormatter() if len(majors) >= 2
+                    else ticker.FuncFormatter(_log_label) if len(minors) <= 6
+                    else ticker.FuncFormatter(_minor_2_5))
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        labels = ax.get_xticklabels(which="both")
+        if ax.get_xscale() == "log" and _overlaps(labels, renderer):
+            for t in labels:
+                t.set_rotation(35)
+                t.set_horizontalalignment("right")
+
+
+def _has_intervals(fig) -> bool:
+    for ax in fig.axes:
+        if any(isinstance(c, mcontainer.ErrorbarContainer) for c in ax.containers):
+            return True
+        if any(isinstance(c, mcollections.PolyCollection) for c in ax.collections):
+            return True
+    return False
 
 
 def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
@@ -45,8 +149,14 @@ def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
     path = os.fspath(path)
     if caption:
         fig.text(0.5, 0.005, caption, ha="center", va="bottom", fontsize=8, wrap=True)
+    elif _has_intervals(fig):
+        logging.warning("figure %s has bands or error bars but no caption saying what they "
+                        "are (plots.t_band / plots.bootstrap_band) and over how many "
+                        "seeds / problems", os.path.basename(path))
     if sharding.is_main_process():
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        fig.canvas.draw()
+        readable_log_axes(fig)
         fig.tight_layout(rect=(0, 0.05 if caption else 0, 1, 1))
         fig.savefig(path, dpi=120)
     plt.close(fig)

@@ -55,7 +55,7 @@ METHODS: dict[str, Method] = {m.name: m for m in [
            "tasks with exact verifiers (shipped tiny denoisers)."),
     Method("rfo", "RFO: flow policies through MJX", "rl",
            "Flow policies trained by backpropagating through the ODE and MJX physics "
-           "against Gaussian APG and PPO at equal environment steps."),
+           "against critic-free APG, Gaussian SHAC and PPO at equal environment steps."),
 ]}
 
 

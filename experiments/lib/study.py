@@ -13,7 +13,10 @@ config, workdir)`` runs it:
    ``ctx.run_chunks`` (``run_resumable`` with orbax checkpoints after every chunk under
    ``workdir/checkpoints/<key>``), so a crash loses at most one chunk. The chunk
    checkpoints are deleted once the unit's result is on disk.
-4. ``exp.summarize`` turns the results into the summary; ``results.write_summary`` adds
+4. When a unit's result is computed or loaded, its per-step scalars (``exp.scalars``, else
+   ``experiments.lib.scalars.EXTRACTORS[exp.name]``) are written as TensorBoard event
+   files under ``workdir/tb/<unit>`` (``experiments.lib.events``; main process only).
+5. ``exp.summarize`` turns the results into the summary; ``results.write_summary`` adds
    the provenance block; ``exp.plot`` draws the PNGs.
 
 This is the only resume mechanism: finished work is a unit file, unfinished work is the
@@ -36,7 +39,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments.lib import provenance, results
+from experiments.lib import events, provenance, results, scalars
 from experiments.lib.checkpoint import Checkpointer
 from experiments.lib.progress import Progress
 from jaxlab.core import loops, sharding, validation
@@ -96,6 +99,9 @@ class Experiment(NamedTuple):
         result}``; the summary must be JSON-able (``results.write_json``).
       plot: ``plot(config, summary, results, workdir)`` writes the PNGs.
       headline: ``headline(summary) -> [(metric, value)]`` rows for REPORT.md.
+      scalars: optional ``scalars(config, unit, result, workdir) -> {tag: (steps,
+        values)}``, the unit's TensorBoard series; ``None``: the extractor registered for
+        ``name`` in ``experiments.lib.scalars.EXTRACTORS`` (if any).
     """
 
     name: str
@@ -104,6 +110,7 @@ class Experiment(NamedTuple):
     summarize: Callable[[Any, dict], dict]
     plot: Callable[[Any, dict, dict, str], None]
     headline: Callable[[dict], list[tuple[str, str]]]
+    scalars: Callable[[Any, str, Any, str], dict] | None = None
 
 
 def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLike, *,
@@ -118,11 +125,30 @@ def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLik
     workdir = os.fspath(workdir)
     experiment.validate(config)
     out = run_units(experiment.units(config, workdir), config, workdir, desc=experiment.name,
-                    force=force)
+                    force=force, on_result=event_logger(experiment, config, workdir))
     summary = experiment.summarize(config, out)
     results.write_summary(workdir, summary, config)
     experiment.plot(config, summary, out, workdir)
     return summary
+
+
+def event_logger(experiment: Experiment, config, workdir: str) -> Callable[[str, Any], None]:
+    """``on_result`` for ``run_units``: writes a unit's TensorBoard scalars under
+    ``workdir/tb/<unit>`` (a failure is a warning: metrics never stop a run)."""
+
+    def log(unit_name: str, result: Any) -> None:
+        if not sharding.is_main_process():
+            return
+        series = scalars.extract(experiment.name, config, unit_name, result, workdir,
+                                 experiment.scalars)
+        try:
+            events.write_scalars(os.path.join(workdir, "tb", events.run_name(unit_name)),
+                                 series)
+        except Exception as e:  # noqa: BLE001 - metrics never stop a run
+            logging.warning("%s: TensorBoard events of unit %s not written (%s: %s)",
+                            experiment.name, unit_name, type(e).__name__, e)
+
+    return log
 
 
 def unit_path(workdir: str, unit: Unit, config) -> tuple[str, str]:
@@ -134,10 +160,13 @@ def unit_path(workdir: str, unit: Unit, config) -> tuple[str, str]:
 
 
 def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study",
-              force: bool = False) -> dict:
+              force: bool = False,
+              on_result: Callable[[str, Any], None] | None = None) -> dict:
     """Runs (or loads) every unit; returns ``{name: result}`` in the order given.
 
     ``force`` recomputes units whose result file exists (their chunk checkpoints too).
+    ``on_result(name, result)`` is called once per unit, as soon as its result is computed
+    or loaded (``train_and_evaluate`` writes TensorBoard events with it).
     """
     names = [u.name for u in units]
     if len(set(names)) != len(names):
@@ -157,6 +186,8 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
                 try:
                     out[unit.name] = load_result(path)
                     logging.info("%s: unit %s done earlier (%s)", desc, unit.name, path)
+                    if on_result is not None:
+                        on_result(unit.name, out[unit.name])
                     progress.update(1)
                     continue
                 except (ValueError, KeyError, json.JSONDecodeError) as e:
@@ -168,6 +199,8 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
             if sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)
             out[unit.name] = load_result(path)  # exactly what a resumed run would see
+            if on_result is not None:
+                on_result(unit.name, out[unit.name])
             progress.update(1)
     finally:
         progress.close()

@@ -4,11 +4,15 @@ Layout [B, N, H, D] (the flax / LLaMA convention); GQA when the key heads divide
 query heads. ``impl="sale"`` runs the two SALE Pallas kernels (estimation + selection,
 then block-sparse flash attention); on a CPU backend they run in the Pallas interpreter.
 
+Any sequence length N >= 1 works for both implementations: with ``impl="sale"`` the
+kernels pad N up to their tile grid, mask the padded keys out of every softmax and of the
+keep test, keep padded query rows from voting for a block and drop them from the output.
+
 Checks (static shapes / dtypes, so they also hold under ``jit``; values only when concrete):
 ``impl`` one of ``IMPLS``; q, k, v 4-D with a floating dtype (TypeError naming the argument);
-k and v of shape (B, N, Hk, D) matching q's batch, length and head dim; Hq a multiple of Hk;
-for ``impl="sale"`` N divisible by ``sizes.block_q``, ``tau`` a scalar or [Hq] in [0, inf)
-without NaN, ``bits`` 8 or 4 (the last via the kernels' own checks).
+k and v of shape (B, N, Hk, D) matching q's batch, length and head dim; N >= 1 and D >= 1;
+Hq a multiple of Hk; for ``impl="sale"``: ``sizes`` a ``BlockSizes`` (TypeError), ``tau`` a
+scalar or [Hq] in [0, inf) without NaN, ``bits`` 8 or 4, ``interpret`` None or a bool.
 """
 
 import jax
@@ -22,7 +26,7 @@ from pallas_kernels.sale.reference import BlockSizes
 IMPLS = ("dense", "sale")
 
 
-def _check_inputs(q, k, v, impl, tau, sizes):
+def _check_inputs(q, k, v, impl, tau, sizes, bits, interpret):
     for name, x in (("q", q), ("k", k), ("v", v)):
         validation.check_ndim(name, x, 4)
         validation.check_floating(name, x)
@@ -32,13 +36,20 @@ def _check_inputs(q, k, v, impl, tau, sizes):
             raise ValueError(f"`{name}` must have shape ({b}, {n}, Hk, {d}) to match `q` "
                              f"{tuple(q.shape)} ([B, N, H, D]), got {tuple(x.shape)}.")
     validation.check_shape("v", v, k.shape)
+    if n == 0 or d == 0:
+        raise ValueError(f"`q` must have N >= 1 and D >= 1 ([B, N, H, D]), got shape "
+                         f"{tuple(q.shape)}.")
     if k.shape[2] == 0 or hq % k.shape[2]:
         raise ValueError(f"the {hq} query heads of `q` must be a multiple of the {k.shape[2]} "
                          "key heads of `k` (GQA).")
     if impl == "sale":
-        if n % sizes.block_q:
-            raise ValueError(f"sequence length {n} must be divisible by `block_q`="
-                             f"{sizes.block_q} of `sizes` for impl='sale'.")
+        if not isinstance(sizes, BlockSizes):
+            raise TypeError(f"`sizes` must be a pallas_kernels.sale.BlockSizes, got "
+                            f"{type(sizes).__name__}.")
+        if isinstance(bits, bool) or bits not in (8, 4):
+            raise ValueError(f"`bits` must be 8 or 4, got {bits!r}.")
+        if interpret is not None and not isinstance(interpret, bool):
+            raise ValueError(f"`interpret` must be None or a bool, got {interpret!r}.")
         if tau is not None:
             if jnp.shape(tau) not in ((), (1,), (hq,)):
                 raise ValueError(f"`tau` must be a scalar or have shape ({hq},), got shape "
@@ -51,7 +62,7 @@ def attention(q, k, v, *, impl: str = "dense", causal: bool = False, tau=None,
     """softmax(q k^T / sqrt(D)) v, dense or SALE-sparse.
 
     Args:
-      q: [B, N, Hq, D]; k, v: [B, N, Hk, D].
+      q: [B, N, Hq, D]; k, v: [B, N, Hk, D]; any N >= 1.
       impl: "dense" or "sale".
       causal: causal masking.
       tau: SALE per-head thresholds (scalar or [Hq]); default ``reference.DEFAULT_TAU``.
@@ -63,7 +74,7 @@ def attention(q, k, v, *, impl: str = "dense", causal: bool = False, tau=None,
     """
     if impl not in IMPLS:
         raise ValueError(f"`impl` must be one of {IMPLS}, got {impl!r}.")
-    _check_inputs(q, k, v, impl, tau, sizes)
+    _check_inputs(q, k, v, impl, tau, sizes, bits, interpret)
     to_bhnd = lambda x: jnp.swapaxes(x, 1, 2)  # noqa: E731
     qh, kh, vh = to_bhnd(q), to_bhnd(k), to_bhnd(v)
     if impl == "dense":

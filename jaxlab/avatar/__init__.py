@@ -16,7 +16,18 @@ adjoint-CG cost gradient), ``scores`` (node scores: ``official``, ``abs``, ``gai
 loop: this API; ``protocol="paper"`` or ``"fixed"``).
 """
 
-from jaxlab.avatar import adjoint, alignment, datasets, loop, scores, solvers, tasks, utilities
+from jaxlab.avatar import (
+    adjoint,
+    alignment,
+    baselines,
+    datasets,
+    loop,
+    parrot,
+    scores,
+    solvers,
+    tasks,
+    utilities,
+)
 from jaxlab.avatar.adjoint import cost_gradient
 from jaxlab.avatar.loop import (
     PROTOCOLS,
@@ -32,6 +43,7 @@ from jaxlab.avatar.loop import (
     informativeness,
     init,
     run_active,
+    run_active_switch,
     step,
 )
 from jaxlab.avatar.tasks import AlignmentTask
@@ -39,5 +51,5 @@ from jaxlab.avatar.tasks import AlignmentTask
 __all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask", "Info",
            "State", "active", "adjoint", "align", "alignment", "check_result", "cost_gradient",
            "datasets", "evaluate", "scores",
-           "informativeness", "init", "loop", "run_active", "solvers", "step", "tasks",
-           "utilities"]
+           "informativeness", "init", "loop", "parrot", "baselines", "run_active",
+           "run_active_switch", "solvers", "step", "tasks", "utilities"]

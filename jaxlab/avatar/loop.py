@@ -17,10 +17,14 @@ API (blackjax / optax style; the key always first, shapes static, anchors a bool
 task and settings as arguments (``active`` closes over them); ``evaluate(state, task, ...)``
 measures the plan of the current anchors. ``run_active`` is the protocol: ``init``, then a
 ``lax.scan`` of ``step`` over ``rounds`` keys, then ``evaluate``, so ``jit(vmap(...))`` runs
-many seeds at once. Protocols: "fixed" (default; ours) — a fixed random test set is never
-queried and is where the metrics are measured, so strategies are compared on the same
-nodes; "paper" (AvAtar's) — the test set is every node not anchored yet, queried nodes
-leave it, MRR over both directions on it. ``Info.picked_correct`` / ``pool_correct``: the
+many seeds at once; ``run_active_switch`` is the same with the strategy a traced index into
+a static table (one compile for every strategy). Aligners (``solver``): "ot" / "fgw" on
+``alignment.anchor_cost`` (the ``simple`` aligner) or "parrot" (``parrot``). Baselines
+``density`` and ``topmatchings``: ``baselines``. Protocols: "fixed" (default; ours) — a
+fixed random test set is never queried and is where the metrics are measured, so
+strategies are compared on the same nodes; "paper" (AvAtar's) — the test set is every
+node not anchored yet, queried nodes leave it, MRR over both directions on it.
+``Info.picked_correct`` / ``pool_correct``: the
 share of the round's queries / candidates whose plan row already ranks the true match
 first (a useful strategy picks mostly wrong nodes).
 
@@ -48,14 +52,24 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.avatar import adjoint, alignment, datasets, scores, solvers, utilities
+from jaxlab.avatar import (
+    adjoint,
+    alignment,
+    baselines,
+    datasets,
+    parrot,
+    scores,
+    solvers,
+    utilities,
+)
 from jaxlab.avatar import tasks as tasks_module
 from jaxlab.avatar.tasks import AlignmentTask
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
-STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness")
-SOLVERS = ("ot", "fgw")
+STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness", "density",
+              "topmatchings")
+SOLVERS = ("ot", "fgw", "parrot")
 SCORES = scores.SCORES
 PROTOCOLS = ("fixed", "paper")
 
@@ -258,8 +272,15 @@ def align(state: State, task: AlignmentTask, *, epsilon=0.05, solver: str = "ot"
         sinkhorn_max_iterations: as ``run_active``.
 
     Returns:
-      ([n, n] cost, PlanResult of the "ot" or "fgw" solve).
+      ([n, n] cost, PlanResult of the "ot" / "fgw" solve on ``alignment.anchor_cost`` (the
+      ``simple`` aligner), or PARROT's cost and plan (``solver`` "parrot" or a
+      ``parrot.ParrotSettings``: the ``parrot`` aligner; ``epsilon``, ``feat_weight``,
+      ``anchor_weight`` unused, the plan's eps is ``parrot.epsilon(settings)``)).
     """
+    settings = parrot_settings(solver)
+    if settings is not None:
+        return parrot.parrot_solve(task, state.anchors, settings, sinkhorn_threshold,
+                                   sinkhorn_max_iterations)
     validation.check_one_of("solver", solver, SOLVERS)
     cost = alignment.anchor_cost(task, state.anchors, feat_weight, anchor_weight)
     if solver == "fgw":
@@ -296,41 +317,93 @@ def _scores(key, strategy, task, cost, plan, epsilon, utility, cg_tol, score="ab
         return -alignment.row_margin(plan), no_cg
     if strategy == "degree":
         return jnp.asarray(task.degree, jnp.float32), no_cg
+    if strategy == "density":
+        return baselines.density_score(plan, jnp.asarray(task.pos1, plan.dtype)), no_cg
+    if strategy == "topmatchings":
+        return baselines.topmatchings_score(key, plan), no_cg
     return jnp.asarray(task.betweenness, jnp.float32), no_cg
+
+
+def _switch_scores(index, table, key, task, cost, plan, epsilon, utility, cg_tol,
+                   utility_weights, anchors, anchor_weight):
+    """``_scores`` of ``table[index]`` (a tuple of (strategy, score) pairs, ``index`` a
+    traced int): one ``lax.switch``, so one compiled program serves every strategy (with an
+    unbatched ``index`` under ``vmap`` only the chosen branch runs)."""
+
+    def branch(pair):
+        def f():
+            s, cg = _scores(key, pair[0], task, cost, plan, epsilon, utility, cg_tol,
+                            pair[1], utility_weights, anchors, anchor_weight)
+            return s.astype(jnp.float32), adjoint.AdjointInfo(
+                jnp.asarray(cg.converged, bool), jnp.asarray(cg.residual, jnp.float32),
+                jnp.asarray(cg.iterations, jnp.int32))
+        return f
+
+    return jax.lax.switch(index, [branch(pair) for pair in table])
+
+
+def check_strategy_table(table) -> tuple[tuple[str, str], ...]:
+    """Validates a tuple of (strategy, score) pairs (``run_active_switch``); returns it as a
+    tuple of tuples. Raises ValueError naming ``strategies``."""
+    if isinstance(table, str) or len(table) < 1:
+        raise ValueError(f"`strategies` must be a non-empty sequence of (strategy, score) "
+                         f"pairs, got {table!r}.")
+    out = []
+    for pair in table:
+        if isinstance(pair, str) or len(pair) != 2:
+            raise ValueError(f"`strategies` entries must be (strategy, score) pairs, got "
+                             f"{pair!r}.")
+        validation.check_one_of("strategies", pair[0], STRATEGIES)
+        validation.check_one_of("strategies", pair[1], SCORES)
+        out.append((str(pair[0]), str(pair[1])))
+    return tuple(out)
 
 
 def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "avatar",
          num_queries: int = 1, epsilon=0.05, utility="entropy", solver: str = "ot",
          feat_weight=1.0, anchor_weight=1.0, sinkhorn_threshold: float = 1e-4,
          sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4, score: str = "abs",
-         utility_weights=None, protocol: str = "fixed") -> tuple[State, Info]:
+         utility_weights=None, protocol: str = "fixed",
+         strategy_index=None) -> tuple[State, Info]:
     """One query round: solve the plan, score the nodes, label the ``num_queries`` best.
 
     Args:
       key: PRNG key (used by the "random" strategy).
       state: the loop's State.
       task: the AlignmentTask.
-      strategy: one of STRATEGIES (static).
+      strategy: one of STRATEGIES (static), or a tuple of (strategy, score) pairs of
+        which ``strategy_index`` picks one (``run_active_switch``; ``score`` ignored).
       num_queries: source nodes labelled this round (static positive int).
-      epsilon, utility, solver, feat_weight, anchor_weight, sinkhorn_threshold,
-        sinkhorn_max_iterations, cg_tol, score, utility_weights, protocol: as
-        ``run_active``.
+      epsilon: as ``run_active``; so are utility, solver, feat_weight, anchor_weight,
+        sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score, utility_weights and
+        protocol.
+      strategy_index: [] int (may be traced), the entry of a ``strategy`` table.
 
     Returns:
       (State with the queried nodes added to ``anchors``, Info of the round). Nodes already
       anchored are never queried; under "fixed" neither are test nodes, under "paper" the
       queried nodes leave the test set.
     """
-    validation.check_one_of("strategy", strategy, STRATEGIES)
-    validation.check_one_of("score", score, SCORES)
+    if isinstance(strategy, str):
+        validation.check_one_of("strategy", strategy, STRATEGIES)
+        validation.check_one_of("score", score, SCORES)
+    else:
+        strategy = check_strategy_table(strategy)
+        if strategy_index is None:
+            raise ValueError("`strategy_index` is required when `strategy` is a table.")
     validation.check_one_of("protocol", protocol, PROTOCOLS)
     _utilities(utility)
     validation.check_positive_int("num_queries", num_queries)
     cost, res = align(state, task, epsilon=epsilon, solver=solver, feat_weight=feat_weight,
                       anchor_weight=anchor_weight, sinkhorn_threshold=sinkhorn_threshold,
                       sinkhorn_max_iterations=sinkhorn_max_iterations)
-    s, cg = _scores(key, strategy, task, cost, res.plan, epsilon, utility, cg_tol, score,
-                    utility_weights, state.anchors, anchor_weight)
+    eps = plan_epsilon(solver, epsilon)
+    if isinstance(strategy, str):
+        s, cg = _scores(key, strategy, task, cost, res.plan, eps, utility, cg_tol, score,
+                        utility_weights, state.anchors, anchor_weight)
+    else:
+        s, cg = _switch_scores(strategy_index, strategy, key, task, cost, res.plan, eps,
+                               utility, cg_tol, utility_weights, state.anchors, anchor_weight)
     blocked = state.anchors if protocol == "paper" else state.anchors | state.test
     s = jnp.where(blocked, -jnp.inf, s)
     _, idx = jax.lax.top_k(s, num_queries)
@@ -345,6 +418,19 @@ def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "av
                  jnp.mean(correct[idx].astype(jnp.float32)), pool.astype(jnp.float32)))
 
 
+def parrot_settings(solver) -> parrot.ParrotSettings | None:
+    """The ParrotSettings of ``solver`` ("parrot": the defaults), None for "ot" / "fgw"."""
+    if isinstance(solver, parrot.ParrotSettings):
+        return solver
+    return parrot.PARROT_DEFAULTS if solver == "parrot" else None
+
+
+def plan_epsilon(solver, epsilon):
+    """The entropic eps of the plans of ``solver`` (PARROT's own for the parrot aligner)."""
+    settings = parrot_settings(solver)
+    return epsilon if settings is None else parrot.epsilon(settings)
+
+
 def _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score="abs",
                     utility_weights=None, protocol="fixed") -> None:
@@ -353,8 +439,14 @@ def _check_settings(task, strategy, utility, solver, epsilon, feat_weight, ancho
     _check_weights(utility_weights, _utilities(utility))
     validation.check_one_of("score", score, SCORES)
     validation.check_one_of("protocol", protocol, PROTOCOLS)
-    if solver not in SOLVERS:
-        raise ValueError(f"`solver` must be 'ot' or 'fgw', got {solver!r}.")
+    if isinstance(solver, parrot.ParrotSettings):
+        parrot.check_settings(solver)
+    elif solver not in SOLVERS:
+        raise ValueError(f"`solver` must be one of {SOLVERS} or a parrot.ParrotSettings, "
+                         f"got {solver!r}.")
+    if score == "gain" and parrot_settings(solver) is not None:
+        raise ValueError("`score`='gain' is derived for the simple aligner's cost "
+                         "(alignment.anchor_cost), not for `solver`='parrot'.")
     validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
     validation.check_in_range("feat_weight", feat_weight, 0.0, np.inf)
     validation.check_in_range("anchor_weight", anchor_weight, 0.0, np.inf)
@@ -405,7 +497,7 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
     "protocol"))
 def _run(task, key, epsilon, feat_weight, anchor_weight, *, strategy, rounds, test_frac,
          init_frac, per_round, utility, solver, sinkhorn_threshold, sinkhorn_max_iterations,
-         cg_tol, score, utility_weights, protocol):
+         cg_tol, score, utility_weights, protocol, strategy_index=None):
     k_init, k_loop = jax.random.split(key)
     state = init(k_init, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol)
     plan_kw = {"epsilon": epsilon, "solver": solver, "feat_weight": feat_weight,
@@ -415,7 +507,7 @@ def _run(task, key, epsilon, feat_weight, anchor_weight, *, strategy, rounds, te
     def body(s, k):
         return step(k, s, task, strategy=strategy, num_queries=per_round, utility=utility,
                     cg_tol=cg_tol, score=score, utility_weights=utility_weights,
-                    protocol=protocol, **plan_kw)
+                    protocol=protocol, strategy_index=strategy_index, **plan_kw)
 
     state, info = jax.lax.scan(body, state, jax.random.split(k_loop, rounds))
     last, res = evaluate(state, task, **plan_kw)
@@ -471,7 +563,11 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
       test_frac, init_frac, budget_frac: fractions of n for the held-out test set, the
         initial anchors and the total query budget.
       utility: one of utilities.UTILITIES (for "avatar").
-      solver: "ot" (entropic OT on the cost) or "fgw" (fused Gromov-Wasserstein).
+      solver: the aligner: "ot" (entropic OT on ``alignment.anchor_cost``: the ``simple``
+        aligner) or "fgw" (fused Gromov-Wasserstein on it), or "parrot" / a
+        ``parrot.ParrotSettings`` (the PARROT-class aligner of ``parrot``; its plans use
+        eps = ``parrot.epsilon(settings)`` and ignore ``epsilon``, ``feat_weight``,
+        ``anchor_weight``; ``score`` "gain" is not defined for it).
       feat_weight, anchor_weight: weights of the feature and anchor terms of the cost.
       sinkhorn_threshold: tolerance on the plan's L1 marginal error ("ot" solver). 1e-4:
         at 1e-5 and 3000 iterations the Sinkhorn solves of the default tasks stopped at
@@ -501,7 +597,53 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
                utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
                sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,
                utility_weights=utility_weights, protocol=protocol)
-    limits = (sinkhorn_threshold, sinkhorn_max_iterations) if solver == "ot" else (None, None)
+    return _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
+
+
+def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_index, *,
+                      epsilon: float = 0.05, rounds: int = 10, test_frac: float = 0.5,
+                      init_frac: float = 0.2, budget_frac: float = 0.2,
+                      utility: str = "entropy", solver: str = "ot", feat_weight: float = 1.0,
+                      anchor_weight: float = 1.0, sinkhorn_threshold: float = 1e-4,
+                      sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4,
+                      utility_weights=None, protocol: str = "fixed") -> ActiveResult:
+    """``run_active`` of strategy ``strategies[strategy_index]`` with the index traced.
+
+    ``strategies`` is a tuple of (strategy, score) pairs (static); the node scores are one
+    ``lax.switch`` over them, so ``jit(vmap(lambda k, i: run_active_switch(task, k, table,
+    i), in_axes=(0, None)))`` compiles once for every strategy of the table (the
+    experiment's saving: one compile per task and protocol instead of one per strategy).
+    With the same key, the result equals ``run_active(task, key, *strategies[i])``.
+
+    Args:
+      task, key, epsilon, ...: as ``run_active``.
+      strategies: non-empty tuple of (strategy of STRATEGIES, score of SCORES) pairs.
+      strategy_index: [] int in [0, len(strategies)) (may be traced; checked when concrete).
+    """
+    table = check_strategy_table(strategies)
+    for strat, score in table:
+        _check_settings(task, strat, utility, solver, epsilon, feat_weight, anchor_weight,
+                        sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
+                        utility_weights, protocol)
+    if not isinstance(strategy_index, jax.core.Tracer):
+        validation.check_int_range("strategy_index", strategy_index, 0, len(table))
+    n = task.truth.shape[-1]
+    per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
+    utility = utility if isinstance(utility, str) else tuple(utility)
+    utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
+    res = _run(task, key, epsilon, feat_weight, anchor_weight, strategy=table,
+               rounds=rounds, test_frac=test_frac, init_frac=init_frac, per_round=per_round,
+               utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
+               sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score="abs",
+               utility_weights=utility_weights, protocol=protocol,
+               strategy_index=jnp.asarray(strategy_index, jnp.int32))
+    return _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
+
+
+def _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol):
+    """Checks the solves of ``res`` (``check_result``; via a callback when traced)."""
+    limits = ((sinkhorn_threshold, sinkhorn_max_iterations) if solver != "fgw"
+              else (None, None))
     limits = (*limits, cg_tol)
     if isinstance(res.plan_converged, jax.core.Tracer):
         # Under the caller's jit / vmap: check when the values exist (once per call).
@@ -558,6 +700,13 @@ def validate_config(config) -> None:
     for t in config.tasks:
         validation.check_one_of("config.tasks", t, known)
     validation.check_one_of("config.utility", config.utility, utilities.UTILITIES)
+    validation.check_one_of("config.aligner", config.get("aligner", "simple"),
+                            ("simple", "parrot"))
+    if config.get("aligner", "simple") == "parrot" and "avatar-gain" in config.strategies:
+        raise ValueError("`config.strategies`: avatar-gain is not defined for "
+                         "`config.aligner`='parrot'.")
+    validation.check_min_count("len(config.scaling_sizes)", len(config.scaling_sizes), 2,
+                               "the scaling unit fits a log-log slope")
     for v in config.scaling_sizes:
         validation.check_min_count("config.scaling_sizes", v, 2, "each is an n x n plan size")
     sizes = {"synthetic_graph": config.graph_nodes, "point_cloud": config.point_nodes,

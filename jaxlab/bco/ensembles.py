@@ -26,7 +26,8 @@ adaptive rate and the hint are ours.
 
 Every constructor returns a ``jaxlab.core.types.Algorithm`` like ``learners``' ones:
 ``init(key, x0=None) -> EnsembleState`` (key not used), ``step(key, state, f) ->
-(EnsembleState, RoundInfo)``.
+(EnsembleState, RoundInfo)`` (a ``learners.PredrawnStep``: the key draws the round's
+direction; ``run(..., predraw=True)`` draws all of them first).
 
 Checks (eager): ``domain`` / ``delta`` as in ``learners``; ``rules`` stacked with N >= 1;
 ``meta_scale`` > 0; ``optimistic`` a bool (TypeError); ``num_rounds``, ``num_bases`` >= 1;
@@ -42,6 +43,7 @@ import numpy as np
 from jaxlab.bco import domains, estimators
 from jaxlab.bco.learners import (
     BanditState,
+    PredrawnStep,
     RoundInfo,
     StepRule,
     _advance,
@@ -97,7 +99,10 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0,
         return EnsembleState(bases, jnp.zeros(n), jnp.float32(0.0), jnp.zeros_like(base.xhat),
                              jnp.zeros(n))
 
-    def step(key: PRNGKey, state: EnsembleState, f) -> tuple[EnsembleState, RoundInfo]:
+    def draw(key: PRNGKey) -> Array:
+        return estimators.sphere(key, d)
+
+    def apply(u: Array, state: EnsembleState, f) -> tuple[EnsembleState, RoundInfo]:
         m = state.hint
         etas = jax.vmap(lambda r, b: r(b.sum_var, b.t + 1))(rules, state.bases)
         xs = jax.vmap(lambda b, e: play_domain.project(b.xhat - e * m))(state.bases, etas)
@@ -105,7 +110,6 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0,
         meta_hint = state.last_loss if optimistic else jnp.zeros_like(state.last_loss)
         p = jax.nn.softmax(-lr * (state.cum_loss + meta_hint))
         x = p @ xs
-        u = estimators.sphere(key, d)
         fp, fm = f(x + delta * u), f(x - delta * u)
         g = estimators.two_point(fp, fm, u, delta)
         diff = xs - x
@@ -121,7 +125,7 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0,
         )
         return new, RoundInfo(x, 0.5 * (fp + fm), g)
 
-    return Algorithm(init, step)
+    return Algorithm(init, PredrawnStep(draw, apply))
 
 
 def _stack(rules: list[StepRule]) -> StepRule:

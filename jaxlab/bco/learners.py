@@ -148,6 +148,25 @@ def _init(play_domain, domain=None) -> Callable[..., BanditState]:
     return init
 
 
+class PredrawnStep:
+    """A round ``step(key, state, f)`` split as ``apply(draw(key), state, f)``.
+
+    ``draw(key) -> u`` is the round's only use of its key (the direction), so
+    ``run(..., predraw=True)`` can draw all T directions in one vectorised call before the
+    scan (``jax.vmap(draw)(keys)``: the same directions as drawing them round by round) and
+    scan ``apply`` over them (``run``'s default; measurements in ``run``).
+    Calling the object is the ordinary ``step``.
+    """
+
+    def __init__(self, draw: Callable[[PRNGKey], Array],
+                 apply: Callable[..., tuple[BanditState, RoundInfo]]):
+        self.draw = draw
+        self.apply = apply
+
+    def __call__(self, key: PRNGKey, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
+        return self.apply(self.draw(key), state, f)
+
+
 def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> Algorithm:
     """Two-point bandit learner; the loss charged is (f(x + delta u) + f(x - delta u)) / 2.
 
@@ -159,22 +178,25 @@ def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> 
 
     Returns:
       ``Algorithm(init, step)``: ``init(key, x0=None) -> BanditState``;
-      ``step(key, state, f) -> (BanditState, RoundInfo)``, key: the direction u.
+      ``step(key, state, f) -> (BanditState, RoundInfo)``, key: the direction u (a
+      ``PredrawnStep``: ``run(..., predraw=True)`` draws every direction before its scan).
     """
     hint = "previous" if optimistic else "none"
     play_domain = _check_common(domain, delta, hint, 1.0)
     d = domain.dim
 
-    def step(key: PRNGKey, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
+    def draw(key: PRNGKey) -> Array:
+        return estimators.sphere(key, d)
+
+    def apply(u: Array, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
         m = _current_hint(state, hint)
         eta = rule(state.sum_var, state.t + 1)
         x = play_domain.project(state.xhat - eta * m)
-        u = estimators.sphere(key, d)
         fp, fm = f(x + delta * u), f(x - delta * u)
         g = estimators.two_point(fp, fm, u, delta)
         return _advance(state, g, m, eta, 1.0, play_domain), RoundInfo(x, 0.5 * (fp + fm), g)
 
-    return Algorithm(_init(play_domain, domain), step)
+    return Algorithm(_init(play_domain, domain), PredrawnStep(draw, apply))
 
 
 def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> Algorithm:

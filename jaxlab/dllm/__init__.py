@@ -1,6 +1,6 @@
 """Masked diffusion LMs (LLaDA): tasks, denoiser, training, decoding, POKE-SMC.
 
-The decoding method follows the blackjax/optax shape (``jaxlab.core.types.Algorithm``):
+The decoding method follows the blackjax/optax shape (``jaxlab.core.types.Algorithm``)::
 
     alg = dllm.smc(denoise_fn, gen_length=A, num_particles=N, mask_id=m,
                    value_fn=None)              # POKE-SMC with a POKE value_fn

@@ -12,7 +12,10 @@ positive ints; ``config.tasks`` non-empty known task names whose ``config.task_k
 build; per-task ``config.task_train`` overrides checked like ``config.train``; ``steps``
 divisible by ``num_chunks`` for training and the POKE head; ``config.sale.taus`` >= 0;
 ``config.sale.task`` empty or a known task (a warning when it is not one of
-``config.tasks``: the SALE check is then skipped).
+``config.tasks``: the SALE check is then skipped); the protocol: ``config.resample_schedule``
+and every ``config.protocol.schedules`` entry in ``path_smc.SCHEDULES``,
+``config.particle_blocks`` in ``PARTICLE_BLOCKS``, ``config.protocol.temperatures`` finite
+and >= 0, ``config.protocol.rank_fractions`` in (0, 1).
 """
 
 import warnings
@@ -20,7 +23,10 @@ import warnings
 import numpy as np
 
 from jaxlab.core import validation as V
+from jaxlab.dllm import path_smc
 from jaxlab.dllm import tasks as tasks_lib
+
+PARTICLE_BLOCKS = ("semi_ar", "one")
 
 TRAIN_RULES = {"steps": V.POSITIVE_INT, "batch_size": V.POSITIVE_INT,
                "num_chunks": V.POSITIVE_INT, "lr": V.POSITIVE}
@@ -39,6 +45,8 @@ RULES = {
     "temperature": V.NON_NEGATIVE, "threshold": V.UNIT_CLOSED, "bootstrap": V.POSITIVE_INT,
     "sale.num_problems": V.POSITIVE_INT, "sale.block_q": V.POSITIVE_INT,
     "sale.block_k": V.POSITIVE_INT, "sale.local": V.POSITIVE_INT,
+    "protocol.validation_problems": V.POSITIVE_INT, "protocol.min_headroom": V.UNIT_CLOSED,
+    "protocol.max_greedy": V.UNIT_CLOSED,
 }
 FLOATS = ("model.rope_theta", "model.rms_norm_eps", "model.sale_tau", "train.lr",
           "poke.temperature", "poke.lr", "temperature", "threshold")
@@ -109,6 +117,24 @@ def validate_config(config) -> None:
         _check_steps_chunks(f"config.task_train.{name}", merged)
     if _get(config, "poke") is not None:
         _check_steps_chunks("config.poke", config.poke)
+    for name in ("resample_schedule", "particle_blocks"):
+        value = _get(config, name)
+        if value is not None:
+            V.check_one_of(f"config.{name}", value, path_smc.SCHEDULES
+                           if name == "resample_schedule" else PARTICLE_BLOCKS)
+    for sched in tuple(_get(config, "protocol.schedules") or ()):
+        V.check_one_of("config.protocol.schedules", sched, path_smc.SCHEDULES)
+    temps = _get(config, "protocol.temperatures")
+    if temps is not None and len(tuple(temps)):
+        arr = np.asarray(tuple(temps), np.float64)
+        V.check_in_range("config.protocol.temperatures", arr, 0.0)
+        V.check_finite("config.protocol.temperatures", arr)
+    fracs = _get(config, "protocol.rank_fractions")
+    if fracs is not None:
+        arr = np.asarray(tuple(fracs), np.float64)
+        if arr.size == 0 or not np.all((arr > 0) & (arr < 1)):
+            raise ValueError("`config.protocol.rank_fractions` must be a non-empty tuple of "
+                             f"numbers in (0, 1), got {tuple(fracs)!r}.")
     taus = _get(config, "sale.taus")
     if taus is not None:
         V.check_in_range("config.sale.taus", np.asarray(tuple(taus), np.float64), 0.0)

@@ -4,18 +4,64 @@ Every problem carries N particles (flattened to a [B * N, L] batch for the denoi
 step of SMC follows blackjax's ``smc/base.py`` (reweight, resample, mutate):
 
 1. one denoiser pass on all particles gives logits (and hidden states);
-2. *twist* (POKE-SMC only): log w += V(x_t) - V(x_{t-1}), V the POKE value of the
-   partial trajectory, so the weights target p(path so far) * exp(V) (twisted SMC);
-3. where ESS < ``ess_threshold * N`` the problem's particles are resampled (ancestor
-   indices from ``jaxlab.core.smc``; logits travel with their particle, so resampling
-   costs no extra NFE) and its weights reset to their mean;
-4. *mutate*: a sampled unmasking step (temperature ``T``) commits tokens; its Path LL
-   increment is added to log w (self-rewarding SMC: log w += sum of committed log-probs).
+2. *twist* (POKE-SMC only): log w += beta (V(s_t) - V(s_{t-1})), V the POKE value of the
+   partial trajectory (twisted SMC);
+3. where the resampling schedule allows it at this step and ESS < ``ess_threshold * N``
+   the problem's particles are resampled (ancestor indices from ``jaxlab.core.smc``;
+   logits travel with their particle, so resampling costs no extra NFE) and its weights
+   reset to their mean;
+4. *mutate*: a sampled unmasking step (temperature ``T``) commits tokens; beta times its
+   Path LL increment is added to log w.
 
-The last step also removes the last twist (V = 0 once nothing is masked), so the final
-log weights are weight_scale * Path LL plus the resampling resets. ``best_particle`` then
-returns the particle with the highest Path LL. Best-of-N is the same loop with no twist
-and no resampling. NFE = steps * N per problem for all three.
+**POKE-SMC as twisted SMC (what the weighted particles target).** A path is s_0 -> s_1 ->
+... -> s_S (S = ``steps``); s_t is the answer after t steps (committed tokens and their
+order). Everything below is per problem, beta = ``weight_scale``.
+
+* Proposal M_t(s_t | s_{t-1}) (policy + temperature + blocks): at every masked position
+  i, x0_i ~ softmax(log p(. | s_{t-1}) / T) independently (mask token excluded); the
+  policy scores the positions (``confidence``: the *untempered* p(x0_i | s_{t-1})); the
+  k_t highest-scoring still-masked positions of step t's semi-AR block are committed
+  (k_t from ``decoding.transfer_schedule``; ties go to the lower position). q(s_{0:t}) =
+  prod_{u <= t} M_u, a sum over the unused x0 of the uncommitted positions.
+* Path LL increment l_t = sum_{i in Q_t} log p(x_i | s_{t-1}) (untempered); L_t = sum_{u
+  <= t} l_u, so L_S = log p(x; tau), the Path LL of the order tau.
+* Twist V_t = V(s_t) from the hidden states of the pass on s_t (step t + 1's pass, so no
+  extra NFE); V(s_0) is the same for all particles of a problem and V(s_S) := 0 (the last
+  step removes it).
+* Incremental weight log G_t = beta (l_t + V_t - V_{t-1}). **No proposal correction**
+  p / q: the paper's weights (and the official self-rewarding SMC's) are Path-LL
+  increments, a self-reward, not an importance ratio.
+* Intermediate targets (weighted particles just before the resampling of step t, i.e.
+  after t commits): gamma_t(s_{0:t}) proportional to q(s_{0:t}) exp(beta (L_t + V_t)).
+* Final target: pi(s_{0:S}) proportional to q(s_{0:S}) p(x; tau)^beta; its marginal on
+  answers is pi(x) proportional to sum_tau q(x, tau) p(x; tau)^beta (at T = 1, beta = 1
+  and a token-independent order: p(x)^2 / Z). The twist telescopes out of the final
+  weights, so it changes only *which* particles survive resampling, never pi; resampling
+  (any schedule, any resampler) leaves every gamma_t unchanged.
+
+``tests/dllm/test_smc.py`` checks gamma_t (with the twist) and pi by enumeration on a
+context-dependent toy denoiser with two blocks, T != 1, beta != 1, with and without
+resampling and for each resampling schedule.
+
+**Resampling schedule** (``resample_schedule``; the ESS test applies at every allowed
+step; step t resamples the particles after t commits):
+
+* ``"every_step"`` (default; the paper's ESS < N/2 at every step): t = 1 .. S - 1;
+* ``"block_ends"`` (SR-SMC's rule): the first step of every semi-AR block after the first
+  (never with one block);
+* ``"fractions"``: t = round(f * S) for f in ``resample_fractions`` (each in (0, 1);
+  steps that round to 0 or S are dropped).
+
+The last step removes the last twist, so the final log weights are beta * Path LL plus the
+resampling resets. ``best_particle`` then returns the particle with the highest Path LL.
+Best-of-N is the same loop with no twist and no resampling. NFE = steps * N per problem
+for all three.
+
+What follows what: the paper (arXiv 2602.03496): Path LL increments plus the change of the
+POKE value as the weight, ESS < N/2 resampling, best-particle output; its algorithm box is
+not in our corpora, so the target above is ours, written down and tested. The proposal is
+LLaDA's ``generate`` (low-confidence remasking, semi-AR blocks). Ours: beta, the schedule
+options, per-problem batching, the twist read from the same pass.
 
 API (``jaxlab.core.types.Algorithm``; the key always first):
 
@@ -32,7 +78,8 @@ API (``jaxlab.core.types.Algorithm``; the key always first):
 Checks: eagerly at the Python boundary (``smc`` and its ``init``, hence ``run_particles``,
 ``smc_decode`` and ``best_of_n``; see also ``decoding``'s docstring): ``prompt`` 2-D
 integer ids in [0, vocab_size) without the mask id; ``num_particles`` a positive int;
-``resampler`` in ``RESAMPLERS``; ``policy`` in ``decoding.POLICIES``; ``ess_threshold`` in
+``resampler`` in ``RESAMPLERS``; ``resample_schedule`` in ``SCHEDULES`` (and
+``resample_fractions`` in (0, 1)); ``policy`` in ``decoding.POLICIES``; ``ess_threshold`` in
 [0, 1]; ``temperature`` >= 0; ``weight_scale`` finite and >= 0; the step / block schedule.
 The module-level ``step`` assumes checked settings. Traced values: the log weights are
 built inside the step (from the denoiser's logits, ``value_fn`` and ``weight_scale``), so
@@ -61,6 +108,43 @@ from jaxlab.dllm.decoding import DecodeResult, DecodeState
 ValueFn = Callable[[Array, Array], Array]
 RESAMPLERS = {"systematic": smc_lib.systematic, "stratified": smc_lib.stratified,
               "multinomial": smc_lib.multinomial, "residual": smc_lib.residual}
+SCHEDULES = ("every_step", "block_ends", "fractions")
+
+
+def resample_steps(gen_length: int, steps: int | None = None, block_length: int | None = None,
+                   schedule: str = "every_step",
+                   fractions: tuple[float, ...] = (0.5,)) -> np.ndarray:
+    """Steps at which the ESS test may resample (module docstring, resampling schedule).
+
+    Args:
+      gen_length, steps, block_length: the step plan (``decoding.step_plan``).
+      schedule: one of ``SCHEDULES``.
+      fractions: for ``"fractions"``: path fractions, each in (0, 1).
+
+    Returns:
+      [steps] bool; entry t: resampling allowed before step t's commit (after t commits).
+
+    Raises:
+      ValueError: naming ``resample_schedule`` or ``resample_fractions``.
+    """
+    if schedule not in SCHEDULES:
+        raise ValueError(f"`resample_schedule` must be one of {SCHEDULES}, got {schedule!r}.")
+    steps, _, _, blocks = decoding.step_plan(gen_length, steps, block_length)
+    t = np.arange(steps)
+    if schedule == "every_step":
+        return t >= 1
+    if schedule == "block_ends":
+        return np.concatenate([[False], blocks[1:] != blocks[:-1]])
+    try:
+        fr = np.asarray(tuple(fractions), np.float64)
+    except (TypeError, ValueError) as e:
+        raise ValueError(f"`resample_fractions` must be numbers in (0, 1), got "
+                         f"{fractions!r}.") from e
+    if fr.ndim != 1 or fr.size == 0 or not np.all((fr > 0) & (fr < 1)):
+        raise ValueError(f"`resample_fractions` must be a non-empty tuple of numbers in "
+                         f"(0, 1), got {fractions!r}.")
+    at = np.rint(fr * steps).astype(int)
+    return np.isin(t, at[(at >= 1) & (at <= steps - 1)])
 
 
 class State(NamedTuple):
@@ -115,11 +199,12 @@ def _ess(log_w: Array) -> Array:
 
 
 def resample_step(key: PRNGKey, state: State, logits: Array, *, ess_threshold: float,
-                  resampler: str) -> tuple[State, Array, Info]:
-    """ESS-triggered per-problem resampling of particles (and their logits [B * N, L, V])."""
+                  resampler: str, allowed=True) -> tuple[State, Array, Info]:
+    """ESS-triggered per-problem resampling of particles (and their logits [B * N, L, V]);
+    ``allowed`` (bool scalar, may be traced): the schedule permits resampling now."""
     b, n = state.log_weights.shape
     ess = _ess(state.log_weights)
-    do = ess < ess_threshold * n
+    do = (ess < ess_threshold * n) & allowed
     weights = jax.vmap(lambda lw: smc_lib.normalize_log_weights(lw)[0])(state.log_weights)
     idx = jax.vmap(lambda k, w: RESAMPLERS[resampler](k, w, n))(jax.random.split(key, b),
                                                                weights)
@@ -149,7 +234,8 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
          policy: str = "confidence", steps: int | None = None,
          block_length: int | None = None, temperature: float = 1.0,
          ess_threshold: float = 0.5, resampler: str = "multinomial",
-         weight_scale: float = 1.0) -> tuple[State, Info]:
+         weight_scale: float = 1.0, resample_schedule: str = "every_step",
+         resample_fractions: tuple[float, ...] = (0.5,)) -> tuple[State, Info]:
     """One SMC step of every particle (module docstring, 1-4); arguments as in ``smc``.
 
     Returns:
@@ -167,8 +253,10 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
                                + weight_scale * (v - state.value), value=v)
     lw_before = state.log_weights
     if resample:
+        allowed = jnp.asarray(resample_steps(gen_length, steps, block_length,
+                                             resample_schedule, resample_fractions))[t]
         state, logits, info = resample_step(k_res, state, logits, ess_threshold=ess_threshold,
-                                            resampler=resampler)
+                                            resampler=resampler, allowed=allowed)
     else:
         info = Info(jnp.broadcast_to(jnp.arange(n), (b, n)), _ess(lw_before),
                     jnp.zeros(b, bool), jnp.zeros(b), jnp.zeros(b, bool))
@@ -190,7 +278,8 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
         policy: str = "confidence", steps: int | None = None,
         block_length: int | None = None, temperature: float = 1.0,
         ess_threshold: float = 0.5, resampler: str = "multinomial",
-        weight_scale: float = 1.0) -> Algorithm:
+        weight_scale: float = 1.0, resample_schedule: str = "every_step",
+        resample_fractions: tuple[float, ...] = (0.5,)) -> Algorithm:
     """SMC over unmasking paths as an ``Algorithm`` (settings checked here, eagerly).
 
     Args:
@@ -205,6 +294,8 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
       ess_threshold: resample when ESS < ess_threshold * N (0.5 in the paper).
       resampler: one of ``RESAMPLERS``.
       weight_scale: beta >= 0 in log w += beta * (increment + twist).
+      resample_schedule: when the ESS test may resample: one of ``SCHEDULES`` (module
+        docstring); ``resample_fractions`` for ``"fractions"``.
 
     Returns:
       ``Algorithm(init, step)``: ``init(key, prompt [B, P]) -> State`` (checks ``prompt``
@@ -220,8 +311,10 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
     decoding.check_temperature(temperature)
     validation.check_in_range("weight_scale", weight_scale, 0.0)
     validation.check_finite("weight_scale", weight_scale)
-    decoding.step_plan(gen_length, steps, block_length)
-    settings = dict(gen_length=gen_length, mask_id=mask_id, value_fn=value_fn,
+    resample_steps(gen_length, steps, block_length, resample_schedule, resample_fractions)
+    resample_fractions = tuple(float(f) for f in resample_fractions)
+    settings = dict(resample_schedule=resample_schedule, resample_fractions=resample_fractions,
+                    gen_length=gen_length, mask_id=mask_id, value_fn=value_fn,
                     resample=resample, policy=policy, steps=steps, block_length=block_length,
                     temperature=temperature, ess_threshold=ess_threshold, resampler=resampler,
                     weight_scale=weight_scale)

@@ -1,24 +1,42 @@
-"""OOD baselines on the same score model: score norm, MSMA-style, DiffPath-style.
+"""OOD baselines on the same score model: score norm, MSMA, DiffPath-6D.
 
-* score norm: ||s(x_t)||, averaged over ``num_noise`` draws, at one small t.
-* MSMA (Mahmood et al. 2021) style: norms ||sigma_t s(sqrt(abar_t) x0, t)|| = ||eps_theta||
-  at ~10 noise levels (the model is VP, so the clean image is scaled, not noised), then a
-  GMM on ID-train; the OOD score is the GMM negative log-likelihood.
-* DiffPath (Heng et al. 2024) style: a deterministic DDIM inversion path from x0 to t = 1;
-  features = sum ||eps_theta||^2 and sum ||delta eps_theta||^2 along the path (the rate
-  and curvature of the path), then a GMM.
+* score norm: ||s(x_t)||, averaged over ``num_noise`` draws, at one small t (ours).
+* MSMA (Mahmood, Oliva, Styner, ICLR 2021, "Multiscale score matching for OOD detection"):
+  the L2 norms of the score of the *clean* image at L noise levels (an N x L matrix), then
+  an auxiliary density model (a GMM) on ID data; OOD score = GMM negative log-likelihood.
+  Follows the paper: L = 10 noise levels, geometric between sigma_max and sigma_min
+  (NCSN's 1 .. 0.01 for [0, 1] images, i.e. 2 .. 0.02 for our [-1, 1] images;
+  ``msma_times``). Ours: the model is VP, so the VE level sigma maps to the VP time with
+  abar = 1 / (1 + sigma^2) and the input is sqrt(abar) x0 (the VP image of the VE point
+  x0 + 0); the feature is ||eps_theta|| = sigma_t ||s||, a per-level constant factor that
+  the GMM's standard scaling removes.
+* DiffPath-6D (Heng, Thiery, Soh, NeurIPS 2024; official code clear-nus/diffpath,
+  ``save_train_statistics.py`` / ``eval_6d.py``): a deterministic DDIM inversion from x0
+  to t = 1 in ``num_steps`` (10) steps, collecting eps_theta at the start of every step;
+  with deps = (eps_{k+1} - eps_k) num_steps (the rate of change), the 6 statistics are the
+  sums over path steps and pixels of eps, eps^2, eps^3, deps, deps^2, deps^3 (the official
+  order); density: standard scaling + a GMM chosen by cross-validated held-out likelihood
+  over components and covariance types (``scoring.fit_gmm_search``). Ours: the continuous
+  cosine-VP time grid ``linspace(t0, 1 - 1e-3, num_steps + 1)`` instead of the respaced
+  1000-step grid, the component grid sized for a few hundred fitting images
+  (``scoring.fit_gmm_search``).
 * denoising-error map (ours, the localisation baseline for GEPC's maps): per pixel
   (x0_hat - x0)^2 at time t, x0_hat = (x_t - sigma_t eps_theta(x_t, t)) / sqrt(abar_t).
 
+Cost in score-network evaluations per image: score norm ``num_noise``, MSMA L, DiffPath
+``num_steps``.
+
 Checks (eager, before ``jit``): ``x0`` [B, H, W, C] finite; ``score_norm``: ``t`` in (0, 1],
-``num_noise`` >= 1; ``msma_features``: ``ts`` in (0, 1]; ``diffpath_features``:
-``num_steps`` >= 1, ``t0`` in (0, 1 - 1e-3); ``denoising_error_map``: ``ts`` in (0, 1].
+``num_noise`` >= 1; ``msma_features``: ``ts`` in (0, 1]; ``msma_times``: 0 < ``sigma_min``
+<= ``sigma_max``, ``levels`` >= 1; ``diffpath_features``: ``num_steps`` >= 1, ``t0`` in
+(0, 1 - 1e-3); ``denoising_error_map``: ``ts`` in (0, 1].
 """
 
 import functools
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
@@ -70,9 +88,34 @@ def _msma_features(eps_fn, x0, ts):
     return jax.lax.map(at, jnp.asarray(ts, jnp.float32)).T
 
 
+def msma_times(sigma_min: float = 0.02, sigma_max: float = 2.0, levels: int = 10):
+    """[levels] VP times of MSMA's geometric VE noise grid from ``sigma_max`` down to
+    ``sigma_min`` (abar = 1 / (1 + sigma^2)), as float64 numpy."""
+    validation.check_in_range("sigma_min", sigma_min, 0.0, low_inclusive=False)
+    validation.check_in_range("sigma_max", sigma_max, sigma_min)
+    validation.check_positive_int("levels", levels)
+    sigmas = np.geomspace(sigma_max, sigma_min, levels)
+    return schedule.t_from_sqrt_alpha_bar(1.0 / np.sqrt(1.0 + sigmas**2))
+
+
+DIFFPATH_FEATURES = ("eps_sum", "eps_sum_sq", "eps_sum_cb", "deps_dt", "deps_dt_sq",
+                     "deps_dt_cb")
+
+
 def diffpath_features(eps_fn, x0: Array, num_steps: int = 10, t0: float = 1e-3) -> Array:
-    """[B, 2] (sum ||eps||^2, sum ||delta eps||^2) along a DDIM inversion path of
-    ``num_steps`` >= 1 steps from ``t0`` in (0, 1 - 1e-3) to 1 - 1e-3."""
+    """DiffPath-6D statistics of the DDIM inversion path (module docstring).
+
+    Args:
+      eps_fn: (x [B, H, W, C], t [B]) -> eps_theta.
+      x0: [B, H, W, C] images.
+      num_steps: DDIM inversion steps >= 1 (score evaluations per image).
+      t0: start time in (0, 1 - 1e-3); the path ends at 1 - 1e-3.
+
+    Returns:
+      [B, 6] float32 in the order of ``DIFFPATH_FEATURES``: sums over steps and pixels of
+      eps, eps^2, eps^3 and of deps, deps^2, deps^3 with deps = num_steps (eps_{k+1} -
+      eps_k) (the deps sums are 0 when ``num_steps`` = 1).
+    """
     _check_x0(x0)
     validation.check_positive_int("num_steps", num_steps)
     validation.check_in_range("t0", t0, 0.0, 1.0 - 1e-3, low_inclusive=False,
@@ -80,27 +123,30 @@ def diffpath_features(eps_fn, x0: Array, num_steps: int = 10, t0: float = 1e-3) 
     return _diffpath_features(eps_fn, x0, num_steps, t0)
 
 
-@functools.partial(jax.jit, static_argnames=("eps_fn", "num_steps", "t0"))
-def _diffpath_features(eps_fn, x0, num_steps, t0):
+def ddim_inversion_eps(eps_fn, x0, num_steps, t0):
+    """[num_steps, B, H, W, C] eps_theta at the start of each DDIM inversion step."""
     b = x0.shape[0]
     ts = jnp.linspace(t0, 1.0 - 1e-3, num_steps + 1)
 
-    def step(carry, tt):
-        x, prev_eps = carry
+    def step(x, tt):
         t, t_next = tt
-        tb = jnp.full((b,), t)
-        e = eps_fn(x, tb)
+        e = eps_fn(x, jnp.full((b,), t))
         ab, ab_n = schedule.alpha_bar(t), schedule.alpha_bar(t_next)
         x0_hat = (x - jnp.sqrt(1 - ab) * e) / jnp.sqrt(ab)
-        x_next = jnp.sqrt(ab_n) * x0_hat + jnp.sqrt(1 - ab_n) * e
-        feats = jnp.stack([jnp.sum(e**2, (1, 2, 3)), jnp.sum((e - prev_eps) ** 2, (1, 2, 3))], 1)
-        return (x_next, e), feats
+        return jnp.sqrt(ab_n) * x0_hat + jnp.sqrt(1 - ab_n) * e, e
 
     x_start = jnp.sqrt(schedule.alpha_bar(ts[0])) * x0
-    (_, _), feats = jax.lax.scan(step, (x_start, jnp.zeros_like(x0)), (ts[:-1], ts[1:]))
-    f = feats.sum(0)
-    # The first delta is against zeros; drop it from the curvature term.
-    return f.at[:, 1].add(-feats[0, :, 1])
+    _, eps = jax.lax.scan(step, x_start, (ts[:-1], ts[1:]))
+    return eps
+
+
+@functools.partial(jax.jit, static_argnames=("eps_fn", "num_steps", "t0"))
+def _diffpath_features(eps_fn, x0, num_steps, t0):
+    eps = ddim_inversion_eps(eps_fn, x0, num_steps, t0)
+    deps = jnp.diff(eps, axis=0) * num_steps
+    ax = (0, 2, 3, 4)
+    return jnp.stack([jnp.sum(eps, ax), jnp.sum(eps**2, ax), jnp.sum(eps**3, ax),
+                      jnp.sum(deps, ax), jnp.sum(deps**2, ax), jnp.sum(deps**3, ax)], 1)
 
 
 def denoising_error_map(eps_fn, x0: Array, key: PRNGKey, ts) -> Array:

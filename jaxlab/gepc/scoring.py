@@ -24,8 +24,10 @@ and >= 0, ``num_t`` in [1, T]; ``score``: ``features`` [M, T, K] finite, with T 
 the selected times and K matching the fit; ``kde_log_density``: ``bandwidth`` > 0,
 ``x`` columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
 ``fit_gmm``: ``x`` [N, D] finite, ``num_components`` in [1, N], ``iters`` >= 1;
-``gmm_nll``: ``x`` [M, D] with the fitted D. ``validate_config`` checks a GEPC experiment
-config (called first in ``experiment.train_and_evaluate``).
+``gmm_nll``: ``x`` [M, D] with the fitted D; ``fit_gmm_search``: ``x`` [N, D] finite,
+``components`` in [1, N (k - 1) / k], ``covariance_types`` of sklearn's, ``folds`` (k) in
+[2, N]; ``gmm_search_nll``: ``x`` [M, D] with the fitted D. ``validate_config`` checks a
+GEPC experiment config (called first in ``experiment.train_and_evaluate``).
 """
 
 from typing import NamedTuple
@@ -169,7 +171,8 @@ class DiagGMM(NamedTuple):
 
 
 def fit_gmm(x, num_components: int = 4, iters: int = 100, seed: int = 0) -> DiagGMM:
-    """EM for a diagonal GMM (the density model of the MSMA / DiffPath baselines)."""
+    """EM for a diagonal GMM (a plain density model; the experiment's MSMA / DiffPath-6D use
+    ``fit_gmm_search``)."""
     x = np.asarray(x, np.float64)
     validation.check_ndim("x", x, 2)
     validation.check_finite("x", x)
@@ -208,6 +211,91 @@ def gmm_nll(g: DiagGMM, x) -> np.ndarray:
     return -(m + np.log(np.exp(lp - m[:, None]).sum(1)))
 
 
+GMM_COVARIANCES = ("full", "tied", "diag", "spherical")
+
+
+class GMMSearch(NamedTuple):
+    """A standard-scaled sklearn GaussianMixture chosen by cross-validation.
+
+    Attributes:
+      pipeline: the fitted sklearn Pipeline (StandardScaler, GaussianMixture) (host object).
+      n_components: the chosen number of components.
+      covariance_type: the chosen covariance type.
+      cv_loglik: mean held-out log-likelihood per row of the chosen setting.
+    """
+
+    pipeline: object
+    n_components: int
+    covariance_type: str
+    cv_loglik: float
+
+
+def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIANCES,
+                   folds: int = 5, max_iter: int = 200, seed: int = 0) -> GMMSearch:
+    """The density model of DiffPath-6D and MSMA: StandardScaler + GaussianMixture, the
+    number of components and covariance type chosen by ``folds``-fold cross-validated
+    held-out log-likelihood on ``x`` only (the official DiffPath ``eval_6d.py`` grid-searches
+    {50, 100} components x the four covariance types with 10 folds on ~50k ID-train rows;
+    our default grid is sized for a few hundred rows), then refitted on all of ``x``.
+
+    Args:
+      x: [N, D] ID (calibration) features.
+      components: candidate numbers of components, each in [1, N (folds - 1) / folds].
+      covariance_types: candidates among ``GMM_COVARIANCES``.
+      folds: cross-validation folds in [2, N].
+      max_iter: EM iterations (official: 200).
+      seed: the folds' shuffle and the GMMs' initialisation.
+
+    Returns:
+      GMMSearch.
+    """
+    from sklearn.mixture import GaussianMixture  # noqa: PLC0415 - host-side density model
+    from sklearn.model_selection import GridSearchCV, KFold  # noqa: PLC0415
+    from sklearn.pipeline import Pipeline  # noqa: PLC0415
+    from sklearn.preprocessing import StandardScaler  # noqa: PLC0415
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415 - sklearn's dependency
+
+    x = np.asarray(x, np.float64)
+    validation.check_ndim("x", x, 2)
+    validation.check_finite("x", x)
+    validation.check_positive_int("max_iter", max_iter)
+    n = x.shape[0]
+    if not isinstance(folds, int | np.integer) or not 2 <= folds <= n:
+        raise ValueError(f"`folds` must be an integer in [2, {n}], got {folds}.")
+    components = [int(k) for k in components]
+    limit = n * (folds - 1) // folds
+    if not components or min(components) < 1 or max(components) > limit:
+        raise ValueError(f"`components` must be non-empty integers in [1, {limit}] (the rows "
+                         f"of a training fold), got {components}.")
+    covariance_types = list(covariance_types)
+    if not covariance_types:
+        raise ValueError("`covariance_types` must name at least one covariance type.")
+    for c in covariance_types:
+        validation.check_one_of("covariance_types", c, GMM_COVARIANCES)
+    pipe = Pipeline([("scaler", StandardScaler()),
+                     ("gmm", GaussianMixture(max_iter=max_iter, random_state=seed,
+                                             reg_covar=1e-6))])
+    grid = GridSearchCV(pipe, {"gmm__n_components": components,
+                               "gmm__covariance_type": covariance_types},
+                        cv=KFold(folds, shuffle=True, random_state=seed), n_jobs=1,
+                        error_score=-np.inf)
+    with threadpool_limits(1):  # tiny EM problems: BLAS threads only contend (measured)
+        grid.fit(x)
+    best = grid.best_params_
+    return GMMSearch(grid.best_estimator_, int(best["gmm__n_components"]),
+                     str(best["gmm__covariance_type"]), float(grid.best_score_))
+
+
+def gmm_search_nll(g: GMMSearch, x) -> np.ndarray:
+    """[M] negative log-likelihood of the rows of ``x`` [M, D] (larger = more OOD)."""
+    x = np.asarray(x, np.float64)
+    validation.check_shape("x", x, (None, g.pipeline.named_steps["scaler"].n_features_in_))
+    from threadpoolctl import threadpool_limits  # noqa: PLC0415
+
+    with threadpool_limits(1):
+        return -g.pipeline.score_samples(x)
+
+
 def validate_config(config) -> None:
     """Checks a GEPC experiment config (experiments/configs/gepc.py); raises ValueError naming
     ``config.<field>``. ``bootstrap`` >= 2 because a bootstrap CI of the AUROC is computed."""
@@ -220,11 +308,14 @@ def validate_config(config) -> None:
         "train_chunks": validation.POSITIVE_INT, "batch_size": validation.POSITIVE_INT,
         "learning_rate": validation.POSITIVE, "num_t": validation.POSITIVE_INT,
         "rho": (0.0, 1.0, False, True), "msma_levels": validation.POSITIVE_INT,
-        "msma_t_min": (0.0, 1.0, False, True), "msma_t_max": (0.0, 1.0, False, True),
-        "diffpath_steps": validation.POSITIVE_INT, "gmm_components": validation.POSITIVE_INT,
+        "msma_sigma_min": validation.POSITIVE, "msma_sigma_max": validation.POSITIVE,
+        "diffpath_steps": validation.POSITIVE_INT, "gmm_folds": validation.POSITIVE_INT,
+        "elsewhere_fit_per_class": validation.POSITIVE_INT,
         "eval_batch": validation.POSITIVE_INT, "sqrt_abars": (0.0, 1.0, False, True),
         "clutter_cal": validation.POSITIVE_INT, "target_size": validation.POSITIVE_INT,
-        "target_strength": (0.0, 1.0, False, True)})
+        "target_strength": (0.0, 1.0, False, True),
+        "clutter_train": validation.POSITIVE_INT,
+        "clutter_train_steps": validation.POSITIVE_INT})
     from jaxlab.gepc import residual  # noqa: PLC0415
     if len(config.features) < 1:
         raise ValueError("`config.features` must name at least one official feature.")
@@ -249,9 +340,26 @@ def validate_config(config) -> None:
     if len(config.sqrt_abars) < 1 or config.num_t > len(config.sqrt_abars):
         raise ValueError(f"`config.num_t` must be in [1, len(config.sqrt_abars) = "
                          f"{len(config.sqrt_abars)}], got {config.num_t}.")
-    if config.msma_t_min > config.msma_t_max:
-        raise ValueError(f"`config.msma_t_min`={config.msma_t_min} must not exceed "
-                         f"`config.msma_t_max`={config.msma_t_max}.")
+    if config.msma_sigma_min > config.msma_sigma_max:
+        raise ValueError(f"`config.msma_sigma_min`={config.msma_sigma_min} must not exceed "
+                         f"`config.msma_sigma_max`={config.msma_sigma_max}.")
+    if len(config.gmm_components) < 1 or len(config.gmm_covariances) < 1:
+        raise ValueError("`config.gmm_components` and `config.gmm_covariances` must each "
+                         "name at least one candidate.")
+    validation.check_int_range("config.gmm_components",
+                               np.asarray(config.gmm_components, np.int64), 1, 2**31)
+    for name in config.gmm_covariances:
+        validation.check_one_of("config.gmm_covariances", name, GMM_COVARIANCES)
+    # every GMM candidate must fit in a training fold of the smallest fit set
+    smallest = min(config.cal_per_class * len(config.id_classes), config.clutter_cal,
+                   config.elsewhere_fit_per_class * len(config.id_classes)
+                   if config.digits_elsewhere else config.clutter_cal)
+    limit = smallest * (config.gmm_folds - 1) // config.gmm_folds
+    if config.gmm_folds < 2 or max(config.gmm_components) > limit:
+        raise ValueError(f"`config.gmm_components` must not exceed {limit} (the rows of a "
+                         f"training fold of the smallest fit set, {smallest} rows, "
+                         f"`config.gmm_folds`={config.gmm_folds} >= 2), got "
+                         f"{list(config.gmm_components)}.")
     validation.check_int_range("config.id_classes", np.asarray(config.id_classes, np.int64),
                                0, 10)
     if len(config.id_classes) < 1 or len(config.id_classes) >= 10:
@@ -261,6 +369,10 @@ def validate_config(config) -> None:
         raise ValueError("`config.group` must name at least one group element.")
     for name in config.group:
         validation.check_one_of("config.group", name, groups.ELEMENTS)
+    validation.check_one_of("config.train_target", config.train_target, ("id", "clutter"))
+    if config.clutter_train_steps % config.train_chunks:
+        raise ValueError(f"`config.clutter_train_steps`={config.clutter_train_steps} must be "
+                         f"divisible by `config.train_chunks`={config.train_chunks}.")
     if config.train_steps % config.train_chunks:
         raise ValueError(f"`config.train_steps`={config.train_steps} must be divisible by "
                          f"`config.train_chunks`={config.train_chunks}.")

@@ -11,7 +11,11 @@ blackjax/optax style)::
 * ``TrainConfig(policy="flow")``: RFO, a flow policy (``flow``) trained by backpropagating
   the return of a short MJX rollout (``envs``) through the Euler ODE and the dynamics, with
   the CFM regularisers (``regularizers``) and an optional SHAC critic (``critic``);
-* ``TrainConfig(policy="gaussian")``: the Gaussian analytic-policy-gradient (APG) baseline;
+* ``TrainConfig(policy="gaussian")``: a Gaussian policy through the same loss: with
+  ``critic=True`` SHAC with a Gaussian policy (the experiment's ``shac_gaussian``), with
+  ``critic=False, episode_length=0, grad_clip_mode="elementwise", lr_decay < 1`` the
+  critic-free brax-style APG baseline (``apg``);
+* the stability regulariser's FIFO buffer of past data: ``buffer``;
 * ``PPOConfig``: the PPO baseline (``ppo``).
 
 ``State`` is ``RFOState | PPOState`` (the state of whichever method ``cfg`` selects);

@@ -3,8 +3,9 @@
 CFM toward a target action a_1 (pre-squash, atanh of the action): draw eps ~ N(0, I) and
 s ~ U(0, 1), x_s = (1 - s) eps + s a_1, and regress v(x_s, s | obs) on a_1 - eps.
 
-* ``stability_loss``: CFM on recent (obs, action) pairs, keeping the flow close to the
-  behaviour that produced the data (a stable, non-collapsing flow between updates);
+* ``stability_loss``: CFM on given (obs, action) pairs; ``train`` feeds it pairs drawn
+  from a FIFO buffer of past policies' data (``buffer.py``, ``train.stability_term``),
+  keeping the flow close to earlier behaviour (a stable flow between updates);
 * ``exploration_loss``: CFM toward actions drawn uniformly from the action box, which
   keeps probability mass over the whole box.
 

@@ -1,17 +1,34 @@
 """RFO and the Gaussian analytic-policy-gradient (APG) baseline: training by backpropagating
 the return of a short MJX rollout through the policy and the dynamics.
 
-Per update (brax APG style, DESIGN.md): reset ``num_envs`` environments (or, with
+Per update (DESIGN.md): reset ``num_envs`` environments (or, with
 ``episode_length`` > 0, continue them), roll out ``horizon`` steps in a ``lax.scan``
 (vmapped over environments), and minimise
 
     L(theta) = -mean_envs sum_t r_t / horizon
-               + stability_coef * CFM(recent obs, actions) + exploration_coef * CFM(uniform)
+               + stability_coef * CFM(buffered past (obs, actions))
+               + exploration_coef * CFM(uniform)
 
 or, with ``critic=True`` (SHAC Eq. 5), -mean_envs [sum_t gamma^t r_t + gamma^H V(s_H)] / H
 with V fitted to TD(lambda) targets after each update (``critic.py``),
 
-with ``optax.clip_by_global_norm`` + Adam(b1=0.7, b2=0.95).
+with ``optax.clip_by_global_norm`` (or, ``grad_clip_mode="elementwise"``, ``optax.clip``)
++ Adam(b1=0.7, b2=0.95) at ``lr * lr_decay^update``.
+
+Provenance. The paper (arXiv 2602.03501): the flow policy differentiated through the ODE
+and the dynamics, the stability regulariser as CFM toward past policies' data (kept in a
+FIFO ``buffer.Buffer`` carried in ``RFOState``, filled after each update from that
+rollout's decision-step pairs, sampled uniformly with the step's key, so update u reads
+only the data of updates < u) and the exploration regulariser. Reference code: brax APG
+(``brax/training/agents/apg/train.py``: -mean reward of a rollout from fresh resets,
+auto-reset, Adam(0.7, 0.95), element-wise clip and an exponential lr schedule in recent
+versions; the stored snapshot we read, commit 034c6da, still has plain Adam and a
+global-norm clip) and SHAC (Xu et al. 2022: Eq. 5 short-horizon loss, TD(lambda) critic,
+Polyak target). Ours: the MJX environment layer, chunked flows, buffer sizes, the decay
+rate 0.997 of the experiment's ``apg``, and no observation normaliser in either baseline.
+The critic-free brax-style APG is ``policy="gaussian", critic=False, episode_length=0,
+grad_clip_mode="elementwise", lr_decay < 1`` (the experiment's ``apg``); the Gaussian
+policy with ``critic=True`` is SHAC with a Gaussian policy (``shac_gaussian``).
 
 Termination (tasks with ``task.terminates``, i.e. hopper): inside a training rollout an
 environment whose step sets ``done`` is replaced by a fresh one drawn at the start of the
@@ -36,6 +53,8 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     positive integers; ``horizon`` divisible by ``chunk``; ``eval_horizon`` >= ``chunk``;
     ``episode_length`` 0 or a multiple of ``horizon``; ``lr``, ``grad_clip``,
     ``critic_lr`` > 0; ``stability_coef``, ``exploration_coef`` >= 0; ``gamma`` in (0, 1];
+    ``buffer_size`` a positive int; ``grad_clip_mode`` in {global_norm, elementwise};
+    ``lr_decay`` a float in (0, 1];
     ``td_lambda``, ``target_alpha`` in [0, 1]; every float finite.
   * ``reset_envs`` / ``rollout`` / ``rollout_from``: ``num_envs`` and ``horizon``
     positive integers, ``horizon`` a multiple of ``cfg.chunk``.
@@ -58,6 +77,7 @@ from flax import nnx
 
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
+from jaxlab.rfo import buffer as replay
 from jaxlab.rfo import critic, envs, flow, regularizers
 
 
@@ -70,7 +90,11 @@ class TrainConfig(NamedTuple):
     through whole episodes (SHAC style). ``critic`` closes each horizon with a learned
     value ``gamma^H V(s_H)`` trained on TD(lambda) targets (``critic.py``); the target
     critic moves as target <- target_alpha * target + (1 - target_alpha) * online after
-    each update (SHAC's alpha = 0.2, ``critic.polyak``).
+    each update (SHAC's alpha = 0.2, ``critic.polyak``). ``buffer_size`` rows of past
+    (obs, action chunk) pairs feed the stability regulariser (``buffer.py``; carried only
+    when ``stability_coef`` > 0). ``grad_clip_mode`` "global_norm" clips the gradient's
+    global norm to ``grad_clip``; "elementwise" clips each entry to [-grad_clip, grad_clip]
+    (brax APG). The policy's learning rate is ``lr * lr_decay ** update``.
     """
 
     policy: str = "flow"  # "flow" or "gaussian"
@@ -92,6 +116,9 @@ class TrainConfig(NamedTuple):
     critic_lr: float = 2e-3
     critic_iters: int = 8
     target_alpha: float = 0.2
+    buffer_size: int = 4096
+    grad_clip_mode: str = "global_norm"  # or "elementwise" (brax APG: optax.clip(1.0))
+    lr_decay: float = 1.0  # lr * lr_decay^update (brax APG's exponential schedule)
 
 
 class GaussianPolicy(nnx.Module):
@@ -139,6 +166,12 @@ def check_config(cfg: TrainConfig) -> None:
         raise ValueError(f"`gamma` must lie in (0, 1], got {cfg.gamma}.")
     if cfg.critic:
         validation.check_positive_int("critic_iters", cfg.critic_iters)
+    validation.check_positive_int("buffer_size", cfg.buffer_size)
+    if cfg.grad_clip_mode not in ("global_norm", "elementwise"):
+        raise ValueError(f"`grad_clip_mode` must be 'global_norm' or 'elementwise', got "
+                         f"{cfg.grad_clip_mode!r}.")
+    if not (isinstance(cfg.lr_decay, float) and 0.0 < cfg.lr_decay <= 1.0):
+        raise ValueError(f"`lr_decay` must be a float in (0, 1], got {cfg.lr_decay!r}.")
     validation.check_fields(cfg, {
         "lr": validation.POSITIVE, "grad_clip": validation.POSITIVE,
         "critic_lr": validation.POSITIVE, "stability_coef": validation.NON_NEGATIVE,
@@ -312,6 +345,8 @@ class RFOState(NamedTuple):
       critic_params: critic parameters (``None`` without a critic).
       target_params: the Polyak target critic (``None`` without a critic).
       critic_opt_state: the critic's optax state (``None`` without a critic).
+      buffer: the ``buffer.Buffer`` of past (obs, action chunk) pairs for the stability
+        regulariser (``None`` when ``stability_coef`` is 0).
     """
 
     params: nnx.State
@@ -320,6 +355,7 @@ class RFOState(NamedTuple):
     critic_params: nnx.State | None
     target_params: nnx.State | None
     critic_opt_state: optax.OptState | None
+    buffer: replay.Buffer | None = None
 
 
 class Info(NamedTuple):
@@ -351,16 +387,16 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
     """
     check_config(cfg)
     policy = make_policy(task, cfg)
-    opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
-                      optax.adam(cfg.lr, b1=0.7, b2=0.95))
+    opt = make_optimizer(cfg)
     c_graphdef, c_init = network(lambda rngs: critic.ValueNet(task.obs_dim, cfg.hidden,
                                                               rngs=rngs))
     value = critic.value_fn(c_graphdef)
     c_opt = optax.chain(optax.clip_by_global_norm(cfg.grad_clip),
                         optax.adam(cfg.critic_lr, b1=0.7, b2=0.95))
     discounts = cfg.gamma ** jnp.arange(cfg.horizon, dtype=jnp.float32)
+    uses_buffer = cfg.policy == "flow" and cfg.stability_coef > 0
 
-    def loss_fn(params, target_params, env_state, fresh, key):
+    def loss_fn(params, target_params, env_state, fresh, buf, key):
         k_roll, k_stab, k_expl = jax.random.split(key, 3)
         final, rewards, all_obs, obs, acts, dones = rollout_from(
             k_roll, task, cfg, policy, params, env_state, cfg.horizon, fresh)
@@ -377,15 +413,18 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
             loss = -jnp.mean(discounts @ rewards + boot) / cfg.horizon
         else:
             loss = -ret
-        if cfg.policy == "flow" and (cfg.stability_coef or cfg.exploration_coef):
-            o = obs.reshape(-1, obs.shape[-1])
-            a = acts.reshape(-1, cfg.chunk, task.act_dim)
-            loss += cfg.stability_coef * regularizers.stability_loss(
-                k_stab, policy.graphdef, params, o, a)
+        o = obs.reshape(-1, obs.shape[-1])
+        a = acts.reshape(-1, cfg.chunk, task.act_dim)
+        if uses_buffer:
+            # stability: CFM toward past policies' pairs from the buffer (this rollout's
+            # pairs enter it only after this update).
+            loss += cfg.stability_coef * stability_term(k_stab, policy.graphdef, params, buf,
+                                                        o.shape[0])
+        if cfg.policy == "flow" and cfg.exploration_coef:
             loss += cfg.exploration_coef * regularizers.exploration_loss(
                 k_expl, policy.graphdef, params, o, (cfg.chunk, task.act_dim))
         aux = (ret, final, jax.lax.stop_gradient(rewards), jax.lax.stop_gradient(all_obs),
-               dones)
+               dones, jax.lax.stop_gradient(o), jax.lax.stop_gradient(a))
         return loss, aux
 
     def fit_critic(c_params, target_params, c_opt_state, rewards, all_obs, dones):
@@ -416,11 +455,13 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         k_policy, k_critic, k_env = jax.random.split(key, 3)
         params = policy.init(k_policy)
         env_state = reset_envs(k_env, task, cfg.num_envs)
+        buf = (replay.init(cfg.buffer_size, task.obs_dim, cfg.chunk, task.act_dim)
+               if uses_buffer else None)
         if not cfg.critic:
-            return RFOState(params, opt.init(params), env_state, None, None, None)
+            return RFOState(params, opt.init(params), env_state, None, None, None, buf)
         c_params = c_init(k_critic)
         return RFOState(params, opt.init(params), env_state, c_params, c_params,
-                        c_opt.init(c_params))
+                        c_opt.init(c_params), buf)
 
     def step(key: PRNGKey, state: RFOState) -> tuple[RFOState, Info]:
         k_loss, k_eval, k_reset = jax.random.split(key, 3)
@@ -432,8 +473,9 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         # key streams are unchanged).
         fresh = (reset_envs(jax.random.fold_in(k_reset, 1), task, cfg.num_envs)
                  if task.terminates else None)
-        (_, (ret, final, rewards, all_obs, dones)), grads = jax.value_and_grad(
-            loss_fn, has_aux=True)(state.params, state.target_params, env_state, fresh, k_loss)
+        (_, (ret, final, rewards, all_obs, dones, o, a)), grads = jax.value_and_grad(
+            loss_fn, has_aux=True)(state.params, state.target_params, env_state, fresh,
+                                   state.buffer, k_loss)
         gnorm = optax.tree.norm(grads)
         grads = jax.tree.map(lambda g: jnp.where(jnp.isfinite(g), g, 0.0), grads)
         upd, opt_state = opt.update(grads, state.opt_state, state.params)
@@ -445,10 +487,31 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
             c_params, target_params, c_opt_state, c_loss = fit_critic(
                 c_params, target_params, c_opt_state, rewards, all_obs, dones)
         final = jax.lax.stop_gradient(final)
-        new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state)
+        buf = replay.add(state.buffer, o, a) if uses_buffer else None
+        new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state, buf)
         return new, Info(ret, evaluate(k_eval, params), gnorm, c_loss)
 
     return Algorithm(init, step)
+
+
+def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
+    """The policy optimizer: clip (global norm, or element-wise as brax APG's
+    ``optax.clip``), then Adam(b1=0.7, b2=0.95) at ``lr * lr_decay ** update``."""
+    clip = (optax.clip(cfg.grad_clip) if cfg.grad_clip_mode == "elementwise"
+            else optax.clip_by_global_norm(cfg.grad_clip))
+    lr = (cfg.lr if cfg.lr_decay == 1.0 else
+          optax.exponential_decay(cfg.lr, transition_steps=1, decay_rate=cfg.lr_decay))
+    return optax.chain(clip, optax.adam(lr, b1=0.7, b2=0.95))
+
+
+def stability_term(key: PRNGKey, graphdef, params, buf: replay.Buffer, batch: int) -> Array:
+    """The stability regulariser: CFM (``regularizers.stability_loss``) toward ``batch``
+    (obs, action chunk) pairs drawn uniformly from the buffer of past policies' data; 0 while
+    the buffer is empty (the first update)."""
+    k_sample, k_cfm = jax.random.split(key)
+    obs, acts, nonempty = replay.sample(k_sample, buf, batch)
+    loss = regularizers.stability_loss(k_cfm, graphdef, params, obs, acts)
+    return jnp.where(nonempty, loss, 0.0)
 
 
 def validate_config(config) -> None:
@@ -476,10 +539,13 @@ def validate_config(config) -> None:
         "common.num_envs": pint, "common.horizon": pint, "common.hidden": pint,
         "common.eval_horizon": pint, "common.lr": pos, "common.gamma": (0.0, 1.0, False, True),
         "rfo.chunk": pint, "rfo.ode_steps": pint, "rfo.stability_coef": nonneg,
-        "rfo.exploration_coef": nonneg, "ppo.epochs": pint, "ppo.minibatches": pint,
+        "rfo.exploration_coef": nonneg, "rfo.buffer_size": pint, "apg.lr": pos,
+        "apg.lr_decay": (0.0, 1.0, False, True), "apg.grad_clip": pos,
+        "ppo.epochs": pint, "ppo.minibatches": pint,
         "ppo.lr": pos,
     })
-    for name in ("common.lr", "ppo.lr", "rfo.stability_coef", "rfo.exploration_coef"):
+    for name in ("common.lr", "ppo.lr", "rfo.stability_coef", "rfo.exploration_coef",
+                 "apg.lr", "apg.grad_clip"):
         group, field = name.split(".")
         if group in config and field in config[group]:
             check_finite_fields(config[group], (field,), f"config.{group}")

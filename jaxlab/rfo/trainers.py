@@ -4,7 +4,9 @@
 
 * ``train.TrainConfig(policy="flow")``: RFO, the flow policy trained through the Euler
   ODE and the MJX dynamics (optionally chunked, regularised, with a SHAC critic);
-* ``train.TrainConfig(policy="gaussian")``: the brax-style Gaussian APG baseline;
+* ``train.TrainConfig(policy="gaussian")``: the Gaussian baselines (SHAC with a Gaussian
+  policy when ``critic``; critic-free brax-style APG with ``critic=False``,
+  ``grad_clip_mode="elementwise"``, ``lr_decay`` < 1);
 * ``ppo.PPOConfig``: the PPO baseline.
 
 Each returns an ``Algorithm(init, step)`` with ``init(key) -> State`` (every network and the

@@ -280,7 +280,7 @@ def block_sparse_attention(q, k, v, block_mask, sizes: BlockSizes = BlockSizes()
 
 @functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret", "config"))
 def _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret, config):
-    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    plan = C.make_plan(q.shape, k.shape, sizes, config, q.dtype)
     nk_pad = plan.num_k_blocks
     mask = jnp.pad(block_mask, ((0, 0), (0, 0), (0, plan.num_q_blocks - block_mask.shape[2]),
                                 (0, nk_pad - block_mask.shape[3])))

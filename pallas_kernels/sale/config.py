@@ -11,10 +11,37 @@ Mosaic GPU): every ``pallas_call`` gets the compiler parameters of the backend c
 
 Tiles. SALE's selection blocks (``BlockSizes``: b_q query rows, b_k keys) stay the unit of
 the keep decision; a kernel program covers ``rows`` = h_p x b_q query rows, the b_q-row
-blocks of h_p query heads that share one key head (GQA packing, h_p the largest power of
-two dividing the group with h_p b_q <= ``block_rows``), and walks the keys in tiles of
-``block_keys`` keys (r = block_keys / b_k selection blocks). Kept tiles carry an
-(h_p x r)-bit mask saying which (head, selection block) pairs are kept. Defaults 128 x 64.
+blocks of h_p query heads that share one key head (GQA packing), and walks the keys in
+tiles of ``block_keys`` keys (r = block_keys / b_k selection blocks). Kept tiles carry an
+(h_p x r)-bit mask saying which (head, selection block) pairs are kept. Default tile: 64
+keys.
+
+Head packing (ours; the issue asks for one program per GQA group, so that a kept K/V tile
+is read once for the whole group). ``make_plan`` starts from the whole group (the largest
+power of two dividing Hq / Hk, at most ``max_bits`` / r heads, and at most
+``block_rows`` rows when that is set) and halves h_p until the program fits the
+backend's budget (``program_resources``):
+
+- on-chip memory: shared memory on GPUs (``SMEM_BYTES``: 227 KiB, the Hopper / H100 /
+  H200 opt-in maximum per block) and VMEM on TPU (``VMEM_BYTES``: 16 MiB, the default
+  scoped limit). On Mosaic GPU, whose lowering allocates shared memory itself (and whose
+  figure the model is checked against), one head per program that does not fit raises a
+  ValueError naming ``block_keys``; on Triton and TPU the allocation happens in the
+  device compiler, so one head per program is always tried;
+- live float32 values per GPU thread (accumulator + logits tile + the Q operand), a soft
+  limit (``REG_FLOATS`` = 128 of the 255 registers: the load of a 128-row x 64-key tile
+  at D = 128, bf16, on 8 warps, this kernel's launch before whole-group packing): a program over
+  it would spill, so the chooser packs fewer heads; one head per program is always
+  accepted.
+
+Triton programs get 16 rows per warp (``num_warps`` = rows / 16, 4..16), as in
+FlashAttention-2 (128 rows on 8 warps), so the whole 4-head group of a 32 / 8-head model at
+b_q = 64 (256 rows) runs on 16 warps at D <= 128. A Mosaic GPU program is one warpgroup
+(128 threads) whatever its rows, so there the register budget allows 128 rows at D = 64
+and 64 rows (one head) at D = 128; more needs several compute warpgroups per program (not
+done). These budgets are a model written from the hardware limits, not measured on a GPU
+(none was lent); the Mosaic GPU shared-memory figure is checked against Mosaic GPU's own
+allocator by ``tests/pallas_kernels/test_lowering.py``.
 
 Padding. The sequence is padded to a multiple of lcm(b_q, tile) and the head dim to the
 backend's granule (Triton: a power of two >= 32; Mosaic GPU: a multiple of 64); padded
@@ -39,10 +66,11 @@ class KernelConfig:
 
     Attributes:
       backend: one of ``BACKENDS`` or None (``"tpu"`` on TPU, else ``"triton"``).
-      block_rows: target query rows per program (GQA heads are packed up to it); None:
-        128, or 64 for Mosaic GPU (one warpgroup per program).
+      block_rows: at most this many query rows per program (GQA heads are packed up to
+        it); None: no cap, the whole GQA group when it fits the backend's budget (see the
+        module docstring).
       block_keys: keys per tile, a multiple of ``BlockSizes.block_k`` (rounded up to it).
-      num_warps: Triton warps per program; None: 4 for <= 64 rows x 64 dims, else 8.
+      num_warps: Triton warps per program; None: rows / 16, clipped to [4, 16].
       num_stages: Triton software-pipelining stages.
       max_bits: at most this many (head, block) bits per kept tile (int32 masks).
     """
@@ -148,24 +176,91 @@ class Plan:
         return LOG2E / math.sqrt(self.d)
 
 
-def make_plan(q_shape, k_shape, sizes, config: KernelConfig) -> Plan:
-    """Tiles, GQA packing and padded sizes for q [B, Hq, N, D], k [B, Hk, N, D]."""
+SMEM_BYTES = 232448        # Hopper (sm90: H100 / H200) max dynamic shared memory per block
+VMEM_BYTES = 16 * 2**20    # TPU default scoped VMEM limit (v4 / v5e / v5p)
+REG_FLOATS = 128           # live float32 values per GPU thread before a program spills
+BARRIER_BYTES = 8
+
+
+def triton_warps(rows: int, config: KernelConfig) -> int:
+    """Warps of a Triton program: ``config.num_warps`` or 16 rows per warp, in [4, 16]."""
+    if config.num_warps is not None:
+        return config.num_warps
+    return int(min(16, max(4, rows // 16)))
+
+
+def program_resources(backend: str, rows: int, tile: int, d_pad: int, itemsize: int,
+                      config: KernelConfig) -> tuple[int, float]:
+    """(on-chip bytes, live float32 values per thread) of one program (our model).
+
+    The larger of the two kernels is counted (estimation with ``v`` holds the same tiles as
+    attention with the always-kept state, plus the int8 codes of Q). Bytes: shared memory
+    on GPUs, VMEM on TPU; the per-thread figure is 0 on TPU.
+
+    Args:
+      backend: one of ``BACKENDS``.
+      rows: query rows per program (h_p b_q).
+      tile: keys per tile.
+      d_pad: padded head dim.
+      itemsize: bytes per element of the dot operands (2 for bf16; Mosaic GPU always 2).
+      config: KernelConfig (Triton stages and warps).
+    """
+    f32 = 4
+    if backend == "mosaic_gpu":
+        itemsize = 2  # Mosaic GPU computes in bf16 (float32 inputs are cast)
+        smem = (rows * d_pad * itemsize                  # Q
+                + 2 * 2 * tile * d_pad * itemsize        # K, V double buffers
+                + rows * d_pad * f32 + 2 * rows * f32    # always-kept state (o, m, l)
+                + 8 * BARRIER_BYTES + 4096)              # barriers, alignment slack
+        return smem, rows * (d_pad + tile) / 128.0       # one warpgroup per program
+    if backend == "tpu":
+        lanes = 128  # (rows, 1) float32 scratch is lane-padded
+        blocks = (2 * rows * d_pad * itemsize            # Q and O blocks
+                  + 2 * tile * d_pad * itemsize          # K and V tiles
+                  + rows * d_pad * f32 + 2 * rows * lanes * f32)  # init state blocks
+        vmem = 2 * blocks + rows * d_pad * f32 + 2 * rows * lanes * f32  # double buffer + scratch
+        return vmem, 0.0
+    stages = config.num_stages
+    smem = (rows * d_pad * itemsize                      # Q (through shared memory)
+            + rows * d_pad                               # int8 codes of Q (estimation)
+            + stages * 2 * tile * d_pad * itemsize       # pipelined K, V tiles
+            + rows * tile * itemsize)                    # P -> dot-operand layout change
+    threads = 32 * triton_warps(rows, config)
+    return smem, (rows * (d_pad + tile) + rows * d_pad * itemsize / f32) / threads
+
+
+def fits(backend: str, rows: int, tile: int, d_pad: int, itemsize: int,
+         config: KernelConfig) -> tuple[bool, bool]:
+    """(on-chip memory fits, per-thread registers fit) for one program."""
+    mem, regs = program_resources(backend, rows, tile, d_pad, itemsize, config)
+    limit = VMEM_BYTES if backend == "tpu" else SMEM_BYTES
+    return mem <= limit, regs <= REG_FLOATS
+
+
+def make_plan(q_shape, k_shape, sizes, config: KernelConfig, dtype=jnp.bfloat16,
+              heads_per_program: int | None = None) -> Plan:
+    """Tiles, GQA packing and padded sizes for q [B, Hq, N, D], k [B, Hk, N, D].
+
+    Args:
+      q_shape, k_shape: shapes of q and k.
+      sizes: BlockSizes.
+      config: a resolved KernelConfig (backend set).
+      dtype: dtype of the dot operands (q's); it sets the memory budget.
+      heads_per_program: force h_p (e.g. to decode lists made with another dtype's plan).
+
+    Raises:
+      ValueError: a kept tile would need more than ``max_bits`` bits, or one head per
+        program does not fit the backend's on-chip memory (``block_keys`` too large).
+    """
     b, hq, n, d = q_shape
     hk = k_shape[1]
     groups = hq // hk
     bq, bk = sizes.block_q, sizes.block_k
     tile = max(bk, -(-config.block_keys // bk) * bk)
     sub = tile // bk
-    rows = config.block_rows
-    if rows is None:
-        rows = 64 if config.backend == "mosaic_gpu" else 128
-    hp = 1
-    while (groups % (2 * hp) == 0 and 2 * hp * bq <= rows
-           and 2 * hp * sub <= config.max_bits):
-        hp *= 2
-    if hp * sub > config.max_bits:
-        raise ValueError(f"a kept tile would need {hp * sub} bits > `max_bits`="
-                         f"{config.max_bits}: lower `block_keys`.")
+    if sub > config.max_bits:
+        raise ValueError(f"a kept tile would need {sub} bits > `max_bits`={config.max_bits}: "
+                         "lower `block_keys`.")
     step = math.lcm(bq, tile)
     n_pad = -(-n // step) * step
     if config.backend == "mosaic_gpu":
@@ -174,6 +269,24 @@ def make_plan(q_shape, k_shape, sizes, config: KernelConfig) -> Plan:
         d_pad = max(32, _next_pow2(d))  # int8 dots want K >= 32
     else:
         d_pad = d
+    itemsize = jnp.dtype(dtype).itemsize
+    if heads_per_program is not None:
+        hp = heads_per_program
+    else:
+        hp = 1
+        while groups % (2 * hp) == 0 and 2 * hp * sub <= config.max_bits and (
+                config.block_rows is None or 2 * hp * bq <= config.block_rows):
+            hp *= 2
+        while hp > 1 and not all(fits(config.backend, hp * bq, tile, d_pad, itemsize, config)):
+            hp //= 2
+        mem_ok, _ = fits(config.backend, bq, tile, d_pad, itemsize, config)
+        if not mem_ok and config.backend == "mosaic_gpu":  # the model checked by lowering
+            mem, _ = program_resources(config.backend, bq, tile, d_pad, itemsize, config)
+            limit = VMEM_BYTES if config.backend == "tpu" else SMEM_BYTES
+            raise ValueError(
+                f"one query head per program needs ~{mem} bytes of on-chip memory > {limit} "
+                f"on backend {config.backend!r} (b_q={bq}, tile={tile}, D={d_pad}): lower "
+                "`block_keys` (or `block_q` of the BlockSizes).")
     return Plan(b, hq, hk, n, d, n_pad, d_pad, bq, bk, sizes.local, tile, hp)
 
 
@@ -188,7 +301,5 @@ def pad_to(x, n_pad: int, d_pad: int):
 def triton_params(plan: Plan, config: KernelConfig):
     from jax.experimental.pallas import triton as pltriton
 
-    warps = config.num_warps
-    if warps is None:
-        warps = 4 if plan.rows * plan.d_pad <= 64 * 64 else 8
-    return pltriton.CompilerParams(num_warps=warps, num_stages=config.num_stages)
+    return pltriton.CompilerParams(num_warps=triton_warps(plan.rows, config),
+                                   num_stages=config.num_stages)

@@ -324,7 +324,7 @@ def estimate_and_select(q, k, tau, sizes: BlockSizes = BlockSizes(), bits: int =
 
 @functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret", "config"))
 def _estimate_and_select(q, k, v, tau, sizes, bits, causal, interpret, config):
-    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    plan = C.make_plan(q.shape, k.shape, sizes, config, q.dtype)
     return estimate(prepare(q, k, v, tau, plan, bits), plan, config, causal, interpret)
 
 
@@ -332,7 +332,8 @@ def kept_block_mask(selection: Selection, q_shape, k_shape, sizes: BlockSizes = 
                     causal: bool = False, config: C.KernelConfig = C.DEFAULT_CONFIG):
     """[B, Hq, ceil(N / b_q), nk] bool: always-kept blocks plus the selected ones."""
     config = C.check_config(config)
-    plan = C.make_plan(q_shape, k_shape, sizes, config)
+    programs = selection.lists.index.shape[1]  # P = Hq / h_p of the plan that made it
+    plan = C.make_plan(q_shape, k_shape, sizes, config, heads_per_program=q_shape[1] // programs)
     nq = ref.padded_length(plan.n, sizes) // sizes.block_q
     nk = nq * (sizes.block_q // sizes.block_k)
     listed = lists_to_block_mask(selection.lists, plan)[:, :, :nq, :nk]
@@ -353,7 +354,7 @@ def sale_attention_pallas(q, k, v, tau, sizes: BlockSizes = BlockSizes(), bits: 
 
 @functools.partial(jax.jit, static_argnames=("sizes", "bits", "causal", "interpret", "config"))
 def _sale_attention_pallas(q, k, v, tau, sizes, bits, causal, interpret, config):
-    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    plan = C.make_plan(q.shape, k.shape, sizes, config, q.dtype)
     p = prepare(q, k, v, tau, plan, bits)
     sel = estimate(p, plan, config, causal, interpret)
     # Selected tiles of a causal row block lie strictly below its diagonal: no causal mask.

@@ -85,7 +85,7 @@ def kernel_fns(q, k, v, tau, sizes=R.BlockSizes(), bits: int = 8, causal: bool =
     estimation, attention), ``estimate`` (preparation + estimation kernel) and ``all_kept``
     (the attention kernel alone over every valid tile; its lists are built beforehand)."""
     config = C.check_config(config)
-    plan = C.make_plan(q.shape, k.shape, sizes, config)
+    plan = C.make_plan(q.shape, k.shape, sizes, config, q.dtype)
     valid = valid_block_mask(plan.n_pad, sizes, causal)  # on the padded grid
     lists = jax.jit(lambda: lists_from_bits(tile_bits(jnp.broadcast_to(
         valid, (plan.batch, plan.q_heads, *valid.shape)), plan)))()

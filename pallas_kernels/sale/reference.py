@@ -23,6 +23,16 @@ padded query rows never vote for a block); block masks have shape
 Theta convention: ``calibrate_tau``'s theta bounds the *mean* |O - O~| per element of a
 head's [N, D] output; the official code bounds the sum over the head's N x D output by
 theta_official N, so theta_official = D x ours (official 0.4 at D = 128 is ours 0.003125).
+Calibration (``calibrate_tau``): per head, tau starts at 0.008 and is halved until the mean
+|O - O~| over the calibration batch (all its samples, rows and dims together) is below
+theta; a head that misses theta at tau_min = 1e-4 becomes dense (tau = 0). The paper and
+the official code follow the same halving, but take calibration prompts one at a time and
+only ever lower tau, i.e. the official tau is the one of the worst prompt; ours bounds the
+batch mean (call it per sample and take the minimum to get the official rule).
+Provenance: steps 1-6 and the halving calibration follow the paper (arXiv 2505.24179); the
+log-space keep test, the per-element theta conversion and the 128-key segment layout were
+read from the official code (BirdChristopher/SALE); per-block quantization scales (the
+official kernel keeps per-warp scales) and any-N padding are ours.
 
 Checks (``pallas_kernels.sale._checks``, no jaxlab import; static shapes and dtypes, values
 only when concrete, so nothing is added to compiled code): q, k, v 4-D with a floating dtype,

@@ -188,3 +188,21 @@ def test_algorithm_vmaps_over_seeds():
     one, info = alg.step(keys[2], alg.init(keys[2], *init_args), *step_args)
     np.testing.assert_array_equal(states.anchors[2], one.anchors)
     np.testing.assert_allclose(infos.metrics["mrr"][2], info.metrics["mrr"], rtol=1e-6)
+
+
+def test_switch_run_equals_per_strategy_runs(karate):
+    # One compiled program (traced strategy index) must reproduce each separate run.
+    table = (("avatar", "official"), ("random", "abs"), ("entropy", "abs"))
+    kw = dict(rounds=2, init_frac=0.2, budget_frac=0.3, utility="sq_l2", protocol="paper")
+    run = jax.jit(lambda k, i: avatar.run_active_switch(karate, k, table, i, **kw))
+    key = jax.random.key(3)
+    for i, (strat, score) in enumerate(table):
+        got = run(key, np.int32(i))
+        ref = avatar.run_active(karate, key, strat, score=score, **kw)
+        np.testing.assert_array_equal(np.asarray(got.queried), np.asarray(ref.queried))
+        np.testing.assert_allclose(np.asarray(got.metrics["mrr"]),
+                                   np.asarray(ref.metrics["mrr"]), rtol=1e-6)
+    with pytest.raises(ValueError, match="strategy_index"):
+        avatar.run_active_switch(karate, key, table, 3, **kw)
+    with pytest.raises(ValueError, match="strategies"):
+        avatar.run_active_switch(karate, key, (("avatar", "nope"),), 0, **kw)

@@ -110,3 +110,16 @@ def test_module_level_init_and_step_are_the_two_point_learner():
             a, ia = bco.step(k, a, f, dom, 0.1, optimistic=optimistic)
             b, ib = learner.step(k, b, f)
             jax.tree.map(np.testing.assert_array_equal, (a, ia), (b, ib))
+
+
+@pytest.mark.parametrize("name", ["gradient_variation", "dynamic_ensemble"])
+def test_predrawn_directions_give_the_same_run(name):
+    learner, _ = _learners()[name]
+    seq = losses.drifting_quadratic(jax.random.key(0), 60, D, drift=0.1)
+    key = jax.random.key(3)
+    a = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(D)))(key)
+    b = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(D), predraw=True))(key)
+    for x, y in zip(a, b, strict=True):
+        np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)  # fp32, fused differently
+    other = bco.run(learner, jax.random.key(4), seq, jnp.zeros(D), predraw=True)
+    assert not np.allclose(other.g, b.g)  # the key does choose the directions

@@ -6,7 +6,7 @@ from experiments.configs import dllm as dllm_configs
 from jaxlab.dllm import config as config_lib
 
 
-@pytest.mark.parametrize("arg", ["smoke", "quick", "full"])
+@pytest.mark.parametrize("arg", ["smoke", "quick", "cpu", "full"])
 def test_presets_are_valid(arg):
     config_lib.validate_config(dllm_configs.get_config(arg))
 
@@ -24,6 +24,10 @@ def test_dead_block_length_field_is_gone():
     ("poke.steps", 21), ("model.n_layers", 0), ("model.rope_theta", 0.0),
     ("sale.taus", (1e-3, -1.0)), ("sale.block_q", 0), ("sale.task", "chess"),
     ("tasks", ("chess",)), ("tasks", ()),
+    ("resample_schedule", "often"), ("particle_blocks", "two"),
+    ("protocol.schedules", ("every_step", "x")), ("protocol.temperatures", (1.0, -1.0)),
+    ("protocol.temperatures", (float("nan"),)), ("protocol.rank_fractions", (0.5, 1.0)),
+    ("protocol.min_headroom", 1.5), ("protocol.validation_problems", 0),
 ])
 def test_bad_field_is_named(field, value):
     c = dllm_configs.get_config("smoke")

@@ -35,6 +35,17 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
         for row in d.values():
             lo, hi = row["accuracy_ci"]
             assert 0 <= lo <= row["accuracy"] <= hi <= 1
+        # Preconditions: pass@N >= best-of-N >= 0, eligibility as declared, ranking on mixed.
+        p = t["preconditions"]["2"]
+        assert 0 <= p["best_of_n"] <= p["pass_at_n"] <= 1
+        assert p["headline"] == (p["pass_at_n"] - p["best_of_n"] >= 0.1 and p["greedy"] < 0.9)
+        assert p["greedy"] == d["confidence"]["accuracy"]
+        assert set(p["ranking_on_mixed"]) == {"0.25", "0.5", "0.75"}
+        assert t["tuning"]["tuned"]["temperature"] == cfg.temperature  # no grid at smoke size
+        for rival in exp.DECLARED_RIVALS:
+            x = t["declared"][rival]["2"]
+            assert x["difference"] == pytest.approx(x["poke_smc_accuracy"]
+                                                    - x[f"{rival}_accuracy"])
     assert set(summary["throughput"]) == {"1", "2"}
     assert exp.headline(summary)
     # Rerun: every unit comes from its file; no model is loaded, nothing is recomputed.
@@ -80,3 +91,34 @@ def test_shipped_denoisers_solve_problems(name, min_acc, tmp_path):
     r = decoding.decode(m.denoise_fn, prompt, m.task.answer_len, key=jax.random.key(0),
                         mask_id=m.task.mask_id, vocab_size=m.task.vocab_size)
     assert float(np.mean(m.task.verify(prompt, r.answer))) >= min_acc
+
+
+def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatch):
+    """``_tune`` on a uniform denoiser: every grid entry is run on the validation prompts
+    (key seed + 4242, never the test prompts), the argmax is frozen, ties go to the first."""
+    from jaxlab.dllm import tasks as tasks_lib
+
+    cfg = dllm_config.get_config("smoke")
+    cfg.particles = (2,)
+    cfg.protocol.update(validation_problems=4, temperatures=(1.0, 1.5),
+                        schedules=("every_step", "block_ends"))
+    task = tasks_lib.make_task("addition", n_digits=2)
+    val, _ = task.sample(jax.random.key(cfg.seed + 4_242), 4)
+    test, _ = task.sample(jax.random.key(cfg.seed + 7_777), 4)
+    seen, accs = [], iter([0.1, 0.2, 0.3, 0.4, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.4, 0.6])
+
+    def fake_run(config, task_, name, dec, prompt):
+        seen.append(np.asarray(prompt))
+        return {"accuracy": next(accs)}
+
+    monkeypatch.setattr(exp, "_run_decoder", fake_run)
+    den = lambda tok: (jax.numpy.zeros(tok.shape + (task.vocab_size,)),  # noqa: E731
+                       jax.numpy.zeros(tok.shape + (2,)))
+    out = exp._tune(cfg, task, den, None)
+    # T = 1: the four families average 0.25, T = 1.5: 0.5 -> 1.5; Path-LL SMC's schedules
+    # tie at 0.5 -> the first; POKE-SMC: block_ends 0.6 > every_step 0.4.
+    assert out["grid"]["temperature"] == pytest.approx({"1": 0.25, "1.5": 0.5})
+    assert out["tuned"]["temperature"] == 1.5
+    assert out["tuned"]["schedule"] == {"smc": "every_step", "poke_smc": "block_ends"}
+    assert len(seen) == 12 and all(np.array_equal(p, np.asarray(val)) for p in seen)
+    assert not np.array_equal(np.asarray(val), np.asarray(test))

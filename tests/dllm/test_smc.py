@@ -1,5 +1,7 @@
 """SMC decoders on a toy denoiser with a known answer; weights, resampling, errors."""
 
+import itertools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -160,3 +162,155 @@ def test_bad_prompt_ids_raise(prompt):
     with pytest.raises(ValueError, match="`prompt`"):
         path_smc.smc_decode(toy_denoiser, jnp.asarray(prompt, jnp.int32), 2, key=jax.random.key(0),
                        mask_id=MASK, vocab_size=V, num_particles=2)
+
+
+# --- POKE-SMC as twisted SMC, against enumeration (path_smc module docstring) -------------
+# Context-dependent toy: answer length 4, tokens {0, 1}, mask 2, prompt length 1; position
+# i has logit(p(x_i = 1)) = A_BIAS[i] + sum_j W[i, j] s_j, s_j = +1 / -1 / 0 for 1 / 0 / mask.
+CMASK, CV, CA = 2, 3, 4
+A_BIAS = np.array([0.3, -0.6, 0.9, -0.2])
+W = np.array([[0.0, 1.1, -0.7, 0.4], [0.8, 0.0, 0.5, -1.2],
+              [-0.9, 0.6, 0.0, 0.7], [0.5, -0.8, 1.0, 0.0]])
+
+
+def ctx_denoiser(tokens):
+    ans = tokens[:, 1:]
+    s = jnp.where(ans == 1, 1.0, jnp.where(ans == 0, -1.0, 0.0))
+    z = jnp.asarray(A_BIAS, jnp.float32) + s @ jnp.asarray(W.T, jnp.float32)  # [M, A]
+    lg = jnp.stack([jnp.zeros_like(z), z, jnp.full_like(z, -1e9)], axis=-1)
+    logits = jnp.concatenate([jnp.full((tokens.shape[0], 1, CV), -1e9), lg], axis=1)
+    return logits, jax.nn.one_hot(tokens, CV)
+
+
+def ctx_value(hidden, tokens):
+    """A twist that depends on the partial answer (not on the hidden states)."""
+    del hidden
+    ans = tokens[:, 1:]
+    return (-0.4 * jnp.sum(ans == CMASK, 1) + 0.8 * (ans[:, 0] == 1)
+            - 0.5 * (ans[:, 3] == 0)).astype(jnp.float32)
+
+
+def _np_law(ans, i):
+    s = np.array([1.0 if a == 1 else -1.0 if a == 0 else 0.0 for a in ans])
+    p1 = 1 / (1 + np.exp(-(A_BIAS[i] + W[i] @ s)))
+    return np.array([1 - p1, p1])
+
+
+def _np_value(ans):
+    return -0.4 * sum(a == CMASK for a in ans) + 0.8 * (ans[0] == 1) - 0.5 * (ans[3] == 0)
+
+
+def enumerate_twisted_targets(temperature, beta, block_length, steps=CA):
+    """{t: {partial answer: gamma_t}} with gamma_t(s) proportional to the sum over paths to
+    s of q(path) exp(beta (L_t + V(s))) (V := 0 at t = steps), by enumerating every sampled
+    x0 of the eligible positions and the confidence policy's (stable) top-k choice."""
+    _, _, schedule, blocks = decoding.step_plan(CA, steps, block_length)
+    out = {t: {} for t in range(steps + 1)}
+
+    def rec(ans, t, logq, ll):
+        v = 0.0 if t == steps else _np_value(ans)
+        out[t][ans] = out[t].get(ans, 0.0) + np.exp(logq + beta * (ll + v))
+        if t == steps:
+            return
+        elig = [i for i in range(CA) if ans[i] == CMASK and i // block_length == blocks[t]]
+        laws = {i: _np_law(ans, i) for i in elig}
+        for x0 in itertools.product(range(2), repeat=len(elig)):
+            q = {i: laws[i] ** (1 / temperature) / np.sum(laws[i] ** (1 / temperature))
+                 for i in elig}
+            lq = sum(np.log(q[i][x]) for i, x in zip(elig, x0, strict=True))
+            score = [laws[i][x] for i, x in zip(elig, x0, strict=True)]
+            pick = sorted(range(len(elig)), key=lambda j: -score[j])[:schedule[t]]
+            new = list(ans)
+            inc = 0.0
+            for j in pick:
+                new[elig[j]] = x0[j]
+                inc += np.log(laws[elig[j]][x0[j]])
+            rec(tuple(new), t + 1, logq + lq, ll + inc)
+
+    rec((CMASK,) * CA, 0, 0.0, 0.0)
+    return {t: {k: v / sum(d.values()) for k, v in d.items()} for t, d in out.items()}
+
+
+@pytest.mark.parametrize("temperature,beta,settings", [
+    (0.7, 1.5, dict(resample=False)),
+    (0.7, 1.5, dict(ess_threshold=1.0)),                                 # every step
+    (1.6, 1.0, dict(ess_threshold=1.0, resample_schedule="block_ends")),
+    (1.3, 0.7, dict(ess_threshold=1.0, resample_schedule="fractions",
+                    resample_fractions=(0.25, 0.75))),
+])
+def test_poke_smc_weighted_particles_target_the_twisted_path_targets(temperature, beta,
+                                                                     settings):
+    """Two blocks of 2, confidence policy, T != 1, beta != 1, with the POKE twist: after t
+    steps the particles weighted by log w + beta (V(s_t) - V(s_{t-1})) follow gamma_t, and
+    the final weighted particles follow pi(x) ~ sum_tau q(x, tau) p(x; tau)^beta."""
+    b, n, block = 200, 64, 2
+    targets = enumerate_twisted_targets(temperature, beta, block)
+    alg = path_smc.smc(ctx_denoiser, gen_length=CA, num_particles=n, mask_id=CMASK,
+                       vocab_size=CV, value_fn=ctx_value, block_length=block,
+                       temperature=temperature, weight_scale=beta, **settings)
+
+    @jax.jit
+    def run(key):
+        state = alg.init(key, jnp.zeros((b, 1), jnp.int32))
+        out = []
+        for t, k in enumerate(jax.random.split(key, CA)):
+            state, info = alg.step(k, state)
+            v = (jnp.zeros((b, n)) if t == CA - 1
+                 else ctx_value(None, state.decode.tokens).reshape(b, n))
+            out.append((state.decode.tokens[:, 1:], state.log_weights
+                        + beta * (v - state.value), info.resampled))
+        return out
+
+    resampled_any = False
+    for t, (tokens, log_w, resampled) in enumerate(run(jax.random.key(5)), start=1):
+        # One pool over the B identical problems with unnormalised weights: resampling keeps
+        # each problem's mean weight (its estimate of the normalising constant), so this
+        # has O(1 / (B N)) bias, not the O(1 / N) of per-problem self-normalisation.
+        w = np.asarray(jax.nn.softmax(log_w.reshape(-1)))
+        got = {}
+        for row, wi in zip(map(tuple, np.asarray(tokens).tolist()), w, strict=True):
+            got[row] = got.get(row, 0.0) + wi
+        keys = sorted(set(got) | set(targets[t]))
+        np.testing.assert_allclose([got.get(k, 0.0) for k in keys],
+                                   [targets[t].get(k, 0.0) for k in keys], atol=0.015,
+                                   err_msg=f"after {t} steps")
+        resampled_any |= bool(np.asarray(resampled).any())
+    assert resampled_any == settings.get("resample", True)
+    # The target is not the model's own law p(x): pi differs from the tempered proposal's
+    # law with beta = 0 (a check that the enumeration is not trivially the proposal).
+    proposal = enumerate_twisted_targets(temperature, 0.0, block)[CA]
+    assert max(abs(targets[CA][k] - proposal[k]) for k in proposal) > 0.02
+
+
+@pytest.mark.parametrize("schedule,fractions,expected", [
+    ("every_step", (0.5,), [0, 1, 1, 1, 1, 1, 1, 1]),
+    ("block_ends", (0.5,), [0, 0, 1, 0, 1, 0, 1, 0]),   # blocks of 2 steps
+    ("fractions", (0.25, 0.5, 0.99), [0, 0, 1, 0, 1, 0, 0, 0]),  # 0.99 * 8 rounds to 8
+])
+def test_resampling_schedule_fires_only_at_its_steps(schedule, fractions, expected):
+    np.testing.assert_array_equal(path_smc.resample_steps(8, 8, 2, schedule, fractions),
+                                  np.array(expected, bool))
+    if schedule == "every_step":
+        return
+    # In a run, ESS < N (forced) resamples exactly at the allowed steps (A = 4, blocks of 2).
+    allowed = path_smc.resample_steps(CA, CA, 2, schedule, fractions)
+    _, info = path_smc.run_particles(
+        ctx_denoiser, jnp.zeros((3, 1), jnp.int32), CA, key=jax.random.key(0), mask_id=CMASK,
+        vocab_size=CV, num_particles=8, block_length=2, temperature=1.3, ess_threshold=1.0,
+        resample_schedule=schedule, resample_fractions=fractions)
+    np.testing.assert_array_equal(np.asarray(info.resampled),
+                                  np.broadcast_to(allowed[:, None], (CA, 3)))
+
+
+@pytest.mark.parametrize("kwargs,arg", [
+    (dict(resample_schedule="sometimes"), "resample_schedule"),
+    (dict(resample_schedule="fractions", resample_fractions=(0.0,)), "resample_fractions"),
+    (dict(resample_schedule="fractions", resample_fractions=(1.2,)), "resample_fractions"),
+    (dict(resample_schedule="fractions", resample_fractions=()), "resample_fractions"),
+    (dict(resample_schedule="fractions", resample_fractions=("a",)), "resample_fractions"),
+])
+def test_bad_resampling_schedules_raise(kwargs, arg):
+    with pytest.raises(ValueError, match=f"`{arg}`"):
+        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
+                            key=jax.random.key(0), mask_id=MASK, vocab_size=V,
+                            num_particles=2, **kwargs)

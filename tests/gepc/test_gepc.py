@@ -145,22 +145,35 @@ def test_smoke_experiment(tmp_path):
         assert os.path.getsize(tmp_path / f) > 1000
     assert os.path.isdir(tmp_path / "score_model")
     assert os.path.exists(tmp_path / "score_model" / exp.PROVENANCE)
+    assert os.path.exists(tmp_path / "clutter_model" / exp.PROVENANCE)
     assert s["blocks"] == {
         "semantic_far": ["digits_heldout_classes", "mnist", "textures", "faces",
                          "uniform_noise"],
         "group_transforms": ["id_rot90", "id_rot180", "id_hflip", "id_vflip",
                              "id_shift2_wrap", "id_shift2_fill"],
-        "invariant_clutter": ["clutter_digits", "clutter_shapes"]}
-    assert set(s["auroc"]) == {n for v in s["blocks"].values() for n in v}
-    for row in s["auroc"].values():
-        assert set(row) == set(exp.METHODS)
-        assert all(v["ci95"][0] <= v["auroc"] <= v["ci95"][1] for v in row.values())
-    for row in s["localisation_pixel_auroc"].values():
-        assert set(row) == {"GEPC map", "denoising-error map"}
-        assert all(0.0 <= v["auroc"] <= 1.0 for v in row.values())
+        "invariant_clutter": ["cm_clutter_digits", "cm_clutter_shapes"],
+        "invariant_clutter_elsewhere": ["clutter_digits", "clutter_shapes"],
+        "digits_elsewhere": ["elsewhere_heldout_classes", "textures", "faces",
+                             "uniform_noise"]}
+    assert {b: sorted(v) for b, v in s["auroc"].items()} == {
+        b: sorted(v) for b, v in s["blocks"].items()}
+    for sets in s["auroc"].values():
+        for row in sets.values():
+            assert set(row) == set(exp.METHODS)
+            assert all(v["ci95"][0] <= v["auroc"] <= v["ci95"][1] for v in row.values())
+    assert set(s["localisation_pixel_auroc"]) == {"invariant_clutter",
+                                                  "invariant_clutter_elsewhere"}
+    for block, loc in s["localisation_pixel_auroc"].items():
+        assert set(loc) == {"sqrt_abar", *s["blocks"][block]}
+        for name in s["blocks"][block]:
+            assert set(loc[name]) == {"GEPC map", "denoising-error map"}
+            assert all(0.0 <= v["auroc"] <= 1.0 for v in loc[name].values())
     assert s["sizes"]["id_cal"] == 100 and s["sizes"]["id_test"] == 40
-    assert len(s["selected_sqrt_abar"]["digits"]) == 2
-    assert s["cost_score_evals_per_image"]["GEPC (official)"] == 14
+    assert s["sizes"]["cm_clutter_cal"] == s["sizes"]["clutter_cal"] == 40
+    assert len(s["selected_sqrt_abar"]["id_cal"]) == 2
+    assert s["cost_score_evals_per_image"] == {
+        "GEPC (official)": 14, "GEPC per-element (ours)": 14, "score norm": 1, "MSMA": 10,
+        "DiffPath-6D": 10}
     rows = exp.headline(s)
     assert rows[0][0].startswith("mean AUROC semantic_far")
 

@@ -187,3 +187,23 @@ def test_shipped_model_provenance_matches_the_split():
     c.split_seed = 1
     with pytest.raises(ValueError, match="config.pretrained_dir"):
         exp._check_shipped(c, path, exp.id_split(c)[0])
+
+
+def test_shipped_clutter_model_provenance():
+    """The shipped clutter model was trained on ``clutter_train_set`` (its own seed, never
+    the clutter cal / test / OOD images) with this config's settings; other training clutter
+    is refused, naming config.clutter_pretrained_dir."""
+    from experiments import gepc as exp
+    from experiments.configs.gepc import get_config
+
+    c = get_config("quick")
+    path = exp._shipped(c, "clutter_pretrained_dir")
+    assert path, "the shipped clutter model folder is missing"
+    field = "clutter_pretrained_dir"
+    exp._check_shipped(c, path, exp.clutter_train_set(c), c.clutter_train_steps, field)
+    train = {row.tobytes() for row in exp.clutter_train_set(c)}
+    for other in exp.clutter_sets(c)[0].values():  # no evaluation image was trained on
+        assert not any(row.tobytes() in train for row in other)
+    c.clutter_train = c.clutter_train - 1
+    with pytest.raises(ValueError, match="config.clutter_pretrained_dir"):
+        exp._check_shipped(c, path, exp.clutter_train_set(c), c.clutter_train_steps, field)

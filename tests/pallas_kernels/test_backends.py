@@ -35,7 +35,7 @@ def test_mosaic_gpu_kernels_equal_triton_kernels(causal):
 
 @pytest.mark.parametrize("causal", CAUSAL)
 def test_tpu_kernels_equal_reference(causal):
-    q, k, v = (x[:, :, :200] for x in structured(n=256, hq=4, hk=1))  # packs of 2 heads
+    q, k, v = (x[:, :, :200] for x in structured(n=256, hq=4, hk=1))  # one 4-head group
     out, keep = _run(q, k, v, "tpu", causal)
     ref, ref_keep = R.sale_attention(q, k, v, R.DEFAULT_TAU, causal=causal)
     np.testing.assert_array_equal(keep, ref_keep)

@@ -25,3 +25,6 @@ def test_smoke_run_records_every_phase(tmp_path):
     assert any("no GPU" in r["reason"] for r in skipped)  # cuDNN / Pallas flash baselines
     assert any(r.get("n") == 256 and "budget" in r["reason"] for r in skipped)
     assert sum(r["phase"] == "summary" for r in recs) == 2
+    launches = {r["backend"]: r["launch"] for r in recs if r["phase"] == "summary"}
+    assert launches["triton"]["num_warps"] == 8  # 2 / 1 heads, b_q = 64: 128 rows, 16 per warp
+    assert all(x["heads_per_program"] == 2 for x in launches.values())  # the whole group

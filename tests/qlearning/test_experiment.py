@@ -86,3 +86,39 @@ def test_suite_binary_smoke(tmp_path):
     assert again.returncode == 0 and "summary exists" in again.stderr
     assert "skipping" in again.stderr
     assert (tmp_path / "REPORT.md").read_text() == report  # wall time kept from the first run
+
+
+def test_censored_eps_are_left_out_of_the_ratio_growth_and_the_regime_row():
+    cfg = qcfg.get_config("smoke")  # eps_rel (0.3, 0.15), ||Q*|| = 10: eps 3 and 1.5
+    names, kinds, _ = qexp.build_schedules(cfg, "garnet")
+    n_val, n_test, r = cfg.num_val_seeds, cfg.num_seeds, 5
+    err = np.full((len(names), n_val + n_test, r), 10.0, np.float32)
+    err[:, :, -1] = 0.0
+    consts = [j for j, k in enumerate(kinds) if k[0] == "constant"]
+    err[np.ix_(consts, np.arange(n_val, n_val + n_test), [r - 1])] = 2.0  # never <= 1.5
+    theory = names.index("growth p=0.667 K0=10")
+    err[theory, :, 2:] = 0.0
+    trace = {"samples": np.broadcast_to(np.arange(1, r + 1) * 100, err.shape).astype(np.int32),
+             "target_error": err, "q_error": err,
+             "outer_iter": np.broadcast_to(np.arange(r), err.shape).astype(np.int32)}
+    res = {"trace": trace, "q_star": np.full((5, 2), 10.0), "xi": 0.1,
+           "contraction_bias": 10.0 * 0.5 ** np.arange(r)}
+    out = qexp._family_summary(cfg, "garnet", "sgd", res, jax.random.key(0))
+    assert [row["constant_reached"] for row in out["rows"]] == [1.0, 0.0]
+    assert out["ratio_growth"]["eps_rel_used"] == [0.3]
+    assert out["ratio_growth"]["ratio_last_over_first"] == 1.0
+    # Both powers pick K0 = 10, the lower end of base_grid (10, 40): flagged.
+    assert out["base_grid_edge_flags"] == ["p=0.667", "p=2"]
+    out["headline"] = True
+    rows = dict(qexp.headline({"families": [out]}))
+    regime = [v for k, v in rows.items() if "regime at eps=0.3" in k]
+    # theory hits at outer iteration 2: share 10 * 0.25 / 3; the constant at 4: 10/16 / 3.
+    assert regime == [f"bias-dominated ({2.5 / 3:.2f}); variance-dominated ({0.625 / 3:.2f})"]
+    assert any("K_0 picked at an end of base_grid" in k for k in rows)
+
+
+def test_regime_names_follow_the_bias_share():
+    assert qexp._regime(0.05).startswith("variance-dominated")
+    assert qexp._regime(0.5).startswith("mixed")
+    assert qexp._regime(1.3).startswith("bias-dominated")
+    assert qexp._regime(float("nan")) == "n/a" and qexp._regime(None) == "n/a"

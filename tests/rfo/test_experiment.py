@@ -98,3 +98,30 @@ def test_seed_keys_differ_per_seed_and_task_and_ignore_task_order():
     np.testing.assert_array_equal(k, data(_with(cfg, tasks=("hopper", "pendulum")),
                                           "pendulum"))
     assert not np.array_equal(k, data(_with(cfg, seed=1), "pendulum"))
+
+
+def test_methods_are_named_for_what_they_run():
+    """#18: ablations switch the regularisers; `apg` is brax's critic-free APG;
+    `shac_gaussian` (the old "apg") keeps the SHAC critic."""
+    cfg = rfo_cfg.get_config("cpu_ablation")
+    experiment._validate(cfg)
+    assert set(cfg.methods) >= {"rfo_none", "rfo_stability", "rfo_exploration", "rfo",
+                                "shac_gaussian", "apg"}
+    coefs = {m: (experiment.method_config(cfg, "pendulum", m)[0].stability_coef,
+                 experiment.method_config(cfg, "pendulum", m)[0].exploration_coef)
+             for m in ("rfo_none", "rfo_stability", "rfo_exploration", "rfo")}
+    s, e = cfg.rfo.stability_coef, cfg.rfo.exploration_coef
+    assert s > 0 and e > 0
+    assert coefs == {"rfo_none": (0.0, 0.0), "rfo_stability": (s, 0.0),
+                     "rfo_exploration": (0.0, e), "rfo": (s, e)}
+    apg, steps = experiment.method_config(cfg, "pendulum", "apg")
+    assert (apg.policy, apg.critic, apg.episode_length, apg.grad_clip_mode) == (
+        "gaussian", False, 0, "elementwise")
+    assert apg.horizon == cfg.common.episode_length and apg.lr_decay < 1.0
+    assert steps * apg.num_updates <= cfg.env_steps
+    shac, _ = experiment.method_config(cfg, "pendulum", "shac_gaussian")
+    assert (shac.policy, shac.critic, shac.grad_clip_mode) == ("gaussian", True, "global_norm")
+    with pytest.raises(ValueError, match="rfo.buffer_size"):
+        experiment._validate(_with(cfg, **{"rfo.buffer_size": 0}))
+    with pytest.raises(ValueError, match="apg.lr_decay"):
+        experiment._validate(_with(cfg, **{"apg.lr_decay": 1.5}))

@@ -1,0 +1,146 @@
+"""TensorBoard event files: the one writer of the experiment plumbing (tensorboardX).
+
+Every study writes the per-step / per-round / per-update scalars of each unit (losses,
+returns, regrets, accuracies, MRR; ``experiments.lib.scalars``) under
+``<workdir>/tb/<unit>[/<series>]`` when the unit's result is computed or loaded, so
+
+  tensorboard --logdir results
+
+shows every method of a suite run side by side (one TensorBoard *run* per unit or per
+compared series, so the series of one figure overlay in one chart). Only the main process
+of a multi-host job writes. ``tensorboard`` itself is not needed to write; it comes with
+the ``dev`` extra (through ``tbparse``) to browse and to read events back.
+
+Series are ``{tag: (steps, values)}`` or ``{(run, tag): (steps, values)}``: ``steps`` are
+integers (env steps, samples, rounds, particles...), ``values`` floats of the same length.
+
+Re-export the events of finished runs (e.g. results written before this module existed,
+or RFO's older ``runs/*.json``) with ``python -m experiments.lib.events --workdir=results``.
+"""
+
+import glob
+import json
+import os
+import re
+from collections.abc import Mapping
+
+import numpy as np
+
+from jaxlab.core import sharding
+
+MAX_POINTS = 5000  # per tag: longer series are strided (TensorBoard samples 1000 anyway)
+
+
+def run_name(name: str) -> str:
+    """A folder-safe TensorBoard run name (letters, digits and ``_-.=+,`` kept)."""
+    out = re.sub(r"[^A-Za-z0-9_.=+,-]+", "_", str(name)).strip("_")
+    return out or "_"
+
+
+def _as_series(value) -> tuple[np.ndarray, np.ndarray]:
+    if isinstance(value, tuple) and len(value) == 2:
+        steps, vals = (np.asarray(v) for v in value)
+    else:
+        vals = np.asarray(value)
+        steps = np.arange(vals.shape[0] if vals.ndim else 1)
+    vals = np.asarray(vals, np.float64).reshape(-1)
+    steps = np.asarray(steps).reshape(-1)
+    if steps.shape != vals.shape:
+        raise ValueError(f"series steps {steps.shape} and values {vals.shape} differ.")
+    if vals.size > MAX_POINTS:
+        idx = np.unique(np.linspace(0, vals.size - 1, MAX_POINTS).round().astype(int))
+        steps, vals = steps[idx], vals[idx]
+    return steps.astype(np.int64), vals
+
+
+def write_scalars(logdir: str | os.PathLike, series: Mapping) -> list[str]:
+    """Writes ``series`` as TensorBoard scalars under ``logdir`` (main process only).
+
+    Event files already in the folders written to are replaced, so a unit that is loaded
+    again (a rerun) does not duplicate its points.
+
+    Args:
+      logdir: the unit's folder, e.g. ``<workdir>/tb/<unit>``.
+      series: ``{tag: values}``, ``{tag: (steps, values)}`` or ``{(run, tag): ...}``; a
+        ``(run, tag)`` key goes to the subfolder ``run`` (a separate TensorBoard run).
+
+    Returns:
+      The folders written (empty on other processes or for empty ``series``).
+    """
+    if not sharding.is_main_process() or not series:
+        return []
+    from tensorboardX import SummaryWriter
+
+    by_run: dict[str, list] = {}
+    for key, value in series.items():
+        run, tag = key if isinstance(key, tuple) else ("", key)
+        by_run.setdefault(run, []).append((str(tag), _as_series(value)))
+    written = []
+    for run, items in by_run.items():
+        folder = os.path.join(os.fspath(logdir), run_name(run)) if run else os.fspath(logdir)
+        os.makedirs(folder, exist_ok=True)
+        for old in glob.glob(os.path.join(folder, "events.out.tfevents.*")):
+            os.remove(old)
+        writer = SummaryWriter(folder, flush_secs=3600)
+        try:
+            for tag, (steps, vals) in items:
+                for s, v in zip(steps.tolist(), vals.tolist(), strict=True):
+                    writer.add_scalar(tag, v, s, walltime=0.0)
+        finally:
+            writer.close()
+        written.append(folder)
+    return written
+
+
+def export_workdir(workdir: str | os.PathLike, method: str | None = None) -> list[str]:
+    """Writes the events of every finished unit file in ``workdir`` (one method's folder,
+    or a suite's results folder holding ``<method>/``) from ``units/*.json``, with the
+    config recorded in ``summary.json``; plus RFO's ``runs/*.json``. Returns the folders."""
+    from experiments.lib import registry, scalars, study
+
+    workdir = os.fspath(workdir)
+    if method is None and os.path.basename(os.path.normpath(workdir)) not in registry.METHODS:
+        return [f for m in registry.METHODS if os.path.isdir(os.path.join(workdir, m))
+                for f in export_workdir(os.path.join(workdir, m), m)]
+    method = method or os.path.basename(os.path.normpath(workdir))
+    config = None
+    summary_path = os.path.join(workdir, "summary.json")
+    if os.path.exists(summary_path):
+        with open(summary_path) as f:
+            cfg = (json.load(f).get("provenance") or {}).get("config")
+        if cfg is not None:
+            import ml_collections
+
+            config = ml_collections.ConfigDict(cfg)
+    latest: dict[str, str] = {}
+    for path in sorted(glob.glob(os.path.join(workdir, "units", "*.json")),
+                       key=os.path.getmtime):
+        latest[os.path.basename(path).rsplit("-", 1)[0]] = path
+    written = []
+    for unit, path in latest.items():
+        result = study.load_result(path)
+        written += write_scalars(os.path.join(workdir, "tb", run_name(unit)),
+                                 scalars.extract(method, config, unit, result, workdir))
+    for path in sorted(glob.glob(os.path.join(workdir, "runs", "*.json"))):
+        with open(path) as f:
+            result = json.load(f)
+        unit = f"{result.get('task', 'run')}_{result.get('method', 'run')}"
+        written += write_scalars(os.path.join(workdir, "tb", run_name(unit)),
+                                 scalars.extract(method, config, unit, result, workdir))
+    return written
+
+
+def main(argv):
+    del argv
+    from absl import flags
+
+    folders = export_workdir(flags.FLAGS.workdir)
+    print(f"wrote {len(folders)} TensorBoard run folder(s) under {flags.FLAGS.workdir}; "
+          f"view with: tensorboard --logdir {flags.FLAGS.workdir}")
+
+
+if __name__ == "__main__":
+    from absl import app, flags
+
+    flags.DEFINE_string("workdir", "results", "A suite's results folder or one method's.")
+    app.run(main)

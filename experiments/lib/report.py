@@ -1,0 +1,115 @@
+"""The one results page: ``results/report.html`` (self-contained, written by the suite).
+
+One HTML file beside ``REPORT.md`` with the same headline tables, every figure of every
+method inline (PNG as base64 data URIs, so the page can be mailed or attached as one
+file), and the provenance of the run (versions, commit, machine). A small script marks
+each figure that fails to load (the page says so at the top; ``tests/test_report_html.py``
+reads the marks in headless Chromium).
+"""
+
+import base64
+import html
+import os
+from collections.abc import Sequence
+from typing import NamedTuple
+
+from jaxlab.core import sharding
+
+_STYLE = """
+body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;
+       max-width: 1100px; padding: 0 1em; color: #1b1b1b; background: #fff; line-height: 1.45; }
+h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
+h2 { border-bottom: 1px solid #bbb; padding-bottom: .15em; margin-top: 2em; }
+table { border-collapse: collapse; margin: .8em 0; font-size: 0.92em; }
+th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: left; vertical-align: top; }
+th { background: #eef1f5; }
+tr:nth-child(even) td { background: #fafafa; }
+figure { margin: 1em 0; }
+figure img { max-width: 100%; border: 1px solid #ddd; }
+figcaption { font-size: 0.85em; color: #555; }
+.meta { color: #444; font-size: 0.92em; }
+nav a { margin-right: 1em; }
+#broken { color: #b00; font-weight: bold; }
+"""
+
+# Marks every <img>: loaded (naturalWidth > 0) or broken; a visible line lists broken ones.
+_SCRIPT = """
+window.addEventListener('load', function () {
+  var imgs = Array.prototype.slice.call(document.images), bad = [];
+  imgs.forEach(function (im) {
+    var ok = im.complete && im.naturalWidth > 0;
+    im.setAttribute('data-loaded', ok ? 'yes' : 'no');
+    if (!ok) bad.push(im.alt || im.src.slice(0, 80));
+  });
+  document.body.setAttribute('data-images', imgs.length);
+  document.body.setAttribute('data-images-broken', bad.length);
+  if (bad.length) document.getElementById('broken').textContent =
+      bad.length + ' figure(s) failed to load: ' + bad.join(', ');
+});
+"""
+
+
+class Section(NamedTuple):
+    """One method's part of the page.
+
+    Attributes:
+      name: anchor and heading (the method's name).
+      title: human title shown beside the name.
+      meta: one paragraph (wall time, config hash, code version).
+      rows: ``[(metric, value)]`` headline rows.
+      figures: PNG paths.
+    """
+
+    name: str
+    title: str
+    meta: str
+    rows: Sequence[tuple[str, str]]
+    figures: Sequence[str]
+
+
+def _img(path: str) -> str:
+    with open(path, "rb") as f:
+        data = base64.b64encode(f.read()).decode()
+    alt = html.escape(os.path.basename(path))
+    return (f'<figure><img alt="{alt}" src="data:image/png;base64,{data}">'
+            f"<figcaption>{alt}</figcaption></figure>")
+
+
+def render(title: str, provenance: Sequence[str], sections: Sequence[Section],
+           notes: Sequence[str] = ()) -> str:
+    """The page as a string: title, provenance paragraphs, then one section per method
+    (meta, headline table, figures inline)."""
+    esc = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
+           f"<title>{esc(title)}</title><style>{_STYLE}</style>",
+           f"<script>{_SCRIPT}</script></head><body>", f"<h1>{esc(title)}</h1>",
+           '<p id="broken"></p>']
+    out += [f'<p class="meta">{esc(p)}</p>' for p in provenance]
+    out += [f"<p>{esc(n)}</p>" for n in notes]
+    if sections:
+        out.append("<nav>" + "".join(f'<a href="#{esc(s.name)}">{esc(s.name)}</a>'
+                                     for s in sections) + "</nav>")
+    for s in sections:
+        out += [f'<h2 id="{esc(s.name)}">{esc(s.name)}: {esc(s.title)}</h2>',
+                f'<p class="meta">{esc(s.meta)}</p>']
+        if s.rows:
+            out.append("<table><thead><tr><th>metric</th><th>value</th></tr></thead><tbody>")
+            out += [f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in s.rows]
+            out.append("</tbody></table>")
+        out += [_img(p) for p in s.figures]
+    out.append("</body></html>")
+    return "\n".join(out)
+
+
+def write(path: str | os.PathLike, title: str, provenance: Sequence[str],
+          sections: Sequence[Section], notes: Sequence[str] = ()) -> str:
+    """Writes ``render(...)`` to ``path`` (main process only; all processes wait)."""
+    path = os.fspath(path)
+    if sharding.is_main_process():
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        tmp = f"{path}.tmp"
+        with open(tmp, "w") as f:
+            f.write(render(title, provenance, sections, notes))
+        os.replace(tmp, path)
+    sharding.sync(f"report:{os.path.abspath(path)}")
+    return path
