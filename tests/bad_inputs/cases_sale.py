@@ -68,8 +68,8 @@ CASES = [
     Case("attention sale: tau -1", lambda: sale(tau=-1.0), "`tau`"),
     Case("attention sale: tau NaN", lambda: sale(tau=float("nan")), "`tau`"),
     Case("attention sale: tau wrong length", lambda: sale(tau=jnp.ones(3) * 1e-3), "`tau`"),
-    Case("attention sale: N 12 with block_q 8", lambda: sale(
-        q=bnhd(n=12), k=bnhd(n=12), v=bnhd(n=12)), "`block_q`"),
+    Case("attention sale: empty sequence (N 0)", lambda: sale(
+        q=bnhd(n=0), k=bnhd(n=0), v=bnhd(n=0)), "`q`"),
     Case("attention sale: bits 5", lambda: sale(bits=5), "`bits`"),
     # reference
     Case("reference.sale_attention: int q", lambda: ref(q=ints((B, H, N, D))), "`q`"),
