@@ -588,16 +588,13 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
                     utility_weights, protocol)
-    n = task.truth.shape[-1]
-    per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
-    utility = utility if isinstance(utility, str) else tuple(utility)
-    utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
-    res = _run(task, key, epsilon, feat_weight, anchor_weight, strategy=strategy,
-               rounds=rounds, test_frac=test_frac, init_frac=init_frac, per_round=per_round,
-               utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
-               sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,
-               utility_weights=utility_weights, protocol=protocol)
-    return _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
+    return _run_and_report(task, key, epsilon, feat_weight, anchor_weight, strategy=strategy,
+                           score=score, strategy_index=None, rounds=rounds,
+                           test_frac=test_frac, init_frac=init_frac, budget_frac=budget_frac,
+                           utility=utility, solver=solver,
+                           sinkhorn_threshold=sinkhorn_threshold,
+                           sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
+                           utility_weights=utility_weights, protocol=protocol)
 
 
 def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_index, *,
@@ -627,16 +624,31 @@ def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_in
                         utility_weights, protocol)
     if not isinstance(strategy_index, jax.core.Tracer):
         validation.check_int_range("strategy_index", strategy_index, 0, len(table))
+    return _run_and_report(task, key, epsilon, feat_weight, anchor_weight, strategy=table,
+                           score="abs", strategy_index=jnp.asarray(strategy_index, jnp.int32),
+                           rounds=rounds, test_frac=test_frac, init_frac=init_frac,
+                           budget_frac=budget_frac, utility=utility, solver=solver,
+                           sinkhorn_threshold=sinkhorn_threshold,
+                           sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
+                           utility_weights=utility_weights, protocol=protocol)
+
+
+def _run_and_report(task, key, epsilon, feat_weight, anchor_weight, *, strategy, score,
+                    strategy_index, rounds, test_frac, init_frac, budget_frac, utility, solver,
+                    sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, utility_weights,
+                    protocol) -> ActiveResult:
+    """The shared body of ``run_active`` / ``run_active_switch`` after their checks:
+    per-round query counts, hashable utility settings, the run, the solver report."""
     n = task.truth.shape[-1]
     per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
     utility = utility if isinstance(utility, str) else tuple(utility)
     utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
-    res = _run(task, key, epsilon, feat_weight, anchor_weight, strategy=table,
+    res = _run(task, key, epsilon, feat_weight, anchor_weight, strategy=strategy,
                rounds=rounds, test_frac=test_frac, init_frac=init_frac, per_round=per_round,
                utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
-               sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score="abs",
+               sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,
                utility_weights=utility_weights, protocol=protocol,
-               strategy_index=jnp.asarray(strategy_index, jnp.int32))
+               strategy_index=strategy_index)
     return _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
 
 
