@@ -71,10 +71,10 @@ class Decoder(NamedTuple):
       family: "greedy", "best_of_n", "smc", "sr_smc" or "poke_smc" (plot marker,
         comparisons).
       particles: N (1 for the greedy decoders).
-      fn: ``fn(prompt [B, P], key) -> (DecodeResult, flag [], min_ess [B])``; flag: the
+      fn: ``fn(prompt [B, P], key) -> (DecodeResult, flag [], ess [S, B])``; flag: the
         SMC log weights became non-finite on some step (``Info.nonfinite_weights``; False
-        when greedy); min_ess: the smallest ESS before resampling over the steps (for
-        best-of-N the ESS of its never-resampled Path-LL weights; 1 when greedy).
+        when greedy); ess: the ESS before resampling at each of the S steps (for best-of-N
+        the ESS of its never-resampled Path-LL weights; [1, B] ones when greedy).
     """
 
     family: str
@@ -84,7 +84,7 @@ class Decoder(NamedTuple):
 
 def _greedy(fn) -> Decoder:
     return Decoder("greedy", 1, lambda prompt, key: (
-        fn(prompt, key=key), jnp.bool_(False), jnp.ones(prompt.shape[0])))
+        fn(prompt, key=key), jnp.bool_(False), jnp.ones((1, prompt.shape[0]))))
 
 
 def _particles(family: str, n: int, fn) -> Decoder:
@@ -93,7 +93,7 @@ def _particles(family: str, n: int, fn) -> Decoder:
         bad = jnp.any(info.nonfinite_weights)
         if hasattr(info, "unfinished"):  # SR-SMC: a block NaN priorities left unfinished
             bad = bad | jnp.any(info.unfinished)
-        return result, bad, jnp.min(info.ess, axis=0)
+        return result, bad, info.ess
 
     return Decoder(family, n, run)
 
@@ -247,16 +247,19 @@ def _preconditions(config, task, denoise_fn, value_fn, tuned, prompt, greedy_acc
 
 
 def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
-    """One decoder on every problem: accuracy (bootstrap CI), NFE, Path LL, seconds."""
+    """One decoder on every problem: accuracy (bootstrap CI), NFE, Path LL, seconds and, for
+    particle decoders, ``ess_trace``: the mean over problems of ESS / N at each step."""
     fn, b = jax.jit(dec.fn), config.eval_batch
-    correct, pll, nfe, ess = [], [], [], []
+    correct, pll, nfe, ess, ess_sum = [], [], [], [], 0.0
     n_problems = prompt.shape[0]
     t0 = time.perf_counter()
     for i in range(0, n_problems, b):
         p = sharding.shard_batch(prompt[i:i + b], config.get("mesh_shape", (-1,)))
-        r, bad, m_ess = fn(p, jax.random.key(config.seed * 1000 + i))
-        ok, path_ll, n_fe, bad, m_ess = sharding.to_host(
-            (task.verify(p, r.answer), r.path_ll, r.nfe, bad, m_ess))
+        r, bad, step_ess = fn(p, jax.random.key(config.seed * 1000 + i))
+        ok, path_ll, n_fe, bad, step_ess = sharding.to_host(
+            (task.verify(p, r.answer), r.path_ll, r.nfe, bad, step_ess))
+        ess_sum = ess_sum + step_ess.sum(axis=1)  # [S]: summed over problems
+        m_ess = step_ess.min(axis=0)
         if bool(bad):
             raise FloatingPointError(
                 f"dllm {name}: SMC log weights became non-finite on problems {i}.."
@@ -270,6 +273,8 @@ def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
             "accuracy": float(np.mean(correct)), "accuracy_ci": [lo, hi],
             "nfe": float(nfe.mean()), "nfe_batched": float(nfe.mean()) / dec.particles,
             "path_ll": float(pll.mean()),
+            **({"ess_trace": (ess_sum / n_problems / dec.particles).tolist()}
+               if dec.particles > 1 else {}),
             "seconds": time.perf_counter() - t0, "_correct": correct, "_path_ll": pll,
             "_min_ess": ess}
 

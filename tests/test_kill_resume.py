@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -27,6 +29,9 @@ def _first_committed_step(workdir):
     return None
 
 
+# A subprocess run killed and rerun: 70 s at -n 2, so -m slow; every smoke study also checks
+# that a rerun reuses finished units.
+@pytest.mark.slow
 def test_kill_9_mid_run_then_rerun_gives_identical_summary(tmp_path):
     env = {**os.environ, "JAX_PLATFORMS": "cpu"}
     full = tmp_path / "full"

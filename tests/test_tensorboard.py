@@ -123,7 +123,7 @@ def test_extractors_on_results_shaped_like_each_methods_units(tmp_path):
     assert _tags(g) == {("", "gepc/score_model_loss"): 7}
 
     rows = {"best_of_4": {"family": "best_of_n", "particles": 4, "accuracy": 0.5, "nfe": 8.0,
-                          "path_ll": -1.0},
+                          "path_ll": -1.0, "ess_trace": [1.0, 0.75, 0.5]},
             "best_of_1": {"family": "best_of_n", "particles": 1, "accuracy": 0.25, "nfe": 2.0,
                           "path_ll": -2.0}}
     d = scalars.extract("dllm", None, "sudoku",
@@ -131,6 +131,10 @@ def test_extractors_on_results_shaped_like_each_methods_units(tmp_path):
     steps, vals = events._as_series(d[("best_of_n", "dllm/accuracy_vs_particles")])
     np.testing.assert_array_equal(steps, [1, 4])
     np.testing.assert_allclose(vals, [0.25, 0.5])
+    steps, vals = events._as_series(d[("best_of_4", "dllm/mean_ess_over_n_vs_step")])
+    np.testing.assert_array_equal(steps, [0, 1, 2])
+    np.testing.assert_allclose(vals, [1.0, 0.75, 0.5])
+    assert ("best_of_1", "dllm/mean_ess_over_n_vs_step") not in d
 
     f = scalars.extract("rfo", None, "pendulum_rfo",
                         {"env_steps": 512 * np.arange(1, 9), "eval_return": np.ones((3, 8)),

@@ -231,6 +231,10 @@ def dllm(config, unit, result, workdir):
                     if all(field in r for _, r in its):
                         out[(run, f"dllm/{field}_vs_particles")] = (
                             steps, np.array([float(r[field]) for _, r in its]))
+        for dname, row in rows.items():  # SMC health along the decode, per decoder
+            if "ess_trace" in row:
+                trace = np.asarray(row["ess_trace"], np.float64)
+                out[(dname, "dllm/mean_ess_over_n_vs_step")] = (np.arange(len(trace)), trace)
         fit = result.get("poke_fit")
         if isinstance(fit, dict):
             for k in ("mse", "r2"):

@@ -1,6 +1,8 @@
 import json
 import os
 
+import pytest
+
 from experiments import bco as bco_exp
 from experiments.configs import bco as bcfg
 from experiments.lib import registry
@@ -10,6 +12,9 @@ UNITS = ("vs_dim", "vs_rounds", "vs_variation", "families", "variation", "varian
          "one_point")
 
 
+# The notebook at smoke size: 148 s at -n 2 (17 compiles), so -m slow; the suite's quick
+# run (the README's main command) runs the binary.
+@pytest.mark.slow
 def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     cfg = bcfg.get_config("smoke")
     s1, _ = run_notebook("bco", tmp_path)  # colab/bco.ipynb at smoke size

@@ -14,6 +14,9 @@ from jaxlab.dllm import decoding
 from tests.notebooks import run_notebook
 
 
+# The notebook at smoke size: 184 s at -n 2, so -m slow; the suite's quick run (the
+# README's main command) runs the binary.
+@pytest.mark.slow
 def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
     cfg = dllm_config.get_config("smoke")
     summary, _ = run_notebook("dllm", tmp_path)  # colab/dllm.ipynb at smoke size
@@ -32,6 +35,13 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
         v = t["poke_vs_sr_smc"]["2"]
         assert v["difference"] == pytest.approx(v["poke_smc_accuracy"] - v["sr_smc_accuracy"])
         assert v["difference_ci"][0] <= v["difference"] <= v["difference_ci"][1]
+        # ESS / N per step (TensorBoard's dllm/mean_ess_over_n_vs_step): 1/N <= . <= 1;
+        # one entry per unmasking step (one token each) for the token-level decoders.
+        assert "ess_trace" not in d["confidence"]
+        for k in ("best_of_2", "smc_2", "poke_smc_2", "sr_smc_2"):
+            trace = np.asarray(d[k]["ess_trace"])
+            assert np.all((trace >= 0.5 - 1e-6) & (trace <= 1 + 1e-6)), k
+        assert len(d["smc_2"]["ess_trace"]) == len(d["poke_smc_2"]["ess_trace"]) == a
         for row in d.values():
             lo, hi = row["accuracy_ci"]
             assert 0 <= lo <= row["accuracy"] <= hi <= 1

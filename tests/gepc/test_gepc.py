@@ -135,6 +135,9 @@ def test_offline_data_shapes_and_errors():
         data.uniform_noise(0)
 
 
+# The notebook at smoke size: 247 s at -n 2 (two score models trained, five benchmark
+# blocks), so -m slow; the suite's quick run (the README's main command) runs the binary.
+@pytest.mark.slow
 def test_smoke_experiment(tmp_path):
 
     from experiments import gepc as exp

@@ -2,9 +2,13 @@
 
 import json
 
+import pytest
+
 from experiments import device_check_sale
 
 
+# The device-check script end to end on the CPU: 45 s at -n 2, so -m slow.
+@pytest.mark.slow
 def test_smoke_run_records_every_phase(tmp_path):
     out = tmp_path / "check.jsonl"
     path = device_check_sale.main(["--smoke", "--time_budget_s=1", f"--out={out}"])

@@ -76,6 +76,7 @@ def test_bad_critic_and_ppo_arguments_raise():
         ppo.check_config(ppo.PPOConfig(rollout_len=32, episode_length=40))
 
 
+@pytest.mark.slow  # a learning check (38 s at -n 2)
 def test_ppo_improves_pendulum_return():
     pytest.importorskip("brax")
     from jaxlab.rfo import envs
@@ -88,6 +89,7 @@ def test_ppo_improves_pendulum_return():
     assert ev[-5:].mean() > ev[:3].mean() + 30.0  # about -120 at the start
 
 
+@pytest.mark.slow  # a learning check (51 s at -n 2)
 def test_rfo_with_critic_over_carried_episodes_learns():
     pytest.importorskip("brax")
     from jaxlab.rfo import envs

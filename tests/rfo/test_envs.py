@@ -148,7 +148,9 @@ def test_rollout_auto_resets_terminated_envs_and_masks_eval_returns(timed):
     assert np.all(np.asarray(masked)[3:] == 0.0) and np.all(np.asarray(masked)[:3] != 0.0)
 
 
-@pytest.mark.parametrize("method", ["gaussian_critic", "ppo"])
+# PPO on the terminating task: -m slow (30 s at -n 2); PPO's GAE masks have their own test.
+@pytest.mark.parametrize("method", ["gaussian_critic",
+                                    pytest.param("ppo", marks=pytest.mark.slow)])
 def test_trainers_run_on_a_terminating_task(timed, method):
     if method == "ppo":
         cfg = rfo.PPOConfig(num_envs=2, rollout_len=4, minibatches=2, episode_length=8,

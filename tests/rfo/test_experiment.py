@@ -37,6 +37,9 @@ def _run_unit(cfg, workdir, name):
     return study.run_units(units, cfg, str(workdir))[name]
 
 
+# The notebook at smoke size: 140 s at -n 2, so -m slow; the suite's quick run (the README's
+# main command) runs the binary.
+@pytest.mark.slow
 def test_smoke_study_writes_results_and_reuses_finished_units(tmp_path, monkeypatch):
     cfg = rfo_cfg.get_config("smoke")
     cfg.methods = ("rfo_chunked", "ppo")

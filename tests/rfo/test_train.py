@@ -29,8 +29,8 @@ def test_gradients_through_contacts_are_finite_and_informative():
     assert sum(float(np.abs(g).sum()) for g in leaves) > 0  # the ball hits the floor
 
 
-# The Gaussian (APG) learning check runs under -m slow (57 s); the flow policy's is default.
-@pytest.mark.parametrize("policy,chunk", [("flow", 4),
+# Learning checks (57 s each at -n 2): -m slow.
+@pytest.mark.parametrize("policy,chunk", [pytest.param("flow", 4, marks=pytest.mark.slow),
                                           pytest.param("gaussian", 1, marks=pytest.mark.slow)])
 def test_short_training_improves_pendulum_return(policy, chunk):
     task = envs.make_task("pendulum")
@@ -47,7 +47,9 @@ def _leaves(tree):
     return [np.asarray(x) for x in jax.tree.leaves(tree)]
 
 
-@pytest.mark.parametrize("method", ["flow", "gaussian", "ppo"])
+# The flow policy by default; the Gaussian and PPO networks: -m slow (17 s each at -n 2).
+@pytest.mark.parametrize("method", ["flow", pytest.param("gaussian", marks=pytest.mark.slow),
+                                    pytest.param("ppo", marks=pytest.mark.slow)])
 def test_initial_weights_come_from_the_key(method):
     """#18: seeds used to share initial weights (nnx.Rngs(0) / seed + 1)."""
     task = envs.make_task("pendulum")
