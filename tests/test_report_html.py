@@ -84,12 +84,29 @@ def test_report_page_loads_every_figure_in_headless_chromium(tmp_path, monkeypat
     bad = tmp_path / "bad.html"
     html = path.read_text().replace("data:image/png;base64,", "data:image/png;base64,AAAA", 1)
     bad.write_text(html)
+    _check_page(path, tmp_path, 4)
+    dom_bad = _browser("--virtual-time-budget=10000", "--dump-dom", bad.as_uri())
+    assert 'data-images-broken="1"' in re.search(r"<body[^>]*>", dom_bad.stdout).group(0)
+
+
+@pytest.mark.skipif(not os.environ.get("JAXLAB_REPORT_HTML"),
+                    reason="set JAXLAB_REPORT_HTML=<results>/report.html (a real run)")
+def test_a_real_runs_report_page_loads_every_figure(tmp_path):
+    """Opt-in: the page a real suite run wrote (e.g. the quick preset's), same checks."""
+    import pathlib
+
+    path = pathlib.Path(os.environ["JAXLAB_REPORT_HTML"]).resolve()
+    n = path.read_text().count("<img ")
+    assert n > 0, f"{path} has no figure"
+    _check_page(path, tmp_path, n)
+
+
+def _check_page(path, tmp_path, n_images):
+    """Every one of the ``n_images`` figures loads, and a screenshot is not blank."""
     dom = _browser("--virtual-time-budget=10000", "--dump-dom", path.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     body = re.search(r"<body[^>]*>", dom.stdout).group(0)
-    assert 'data-images="4"' in body and 'data-images-broken="0"' in body, body
-    dom_bad = _browser("--virtual-time-budget=10000", "--dump-dom", bad.as_uri())
-    assert 'data-images-broken="1"' in re.search(r"<body[^>]*>", dom_bad.stdout).group(0)
+    assert f'data-images="{n_images}"' in body and 'data-images-broken="0"' in body, body
 
     shot = tmp_path / "shot.png"
     res = _browser("--window-size=1000,1400", f"--screenshot={shot}", path.as_uri())

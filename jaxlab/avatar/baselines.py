@@ -19,7 +19,9 @@ ours, written from the methods they name:
                node's partner changes across plausible one-to-one matchings), different
                sampler.
 
-Checks: ``plan`` [n, n] finite, ``num_samples`` a positive int (ValueError naming it).
+Checks (eager; value checks skipped on traced arrays): ``plan`` square [n, n], finite and
+non-negative; ``x`` 2-D [n, d] and finite; ``num_samples`` a positive int (ValueError
+naming the argument).
 """
 
 import jax
@@ -32,16 +34,36 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
 
+def _check_plan(plan) -> int:
+    """Checks ``plan`` is square [n, n], finite and non-negative; returns n."""
+    validation.check_ndim("plan", plan, 2)
+    n = np.shape(plan)[0]
+    validation.check_shape("plan", plan, (n, n))
+    validation.check_finite("plan", plan)
+    validation.check_in_range("plan", plan, 0.0)
+    return n
+
+
+def _check_x(x, n=None) -> None:
+    validation.check_ndim("x", x, 2)
+    validation.check_shape("x", x, (n, None))
+    validation.check_finite("x", x)
+
+
 def representativeness(x: Array) -> Array:
-    """[n] mean_k cos(x_i, x_k) over all n rows of ``x`` [n, d]."""
+    """[n] mean_k cos(x_i, x_k) over all n rows of ``x`` [n, d] (2-D, finite)."""
+    _check_x(x)
     xn = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), 1e-12)
     return jnp.mean(xn @ xn.T, axis=1)
 
 
 def density_score(plan: Array, x: Array) -> Array:
-    """[n] information density: row entropy of ``plan`` [n, n] times ``representativeness(x)``."""
-    validation.check_ndim("plan", plan, 2)
-    validation.check_shape("x", x, (np.shape(plan)[0], None))
+    """[n] information density: row entropy of ``plan`` [n, n] times ``representativeness(x)``.
+
+    Raises:
+      ValueError: ``plan`` not square, not finite or negative; ``x`` not [n, d] or not finite.
+    """
+    _check_x(x, _check_plan(plan))
     return alignment.row_entropy(plan) * representativeness(jnp.asarray(x, plan.dtype))
 
 
@@ -61,13 +83,14 @@ def sample_matchings(key: PRNGKey, plan: Array, num_samples: int = 16) -> Array:
 
     Args:
       key: PRNG key of the Gumbel perturbations.
-      plan: [n, n] positive plan.
+      plan: [n, n] non-negative finite plan.
       num_samples: K >= 1 (static).
+
+    Raises:
+      ValueError: ``plan`` not square, not finite or negative; ``num_samples`` not a
+        positive int.
     """
-    validation.check_ndim("plan", plan, 2)
-    n = np.shape(plan)[0]
-    validation.check_shape("plan", plan, (n, n))
-    validation.check_finite("plan", plan)
+    n = _check_plan(plan)
     validation.check_positive_int("num_samples", num_samples)
     logp = jnp.log(jnp.maximum(alignment.row_normalise(plan), 1e-30))
     w = logp[None] + jax.random.gumbel(key, (num_samples, n, n), logp.dtype)

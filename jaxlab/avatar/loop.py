@@ -610,7 +610,8 @@ def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_in
     ``lax.switch`` over them, so ``jit(vmap(lambda k, i: run_active_switch(task, k, table,
     i), in_axes=(0, None)))`` compiles once for every strategy of the table (the
     experiment's saving: one compile per task and protocol instead of one per strategy).
-    With the same key, the result equals ``run_active(task, key, *strategies[i])``.
+    With the same key, the result equals ``run_active(task, key, strategies[i][0],
+    score=strategies[i][1], ...)`` with the same settings.
 
     Args:
       task, key, epsilon, ...: as ``run_active``.

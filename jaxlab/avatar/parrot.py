@@ -12,16 +12,24 @@ in AvAtar (yq-leo/AvAtar-ICML26, ``source/active_na.py``: the plan ``T`` and PAR
   2. attribute cost exp(-cos(x1_i, x2_j)) (when the task has attributes);
   3. node cost C0 = position + ``attr_weight`` attribute, anchor pairs set to 0;
   4. the cost spread over the product graph by RWR: C = (1 - beta) C0 + beta W1 C W2^T
-     (fixed point; ``product_rwr``: ``prod_iters`` iterations from C0, error <=
-     beta^K max|C0| / (1 - beta)), then min-max normalised to [0, 1] and anchor pairs set
-     to 0 again (ours: after the diffusion an anchor pair was not the cheapest entry of its
-     row on isomorphic test pairs);
+     (fixed point; ``product_rwr``: K = ``prod_iters`` iterations from C0, error in the
+     Frobenius norm ||C_K - C||_F <= beta^K ||C0 - C||_F <= 2 beta^(K+1) ||C0||_F, since
+     W1 and W2 have spectral norm <= 1; not a max-norm bound, as the symmetric-normalised
+     adjacency can have row sums > 1), then min-max normalised to [0, 1] and anchor pairs
+     set to 0 again (ours: after the diffusion an anchor pair was not the cheapest entry of
+     its row on isomorphic test pairs);
   5. proximal point on the regularised OT objective
         <C, T> - lambda_e n <A1 T A2, T> + lambda_a KL(T || H)        (edge, prior)
      each step the linearised subproblem plus lambda_p KL(T || T_{k-1}), i.e. entropic OT
      with eps = lambda_a + lambda_p on the cost
         C - 2 lambda_e n A1 T_{k-1} A2 - lambda_a log H - lambda_p log T_{k-1}
-     (ott-jax Sinkhorn, log-domain, uniform marginals), from T_0 = 1 / n^2.
+     (ott-jax Sinkhorn, log-domain, uniform marginals), from T_0 = 1 / n^2. The first
+     step (ours, a simplification) leaves the edge term out and solves on
+     C - lambda_a log H only. That is not exact: at T_0 the edge term is
+     2 lambda_e n A1 T_0 A2^T = 2 lambda_e (A1 1)(A2 1)^T / n, constant across pairs only
+     when A1 1 and A2 1 are (regular graphs); on other graphs it would favour pairs of
+     high-degree nodes. (The proximal term lambda_p log T_0 is a constant there, so
+     leaving it out is exact.) Later steps use the full linearisation.
   H is the soft anchor prior: H_ij = 1 on anchor pairs, 1/n elsewhere (the plan is
   pulled toward anchor pairs through the cost, rows are not pinned).
 
@@ -32,9 +40,9 @@ not implemented; H's off-anchor value 1/n; the default weights (``PARROT_DEFAULT
 tuned on any reported seed). float32 in the log domain: the Sinkhorn error is reported by
 the solve (``PlanResult``) like every other plan of the loop.
 
-Checks (eager): ``mask`` [n] bool; the weights finite and >= 0, ``lambda_p`` > 0,
-``restart`` in (0, 1); ``prod_iters`` / ``prox_iters`` positive ints (ValueError naming
-the argument).
+Checks (eager): ``mask`` [n] with a bool dtype (TypeError otherwise); the weights finite
+and >= 0, ``lambda_p`` finite and > 0, ``restart`` in (0, 1); ``prod_iters`` /
+``prox_iters`` positive ints (ValueError naming the argument).
 
 Cost (measured on a 400-node ACM-DBLP subsample, one seed, shared 2-core CPU): each
 Sinkhorn subproblem at eps = 5e-3 took ~2000 iterations (~6 s wall); the defaults (eps = 1e-2,
@@ -80,8 +88,9 @@ PARROT_DEFAULTS = ParrotSettings()
 def check_settings(s: ParrotSettings) -> None:
     """Raises ValueError naming the bad field of a ParrotSettings."""
     for name in ("attr_weight", "lambda_e", "lambda_a"):
-        validation.check_in_range(name, getattr(s, name), 0.0, np.inf)
-    validation.check_in_range("lambda_p", s.lambda_p, 0.0, np.inf, low_inclusive=False)
+        validation.check_in_range(name, getattr(s, name), 0.0, np.inf, high_inclusive=False)
+    validation.check_in_range("lambda_p", s.lambda_p, 0.0, np.inf, low_inclusive=False,
+                              high_inclusive=False)
     validation.check_in_range("restart", s.restart, 0.0, 1.0, low_inclusive=False,
                               high_inclusive=False)
     validation.check_positive_int("prod_iters", s.prod_iters)
@@ -106,10 +115,23 @@ def product_rwr(c0: Array, w1: Array, w2: Array, restart: float, iters: int) -> 
     The fixed point solves (I - restart W2 (x) W1) vec C = (1 - restart) vec C0 (random walk
     with restart over the product graph, restart probability 1 - ``restart``).
 
+    Error: with W1, W2 of spectral norm <= 1 (e.g. the symmetric-normalised adjacencies
+    D^-1/2 A D^-1/2 of the module), C -> W1 C W2^T does not increase the Frobenius norm, so
+    after K = ``iters`` steps ||C_K - C||_F <= restart^K ||C0 - C||_F
+    <= 2 restart^(K+1) ||C0||_F. There is no such bound in the max norm (a normalised
+    adjacency can have row sums > 1).
+
     Args:
-      c0: [n, m] node cost; w1: [n, n], w2: [m, m] transition matrices (spectral radius <= 1).
-      restart: in (0, 1); iters: positive int (static).
+      c0: [n, m] node cost; w1: [n, n], w2: [m, m] transition matrices (spectral norm <= 1).
+      restart: in (0, 1) (exclusive); iters: positive int (static).
+
+    Raises:
+      ValueError: ``restart`` (concrete) outside (0, 1) or NaN; ``iters`` not a positive int.
     """
+    validation.check_in_range("restart", restart, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_positive_int("iters", iters)
+
     def body(c, _):
         return (1.0 - restart) * c0 + restart * (w1 @ c @ w2.T), None
 
@@ -117,10 +139,28 @@ def product_rwr(c0: Array, w1: Array, w2: Array, restart: float, iters: int) -> 
     return c
 
 
+def _check_mask(task, mask) -> None:
+    validation.check_shape("mask", mask, (np.shape(task.truth)[-1],))
+    dtype = getattr(mask, "dtype", None)
+    dtype = np.asarray(mask).dtype if dtype is None else dtype
+    if dtype != np.bool_:
+        raise TypeError(f"`mask` must be a bool array (anchor flags), got dtype {dtype}.")
+
+
+def _anchor_pairs(task, mask: Array) -> Array:
+    """[n, n] bool: True on the anchor pairs (k, truth[k]) with mask[k]."""
+    n = np.shape(task.truth)[-1]
+    return jnp.zeros((n, n), bool).at[jnp.arange(n), jnp.asarray(task.truth)].set(mask)
+
+
 def node_cost(task, mask: Array, attr_weight: float = 1.0) -> Array:
     """[n, n] C0 = exp(-cos(RWR_1[:, A], RWR_2[:, truth A])) + w exp(-cos(x1, x2)), 0 on
-    anchor pairs (steps 1-3 of the module docstring)."""
-    validation.check_shape("mask", mask, (np.shape(task.truth)[-1],))
+    anchor pairs (steps 1-3 of the module docstring).
+
+    Raises:
+      ValueError: ``mask`` not of shape [n]. TypeError: ``mask`` not a bool array.
+    """
+    _check_mask(task, mask)
     truth = jnp.asarray(task.truth)
     m = mask.astype(jnp.float32)
     r1 = jnp.asarray(task.pos1, jnp.float32) * m[None, :]
@@ -129,9 +169,7 @@ def node_cost(task, mask: Array, attr_weight: float = 1.0) -> Array:
     f1, f2 = jnp.asarray(task.feat1, jnp.float32), jnp.asarray(task.feat2, jnp.float32)
     if f1.shape[1] > 1:
         c = c + attr_weight * jnp.exp(-_cos(f1, f2))
-    n = c.shape[0]
-    pair = jnp.zeros((n, n), bool).at[jnp.arange(n), truth].set(mask)
-    return jnp.where(pair, 0.0, c)
+    return jnp.where(_anchor_pairs(task, mask), 0.0, c)
 
 
 def _norm_adj(lap):
@@ -146,14 +184,13 @@ def parrot_cost(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS) -> Array
     c = product_rwr(c0, _norm_adj(task.lap1), _norm_adj(task.lap2), s.restart, s.prod_iters)
     lo, hi = jnp.min(c), jnp.max(c)
     c = (c - lo) / jnp.maximum(hi - lo, 1e-12)
-    return jnp.where(log_prior(task, mask) == 0.0, 0.0, c)  # anchor pairs back to 0
+    return jnp.where(_anchor_pairs(task, mask), 0.0, c)  # anchor pairs back to 0
 
 
 def log_prior(task, mask: Array) -> Array:
     """[n, n] log H: 0 on anchor pairs, log(1/n) elsewhere."""
     n = np.shape(task.truth)[-1]
-    pair = jnp.zeros((n, n), bool).at[jnp.arange(n), jnp.asarray(task.truth)].set(mask)
-    return jnp.where(pair, 0.0, -jnp.log(float(n)))
+    return jnp.where(_anchor_pairs(task, mask), 0.0, -jnp.log(float(n)))
 
 
 def parrot_solve(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS,
@@ -167,12 +204,16 @@ def parrot_solve(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS,
       s: ParrotSettings.
       threshold, max_iterations: each Sinkhorn subproblem's tolerance / cap.
 
+    Raises:
+      ValueError: a bad ``s`` field or ``mask`` shape. TypeError: ``mask`` not bool.
+
     Returns:
       ([n, n] PARROT cost C (for the scores, as AvAtar's code passes it), PlanResult of the
       last subproblem; ``converged`` is the AND over the subproblems, ``marginal_error``
       the last plan's).
     """
     check_settings(s)
+    _check_mask(task, mask)
     cost = parrot_cost(task, mask, s)
     n = cost.shape[0]
     a1, a2 = _norm_adj(task.lap1), _norm_adj(task.lap2)
@@ -183,7 +224,10 @@ def parrot_solve(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS,
     res = None
     for k in range(s.prox_iters):
         lin = cost - s.lambda_a * logh
-        if k > 0:  # T_0 is the independent coupling: the edge term is a constant there
+        # Step 0 leaves the edge term out (our simplification, not exact): at T_0 = 1/n^2
+        # it is 2 lambda_e (A1 1)(A2 1)^T / n, which varies across pairs unless both graphs
+        # are regular. Only the proximal term is a constant at T_0 (module docstring, 5).
+        if k > 0:
             lin = lin - 2.0 * s.lambda_e * n * (a1 @ plan @ a2.T)
             lin = lin - s.lambda_p * jnp.log(jnp.maximum(plan, 1e-30))
         lin = lin - jnp.min(lin)  # a constant shift does not change the plan

@@ -2,8 +2,8 @@
 
 Checks (eager; traced values skipped): ``seq`` is a known loss family with finite
 parameters (``losses.check_seq``), ``x0`` has shape [d], is finite and inside the learner's
-domain (checked by ``learner.init``); ``regret`` / ``dynamic_regret`` need ``info`` with as
-many rounds as ``seq``.
+domain (checked by ``learner.init``); ``predraw`` a bool (TypeError); ``regret`` /
+``dynamic_regret`` need ``info`` with as many rounds as ``seq``.
 """
 
 import functools
@@ -36,7 +36,13 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
 
     Returns:
       RoundInfo with [T] losses, [T, d] played points and estimates.
+
+    Raises:
+      TypeError: ``predraw`` is not a bool.
+      ValueError: a bad ``seq`` or ``x0`` (naming it).
     """
+    if not isinstance(predraw, bool):
+        raise TypeError(f"`predraw` must be a bool, got {type(predraw).__name__}.")
     params, f = losses.round_params(seq)
     validation.check_shape("x0", x0, (params.shape[-1],))
     validation.check_finite("x0", x0)

@@ -28,8 +28,8 @@ Cost in score-network evaluations per image: score norm ``num_noise``, MSMA L, D
 
 Checks (eager, before ``jit``): ``x0`` [B, H, W, C] finite; ``score_norm``: ``t`` in (0, 1],
 ``num_noise`` >= 1; ``msma_features``: ``ts`` in (0, 1]; ``msma_times``: 0 < ``sigma_min``
-<= ``sigma_max``, ``levels`` >= 1; ``diffpath_features``: ``num_steps`` >= 1, ``t0`` in
-(0, 1 - 1e-3); ``denoising_error_map``: ``ts`` in (0, 1].
+<= ``sigma_max`` < inf, ``levels`` >= 1; ``diffpath_features`` and ``ddim_inversion_eps``:
+``num_steps`` >= 1, ``t0`` in (0, 1 - 1e-3); ``denoising_error_map``: ``ts`` in (0, 1].
 """
 
 import functools
@@ -92,7 +92,7 @@ def msma_times(sigma_min: float = 0.02, sigma_max: float = 2.0, levels: int = 10
     """[levels] VP times of MSMA's geometric VE noise grid from ``sigma_max`` down to
     ``sigma_min`` (abar = 1 / (1 + sigma^2)), as float64 numpy."""
     validation.check_in_range("sigma_min", sigma_min, 0.0, low_inclusive=False)
-    validation.check_in_range("sigma_max", sigma_max, sigma_min)
+    validation.check_in_range("sigma_max", sigma_max, sigma_min, np.inf, high_inclusive=False)
     validation.check_positive_int("levels", levels)
     sigmas = np.geomspace(sigma_max, sigma_min, levels)
     return schedule.t_from_sqrt_alpha_bar(1.0 / np.sqrt(1.0 + sigmas**2))
@@ -116,15 +116,31 @@ def diffpath_features(eps_fn, x0: Array, num_steps: int = 10, t0: float = 1e-3) 
       eps, eps^2, eps^3 and of deps, deps^2, deps^3 with deps = num_steps (eps_{k+1} -
       eps_k) (the deps sums are 0 when ``num_steps`` = 1).
     """
+    _check_path(x0, num_steps, t0)
+    return _diffpath_features(eps_fn, x0, num_steps, t0)
+
+
+def _check_path(x0, num_steps, t0) -> None:
+    """The checks of ``diffpath_features`` / ``ddim_inversion_eps`` (module docstring)."""
     _check_x0(x0)
     validation.check_positive_int("num_steps", num_steps)
     validation.check_in_range("t0", t0, 0.0, 1.0 - 1e-3, low_inclusive=False,
                               high_inclusive=False)
-    return _diffpath_features(eps_fn, x0, num_steps, t0)
 
 
 def ddim_inversion_eps(eps_fn, x0, num_steps, t0):
-    """[num_steps, B, H, W, C] eps_theta at the start of each DDIM inversion step."""
+    """[num_steps, B, H, W, C] eps_theta at the start of each DDIM inversion step.
+
+    Args:
+      eps_fn: (x [B, H, W, C], t [B]) -> eps_theta.
+      x0: [B, H, W, C] finite images.
+      num_steps: DDIM inversion steps >= 1 (static int).
+      t0: start time in (0, 1 - 1e-3); the path ends at 1 - 1e-3.
+
+    Raises:
+      ValueError: a bad ``x0``, ``num_steps`` or ``t0`` (as ``diffpath_features``).
+    """
+    _check_path(x0, num_steps, t0)
     b = x0.shape[0]
     ts = jnp.linspace(t0, 1.0 - 1e-3, num_steps + 1)
 

@@ -25,9 +25,11 @@ the selected times and K matching the fit; ``kde_log_density``: ``bandwidth`` > 
 ``x`` columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
 ``fit_gmm``: ``x`` [N, D] finite, ``num_components`` in [1, N], ``iters`` >= 1;
 ``gmm_nll``: ``x`` [M, D] with the fitted D; ``fit_gmm_search``: ``x`` [N, D] finite,
-``components`` in [1, N (k - 1) / k], ``covariance_types`` of sklearn's, ``folds`` (k) in
-[2, N]; ``gmm_search_nll``: ``x`` [M, D] with the fitted D. ``validate_config`` checks a
-GEPC experiment config (called first in ``experiment.train_and_evaluate``).
+``components`` integers in [1, N (k - 1) / k], ``covariance_types`` of sklearn's,
+``folds`` (k) in [2, N], and at least one candidate with a finite held-out
+log-likelihood; ``gmm_search_nll``: ``x`` [M, D] finite with the fitted D.
+``validate_config`` checks a GEPC experiment config (called first in
+``experiment.train_and_evaluate``).
 """
 
 from typing import NamedTuple
@@ -163,7 +165,11 @@ def score(scorer: KDEScorer, features: Array) -> Array:
 
 
 class DiagGMM(NamedTuple):
-    """Diagonal Gaussian mixture: weights [K], means [K, D], variances [K, D]."""
+    """Diagonal Gaussian mixture: weights [K], means [K, D], variances [K, D].
+
+    Kept as the test reference (``fit_gmm`` / ``gmm_nll``); the experiment uses
+    ``fit_gmm_search``.
+    """
 
     weights: np.ndarray
     means: np.ndarray
@@ -172,7 +178,11 @@ class DiagGMM(NamedTuple):
 
 def fit_gmm(x, num_components: int = 4, iters: int = 100, seed: int = 0) -> DiagGMM:
     """EM for a diagonal GMM (a plain density model; the experiment's MSMA / DiffPath-6D use
-    ``fit_gmm_search``)."""
+    ``fit_gmm_search``).
+
+    Kept as the test reference: only the tests use it (with ``gmm_nll`` / ``DiagGMM``),
+    as an independent density model to check the GMM baselines against.
+    """
     x = np.asarray(x, np.float64)
     validation.check_ndim("x", x, 2)
     validation.check_finite("x", x)
@@ -204,7 +214,11 @@ def gmm_component_logpdf(x, g: DiagGMM):
 
 
 def gmm_nll(g: DiagGMM, x) -> np.ndarray:
-    """Negative log-likelihood per row (the OOD score of the GMM baselines)."""
+    """Negative log-likelihood per row of a ``fit_gmm`` model.
+
+    Kept as the test reference; the experiment's GMM baselines score with
+    ``gmm_search_nll``.
+    """
     validation.check_shape("x", x, (None, g.means.shape[1]))
     lp = gmm_component_logpdf(x, g)
     m = lp.max(1)
@@ -240,7 +254,8 @@ def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIAN
 
     Args:
       x: [N, D] ID (calibration) features.
-      components: candidate numbers of components, each in [1, N (folds - 1) / folds].
+      components: candidate numbers of components, each an integer (Python or NumPy; 2.5
+        or NaN is rejected, not truncated) in [1, N (folds - 1) / folds].
       covariance_types: candidates among ``GMM_COVARIANCES``.
       folds: cross-validation folds in [2, N].
       max_iter: EM iterations (official: 200).
@@ -248,6 +263,11 @@ def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIAN
 
     Returns:
       GMMSearch.
+
+    Raises:
+      ValueError: a bad ``x``, ``components``, ``covariance_types``, ``folds`` or
+        ``max_iter`` (naming it), or no candidate fitted (every held-out log-likelihood
+        non-finite).
     """
     from sklearn.mixture import GaussianMixture  # noqa: PLC0415 - host-side density model
     from sklearn.model_selection import GridSearchCV, KFold  # noqa: PLC0415
@@ -262,6 +282,11 @@ def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIAN
     n = x.shape[0]
     if not isinstance(folds, int | np.integer) or not 2 <= folds <= n:
         raise ValueError(f"`folds` must be an integer in [2, {n}], got {folds}.")
+    components = list(components)
+    for k in components:
+        if not isinstance(k, int | np.integer) or isinstance(k, bool):
+            raise ValueError(f"`components` must hold integers, got {k!r} "
+                             f"({type(k).__name__}) in {components}.")
     components = [int(k) for k in components]
     limit = n * (folds - 1) // folds
     if not components or min(components) < 1 or max(components) > limit:
@@ -279,8 +304,18 @@ def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIAN
                                "gmm__covariance_type": covariance_types},
                         cv=KFold(folds, shuffle=True, random_state=seed), n_jobs=1,
                         error_score=-np.inf)
+    what = (f"over `components`={components} x `covariance_types`={covariance_types} on "
+            f"`x` ({n} rows)")
     with threadpool_limits(1):  # tiny EM problems: BLAS threads only contend (measured)
-        grid.fit(x)
+        try:
+            grid.fit(x)
+        except ValueError as e:
+            if "fits failed" not in str(e):  # sklearn: every candidate raised
+                raise
+            raise ValueError(f"no candidate GMM fitted {what}: every fit raised.") from e
+    if not np.isfinite(grid.best_score_):
+        raise ValueError(f"no candidate GMM fitted {what}: the best cross-validated "
+                         f"log-likelihood is {grid.best_score_} (every fit diverged).")
     best = grid.best_params_
     return GMMSearch(grid.best_estimator_, int(best["gmm__n_components"]),
                      str(best["gmm__covariance_type"]), float(grid.best_score_))
@@ -290,6 +325,7 @@ def gmm_search_nll(g: GMMSearch, x) -> np.ndarray:
     """[M] negative log-likelihood of the rows of ``x`` [M, D] (larger = more OOD)."""
     x = np.asarray(x, np.float64)
     validation.check_shape("x", x, (None, g.pipeline.named_steps["scaler"].n_features_in_))
+    validation.check_finite("x", x)
     from threadpoolctl import threadpool_limits  # noqa: PLC0415
 
     with threadpool_limits(1):

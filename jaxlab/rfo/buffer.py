@@ -9,7 +9,9 @@ update ``u`` regularises toward the data of updates ``< u``; ``sample`` draws ro
 (a plain circular array, as in any replay buffer); nothing is copied from a library.
 
 All functions are pure and jit-able; ``init`` checks its sizes eagerly (ValueError naming
-the argument), ``add`` / ``sample`` check shapes on concrete (static) shapes only.
+the argument); ``add`` checks shapes and floating dtypes (static, also under tracing) and
+finiteness of concrete ``obs`` / ``actions`` (skipped when traced); ``sample`` checks
+``batch``.
 """
 
 from typing import NamedTuple
@@ -58,12 +60,20 @@ def add(buf: Buffer, obs: Array, actions: Array) -> Buffer:
 
     Args:
       buf: the buffer.
-      obs: [B, O].
-      actions: [B, H, A].
+      obs: [B, O] floating.
+      actions: [B, H, A] floating.
+
+    Raises:
+      ValueError: a shape mismatch, or NaN / inf in concrete ``obs`` / ``actions``.
+      TypeError: ``obs`` / ``actions`` without a floating dtype.
     """
     n = buf.obs.shape[0]
     validation.check_shape("obs", obs, (None, buf.obs.shape[1]))
     validation.check_shape("actions", actions, (obs.shape[0],) + buf.actions.shape[1:])
+    validation.check_floating("obs", obs)
+    validation.check_floating("actions", actions)
+    validation.check_finite("obs", obs)  # concrete arrays only (traced values pass)
+    validation.check_finite("actions", actions)
     b = obs.shape[0]
     m = min(b, n)  # static: rows that survive
     idx = (buf.ptr + (b - m) + jnp.arange(m, dtype=jnp.int32)) % n

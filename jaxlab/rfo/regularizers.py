@@ -48,7 +48,9 @@ def cfm_loss(key: PRNGKey, graphdef, params, obs: Array, target: Array) -> Array
 
 
 def stability_loss(key: PRNGKey, graphdef, params, obs: Array, actions: Array) -> Array:
-    """CFM on recent data: obs [B, O], actions [B, H, A] in [-1, 1]."""
+    """CFM toward (obs, action chunk) pairs of past policies: obs [B, O], actions [B, H, A]
+    in [-1, 1]. In ``train`` the pairs are drawn from the buffer of earlier updates' data
+    (``buffer.py``, ``train.stability_term``), not from the current rollout."""
     validation.check_ndim("obs", obs, 2)
     validation.check_shape("actions", actions, (obs.shape[0], None, None))
     target = jax.lax.stop_gradient(pre_squash(actions.reshape(actions.shape[0], -1)))

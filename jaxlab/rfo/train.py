@@ -54,7 +54,7 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     ``episode_length`` 0 or a multiple of ``horizon``; ``lr``, ``grad_clip``,
     ``critic_lr`` > 0; ``stability_coef``, ``exploration_coef`` >= 0; ``gamma`` in (0, 1];
     ``buffer_size`` a positive int; ``grad_clip_mode`` in {global_norm, elementwise};
-    ``lr_decay`` a float in (0, 1];
+    ``lr_decay`` a real number (Python or NumPy int / float) in (0, 1];
     ``td_lambda``, ``target_alpha`` in [0, 1]; every float finite.
   * ``reset_envs`` / ``rollout`` / ``rollout_from``: ``num_envs`` and ``horizon``
     positive integers, ``horizon`` a multiple of ``cfg.chunk``.
@@ -79,6 +79,8 @@ from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.rfo import buffer as replay
 from jaxlab.rfo import critic, envs, flow, regularizers
+
+GRAD_CLIP_MODES = ("global_norm", "elementwise")
 
 
 class TrainConfig(NamedTuple):
@@ -167,11 +169,12 @@ def check_config(cfg: TrainConfig) -> None:
     if cfg.critic:
         validation.check_positive_int("critic_iters", cfg.critic_iters)
     validation.check_positive_int("buffer_size", cfg.buffer_size)
-    if cfg.grad_clip_mode not in ("global_norm", "elementwise"):
-        raise ValueError(f"`grad_clip_mode` must be 'global_norm' or 'elementwise', got "
-                         f"{cfg.grad_clip_mode!r}.")
-    if not (isinstance(cfg.lr_decay, float) and 0.0 < cfg.lr_decay <= 1.0):
-        raise ValueError(f"`lr_decay` must be a float in (0, 1], got {cfg.lr_decay!r}.")
+    validation.check_one_of("grad_clip_mode", cfg.grad_clip_mode, GRAD_CLIP_MODES)
+    if (not isinstance(cfg.lr_decay, int | float | np.integer | np.floating)
+            or isinstance(cfg.lr_decay, bool)):
+        raise TypeError(f"`lr_decay` must be a real number in (0, 1], got "
+                        f"{type(cfg.lr_decay).__name__} {cfg.lr_decay!r}.")
+    validation.check_in_range("lr_decay", cfg.lr_decay, 0.0, 1.0, low_inclusive=False)
     validation.check_fields(cfg, {
         "lr": validation.POSITIVE, "grad_clip": validation.POSITIVE,
         "critic_lr": validation.POSITIVE, "stability_coef": validation.NON_NEGATIVE,
@@ -496,7 +499,12 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
 
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     """The policy optimizer: clip (global norm, or element-wise as brax APG's
-    ``optax.clip``), then Adam(b1=0.7, b2=0.95) at ``lr * lr_decay ** update``."""
+    ``optax.clip``), then Adam(b1=0.7, b2=0.95) at ``lr * lr_decay ** update``.
+
+    Raises:
+      ValueError / TypeError: ``cfg`` fails ``check_config`` (naming the field).
+    """
+    check_config(cfg)
     clip = (optax.clip(cfg.grad_clip) if cfg.grad_clip_mode == "elementwise"
             else optax.clip_by_global_norm(cfg.grad_clip))
     lr = (cfg.lr if cfg.lr_decay == 1.0 else

@@ -106,6 +106,8 @@ DEFAULT_CONFIG = KernelConfig()
 
 
 def check_config(config) -> KernelConfig:
+    """``config`` resolved (``KernelConfig.resolved``); TypeError naming ``config`` unless it
+    is a KernelConfig."""
     if not isinstance(config, KernelConfig):
         raise TypeError(f"`config` must be a KernelConfig, got {type(config).__name__}.")
     return config.resolved()
@@ -189,6 +191,12 @@ def triton_warps(rows: int, config: KernelConfig) -> int:
     return int(min(16, max(4, rows // 16)))
 
 
+def _check_backend(backend) -> None:
+    if backend not in BACKENDS:
+        raise ValueError(f"`backend` must be one of {BACKENDS}, got {backend!r} (resolve a "
+                         "KernelConfig with backend None through `check_config`).")
+
+
 def program_resources(backend: str, rows: int, tile: int, d_pad: int, itemsize: int,
                       config: KernelConfig) -> tuple[int, float]:
     """(on-chip bytes, live float32 values per thread) of one program (our model).
@@ -204,7 +212,11 @@ def program_resources(backend: str, rows: int, tile: int, d_pad: int, itemsize: 
       d_pad: padded head dim.
       itemsize: bytes per element of the dot operands (2 for bf16; Mosaic GPU always 2).
       config: KernelConfig (Triton stages and warps).
+
+    Raises:
+      ValueError: ``backend`` not one of ``BACKENDS``.
     """
+    _check_backend(backend)
     f32 = 4
     if backend == "mosaic_gpu":
         itemsize = 2  # Mosaic GPU computes in bf16 (float32 inputs are cast)
@@ -231,7 +243,11 @@ def program_resources(backend: str, rows: int, tile: int, d_pad: int, itemsize: 
 
 def fits(backend: str, rows: int, tile: int, d_pad: int, itemsize: int,
          config: KernelConfig) -> tuple[bool, bool]:
-    """(on-chip memory fits, per-thread registers fit) for one program."""
+    """(on-chip memory fits, per-thread registers fit) for one program.
+
+    Raises:
+      ValueError: ``backend`` not one of ``BACKENDS``.
+    """
     mem, regs = program_resources(backend, rows, tile, d_pad, itemsize, config)
     limit = VMEM_BYTES if backend == "tpu" else SMEM_BYTES
     return mem <= limit, regs <= REG_FLOATS
@@ -244,16 +260,25 @@ def make_plan(q_shape, k_shape, sizes, config: KernelConfig, dtype=jnp.bfloat16,
     Args:
       q_shape, k_shape: shapes of q and k.
       sizes: BlockSizes.
-      config: a resolved KernelConfig (backend set).
+      config: a KernelConfig (resolved here by ``check_config``: backend None becomes
+        the default JAX backend's).
       dtype: dtype of the dot operands (q's); it sets the memory budget.
-      heads_per_program: force h_p (e.g. to decode lists made with another dtype's plan).
+      heads_per_program: force h_p (e.g. to decode lists made with another dtype's plan):
+        a positive int dividing Hq / Hk with h_p r <= ``config.max_bits`` (r: selection
+        blocks per key tile), the bound the automatic choice keeps.
 
     Raises:
-      ValueError: a kept tile would need more than ``max_bits`` bits, or one head per
-        program does not fit the backend's on-chip memory (``block_keys`` too large).
+      TypeError: ``config`` not a KernelConfig.
+      ValueError: Hq not a multiple of Hk (``k_shape``); a bad ``heads_per_program``; a
+        kept tile would need more than ``max_bits`` bits, or one head per program does not
+        fit the backend's on-chip memory (``block_keys`` too large).
     """
+    config = check_config(config)
     b, hq, n, d = q_shape
     hk = k_shape[1]
+    if hk < 1 or hq % hk:
+        raise ValueError(f"`k_shape`: the query heads ({hq}) must be a multiple of the key "
+                         f"heads ({hk}).")
     groups = hq // hk
     bq, bk = sizes.block_q, sizes.block_k
     tile = max(bk, -(-config.block_keys // bk) * bk)
@@ -271,6 +296,15 @@ def make_plan(q_shape, k_shape, sizes, config: KernelConfig, dtype=jnp.bfloat16,
         d_pad = d
     itemsize = jnp.dtype(dtype).itemsize
     if heads_per_program is not None:
+        _checks.check_positive_int("heads_per_program", heads_per_program)
+        if groups % heads_per_program:
+            raise ValueError(f"`heads_per_program`={heads_per_program} must divide the query "
+                             f"heads per key head ({hq} / {hk} = {groups}).")
+        if heads_per_program * sub > config.max_bits:
+            raise ValueError(
+                f"`heads_per_program`={heads_per_program} x {sub} selection blocks per tile "
+                f"needs {heads_per_program * sub} bits per kept tile > "
+                f"`max_bits`={config.max_bits}.")
         hp = heads_per_program
     else:
         hp = 1

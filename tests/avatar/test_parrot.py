@@ -27,6 +27,47 @@ def test_product_rwr_is_the_kronecker_fixed_point():
     np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
 
 
+def test_product_rwr_frobenius_error_bound_on_a_non_regular_graph():
+    """The docstring's bound ||C_K - C||_F <= 2 beta^(K+1) ||C0||_F with the normalised
+    adjacencies I - L of karate (non-regular: row sums differ, some exceed 1)."""
+    task = tasks.real_graph_pair("karate", seed=0)
+    w1 = np.eye(34) - np.asarray(task.lap1, np.float64)
+    w2 = np.eye(34) - np.asarray(task.lap2, np.float64)
+    assert np.abs(w1).sum(1).max() > 1.0  # no max-norm contraction to lean on
+    c0 = np.random.default_rng(0).random((34, 34))
+    beta = 0.5
+    lhs = np.eye(34 * 34) - beta * np.kron(w2, w1)
+    ref = np.linalg.solve(lhs, (1 - beta) * c0.reshape(-1, order="F")).reshape(34, 34,
+                                                                               order="F")
+    for k in (1, 2, 4, 8):
+        got = np.asarray(parrot.product_rwr(jnp.asarray(c0, jnp.float32),
+                                            jnp.asarray(w1, jnp.float32),
+                                            jnp.asarray(w2, jnp.float32), beta, k), np.float64)
+        err = np.linalg.norm(got - ref)
+        assert err <= beta**k * np.linalg.norm(c0 - ref) * (1 + 1e-4) + 1e-5
+        assert err <= 2 * beta ** (k + 1) * np.linalg.norm(c0) * (1 + 1e-4) + 1e-5
+
+
+def test_parrot_mask_must_be_bool_and_settings_finite(iso):
+    n = iso.num_nodes
+    with pytest.raises(TypeError, match="mask"):
+        parrot.node_cost(iso, jnp.ones(n, jnp.float32))
+    with pytest.raises(TypeError, match="mask"):
+        parrot.parrot_solve(iso, np.zeros(n, np.int32))
+    with pytest.raises(ValueError, match="lambda_a"):
+        parrot.check_settings(parrot.PARROT_DEFAULTS._replace(lambda_a=np.inf))
+    with pytest.raises(ValueError, match="restart"):
+        parrot.product_rwr(jnp.ones((3, 3)), jnp.eye(3), jnp.eye(3), 1.0, 2)
+    with pytest.raises(ValueError, match="iters"):
+        parrot.product_rwr(jnp.ones((3, 3)), jnp.eye(3), jnp.eye(3), 0.5, 0)
+    # the anchor reset uses the pair mask: exactly the anchor pairs are 0 after normalising
+    mask = _mask(n)
+    c = np.asarray(parrot.parrot_cost(iso, jnp.asarray(mask)))
+    pairs = np.zeros((n, n), bool)
+    pairs[np.flatnonzero(mask), iso.truth[mask]] = True
+    np.testing.assert_array_equal(c[pairs], 0.0)
+
+
 def test_rwr_positions_match_personalised_pagerank():
     g = nx.karate_club_graph()
     adj = nx.to_numpy_array(g, nodelist=range(g.number_of_nodes()), weight=None)

@@ -7,7 +7,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import avatar
-from jaxlab.avatar import adjoint, alignment, datasets, loop, scores, solvers, tasks, utilities
+from jaxlab.avatar import (
+    adjoint,
+    alignment,
+    baselines,
+    datasets,
+    loop,
+    parrot,
+    scores,
+    solvers,
+    tasks,
+    utilities,
+)
 from tests.bad_inputs.harness import Case, train_smoke
 
 EPS = 0.1
@@ -219,4 +230,43 @@ CASES = [
     Case("avatar/config/hard_init_frac_one", lambda: _train(hard_init_frac=1.0),
          "config.hard_init_frac"),
     Case("avatar/config/real_nodes_zero", lambda: _train(real_nodes=0), "config.real_nodes"),
+    # --- review: PARROT and the density / topmatchings baselines ---------------------------
+    Case("avatar/product_rwr/restart_one", lambda: parrot.product_rwr(
+        _cost(4, 4), jnp.eye(4), jnp.eye(4), 1.0, 3), "restart"),
+    Case("avatar/product_rwr/restart_zero", lambda: parrot.product_rwr(
+        _cost(4, 4), jnp.eye(4), jnp.eye(4), 0.0, 3), "restart"),
+    Case("avatar/product_rwr/restart_nan", lambda: parrot.product_rwr(
+        _cost(4, 4), jnp.eye(4), jnp.eye(4), np.nan, 3), "restart"),
+    Case("avatar/product_rwr/iters_zero", lambda: parrot.product_rwr(
+        _cost(4, 4), jnp.eye(4), jnp.eye(4), 0.5, 0), "iters"),
+    Case("avatar/product_rwr/iters_float", lambda: parrot.product_rwr(
+        _cost(4, 4), jnp.eye(4), jnp.eye(4), 0.5, 2.5), "iters"),
+    Case("avatar/parrot_settings/lambda_e_inf", lambda: parrot.check_settings(
+        parrot.PARROT_DEFAULTS._replace(lambda_e=np.inf)), "lambda_e"),
+    Case("avatar/parrot_settings/lambda_p_inf", lambda: parrot.check_settings(
+        parrot.PARROT_DEFAULTS._replace(lambda_p=np.inf)), "lambda_p"),
+    Case("avatar/run_active/parrot_attr_weight_inf", lambda: _run(
+        solver=parrot.PARROT_DEFAULTS._replace(attr_weight=np.inf)), "attr_weight"),
+    Case("avatar/node_cost/mask_float", lambda: parrot.node_cost(
+        _karate(), np.ones(34, np.float32)), "mask"),
+    Case("avatar/parrot_solve/mask_int", lambda: parrot.parrot_solve(
+        _karate(), jnp.zeros(34, jnp.int32)), "mask"),
+    Case("avatar/density/plan_not_square", lambda: baselines.density_score(
+        _plan(), np.ones((6, 3))), "plan"),
+    Case("avatar/density/plan_nan", lambda: baselines.density_score(
+        _with(np.full((4, 4), 0.25), (0, 0), np.nan), np.ones((4, 3))), "plan"),
+    Case("avatar/density/plan_negative", lambda: baselines.density_score(
+        _with(np.full((4, 4), 0.25), (0, 0), -0.25), np.ones((4, 3))), "plan"),
+    Case("avatar/density/x_inf", lambda: baselines.density_score(
+        np.full((4, 4), 0.25), _with(np.ones((4, 3)), (1, 1), np.inf)), "x"),
+    Case("avatar/density/x_1d", lambda: baselines.density_score(
+        np.full((4, 4), 0.25), np.ones(4)), "x"),
+    Case("avatar/representativeness/x_nan", lambda: baselines.representativeness(
+        _with(np.ones((4, 3)), (0, 0), np.nan)), "x"),
+    Case("avatar/representativeness/x_1d", lambda: baselines.representativeness(
+        np.ones(4)), "x"),
+    Case("avatar/sample_matchings/plan_negative", lambda: baselines.sample_matchings(
+        jax.random.key(0), _with(np.full((4, 4), 0.25), (2, 1), -0.1), 4), "plan"),
+    Case("avatar/topmatchings/plan_not_square", lambda: baselines.topmatchings_score(
+        jax.random.key(0), _plan(), 4), "plan"),
 ]

@@ -133,6 +133,12 @@ CASES = [
     Case("bco/run/x0_outside_domain", lambda: _run(x0=jnp.full(D, 5.0)), "x0"),
     Case("bco/run/x0_nan", lambda: _run(x0=jnp.array([0.0, np.nan, 0.0])), "x0"),
     Case("bco/run/x0_shape", lambda: _run(x0=jnp.zeros(D + 1)), "x0"),
+    Case("bco/run/predraw_string", lambda: bco.run(
+        bco.gradient_variation(bco.ball(D), 0.1), jax.random.key(1), _seq(), jnp.zeros(D),
+        predraw="yes"), "predraw"),
+    Case("bco/run/predraw_int", lambda: bco.run(
+        bco.gradient_variation(bco.ball(D), 0.1), jax.random.key(1), _seq(), jnp.zeros(D),
+        predraw=1), "predraw"),
     Case("bco/run/centers_nan", lambda: _run(seq=losses.QuadraticSeq(
         jnp.full((10, D), jnp.nan), jnp.float32(1.0))), "seq.centers"),
     Case("bco/run/thetas_inf", lambda: _run(seq=losses.LinearSeq(

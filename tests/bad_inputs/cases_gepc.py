@@ -22,6 +22,10 @@ def _with(x, idx, value):
     return x
 
 
+def _gmm_x(n=40, seed=0):
+    return np.random.default_rng(seed).normal(size=(n, 2))
+
+
 def _score(x, t):
     return -x
 
@@ -133,6 +137,29 @@ CASES = [
         _eps, _x(), num_steps=0), "num_steps"),
     Case("gepc/diffpath/t0_negative", lambda: baselines.diffpath_features(
         _eps, _x(), t0=-0.5), "t0"),
+    Case("gepc/msma_times/sigma_max_inf", lambda: baselines.msma_times(0.02, np.inf),
+         "sigma_max"),
+    Case("gepc/msma_times/sigma_max_nan", lambda: baselines.msma_times(0.02, np.nan),
+         "sigma_max"),
+    Case("gepc/ddim_inversion_eps/num_steps_zero", lambda: baselines.ddim_inversion_eps(
+        _eps, _x(), 0, 1e-3), "num_steps"),
+    Case("gepc/ddim_inversion_eps/t0_zero", lambda: baselines.ddim_inversion_eps(
+        _eps, _x(), 4, 0.0), "t0"),
+    Case("gepc/ddim_inversion_eps/t0_past_end", lambda: baselines.ddim_inversion_eps(
+        _eps, _x(), 4, 0.9995), "t0"),
+    Case("gepc/ddim_inversion_eps/x0_nan", lambda: baselines.ddim_inversion_eps(
+        _eps, _with(_x(), (0, 0, 0, 0), np.nan), 4, 1e-3), "x0"),
+    Case("gepc/ddim_inversion_eps/x0_3d", lambda: baselines.ddim_inversion_eps(
+        _eps, _x()[..., 0], 4, 1e-3), "x0"),
+    Case("gepc/fit_gmm_search/components_fractional", lambda: scoring.fit_gmm_search(
+        _gmm_x(), components=(1, 2.5), folds=2), "components"),
+    Case("gepc/fit_gmm_search/components_nan", lambda: scoring.fit_gmm_search(
+        _gmm_x(), components=(np.nan,), folds=2), "components"),
+    Case("gepc/fit_gmm_search/components_bool", lambda: scoring.fit_gmm_search(
+        _gmm_x(), components=(True,), folds=2), "components"),
+    Case("gepc/gmm_search_nll/x_nan", lambda: scoring.gmm_search_nll(
+        scoring.fit_gmm_search(_gmm_x(), components=(1,), covariance_types=("diag",),
+                               folds=2), _with(np.zeros((3, 2)), (1, 0), np.nan)), "x"),
     Case("gepc/denoising_error_map/ts_zero", lambda: baselines.denoising_error_map(
         _eps, _x(), jax.random.key(0), [0.0]), "ts"),
     Case("gepc/denoising_error_map/x0_nan", lambda: baselines.denoising_error_map(

@@ -47,6 +47,22 @@ def _gae(r=None, v=None, gamma=0.9, lam=0.5, **kw):
     return ppo.gae(r, v, gamma, lam, **kw)
 
 
+def _optimizer(**over):
+    from jaxlab import rfo
+    from jaxlab.rfo import train as rfo_train
+
+    return rfo_train.make_optimizer(rfo.TrainConfig(**over)).init(jnp.zeros(3))
+
+
+def _buffer_add(obs=None, actions=None):
+    from jaxlab.rfo import buffer
+
+    buf = buffer.init(4, 3, 2, 1)
+    obs = jnp.ones((2, 3)) if obs is None else obs
+    actions = jnp.zeros((2, 2, 1)) if actions is None else actions
+    return buffer.add(buf, obs, actions)
+
+
 def _polyak(alpha):
     from jaxlab.rfo import critic
 
@@ -244,4 +260,20 @@ CASES = [
     Case("rfo.config.unknown_task", lambda: _experiment(tasks=("walker",)), "config.tasks"),
     Case("rfo.config.env_steps_zero", lambda: _experiment(env_steps=0), "config.env_steps"),
     Case("rfo.config.num_chunks_zero", lambda: _experiment(num_chunks=0), "config.num_chunks"),
+    # make_optimizer checks its config first (review).
+    Case("rfo.make_optimizer.grad_clip_mode_unknown", lambda: _optimizer(grad_clip_mode="norm"),
+         "grad_clip_mode"),
+    Case("rfo.make_optimizer.lr_decay_above_one", lambda: _optimizer(lr_decay=1.5), "lr_decay"),
+    Case("rfo.make_optimizer.lr_decay_string", lambda: _optimizer(lr_decay="0.9"), "lr_decay"),
+    Case("rfo.make_optimizer.lr_decay_bool", lambda: _optimizer(lr_decay=True), "lr_decay"),
+    Case("rfo.make_optimizer.lr_nan", lambda: _optimizer(lr=float("nan")), "lr"),
+    Case("rfo.make_optimizer.grad_clip_zero", lambda: _optimizer(grad_clip=0.0), "grad_clip"),
+    # buffer.add: floating dtypes, finite concrete rows.
+    Case("rfo.buffer.add_obs_int", lambda: _buffer_add(obs=jnp.ones((2, 3), jnp.int32)), "obs"),
+    Case("rfo.buffer.add_actions_int", lambda: _buffer_add(
+        actions=jnp.ones((2, 2, 1), jnp.int32)), "actions"),
+    Case("rfo.buffer.add_obs_nan", lambda: _buffer_add(
+        obs=jnp.ones((2, 3)).at[0, 1].set(jnp.nan)), "obs"),
+    Case("rfo.buffer.add_actions_inf", lambda: _buffer_add(
+        actions=jnp.ones((2, 2, 1)).at[1, 0, 0].set(jnp.inf)), "actions"),
 ]

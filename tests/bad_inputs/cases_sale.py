@@ -4,6 +4,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.attention import attention
+from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
 from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
@@ -134,6 +135,29 @@ CASES = [
          "`kv_heads`"),
     Case("structured_qkv: int dtype", lambda: structured_qkv(n=64, d=17, dtype=jnp.int32),
          "`dtype`"),
+    # make_plan / program_resources / fits (heads 4 / 1: one GQA group of 4 query heads;
+    # the default BlockSizes and 64-key tiles give r = 2 selection blocks per tile).
+    Case("make_plan: heads_per_program 0", lambda: C.make_plan(
+        (1, 4, 256, 32), (1, 1, 256, 32), R.BlockSizes(), KernelConfig("triton"),
+        heads_per_program=0), "`heads_per_program`"),
+    Case("make_plan: heads_per_program 2.0", lambda: C.make_plan(
+        (1, 4, 256, 32), (1, 1, 256, 32), R.BlockSizes(), KernelConfig("triton"),
+        heads_per_program=2.0), "`heads_per_program`"),
+    Case("make_plan: heads_per_program 3 does not divide 4", lambda: C.make_plan(
+        (1, 4, 256, 32), (1, 1, 256, 32), R.BlockSizes(), KernelConfig("triton"),
+        heads_per_program=3), "`heads_per_program`"),
+    Case("make_plan: heads_per_program 4 x r 2 > max_bits 4", lambda: C.make_plan(
+        (1, 4, 256, 32), (1, 1, 256, 32), R.BlockSizes(), KernelConfig("triton", max_bits=4),
+        heads_per_program=4), "`heads_per_program`"),
+    Case("make_plan: config a string", lambda: C.make_plan(
+        (1, 4, 256, 32), (1, 1, 256, 32), R.BlockSizes(), "triton"), "`config`"),
+    Case("make_plan: 3 query heads on 2 key heads", lambda: C.make_plan(
+        (1, 3, 256, 32), (1, 2, 256, 32), R.BlockSizes(), KernelConfig("triton")),
+        "`k_shape`"),
+    Case("program_resources: backend None", lambda: C.program_resources(
+        None, 64, 64, 64, 2, KernelConfig("triton")), "`backend`"),
+    Case("fits: backend cuda", lambda: C.fits("cuda", 64, 64, 64, 2, KernelConfig("triton")),
+         "`backend`"),
 ]
 
 CASES = [c._replace(name=f"sale/{c.name}") for c in CASES]

@@ -151,3 +151,28 @@ def test_elsewhere_split_uses_the_other_dataset_only():
     assert not any(r.tobytes() in fit_rows for r in test)
     mnist_train = {r.tobytes() for r in exp.id_split(c)[0]}
     assert not any(r.tobytes() in mnist_train for r in np.concatenate([fit, test, held]))
+
+
+@pytest.mark.parametrize("failure", ["nonfinite_score", "fit_raises"])
+def test_gmm_search_raises_when_no_candidate_fits(monkeypatch, failure):
+    """Every candidate failing (non-finite held-out score, or every fit raising) is a clear
+    ValueError naming the search, not a model chosen at a -inf score."""
+    from sklearn.mixture import GaussianMixture
+
+    if failure == "nonfinite_score":
+        monkeypatch.setattr(GaussianMixture, "score", lambda self, x, y=None: -np.inf)
+    else:
+        def fail(self, x, y=None):
+            raise ValueError("ill-defined empirical covariance")
+
+        monkeypatch.setattr(GaussianMixture, "fit", fail)
+    x = np.random.default_rng(0).normal(size=(30, 2))
+    with pytest.raises(ValueError, match="no candidate GMM fitted .*`components`"):
+        scoring.fit_gmm_search(x, components=(1, 2), covariance_types=("diag",), folds=3)
+
+
+def test_gmm_search_components_accepts_numpy_ints():
+    x = np.random.default_rng(0).normal(size=(30, 2))
+    g = scoring.fit_gmm_search(x, components=np.array([1, 2]), covariance_types=("diag",),
+                               folds=3)
+    assert g.n_components in (1, 2)

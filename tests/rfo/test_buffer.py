@@ -134,3 +134,20 @@ def test_apg_optimizer_matches_numpy_adam_with_elementwise_clip_and_decay():
 def test_bad_optimizer_fields_raise(field, value):
     with pytest.raises(ValueError, match=field):
         rfo_train.check_config(rfo_train.TrainConfig(**{field: value}))
+
+
+@pytest.mark.parametrize("value", [np.float32(0.9), np.float64(0.9), 1, np.int64(1)])
+def test_lr_decay_accepts_numpy_floats_and_ints(value):
+    cfg = rfo_train.TrainConfig(lr_decay=value)
+    rfo_train.check_config(cfg)
+    opt = rfo_train.make_optimizer(cfg)
+    opt.update(jnp.ones(3), opt.init(jnp.zeros(3)), jnp.zeros(3))
+
+
+@pytest.mark.parametrize("field,value,error", [("lr_decay", "0.9", TypeError),
+                                               ("lr_decay", True, TypeError),
+                                               ("grad_clip_mode", "norm", ValueError),
+                                               ("lr", float("nan"), ValueError)])
+def test_make_optimizer_checks_the_config_first(field, value, error):
+    with pytest.raises(error, match=field):
+        rfo_train.make_optimizer(rfo_train.TrainConfig(**{field: value}))
