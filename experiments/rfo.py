@@ -42,6 +42,11 @@ from jaxlab.rfo import envs, train
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
            "shac_gaussian", "apg", "ppo")
+# Comparisons declared before any ablation run (session 9): RFO with both regularisers
+# minus each ablation and each baseline, paired by seed (every method on a task sees the
+# same seed keys), final eval return, Student-t 95% CI over seeds. Reported for every pair
+# present in a run; nothing else is compared in the summary.
+DECLARED = tuple(("rfo", m) for m in METHODS if m != "rfo")
 # regulariser ablations of the flow methods: (stability on, exploration on)
 ABLATIONS = {"rfo": (True, True), "rfo_chunked": (True, True), "rfo_none": (False, False),
              "rfo_stability": (True, False), "rfo_exploration": (False, True)}
@@ -220,21 +225,34 @@ def _runs(config, out) -> dict:
     return {t: {m: out[f"{t}_{m}"] for m in ms} for t, ms in _task_methods(config).items()}
 
 
+def _final(run) -> np.ndarray:
+    """[seeds] final eval return: the mean over the last 10% of updates, per seed."""
+    ev = np.asarray(run["eval_return"])
+    return ev[:, -max(1, ev.shape[1] // 10):].mean(axis=1)
+
+
 def _summarize(config, out) -> dict:
     summary = {"config": config.to_dict(), "final_eval_return": {}}
     for t, by_m in _runs(config, out).items():
         summary["final_eval_return"][t] = {}
         for m, r in by_m.items():
             ev = np.asarray(r["eval_return"])
-            k = max(1, ev.shape[1] // 10)  # mean of the last 10% of updates, per seed
-            final = ev[:, -k:].mean(axis=1)
-            mean, hw = metrics.mean_and_ci(final)
+            mean, hw = metrics.mean_and_ci(_final(r))
             summary["final_eval_return"][t][m] = {
                 "mean": float(mean), "ci95": float(hw), "initial": float(ev[:, 0].mean()),
                 "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
                 "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
             logging.info("%s %s: eval return %.1f +- %.1f after %d env steps", t, m, mean, hw,
                          r["env_steps"][-1])
+        finals = {m: _final(r) for m, r in by_m.items()}
+        paired = {}
+        for a, b in DECLARED:
+            if a in finals and b in finals and len(finals[a]) == len(finals[b]) > 1:
+                mean, hw = metrics.mean_and_ci(finals[a] - finals[b])
+                paired[f"{a} - {b}"] = {"mean": float(mean), "ci95": float(hw),
+                                        "seeds": len(finals[a])}
+        if paired:
+            summary.setdefault("paired_final_eval_return", {})[t] = paired
     if "throughput" in out:
         summary["throughput"] = out["throughput"]
     return summary
@@ -267,6 +285,13 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         cells = ", ".join(f"{m} {v['mean']:.1f} +- {v['ci95']:.1f}" for m, v in by_m.items())
         steps = max(v["env_steps"] for v in by_m.values())
         rows.append((f"{t}: final eval return at {steps} env steps (mean +- 95% CI)", cells))
+        paired = summary.get("paired_final_eval_return", {}).get(t)
+        if paired:
+            n = next(iter(paired.values()))["seeds"]
+            rows.append((f"{t}: declared paired differences of final eval return ({n} seeds, "
+                         "mean +- t 95% CI)",
+                         ", ".join(f"{k} {v['mean']:+.1f} +- {v['ci95']:.1f}"
+                                   for k, v in paired.items())))
     if "throughput" in summary:
         tp = summary["throughput"]
         rates = sorted(tp["env_steps_per_s"].items(), key=lambda kv: int(kv[0]))

@@ -98,22 +98,10 @@ def model_inputs(model, task, num: int, seed: int):
     return capture_qkv(model, tokens)
 
 
-def row_recall(q, k, keep, sizes, causal):
-    """[B, Hq, N] exact attention mass of each query row inside its kept blocks."""
-    n, d = q.shape[2], q.shape[3]
-    g = q.shape[1] // k.shape[1]
-    s = jnp.einsum("bhnd,bhmd->bhnm", q, jnp.repeat(k, g, axis=1)) / jnp.sqrt(d)
-    if causal:
-        s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
-    p = jax.nn.softmax(s, -1)
-    elem = jnp.repeat(jnp.repeat(keep, sizes.block_q, 2), sizes.block_k, 3)[:, :, :n, :n]
-    return jnp.sum(jnp.where(elem, p, 0.0), -1)
-
-
-def metrics(q, k, v, tau, sizes, causal) -> dict:
+def metrics(q, k, v, tau, sizes, causal, dense) -> dict:
+    """SALE at ``tau`` against ``dense`` (the layer's dense attention, computed once)."""
     out, keep = R.sale_attention(q, k, v, tau, sizes, 8, causal)
-    dense = R.dense_attention(q, k, v, causal)
-    rec = row_recall(q, k, keep, sizes, causal)
+    rec = R.attention_row_recall(q, k, keep, sizes, causal)
     err = jnp.abs(out - dense)
     return {"density": float(R.causal_density(keep, q.shape[2], sizes, causal).mean()),
             "recall_mean": float(rec.mean()), "recall_worst_row": float(rec.min()),
@@ -134,8 +122,9 @@ def evaluate(source: str, layers, sizes, causal, taus, theta) -> list[dict]:
         base = {"source": source, "layer": li, "n": q.shape[2], "d": q.shape[3],
                 "heads": q.shape[1], "kv_heads": k.shape[1], "batch": q.shape[0],
                 "causal": causal}
+        dense = R.dense_attention(q, k, v, causal)
         for tau in taus:
-            row = {**base, "tau": tau, **metrics(q, k, v, tau, sizes, causal)}
+            row = {**base, "tau": tau, **metrics(q, k, v, tau, sizes, causal, dense)}
             if li == 0 and tau == taus[0]:
                 row["kernel_kept_equal"] = kernel_kept_equal(q, k, v, tau, sizes, causal)
             rows.append(row)
@@ -144,7 +133,7 @@ def evaluate(source: str, layers, sizes, causal, taus, theta) -> list[dict]:
         rows.append({**base, "tau": "calibrated", "theta_official": theta,
                      "theta_per_element": theta_el,
                      "tau_per_head": [float(t) for t in tau_h],
-                     **metrics(q, k, v, tau_h, sizes, causal)})
+                     **metrics(q, k, v, tau_h, sizes, causal, dense)})
     return rows
 
 

@@ -291,14 +291,19 @@ def _sale_attention(q, k, v, tau, sizes: BlockSizes, bits: int | None, causal: b
     return out.astype(q.dtype), keep
 
 
-def attention_recall(q, k, keep, sizes: BlockSizes = BlockSizes(), causal: bool = False):
-    """[B, Hq] mean over queries of the exact attention mass inside the kept blocks."""
+def attention_row_recall(q, k, keep, sizes: BlockSizes = BlockSizes(), causal: bool = False):
+    """[B, Hq, N] exact attention mass of each query row inside its kept blocks."""
     n = q.shape[2]
     s = _exact_scores(q, k)
     if causal:
         s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
     p = jax.nn.softmax(s, -1)
-    return jnp.sum(jnp.where(_element_mask(keep, sizes, n, causal), p, 0.0), -1).mean(-1)
+    return jnp.sum(jnp.where(_element_mask(keep, sizes, n, causal), p, 0.0), -1)
+
+
+def attention_recall(q, k, keep, sizes: BlockSizes = BlockSizes(), causal: bool = False):
+    """[B, Hq] mean over queries of the exact attention mass inside the kept blocks."""
+    return attention_row_recall(q, k, keep, sizes, causal).mean(-1)
 
 
 def causal_density(keep, n: int, sizes: BlockSizes = BlockSizes(), causal: bool = True):

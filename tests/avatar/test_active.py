@@ -191,14 +191,17 @@ def test_algorithm_vmaps_over_seeds():
 
 
 def test_switch_run_equals_per_strategy_runs(karate):
-    # One compiled program (traced strategy index) must reproduce each separate run.
+    # One compiled program (traced strategy index) must reproduce each separate compiled
+    # run. (Against eager op-by-op execution, two nodes with near-equal scores in karate
+    # swap places within a round's top-k on jax 0.12: same set, same MRR.)
     table = (("avatar", "official"), ("random", "abs"), ("entropy", "abs"))
     kw = dict(rounds=2, init_frac=0.2, budget_frac=0.3, utility="sq_l2", protocol="paper")
     run = jax.jit(lambda k, i: avatar.run_active_switch(karate, k, table, i, **kw))
     key = jax.random.key(3)
     for i, (strat, score) in enumerate(table):
         got = run(key, np.int32(i))
-        ref = avatar.run_active(karate, key, strat, score=score, **kw)
+        ref = jax.jit(lambda k, s=strat, sc=score: avatar.run_active(
+            karate, k, s, score=sc, **kw))(key)
         np.testing.assert_array_equal(np.asarray(got.queried), np.asarray(ref.queried))
         np.testing.assert_allclose(np.asarray(got.metrics["mrr"]),
                                    np.asarray(ref.metrics["mrr"]), rtol=1e-6)

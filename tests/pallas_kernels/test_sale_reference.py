@@ -110,3 +110,26 @@ def test_bad_input():
         R.BlockSizes(block_q=48, block_k=32)
     with pytest.raises(ValueError, match="theta"):
         R.calibrate_tau(q, k, v, 0.0)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_row_recall_matches_numpy_and_averages_to_recall(causal):
+    """attention_row_recall against a numpy softmax with the kept blocks expanded by hand."""
+    rng = np.random.default_rng(3)
+    b, hq, hk, n, d = 1, 4, 2, 24, 8
+    q, k = (rng.normal(size=(b, h, n, d)).astype(np.float32) for h in (hq, hk))
+    sizes = R.BlockSizes(8, 8, local=8)
+    keep = rng.random((b, hq, n // 8, n // 8)) < 0.5
+    got = np.asarray(R.attention_row_recall(jnp.asarray(q), jnp.asarray(k), jnp.asarray(keep),
+                                            sizes, causal))
+    kk = np.repeat(k, hq // hk, axis=1).astype(np.float64)
+    s = np.einsum("bhnd,bhmd->bhnm", q.astype(np.float64), kk) / np.sqrt(d)
+    if causal:
+        s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+    p = np.exp(s - s.max(-1, keepdims=True))
+    p /= p.sum(-1, keepdims=True)
+    elem = np.kron(keep, np.ones((8, 8))).astype(bool)
+    want = np.where(elem, p, 0.0).sum(-1)
+    np.testing.assert_allclose(got, want, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(R.attention_recall(q, k, keep, sizes, causal)),
+                               got.mean(-1), rtol=1e-6)

@@ -3,6 +3,7 @@
 import json
 import os
 
+import numpy as np
 import pytest
 
 pytest.importorskip("brax")
@@ -128,3 +129,31 @@ def test_methods_are_named_for_what_they_run():
         experiment._validate(_with(cfg, **{"rfo.buffer_size": 0}))
     with pytest.raises(ValueError, match="apg.lr_decay"):
         experiment._validate(_with(cfg, **{"apg.lr_decay": 1.5}))
+
+
+def test_declared_paired_differences_are_per_seed_differences_of_final_returns():
+    """The summary's paired comparisons (declared in experiment.DECLARED) against numpy:
+    per seed, the mean of the last 10% of eval returns, differenced, then a t 95% CI."""
+    from scipy import stats
+
+    cfg = rfo_cfg.get_config("cpu_ablation")
+    rng = np.random.default_rng(0)
+    out = {f"pendulum_{m}": {"eval_return": rng.normal(size=(5, 20)) + i,
+                             "env_steps": np.arange(1, 21) * 512, "wall_s": 1.0,
+                             "nonfinite_grad_updates": np.zeros(20)}
+           for i, m in enumerate(cfg.methods)}
+    s = experiment._summarize(cfg, out)
+    got = s["paired_final_eval_return"]["pendulum"]
+    assert set(got) == {f"rfo - {m}" for m in cfg.methods if m != "rfo"}
+    for m in cfg.methods:
+        if m == "rfo":
+            continue
+        d = (out["pendulum_rfo"]["eval_return"][:, -2:].mean(1)
+             - out[f"pendulum_{m}"]["eval_return"][:, -2:].mean(1))
+        hw = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
+        assert got[f"rfo - {m}"]["seeds"] == 5
+        np.testing.assert_allclose([got[f"rfo - {m}"]["mean"], got[f"rfo - {m}"]["ci95"]],
+                                   [d.mean(), hw], rtol=1e-10)
+    rows = dict(experiment.headline(s))
+    assert "rfo - rfo_none" in rows["pendulum: declared paired differences of final eval "
+                                    "return (5 seeds, mean +- t 95% CI)"]
