@@ -34,6 +34,11 @@ def test_smoke_experiment_writes_results_and_resumes(tmp_path):
             assert lo <= r["ratio"]["value"] <= hi
             assert isinstance(r["best_constant_at_grid_edge"], bool)
             assert set(r["growth_sweep"]) == {"p=0.667", "p=2"}
+    # The notebook's run wrote TensorBoard events (process 0), read back with tbparse.
+    from tests.test_tensorboard import read
+
+    tags = {t for _, t in read(tmp_path / "tb")}
+    assert {"qlearning/q_error", "qlearning/target_error"} <= tags, tags
     # Rerunning in the same workdir restores the finished units: identical numbers.
     s2 = registry.train_and_evaluate("qlearning", cfg, str(tmp_path))
     assert s2["families"] == s1["families"]
