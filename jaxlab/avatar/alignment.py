@@ -20,6 +20,22 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array
 
 
+def cosine_similarity(x: Array, y: Array) -> Array:
+    """[n, m] cosine similarity of the rows of ``x`` [n, d] and ``y`` [m, d] (rows of norm
+    below 1e-12 are divided by 1e-12, so a zero row has similarity 0 to everything).
+
+    Raises:
+      ValueError: ``x`` or ``y`` not 2-D, or their row lengths differ.
+    """
+    validation.check_ndim("x", x, 2)
+    validation.check_ndim("y", y, 2)
+    if x.shape[1] != y.shape[1]:
+        raise ValueError(f"`x` rows have {x.shape[1]} entries, `y` rows {y.shape[1]}.")
+    xn = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), 1e-12)
+    yn = y / jnp.maximum(jnp.linalg.norm(y, axis=1, keepdims=True), 1e-12)
+    return xn @ yn.T
+
+
 def _sqdist(x, y):
     return jnp.maximum(jnp.sum(x**2, 1)[:, None] + jnp.sum(y**2, 1)[None, :] - 2 * x @ y.T, 0.0)
 

@@ -53,8 +53,7 @@ def _check_x(x, n=None) -> None:
 def representativeness(x: Array) -> Array:
     """[n] mean_k cos(x_i, x_k) over all n rows of ``x`` [n, d] (2-D, finite)."""
     _check_x(x)
-    xn = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    return jnp.mean(xn @ xn.T, axis=1)
+    return jnp.mean(alignment.cosine_similarity(x, x), axis=1)
 
 
 def density_score(plan: Array, x: Array) -> Array:

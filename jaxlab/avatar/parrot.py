@@ -55,7 +55,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.avatar import solvers
+from jaxlab.avatar import alignment, solvers
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
@@ -101,12 +101,6 @@ def epsilon(s: ParrotSettings) -> float:
     """The entropic eps of PARROT's plan: lambda_a + lambda_p (AvAtar's code adds the
     regularisation weights the same way)."""
     return s.lambda_a + s.lambda_p
-
-
-def _cos(x, y):
-    xn = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), 1e-12)
-    yn = y / jnp.maximum(jnp.linalg.norm(y, axis=1, keepdims=True), 1e-12)
-    return xn @ yn.T
 
 
 def product_rwr(c0: Array, w1: Array, w2: Array, restart: float, iters: int) -> Array:
@@ -165,10 +159,10 @@ def node_cost(task, mask: Array, attr_weight: float = 1.0) -> Array:
     m = mask.astype(jnp.float32)
     r1 = jnp.asarray(task.pos1, jnp.float32) * m[None, :]
     r2 = jnp.asarray(task.pos2, jnp.float32)[:, truth] * m[None, :]
-    c = jnp.exp(-_cos(r1, r2))
+    c = jnp.exp(-alignment.cosine_similarity(r1, r2))
     f1, f2 = jnp.asarray(task.feat1, jnp.float32), jnp.asarray(task.feat2, jnp.float32)
     if f1.shape[1] > 1:
-        c = c + attr_weight * jnp.exp(-_cos(f1, f2))
+        c = c + attr_weight * jnp.exp(-alignment.cosine_similarity(f1, f2))
     return jnp.where(_anchor_pairs(task, mask), 0.0, c)
 
 

@@ -265,6 +265,10 @@ CASES = [
         _with(np.ones((4, 3)), (0, 0), np.nan)), "x"),
     Case("avatar/representativeness/x_1d", lambda: baselines.representativeness(
         np.ones(4)), "x"),
+    Case("avatar/cosine_similarity/y_1d", lambda: alignment.cosine_similarity(
+        np.ones((4, 3)), np.ones(3)), "y"),
+    Case("avatar/cosine_similarity/row_lengths_differ", lambda: alignment.cosine_similarity(
+        np.ones((4, 3)), np.ones((5, 2))), "x"),
     Case("avatar/sample_matchings/plan_negative", lambda: baselines.sample_matchings(
         jax.random.key(0), _with(np.full((4, 4), 0.25), (2, 1), -0.1), 4), "plan"),
     Case("avatar/topmatchings/plan_not_square", lambda: baselines.topmatchings_score(
