@@ -179,6 +179,27 @@ def test_topmatchings_samples_are_matchings_and_score_disagreement():
         baselines.sample_matchings(jax.random.key(0), jnp.asarray(plan), 0)
 
 
+def test_topmatchings_equals_brute_force_perturb_and_map():
+    """n = 5: each sample's matching is the argmax over all 120 permutations of the summed
+    Gumbel-perturbed log row-normalised plan (the same Gumbel draws), and the score is
+    1 - the top partner's share, counted by hand."""
+    import itertools
+
+    n, k = 5, 12
+    plan = np.random.default_rng(4).random((n, n)) + 0.05
+    key = jax.random.key(9)
+    logp = np.log(plan / plan.sum(1, keepdims=True))
+    w = logp[None] + np.asarray(jax.random.gumbel(key, (k, n, n), jnp.float32), np.float64)
+    perms = np.array(list(itertools.permutations(range(n))))  # [120, n]
+    want = perms[np.argmax(w[:, np.arange(n), perms].sum(-1), axis=1)]  # [k, n]
+    got = np.asarray(baselines.sample_matchings(key, jnp.asarray(plan, jnp.float32), k))
+    np.testing.assert_array_equal(got, want)
+    share = np.array([np.bincount(want[:, i], minlength=n).max() / k for i in range(n)])
+    np.testing.assert_allclose(
+        baselines.topmatchings_score(key, jnp.asarray(plan, jnp.float32), k), 1 - share,
+        rtol=1e-6)
+
+
 def test_config_aligner_is_checked():
     from experiments.configs import avatar as cfg
     from jaxlab.avatar import loop
