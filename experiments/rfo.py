@@ -235,16 +235,16 @@ def _summarize(config, out) -> dict:
     summary = {"config": config.to_dict(), "final_eval_return": {}}
     for t, by_m in _runs(config, out).items():
         summary["final_eval_return"][t] = {}
+        finals = {m: _final(r) for m, r in by_m.items()}
         for m, r in by_m.items():
-            ev = np.asarray(r["eval_return"])
-            mean, hw = metrics.mean_and_ci(_final(r))
+            mean, hw = metrics.mean_and_ci(finals[m])
             summary["final_eval_return"][t][m] = {
-                "mean": float(mean), "ci95": float(hw), "initial": float(ev[:, 0].mean()),
+                "mean": float(mean), "ci95": float(hw),
+                "initial": float(np.asarray(r["eval_return"])[:, 0].mean()),
                 "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
                 "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
             logging.info("%s %s: eval return %.1f +- %.1f after %d env steps", t, m, mean, hw,
                          r["env_steps"][-1])
-        finals = {m: _final(r) for m, r in by_m.items()}
         paired = {}
         for a, b in DECLARED:
             if a in finals and b in finals and len(finals[a]) == len(finals[b]) > 1:
