@@ -35,8 +35,9 @@ the tests run. The score models are the shipped ones (``config.pretrained_dir``,
 without one, the ``score_model`` / ``clutter_model`` unit trains it (resumable chunks,
 keyed by the training settings and the training data's sha1) and exports it to
 ``<workdir>/score_model`` / ``<workdir>/clutter_model`` with a ``provenance.json`` (the
-training spec, data sha1 included) that ``load_or_train`` checks against the config before
-using a shipped model. Then one unit per (model, image set) computes the GEPC features and
+training spec, and the training images' shape and ``data_signature``, which is
+CPU-independent where their sha1 is not) that ``load_or_train`` checks against the config
+before using a shipped model. Then one unit per (model, image set) computes the GEPC features and
 the baselines' (``features``; ``cm_`` units use the clutter model); the summary fits the
 scorers on the fit sets and reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``).
 ``train(config, workdir)`` is what experiments/gepc_train.py runs (its output ships in
@@ -255,6 +256,24 @@ def _model_spec(config, id_train, steps=None) -> dict:
             "data_sha1": hashlib.sha1(np.asarray(id_train).tobytes()).hexdigest()}
 
 
+SIGNATURE_SEED, SIGNATURE_DIM, SIGNATURE_ATOL = 20261204, 8, 1e-3
+
+
+def data_signature(images) -> list[float]:
+    """[SIGNATURE_DIM] fixed Gaussian projections of the images, normalised to O(1):
+    sig_k = sum_{n, p} W_k[n, p] x[n, p] / sqrt(N P), W seeded by ``SIGNATURE_SEED``.
+
+    The exact ``data_sha1`` of float32 images depends on the CPU (XLA's resize and NumPy /
+    SciPy kernels round differently on an AMD EPYC and an Intel Xeon, measured: the same
+    split, another sha1), so the shipped-model check compares this signature within
+    ``SIGNATURE_ATOL`` instead: rounding moves it by ~1e-6, another image set by O(1)."""
+    x = np.asarray(images, np.float64).reshape(len(images), -1)
+    rng = np.random.default_rng(SIGNATURE_SEED)
+    scale = np.sqrt(x.size)
+    return [float(np.sum(rng.standard_normal(x.shape) * x) / scale)
+            for _ in range(SIGNATURE_DIM)]
+
+
 def _model_key(config, id_train, steps=None) -> str:
     """The key of a model trained under ``config`` by this code: the training unit's key,
     also the ``trained_with.json`` marker of the exported model."""
@@ -280,10 +299,23 @@ def _check_shipped(config, path, id_train, steps=None, field="pretrained_dir") -
         raise ValueError(f"`config.{field}`={config.get(field)!r} has no "
                          f"{PROVENANCE}: its training data cannot be checked.")
     with open(marker) as f:
-        shipped = json.load(f)["spec"]
+        record = json.load(f)
+    shipped = record["spec"]
     want = json.loads(json.dumps(_model_spec(config, id_train, steps)))
-    if shipped != want:
-        diff = sorted(k for k in set(want) | set(shipped) if want.get(k) != shipped.get(k))
+    # The training settings must match exactly; the training images by shape and by
+    # data_signature within SIGNATURE_ATOL (their float32 sha1 is CPU-dependent).
+    diff = sorted(k for k in (set(want) | set(shipped)) - {"data_sha1"}
+                  if want.get(k) != shipped.get(k))
+    if "data_signature" in record:
+        shape = list(np.shape(id_train))
+        if record.get("data_shape") != shape:
+            diff.append("data_shape")
+        elif not np.allclose(record["data_signature"], data_signature(id_train), rtol=0.0,
+                             atol=SIGNATURE_ATOL):
+            diff.append("data_signature")
+    elif want.get("data_sha1") != shipped.get("data_sha1"):
+        diff.append("data_sha1")
+    if diff:
         raise ValueError(f"`config.{field}`={config.get(field)!r} was trained "
                          f"with other data or settings (differs in {diff}); retrain it with "
                          f"experiments.gepc_train or set `config.{field}` to ''.")
@@ -324,6 +356,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, id_train=None,
     artifacts.export(out, steps, params, key)
     results.write_json(os.path.join(out, PROVENANCE), {
         "spec": _model_spec(config, id_train, steps),
+        "data_shape": list(np.shape(id_train)), "data_signature": data_signature(id_train),
         "chunk_losses": np.asarray(losses).tolist(), "trained_on": trained_on,
         "code": provenance.code_version()})
     logging.info("score model saved to %s (final chunk loss %.4f)", out, losses[-1])

@@ -207,3 +207,19 @@ def test_shipped_clutter_model_provenance():
     c.clutter_train = c.clutter_train - 1
     with pytest.raises(ValueError, match="config.clutter_pretrained_dir"):
         exp._check_shipped(c, path, exp.clutter_train_set(c), c.clutter_train_steps, field)
+
+
+def test_data_signature_ignores_rounding_and_sees_other_images():
+    """The shipped-model check compares ``data_signature`` within SIGNATURE_ATOL: float32
+    rounding noise (another CPU) stays far inside it, one swapped image far outside."""
+    from experiments import gepc as exp
+    from experiments.configs.gepc import get_config
+
+    x = exp.id_split(get_config("quick"))[0]
+    sig = np.asarray(exp.data_signature(x))
+    noisy = x + np.random.default_rng(0).uniform(-1e-6, 1e-6, x.shape).astype(np.float32)
+    assert np.max(np.abs(np.asarray(exp.data_signature(noisy)) - sig)) < exp.SIGNATURE_ATOL / 100
+    swapped = x.copy()
+    swapped[0] = -swapped[0]
+    assert np.max(np.abs(np.asarray(exp.data_signature(swapped)) - sig)) > 10 * exp.SIGNATURE_ATOL
+    assert np.max(np.abs(np.asarray(exp.data_signature(x[1:])) - sig)) > 10 * exp.SIGNATURE_ATOL
