@@ -24,6 +24,12 @@ Declared before the runs (issue 21):
   * ``variation``: S_T = sum ||g~_t - g~_{t-1}||^2 of the optimistic learner against the
     true V_T (switching quadratics with period 1) over d and V_T, with the refined (slope 1
     in d) and worst-case (slope 2) predictions of ``jaxlab.bco.variation``.
+  * ``dynamic`` (meta-learners; MsMwC added in session 10, declared before its first run):
+    the dynamic ensemble (dynamic regret) and the universal ensemble (static regret) with
+    Hedge, optimistic Hedge and MsMwC (``jaxlab.bco.msmwc``) on switching quadratics at
+    every ``config.switch_periods``, default rates, no tuning; paired differences
+    (optimistic Hedge - Hedge, MsMwC - Hedge; same problems and directions) with bootstrap
+    CIs over ``config.num_seeds`` test problems.
 """
 
 import os
@@ -153,9 +159,10 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     families [3, 2, family_dims, step_grid + 1, val + test seeds],
     vs_variation [3, amplitudes, S], variation [variation_dims, amplitudes, S, 6]
     (``variation.VariationStats`` fields), variants [3, curvatures, S],
-    dynamic [5, switch_periods, S] (dynamic regret of the single learner, the dynamic
-    ensemble with Hedge and with optimistic Hedge; static regret of the universal ensemble
-    with Hedge and with optimistic Hedge), one_point [2, one_point_drifts, S]."""
+    dynamic [7, switch_periods, S] (dynamic regret of the single learner, the dynamic
+    ensemble with Hedge, optimistic Hedge and MsMwC; static regret of the universal
+    ensemble with the same three meta-learners; ``DYNAMIC_ROWS``),
+    one_point [2, one_point_drifts, S]."""
     del workdir
     delta = c.delta
     quad = losses.stochastic_quadratic
@@ -232,9 +239,11 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         dom = domains.ball(c.dim)
         dyn = [lambda: learners.gradient_variation(dom, delta),
                lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds),
-               lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds, optimistic=True)]
+               lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds, optimistic=True),
+               lambda: ensembles.dynamic_ensemble(dom, delta, c.num_rounds, meta="msmwc")]
         static = [lambda: ensembles.universal_ensemble(dom, delta),
-                  lambda: ensembles.universal_ensemble(dom, delta, optimistic=True)]
+                  lambda: ensembles.universal_ensemble(dom, delta, optimistic=True),
+                  lambda: ensembles.universal_ensemble(dom, delta, meta="msmwc")]
         seq = lambda k, per: losses.switching_quadratic(k, c.num_rounds, c.dim, per)  # noqa: E731
         return np.stack(
             [_final_regrets(mk, seq, dom, keys, c.switch_periods, dynamic=True) for mk in dyn]
@@ -274,8 +283,10 @@ def _variation_values(c):
 # regime.
 FAMILIES = {"lse": 4.0, "huber": 0.2, "softplus_quadratic": 0.3}
 DYNAMIC_ROWS = ("single learner", "dynamic ensemble", "dynamic ensemble, optimistic Hedge",
+                "dynamic ensemble, MsMwC",
                 "universal ensemble (static regret)",
-                "universal ensemble, optimistic Hedge (static regret)")
+                "universal ensemble, optimistic Hedge (static regret)",
+                "universal ensemble, MsMwC (static regret)")
 TUNED_ROWS = ("ours (optimistic), tuned", "plain OGD (agarwal2010), tuned")
 
 
@@ -387,7 +398,9 @@ def _summarize(c, out) -> dict:
                                     (dyn[i, k], dyn[j, k]), 2000)
                for k in range(len(c.switch_periods))]
         for name, i, j in (("dynamic: optimistic Hedge - Hedge", 2, 1),
-                           ("universal: optimistic Hedge - Hedge", 4, 3))}
+                           ("dynamic: MsMwC - Hedge", 3, 1),
+                           ("universal: optimistic Hedge - Hedge", 5, 4),
+                           ("universal: MsMwC - Hedge", 6, 4))}
     s["one_point"] = {"drifts": list(c.one_point_drifts),
                       "gradient-variation hint (ema)": _stats(out["one_point"][0]),
                       "no hint": _stats(out["one_point"][1])}
@@ -540,8 +553,8 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                  " / ".join(f"{v[k]['mean'][-1]:.1f}" for k in v if k != "curvatures")))
     dyn = summary["dynamic"]
     rows.append(("dynamic regret (shortest switch period): single / ensemble Hedge / "
-                 "ensemble optimistic Hedge",
-                 " / ".join(f"{dyn[n]['mean'][0]:.1f}" for n in DYNAMIC_ROWS[:3])))
+                 "ensemble optimistic Hedge / ensemble MsMwC",
+                 " / ".join(f"{dyn[n]['mean'][0]:.1f}" for n in DYNAMIC_ROWS[:4])))
     for name, cis in summary["meta_paired_difference"].items():
         rows.append((f"paired regret difference {name} (switch periods "
                      f"{', '.join(str(p) for p in dyn['switch_periods'])}; bootstrap 95% CI)",

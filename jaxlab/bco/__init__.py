@@ -26,7 +26,7 @@ Signatures:
     ``dynamic_regret``.
 """
 
-from jaxlab.bco import domains, ensembles, estimators, learners, losses, variation
+from jaxlab.bco import domains, ensembles, estimators, learners, losses, msmwc, variation
 from jaxlab.bco.domains import Ball, Box, ball, box
 from jaxlab.bco.learners import (
     BanditState,
@@ -48,6 +48,7 @@ from jaxlab.bco.run import dynamic_regret, regret, run
 __all__ = [
     "Ball", "BanditState", "Box", "Info", "RoundInfo", "State", "StepRule", "agarwal2010",
     "ball", "box", "domains", "dynamic_regret", "ensembles", "estimators",
-    "gradient_variation", "init", "learners", "losses", "ogd_sqrt_d_step", "one_point_box",
+    "gradient_variation", "init", "learners", "losses", "msmwc", "ogd_sqrt_d_step",
+    "one_point_box",
     "regret", "run", "step", "step_rule", "two_point", "variation",
 ]

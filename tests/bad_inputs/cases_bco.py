@@ -6,7 +6,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import bco
-from jaxlab.bco import ensembles, estimators, losses, reference, variation
+from jaxlab.bco import ensembles, estimators, losses, msmwc, reference, variation
 from tests.bad_inputs.harness import Case, train_smoke
 
 D = 3
@@ -109,6 +109,18 @@ CASES = [
          "delta"),
     Case("bco/ensembles/optimistic_not_bool", lambda: ensembles.dynamic_ensemble(
         bco.ball(D), 0.1, 10, optimistic="yes"), "optimistic"),
+    Case("bco/ensembles/meta_unknown", lambda: ensembles.dynamic_ensemble(
+        bco.ball(D), 0.1, 10, meta="exp3"), "meta"),
+    Case("bco/ensembles/meta_contradicts_optimistic", lambda: ensembles.universal_ensemble(
+        bco.ball(D), 0.1, optimistic=True, meta="hedge"), "optimistic"),
+    Case("bco/msmwc/prior_not_normalised", lambda: msmwc.run(
+        np.array([0.5, 0.6]), np.full(2, 0.01), np.zeros((3, 2)), np.zeros((3, 2))), "prior"),
+    Case("bco/msmwc/eta_nan", lambda: msmwc.run(
+        np.full(2, 0.5), np.array([0.01, np.nan]), np.zeros((3, 2)), np.zeros((3, 2))), "eta"),
+    Case("bco/msmwc/eta_prior_mismatch", lambda: msmwc.run(
+        np.full(2, 0.5), np.full(3, 0.01), np.zeros((3, 2)), np.zeros((3, 2))), "eta"),
+    Case("bco/msmwc/losses_wrong_width", lambda: msmwc.run(
+        np.full(2, 0.5), np.full(2, 0.01), np.zeros((3, 4)), np.zeros((3, 4))), "losses"),
     Case("bco/learners/ogd_sqrt_d_step_delta_zero", lambda: bco.ogd_sqrt_d_step(
         bco.ball(D), 0.0), "delta"),
     # --- variation ------------------------------------------------------------------------

@@ -32,6 +32,8 @@ def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     rows = bco_exp.headline(s1)
     assert any("regret vs d" in k for k, _ in rows)
     assert any("optimistic Hedge" in k for k, _ in rows)
+    assert any("MsMwC - Hedge" in k for k, _ in rows)
+    assert set(bco_exp.DYNAMIC_ROWS) <= set(s1["dynamic"])
     # One unit file per study; the rerun loads them instead of recomputing.
     files = os.listdir(tmp_path / "units")
     assert sorted(f.split("-")[0] for f in files) == sorted(UNITS)
