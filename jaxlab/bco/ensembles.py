@@ -34,8 +34,8 @@ Every constructor returns a ``jaxlab.core.types.Algorithm`` like ``learners``' o
 direction; ``run(..., predraw=True)`` draws all of them first).
 
 Checks (eager): ``domain`` / ``delta`` as in ``learners``; ``rules`` stacked with N >= 1;
-``meta_scale`` > 0; ``optimistic`` a bool (TypeError); ``meta`` one of ``META``; ``num_rounds``, ``num_bases`` >= 1;
-every ``lams`` > 0; ``x0`` in ``domain`` at ``init``.
+``meta_scale`` > 0; ``optimistic`` a bool (TypeError); ``meta`` one of ``META``;
+``num_rounds``, ``num_bases`` >= 1; every ``lams`` > 0; ``x0`` in ``domain`` at ``init``.
 """
 
 from typing import NamedTuple
