@@ -142,8 +142,9 @@ def ensemble(domain, delta: float, rules: StepRule, meta_scale: float = 1.0,
             sum_range2=state.sum_range2 + jnp.ptp(surrogate - meta_hint) ** 2,
             hint=g,
             last_loss=surrogate,
-            meta=(msmwc.update(state.meta, surrogate, meta_hint, rates) if meta == "msmwc"
-                  else state.meta),
+            meta=(msmwc.update(state.meta, surrogate, meta_hint,
+                               msmwc.capped_rates(rates, surrogate, meta_hint))
+                  if meta == "msmwc" else state.meta),
         )
         return new, RoundInfo(x, 0.5 * (fp + fm), g)
 
