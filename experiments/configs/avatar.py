@@ -6,7 +6,8 @@ subsamples of ACM-DBLP and Foursquare-Twitter, the paper protocol, 8 seeds, sq_l
 (the paper's default for network alignment), official / gain scores vs random / entropy /
 density / topmatchings, adjoint scaling to n = 400. cpu_long (the README's figures): the
 same tasks and seeds, both protocols, plus the ``abs`` score, scaling to n = 800. parrot:
-the PARROT-class aligner on a 200-node ACM-DBLP subsample (official vs random / entropy).
+the PARROT-class aligner on 200-node ACM-DBLP and Foursquare-Twitter subsamples (official
+and gain vs random / entropy / density / topmatchings).
 full: 1000-node subsamples, 300-node hard synthetic, 16 seeds, every baseline, plus the
 jaxlab extensions (point clouds, embeddings; not in the paper).
 """
@@ -55,11 +56,12 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.strategies = ["avatar-official", "avatar-abs", "avatar-gain", "random", "entropy",
                         "density", "topmatchings"]
         c.scaling_sizes = [100, 200, 400, 800]
-    elif arg == "parrot":  # PARROT-class aligner on an ACM-DBLP subsample (README figures)
-        c.tasks = ["acm_dblp"]
+    elif arg == "parrot":  # PARROT-class aligner on the real-data subsamples (README figures)
+        c.tasks = ["acm_dblp", "foursquare_twitter"]
         c.aligner = "parrot"
         c.real_nodes = 200  # 1-2k did not fit the shared 2-core CPU (see parrot.py)
-        c.strategies = ["avatar-official", "random", "entropy"]
+        c.strategies = ["avatar-official", "avatar-gain", "random", "entropy", "density",
+                        "topmatchings"]
         c.scaling_sizes = [50, 100]
     elif arg == "full":
         c.num_seeds = 16
