@@ -51,7 +51,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.task_env_steps = ml_collections.ConfigDict()
         c.throughput.task = ""
     elif arg == "full":
-        c.tasks = ("pendulum", "cartpole", "hopper")
+        c.tasks = ("pendulum", "cartpole", "reacher", "hopper")
         c.methods = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
                      "shac_gaussian", "apg", "ppo")
         c.task_methods = ml_collections.ConfigDict()

@@ -335,16 +335,27 @@ class Addition:
 
     def sample(self, key: PRNGKey, n: int) -> tuple[Array, Array]:
         digits = jax.random.randint(key, (n, 2, self.n_digits), 0, 10)
-        total = _undigits(digits[:, 0]) + _undigits(digits[:, 1])
         prompt = digits.reshape(n, -1)
-        return prompt.astype(jnp.int32), _digits(total, self.n_digits + 1).astype(jnp.int32)
+        return prompt.astype(jnp.int32), _add_digits(digits[:, 0], digits[:, 1])
 
     def verify(self, prompt: Array, answer: Array) -> Array:
         _check_verify_shapes(self, prompt, answer)
-        a = _undigits(prompt[:, :self.n_digits])
-        b = _undigits(prompt[:, self.n_digits:])
-        in_range = jnp.all(answer <= 9, axis=1)
-        return in_range & (_undigits(answer) == a + b)
+        want = _add_digits(prompt[:, :self.n_digits], prompt[:, self.n_digits:])
+        return jnp.all(answer == want, axis=1)
+
+
+def _add_digits(a: Array, b: Array) -> Array:
+    """Digit-wise a + b ([n, D] digits each, MSB first) -> [n, D + 1] digits of the sum.
+
+    Schoolbook carries from the least significant digit, so any D works (an int32
+    round trip through the integer values would overflow from D = 10 on)."""
+    def column(carry, ab):
+        s = ab[0] + ab[1] + carry
+        return s // 10, s % 10
+
+    carry, low = jax.lax.scan(column, jnp.zeros(a.shape[0], jnp.int32),
+                              (a.T[::-1].astype(jnp.int32), b.T[::-1].astype(jnp.int32)))
+    return jnp.concatenate([carry[:, None], low[::-1].T], axis=1).astype(jnp.int32)
 
 
 TASKS = {"sudoku": Sudoku4, "countdown": Countdown, "star_graph": StarGraph,

@@ -8,8 +8,9 @@ gradients through ``mjx.step`` need ``opt.iterations == 1`` (otherwise the solve
 
 Tasks: ``pendulum`` (torque-limited swing-up), ``cartpole`` (balance a pole on a cart from
 a tilted start), ``hopper`` (brax's ``Hopper`` v5 reward, health test and termination on
-brax's hopper model; see ``_hopper``) and ``bouncing_ball`` (contacts with the floor; for
-gradient checks). Users add tasks with ``register_task(name, factory)``.
+brax's hopper model; see ``_hopper``), ``reacher`` (brax's ``Reacher`` v5 model, reset,
+observation and reward; see ``_reacher``) and ``bouncing_ball`` (contacts with the floor;
+for gradient checks). Users add tasks with ``register_task(name, factory)``.
 
 Termination: ``EnvState.done`` is 1.0 when the step just taken ended in a terminal state
 (brax's ``State.done``); a ``Task`` with ``done_fn=None`` never terminates (``done`` stays
@@ -104,7 +105,8 @@ class Task:
 
     ``reward_fn(ps0, ps1, action)`` is the reward of the step ps0 -> ps1;
     ``done_fn(ps1) -> {0., 1.}`` the termination flag of the state reached (``None``: the
-    task never terminates).
+    task never terminates); ``reset_fn(key) -> (q, qd)`` the initial positions and
+    velocities (``None``: ``init_q`` plus uniform noise of ``reset_noise``, zero velocity).
     """
 
     name: str
@@ -117,6 +119,7 @@ class Task:
     obs_dim: int
     act_dim: int
     done_fn: Callable[[Any], Array] | None = None
+    reset_fn: Callable[[PRNGKey], tuple[Array, Array]] | None = None
 
     @property
     def terminates(self) -> bool:
@@ -235,6 +238,49 @@ def _hopper():
                 sys.act_size(), done)
 
 
+# brax ``envs/reacher.py`` (v5): fingertip offset in the second arm link's frame.
+REACHER_TIP_OFFSET = (0.11, 0.0, 0.0)
+
+
+def _reacher():
+    """brax's ``Reacher`` (v5) on its own MJCF model (2 arm joints, 2 target slides).
+
+    reset: q = init_q + U(-0.1, 0.1), qd = U(-0.005, 0.005), then the target slides q[2:] =
+    (r cos phi, r sin phi) with r ~ 0.2 U, phi ~ 2 pi U and qd[2:] = 0; obs (11) = (cos
+    q[:2], sin q[:2], q[2:], tip velocity xy, tip - target xyz); reward = -||tip - target|| -
+    ||a||^2 (``brax.math.safe_norm``); 2 frames per step (brax's default for MJX); never
+    terminates (brax's episode length bounds it).
+    """
+    from brax import base, math
+    from etils import epath
+
+    sys = _load(path=epath.resource_path("brax") / "envs/assets/reacher.xml")
+    offset = base.Transform.create(pos=jnp.asarray(REACHER_TIP_OFFSET))
+
+    def tip_minus_target(ps):
+        return ps.x.take(1).do(offset).pos - ps.x.pos[2]
+
+    def obs(ps):
+        tip_vel = offset.do(ps.xd.take(1)).vel
+        return jnp.concatenate([jnp.cos(ps.q[:2]), jnp.sin(ps.q[:2]), ps.q[2:], tip_vel[:2],
+                                tip_minus_target(ps)])
+
+    def reward(ps0, ps1, a):
+        return -math.safe_norm(tip_minus_target(ps1)) - jnp.sum(jnp.square(a))
+
+    q0 = jnp.asarray(sys.init_q)
+
+    def reset_q(key):
+        k_q, k_qd, k_r, k_phi = jax.random.split(key, 4)
+        q = q0 + jax.random.uniform(k_q, q0.shape, minval=-0.1, maxval=0.1)
+        qd = jax.random.uniform(k_qd, (sys.qd_size(),), minval=-0.005, maxval=0.005)
+        r, phi = 0.2 * jax.random.uniform(k_r), 2.0 * jnp.pi * jax.random.uniform(k_phi)
+        q = q.at[2:].set(jnp.stack([r * jnp.cos(phi), r * jnp.sin(phi)]))
+        return q, qd.at[2:].set(0.0)
+
+    return Task("reacher", sys, 2, q0, 0.1, obs, reward, 11, sys.act_size(), None, reset_q)
+
+
 def _ball():
     sys = _load(BALL_XML)
 
@@ -248,7 +294,8 @@ def _ball():
 
 
 _TASKS: dict[str, Callable[[], Task]] = {
-    "pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper, "bouncing_ball": _ball}
+    "pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper, "reacher": _reacher,
+    "bouncing_ball": _ball}
 TASK_NAMES = tuple(sorted(_TASKS))  # the built-in tasks; ``task_names()`` adds registered ones
 
 
@@ -301,12 +348,17 @@ def make_task(name: str) -> Task:
 
 
 def reset(key: PRNGKey, task: Task) -> EnvState:
-    """Initial state with uniform noise of ``task.reset_noise`` on positions."""
+    """Initial state: ``task.reset_fn(key)`` if the task has one, else uniform noise of
+    ``task.reset_noise`` on positions and zero velocity."""
     from brax.mjx import pipeline
 
-    q = task.init_q + task.reset_noise * jax.random.uniform(key, task.init_q.shape, minval=-1,
-                                                           maxval=1)
-    ps = pipeline.init(task.sys, q, jnp.zeros(task.sys.qd_size()))
+    if task.reset_fn is not None:
+        q, qd = task.reset_fn(key)
+    else:
+        q = task.init_q + task.reset_noise * jax.random.uniform(key, task.init_q.shape,
+                                                               minval=-1, maxval=1)
+        qd = jnp.zeros(task.sys.qd_size())
+    ps = pipeline.init(task.sys, q, qd)
     return EnvState(ps, task.obs_fn(ps), jnp.int32(0), jnp.float32(0.0))
 
 

@@ -108,14 +108,21 @@ def test_star_graph_verifier_matches_reference_on_mutations():
     assert 0 < np.mean(want) < 1
 
 
-def test_addition_matches_python_ints():
-    task = tasks.Addition(n_digits=4)
+@pytest.mark.parametrize("n_digits", [4, 9, 12])
+def test_addition_matches_python_ints(n_digits):
+    """Python's unbounded ints as the reference; 12 digits would overflow an int32 round
+    trip through the values (the earlier implementation did that)."""
+    task = tasks.Addition(n_digits=n_digits)
     prompt, answer = map(np.asarray, task.sample(jax.random.key(2), 100))
     for p, a in zip(prompt, answer, strict=True):
-        x, y = int("".join(map(str, p[:4]))), int("".join(map(str, p[4:])))
+        x = int("".join(map(str, p[:n_digits])))
+        y = int("".join(map(str, p[n_digits:])))
         assert int("".join(map(str, a))) == x + y
     assert np.all(task.verify(prompt, answer))
     assert not np.any(task.verify(prompt, (answer + 1) % 10))
+    one_off = answer.copy()
+    one_off[:, 0] = np.where(one_off[:, 0] == 0, 10, 0)  # a non-digit or a wrong carry
+    assert not np.any(task.verify(prompt, one_off))
 
 
 def test_bad_task_arguments_raise():

@@ -1,5 +1,5 @@
 """Tasks: the hopper's reward, health test and observation against brax's ``Hopper`` (v5)
-and a hand computation; ``register_task``; termination handling in the training rollouts
+and a hand computation; the reacher's against brax's ``Reacher`` (v5) and by hand; ``register_task``; termination handling in the training rollouts
 (auto-reset, masks) on a cheap registered task that terminates every third step."""
 
 import jax
@@ -88,6 +88,65 @@ def test_hopper_reward_matches_brax_and_a_hand_computation_on_random_states(hopp
         assert float(task.done_fn(ps1)) == float(ref.done)
 
 
+@pytest.fixture(scope="module")
+def reacher():
+    from brax.mjx import pipeline
+
+    task = envs.make_task("reacher")
+    init = jax.jit(lambda q, qd: pipeline.init(task.sys, q, qd))
+    return task, init
+
+
+def _brax_reacher_step(ps0, ps1, action):
+    """brax's ``Reacher.step`` from ``ps0`` with the physics replaced by ``ps1``."""
+    from brax.envs import reacher as brax_reacher
+    from brax.envs.base import State
+
+    env = brax_reacher.Reacher(backend="mjx")
+    env.pipeline_step = lambda ps, a: ps1
+    metrics = {"reward_dist": jnp.float32(0), "reward_ctrl": jnp.float32(0)}
+    state = State(ps0, jnp.zeros(11), jnp.float32(0), jnp.float32(0), metrics)
+    return env.step(state, action)
+
+
+def test_reacher_obs_and_reward_match_brax_and_a_hand_computation(reacher):
+    """On random arm angles, velocities and targets: obs and reward equal brax's Reacher
+    (v5); the reward is -||tip - target|| - ||a||^2 with the tip 0.21 m from the base along
+    the arm (link 0.1 m + tip offset 0.11 m; checked by hand at the straight arm)."""
+    task, init = reacher
+    assert task.obs_dim == 11 and task.act_dim == 2 and not task.terminates
+    rng = np.random.default_rng(0)
+    for _ in range(3):
+        q = jnp.asarray(np.r_[rng.uniform(-np.pi, np.pi, 2), rng.uniform(-0.2, 0.2, 2)],
+                        jnp.float32)
+        qd = jnp.asarray(np.r_[rng.normal(size=2), 0.0, 0.0], jnp.float32)
+        a = jnp.asarray(rng.uniform(-1, 1, 2), jnp.float32)
+        ps = init(q, qd)
+        ref = _brax_reacher_step(ps, ps, a)
+        np.testing.assert_allclose(task.reward_fn(ps, ps, a), ref.reward, rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(task.obs_fn(ps), ref.obs, rtol=1e-6, atol=1e-6)
+    # Straight arm along +x (both angles 0), target at (0.1, 0.05): tip at (0.21, 0).
+    ps = init(jnp.array([0.0, 0.0, 0.1, 0.05]), jnp.zeros(4))
+    a = jnp.array([0.5, -0.5])
+    hand = -np.hypot(0.21 - 0.1, 0.05) - 0.5
+    np.testing.assert_allclose(task.reward_fn(ps, ps, a), hand, rtol=1e-4)
+
+
+def test_reacher_reset_follows_brax():
+    """Targets uniform in radius (r = 0.2 U) over the disk, arm angles within 0.1 of 0,
+    target velocities 0, arm velocities within 0.005: brax's reset distribution."""
+    task = envs.make_task("reacher")
+    q, qd = jax.vmap(task.reset_fn)(jax.random.split(jax.random.key(0), 4000))
+    q, qd = np.asarray(q), np.asarray(qd)
+    r = np.hypot(q[:, 2], q[:, 3])
+    assert r.max() <= 0.2 + 1e-6 and abs(r.mean() - 0.1) < 0.005  # E[0.2 U] = 0.1
+    assert np.abs(q[:, :2]).max() <= 0.1 + 1e-6 and np.abs(q[:, :2]).max() > 0.09
+    assert np.all(qd[:, 2:] == 0) and np.abs(qd[:, :2]).max() <= 0.005 + 1e-7
+    k1, k2 = jax.random.split(jax.random.key(1))
+    s1, s2 = envs.reset(k1, task), envs.reset(k2, task)
+    assert not np.allclose(s1.obs[4:6], s2.obs[4:6])  # the target differs per reset
+
+
 def _timed_pendulum():
     """The pendulum, terminating every third step (mjx ``time`` restarts at a reset)."""
     base = envs.make_task("pendulum")
@@ -172,3 +231,23 @@ def test_ppo_gae_uses_termination_masks():
     adv = ppo.gae(r, v, 0.5, 1.0, termination=jnp.array([[0.0], [1.0], [0.0]]))
     # step 1 terminal: A_1 = r - V = -9; A_0 = r + 0.5 V - V + 0.5 A_1 = -4 - 4.5.
     np.testing.assert_allclose(adv[:2, 0], [-8.5, -9.0])
+
+
+# A jitted RFO update through the reacher's MJX physics (about 2 min of compile on a 2-core
+# CPU): -m slow.
+@pytest.mark.slow
+def test_rfo_trains_through_the_reacher():
+    task = envs.make_task("reacher")
+    cfg = rfo.TrainConfig(policy="flow", num_envs=2, horizon=4, hidden=16, critic=True,
+                          eval_horizon=8, episode_length=8, critic_iters=2, chunk=2)
+    trainer = rfo.make_trainer(task, cfg)
+    state0 = trainer.init(jax.random.split(jax.random.key(0))[0])  # run's init half
+    state, infos = jax.jit(lambda k: rfo.run(k, trainer, 2))(jax.random.key(0))
+    for x in infos:
+        assert np.all(np.isfinite(np.asarray(x)))
+    moved = jax.tree.map(lambda a, b: float(jnp.max(jnp.abs(a - b))),
+                         jax.tree.leaves(state0.params), jax.tree.leaves(state.params))
+    assert max(moved) > 0  # the policy was updated through the physics
+    # -||tip - target|| - ||a||^2 per step: the tip is at most 0.21 + 0.2 m from the target.
+    assert np.all(np.asarray(infos.eval_return) <= 0.0)
+    assert np.all(np.asarray(infos.eval_return) >= -8 * (0.41 + 2.0))
