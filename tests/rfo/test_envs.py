@@ -1,6 +1,7 @@
 """Tasks: the hopper's reward, health test and observation against brax's ``Hopper`` (v5)
-and a hand computation; the reacher's against brax's ``Reacher`` (v5) and by hand; ``register_task``; termination handling in the training rollouts
-(auto-reset, masks) on a cheap registered task that terminates every third step."""
+and a hand computation; the reacher's against brax's ``Reacher`` (v5) and by hand;
+``register_task``; termination handling in the training rollouts (auto-reset, masks) on a
+cheap registered task that terminates every third step."""
 
 import jax
 import jax.numpy as jnp
