@@ -1,5 +1,5 @@
 """Configs for experiments/dllm.py, dllm_train.py and poke_train.py:
-get_config("smoke" | "quick" | "cpu" | "full")."""
+get_config("smoke" | "quick" | "cpu" | "hard" | "cpu_hard" | "full")."""
 
 import ml_collections
 
@@ -14,6 +14,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         "countdown": {"n_numbers": 3, "max_number": 10},
         "star_graph": {"degree": 3, "arm_length": 3, "num_nodes": 16},
         "addition": {"n_digits": 4},
+        # hard variants (jaxlab.dllm.tasks.HARD_VARIANTS; preset `hard`)
+        "countdown_hard": {"n_numbers": 4, "max_number": 25},
+        "addition_hard": {"n_digits": 10},
+        "star_graph_hard": {"degree": 5, "arm_length": 5, "num_nodes": 32},
     })
     # Denoiser (LLaDA architecture, tiny). Shipped: experiments/pretrained/dllm/<task>.
     c.pretrained_dir = "experiments/pretrained/dllm"
@@ -23,7 +27,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
                                              num_chunks=10))
     # Per-task overrides of c.train (the harder tasks need longer training).
     c.task_train = ml_collections.ConfigDict({
-        "countdown": {"steps": 4000}, "star_graph": {"steps": 3000}})
+        "countdown": {"steps": 4000}, "star_graph": {"steps": 3000},
+        "countdown_hard": {"steps": 6000}, "addition_hard": {"steps": 3000},
+        "star_graph_hard": {"steps": 4000}})
     # POKE value head (shipped next to each denoiser as <task>_poke).
     c.poke = ml_collections.ConfigDict(dict(hidden=32, rollouts=4096, temperature=1.0,
                                             steps=1000, batch_size=512, lr=1e-3,
@@ -69,6 +75,19 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.bootstrap = 500
         c.sale.num_problems = 32
         c.protocol.update(temperatures=(), schedules=())  # frozen a priori: T = 1, every step
+    elif arg in ("hard", "cpu_hard"):
+        # The hard variants (shipped denoisers + POKE heads: experiments/pretrained/dllm/
+        # <task>_hard); `hard` is quick-sized, `cpu_hard` the held-out protocol at CPU size.
+        c.tasks = ("countdown_hard", "star_graph_hard", "addition_hard")
+        c.sale.task = ""
+        if arg == "hard":
+            c.num_problems, c.eval_batch, c.particles, c.bootstrap = 128, 128, (4,), 500
+            c.sale.num_problems = 32
+            c.protocol.update(temperatures=(), schedules=())
+        else:
+            c.num_problems, c.eval_batch, c.particles = 1000, 250, (2, 4, 8)
+            c.protocol.update(validation_problems=128, temperatures=(1.0, 1.5),
+                              schedules=("every_step", "block_ends"))
     elif arg == "cpu":  # held-out protocol at CPU size (binary only, not a suite preset)
         c.num_problems = 512
         c.eval_batch = 256
@@ -76,5 +95,6 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.protocol.update(validation_problems=128, temperatures=(1.0, 1.5),
                           schedules=("every_step", "block_ends"))
     elif arg != "full":
-        raise ValueError(f"config arg must be smoke, quick, cpu or full, got {arg!r}.")
+        raise ValueError(f"config arg must be smoke, quick, cpu, hard, cpu_hard or full, got "
+                         f"{arg!r}.")
     return c

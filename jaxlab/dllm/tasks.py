@@ -25,7 +25,8 @@ Checks: each task's ``__post_init__`` validates its size fields (``Sudoku4.min_c
 [0, 16], ``Countdown.n_numbers`` 3 or 4 and ``max_number`` in [2, 99], ``StarGraph`` and
 ``Addition`` sizes positive ints); ``verify`` checks the static shapes of ``prompt``
 [n, prompt_len] and ``answer`` [n, answer_len] (also under jit); ``make_task`` names an
-unknown ``name``.
+unknown ``name``. Hard variants (``HARD_VARIANTS``): ``countdown_hard`` (4 numbers up to
+25), ``addition_hard`` (10 digits), ``star_graph_hard`` (degree 5, arms of 5, 32 labels).
 """
 
 import dataclasses
@@ -358,12 +359,26 @@ def _add_digits(a: Array, b: Array) -> Array:
     return jnp.concatenate([carry[:, None], low[::-1].T], axis=1).astype(jnp.int32)
 
 
-TASKS = {"sudoku": Sudoku4, "countdown": Countdown, "star_graph": StarGraph,
-         "addition": Addition}
+BASE_TASKS = {"sudoku": Sudoku4, "countdown": Countdown, "star_graph": StarGraph,
+              "addition": Addition}
+
+# Hard variants (issue 20: tasks where the unmasking path matters more): the base task
+# with larger sizes, under its own name (its own shipped denoiser). No sudoku variant: the
+# 4x4 carving already stops at a minimal unique clue set (>= 4 clues), so "fewer clues" is
+# not available without a larger grid.
+HARD_VARIANTS = {
+    "countdown_hard": ("countdown", {"n_numbers": 4, "max_number": 25}),
+    "addition_hard": ("addition", {"n_digits": 10}),
+    "star_graph_hard": ("star_graph", {"degree": 5, "arm_length": 5, "num_nodes": 32}),
+}
+TASKS = {**BASE_TASKS, **{v: BASE_TASKS[base] for v, (base, _) in HARD_VARIANTS.items()}}
 
 
 def make_task(name: str, **kwargs):
-    """Builds a task by name (``sudoku``, ``countdown``, ``star_graph``, ``addition``)."""
+    """Builds a task by name: ``sudoku``, ``countdown``, ``star_graph``, ``addition`` or a
+    hard variant (``HARD_VARIANTS``: its sizes by default, ``kwargs`` override them)."""
     if name not in TASKS:
         raise ValueError(f"unknown task {name!r}: `name` must be one of {sorted(TASKS)}.")
+    if name in HARD_VARIANTS:
+        return TASKS[name](**{**HARD_VARIANTS[name][1], **kwargs, "name": name})
     return TASKS[name](**kwargs)

@@ -132,3 +132,22 @@ def test_bad_task_arguments_raise():
         tasks.StarGraph(degree=4, arm_length=5, num_nodes=10)
     with pytest.raises(ValueError, match="unknown task"):
         tasks.make_task("chess")
+
+
+@pytest.mark.parametrize("name", sorted(tasks.HARD_VARIANTS))
+def test_hard_variants_are_bigger_and_self_consistent(name):
+    """Each hard variant is its base task at larger sizes, under its own name (its own
+    shipped denoiser); references verify, corrupted ones mostly do not."""
+    base_name, sizes = tasks.HARD_VARIANTS[name]
+    task, base = tasks.make_task(name), tasks.make_task(base_name)
+    assert task.name == name and type(task) is type(base)
+    assert task.answer_len > base.answer_len and task.prompt_len > base.prompt_len
+    for field, value in sizes.items():
+        assert getattr(task, field) == value
+    prompt, answer = task.sample(jax.random.key(5), 64)
+    assert np.all(np.asarray(task.verify(prompt, answer)))
+    wrong = (np.asarray(answer) + 1) % min(task.vocab_size - 1, 10)
+    assert np.mean(np.asarray(task.verify(prompt, wrong))) < 0.1
+    key = next(iter(sizes))
+    smaller = tasks.make_task(name, **{key: getattr(base, key)})  # kwargs override the sizes
+    assert getattr(smaller, key) == getattr(base, key) and smaller.name == name
