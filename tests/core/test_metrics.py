@@ -94,3 +94,24 @@ def test_regret_slope_and_ci_bad_input():
     with pytest.warns(RuntimeWarning, match="`samples`"):
         m, _ = metrics.mean_and_ci(np.array([1.0, np.nan, 2.0]))
     assert np.isnan(m)
+
+
+def test_bootstrap_ci_matches_a_numpy_loop_over_the_same_resamples():
+    """Point value, and the percentile interval of the statistic over the resample indices
+    ``randint(key, (R, n), 0, n)`` recomputed one by one with scikit-learn's AUROC (paired
+    rows; R not a multiple of the chunk, so the last chunk is partial)."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = np.random.default_rng(0)
+    n, r = 60, metrics.BOOTSTRAP_CHUNK * 2 + 37
+    labels = rng.integers(0, 2, n).astype(bool)
+    scores = rng.normal(size=n) + labels
+    key = jax.random.key(3)
+    point, lo, hi = metrics.bootstrap_ci(key, metrics.auroc, (scores, labels), r)
+    idx = np.asarray(jax.random.randint(key, (r, n), 0, n))
+    ref = []
+    for i in idx:
+        ref.append(roc_auc_score(labels[i], scores[i]) if 0 < labels[i].sum() < n else np.nan)
+    want = np.nanpercentile(ref, [2.5, 97.5])
+    np.testing.assert_allclose(point, roc_auc_score(labels, scores), rtol=1e-6)
+    np.testing.assert_allclose([lo, hi], want, rtol=1e-5)
