@@ -100,8 +100,6 @@ def test_bootstrap_ci_matches_a_numpy_loop_over_the_same_resamples():
     """Point value, and the percentile interval of the statistic over the resample indices
     ``randint(key, (R, n), 0, n)`` recomputed one by one with scikit-learn's AUROC (paired
     rows; R not a multiple of the chunk, so the last chunk is partial)."""
-    from sklearn.metrics import roc_auc_score
-
     rng = np.random.default_rng(0)
     n, r = 60, metrics.BOOTSTRAP_CHUNK * 2 + 37
     labels = rng.integers(0, 2, n).astype(bool)
