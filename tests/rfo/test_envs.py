@@ -15,26 +15,36 @@ from jaxlab.rfo import train as rfo_train
 DT = 0.002 * 4  # hopper.xml timestep x brax's n_frames
 
 
-@pytest.fixture(scope="module")
-def hopper():
+def _task_and_init(name):
+    """The task and a jitted ``pipeline.init`` of its system."""
     from brax.mjx import pipeline
 
-    task = envs.make_task("hopper")
-    init = jax.jit(lambda q, qd: pipeline.init(task.sys, q, qd))
-    return task, init
+    task = envs.make_task(name)
+    return task, jax.jit(lambda q, qd: pipeline.init(task.sys, q, qd))
+
+
+def _brax_env_step(env, metric_names, ps0, ps1, action):
+    """brax ``env.step`` from ``ps0`` with the physics replaced by ``ps1``."""
+    from brax.envs.base import State
+
+    env.pipeline_step = lambda ps, a: ps1
+    metrics = {k: jnp.float32(0) for k in metric_names}
+    state = State(ps0, jnp.zeros(11), jnp.float32(0), jnp.float32(0), metrics)
+    return env.step(state, action)
+
+
+@pytest.fixture(scope="module")
+def hopper():
+    return _task_and_init("hopper")
 
 
 def _brax_step(ps0, ps1, action):
     """brax's ``Hopper.step`` from ``ps0`` with the physics replaced by ``ps1``."""
     from brax.envs import hopper as brax_hopper
-    from brax.envs.base import State
 
-    env = brax_hopper.Hopper(backend="mjx")
-    env.pipeline_step = lambda ps, a: ps1
-    metrics = {k: jnp.float32(0) for k in ("reward_forward", "reward_ctrl", "reward_healthy",
-                                            "x_position", "x_velocity")}
-    state = State(ps0, jnp.zeros(11), jnp.float32(0), jnp.float32(0), metrics)
-    return env.step(state, action)
+    return _brax_env_step(brax_hopper.Hopper(backend="mjx"),
+                          ("reward_forward", "reward_ctrl", "reward_healthy", "x_position",
+                           "x_velocity"), ps0, ps1, action)
 
 
 def test_hopper_standing_pose_earns_the_healthy_bonus_minus_control(hopper):
@@ -91,23 +101,15 @@ def test_hopper_reward_matches_brax_and_a_hand_computation_on_random_states(hopp
 
 @pytest.fixture(scope="module")
 def reacher():
-    from brax.mjx import pipeline
-
-    task = envs.make_task("reacher")
-    init = jax.jit(lambda q, qd: pipeline.init(task.sys, q, qd))
-    return task, init
+    return _task_and_init("reacher")
 
 
 def _brax_reacher_step(ps0, ps1, action):
     """brax's ``Reacher.step`` from ``ps0`` with the physics replaced by ``ps1``."""
     from brax.envs import reacher as brax_reacher
-    from brax.envs.base import State
 
-    env = brax_reacher.Reacher(backend="mjx")
-    env.pipeline_step = lambda ps, a: ps1
-    metrics = {"reward_dist": jnp.float32(0), "reward_ctrl": jnp.float32(0)}
-    state = State(ps0, jnp.zeros(11), jnp.float32(0), jnp.float32(0), metrics)
-    return env.step(state, action)
+    return _brax_env_step(brax_reacher.Reacher(backend="mjx"), ("reward_dist", "reward_ctrl"),
+                          ps0, ps1, action)
 
 
 def test_reacher_obs_and_reward_match_brax_and_a_hand_computation(reacher):
