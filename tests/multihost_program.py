@@ -34,14 +34,19 @@ def main(argv):
     assert sharding.is_main_process() == (pid == 0)
 
     # Typed keys and plain arrays placed over the global mesh; results all-gathered.
+    # The random bits must match exactly; their normal transform (erf_inv) is compiled per
+    # shard shape, and on jax 0.12 / an Intel Xeon two of 24 draws differed by one float32
+    # ulp (1.6e-7 relative) between the sharded and the single-device program.
     keys = jax.random.split(jax.random.key(0), 8)
+    bits = jax.jit(jax.vmap(lambda k: jax.random.bits(k, (3,))))
     draw = jax.jit(jax.vmap(lambda k: jax.random.normal(k, (3,))))
-    ref = np.asarray(draw(keys))
+    ref_bits, ref = np.asarray(bits(keys)), np.asarray(draw(keys))
     gk = sharding.shard_batch(keys)
     assert not gk.is_fully_addressable and len(gk.addressable_shards) == 2
     out = draw(gk)
     assert not out.is_fully_addressable
-    np.testing.assert_array_equal(sharding.to_host(out), ref)
+    np.testing.assert_array_equal(sharding.to_host(bits(gk)), ref_bits)
+    np.testing.assert_allclose(sharding.to_host(out), ref, rtol=5e-7, atol=0)
     x = sharding.shard_batch({"a": np.arange(8.0), "b": jnp.ones((8, 2))})
     np.testing.assert_array_equal(sharding.to_host(x)["a"], np.arange(8.0))
     print("shard_batch/to_host OK", flush=True)
