@@ -13,7 +13,9 @@ Signatures:
   * constructors, all returning ``Algorithm(init, step)``: ``gradient_variation(domain,
     delta, rule=None)``, ``ogd_sqrt_d_step(...)``, ``agarwal2010(...)``, ``two_point(domain,
     delta, rule, optimistic=True)``, ``one_point_box(box, delta, rule, hint="ema",
-    beta=None)``, ``ensembles.ensemble / dynamic_ensemble / universal_ensemble``.
+    beta=None)``, ``ensembles.ensemble / dynamic_ensemble / universal_ensemble`` (their
+    ``meta=`` "hedge", "optimistic_hedge" or "msmwc"; ``msmwc`` is Chen, Luo, Wei 2021's
+    meta-learner as pure functions: ``init``, ``play``, ``update``, ``run``).
   * ``learner.init(key, x0=None) -> State`` (deterministic; x0 defaults to the domain's
     centre); ``learner.step(key, state, f) -> (State, Info)``, the key draws the
     exploration direction.
