@@ -76,9 +76,12 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.sale.num_problems = 32
         c.protocol.update(temperatures=(), schedules=())  # frozen a priori: T = 1, every step
     elif arg in ("hard", "cpu_hard"):
-        # The hard variants (shipped denoisers + POKE heads: experiments/pretrained/dllm/
-        # <task>_hard); `hard` is quick-sized, `cpu_hard` the held-out protocol at CPU size.
-        c.tasks = ("countdown_hard", "star_graph_hard", "addition_hard")
+        # The hard variants with a shipped denoiser + POKE head (experiments/pretrained/dllm/
+        # addition_hard*); `hard` is quick-sized, `cpu_hard` the held-out protocol at CPU
+        # size. countdown_hard and star_graph_hard are not shipped: this denoiser did not
+        # learn them at a CPU budget (session 10: 6000 / 4000 steps, eval loss 0.53 / 2.70,
+        # greedy and pass@4 accuracy 0 on 128 problems); add them here once they train.
+        c.tasks = ("addition_hard",)
         c.sale.task = ""
         if arg == "hard":
             c.num_problems, c.eval_batch, c.particles, c.bootstrap = 128, 128, (4,), 500
