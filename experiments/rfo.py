@@ -37,7 +37,7 @@ from absl import logging
 from experiments import common
 from experiments.lib import plots, study, timing
 from jaxlab import rfo
-from jaxlab.core import loops, metrics, sharding
+from jaxlab.core import loops, metrics, sharding, validation
 from jaxlab.rfo import envs, train
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
@@ -94,11 +94,21 @@ def _chunking(config, cfg) -> tuple[int, int]:
     return n_chunks, -(-cfg.num_updates // n_chunks)
 
 
+def eval_every(config, cfg) -> int:
+    """Updates between evaluations: the largest divisor of the updates per chunk that is
+    <= ``config.eval_every``, so every method's last update is evaluated and its
+    evaluations are evenly spaced in env steps (the AUC is their mean)."""
+    per_chunk = _chunking(config, cfg)[1]
+    return max(e for e in range(1, min(int(config.get("eval_every", 1)), per_chunk) + 1)
+               if per_chunk % e == 0)
+
+
 def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
     """Everything that determines the (task, method) unit's result besides the code."""
     cfg, _ = method_config(config, task, method)
     return {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
-            "seed": config.seed, "chunks": _chunking(config, cfg)[0]}
+            "seed": config.seed, "chunks": _chunking(config, cfg)[0],
+            "eval_every": eval_every(config, cfg)}
 
 
 def seed_keys(config: ml_collections.ConfigDict, task: str) -> jax.Array:
@@ -116,9 +126,13 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     in ``num_chunks`` chunks through ``run_chunks`` (the unit's resumable runner in the
     study; a plain loop by default).
 
+    Evaluation (``eval_horizon`` steps on ``num_envs`` fresh environments) runs after every
+    ``eval_every(config, cfg)``-th update only; its rollouts are not counted as env steps.
+
     Returns:
-      {"task", "method", "env_steps" [U], "eval_return" [seeds, U], "train_reward"
-      [seeds, U], "nonfinite_grad_updates" [seeds], "wall_s", "config"} (NumPy arrays).
+      {"task", "method", "env_steps" [U], "eval_env_steps" [E], "eval_every", "eval_return"
+      [seeds, E], "train_reward" [seeds, U], "nonfinite_grad_updates" [seeds], "wall_s",
+      "config"} (NumPy arrays; E = U / eval_every).
 
     Raises:
       FloatingPointError: an eval return is non-finite.
@@ -126,6 +140,7 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     cfg, per_update = method_config(config, task_name, method)
     n_chunks, per_chunk = _chunking(config, cfg)
     num_updates = per_chunk * n_chunks
+    every = eval_every(config, cfg)
     trainer = rfo.make_trainer(envs.make_task(task_name), cfg._replace(num_updates=num_updates))
     keys = jax.vmap(jax.random.split)(seed_keys(config, task_name))  # [seeds, 2]
     k_init, k_steps = keys[:, 0], keys[:, 1]  # as rfo.run splits each seed's key
@@ -139,7 +154,8 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     def chunk(c, i):
         st, ks, ev, tr, gn = c
         start = i * per_chunk
-        st, info = jax.vmap(lambda k, s: rfo.scan_steps(k, trainer, s, start, per_chunk))(ks, st)
+        st, info = jax.vmap(lambda k, s: rfo.scan_steps(k, trainer, s, start, per_chunk,
+                                                        every))(ks, st)
         ev = jax.lax.dynamic_update_slice_in_dim(ev, info.eval_return, start, 1)
         tr = jax.lax.dynamic_update_slice_in_dim(tr, info.train_return, start, 1)
         gn = jax.lax.dynamic_update_slice_in_dim(gn, info.grad_norm, start, 1)
@@ -153,6 +169,7 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
         log_fn=lambda i, c: "eval return "
         f"{sharding.to_host(c[2][:, (i + 1) * per_chunk - 1]).mean():.1f}")
     ev, tr, gn = sharding.to_host((ev, tr, gn))
+    ev = ev[:, every - 1::every]  # the evaluated updates (the others are NaN)
     # Non-finite gradient entries (near contacts) are zeroed inside the update and show as a
     # non-finite pre-clip grad norm: counted per seed, reported, never silently averaged.
     bad_grads = (~np.isfinite(gn)).sum(axis=1)
@@ -165,29 +182,70 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
                                  f"({int((~np.isfinite(ev)).sum())} entries).")
     return {"task": task_name, "method": method,
             "env_steps": per_update * np.arange(1, num_updates + 1),
-            "eval_return": np.asarray(ev), "train_reward": np.asarray(tr),
+            "eval_env_steps": per_update * every * np.arange(1, num_updates // every + 1),
+            "eval_every": every, "eval_return": np.asarray(ev), "train_reward": np.asarray(tr),
             "nonfinite_grad_updates": bad_grads, "wall_s": time.perf_counter() - t0,
             "config": cfg._asdict()}
 
 
-def rollout_throughput(task_name: str, batch_sizes, horizon: int, repeats: int = 3) -> dict:
-    """Env steps/s of a jitted vmapped MJX rollout (random actions) per batch size."""
-    task = envs.make_task(task_name)
-    step = jax.vmap(lambda s, a: envs.step(task, s, a))
-    rates = {}
-    for b in batch_sizes:
-        @jax.jit
-        def roll(key, b=b):
-            k0, k1 = jax.random.split(key)
-            s = train.reset_envs(k0, task, b)
-            acts = jax.random.uniform(k1, (horizon, b, task.act_dim), minval=-1, maxval=1)
-            return jax.lax.scan(lambda s, a: step(s, a), s, acts)[1]
+def _physics(backend: str):
+    """brax's physics pipeline module: "mjx" (what the tasks train on) or "generalized"."""
+    if backend == "mjx":
+        from brax.mjx import pipeline
+    elif backend == "generalized":
+        from brax.generalized import pipeline
+    else:
+        raise ValueError(f"unknown `backend` {backend!r}; choose mjx or generalized.")
+    return pipeline
 
-        sec = timing.best_time(lambda roll=roll: roll(jax.random.key(0)), repeats=repeats)
-        rates[str(b)] = b * horizon / sec
-    base = rates[str(batch_sizes[0])]
+
+def rollout_throughput(task_name: str, batch_sizes, horizon: int,
+                       backends=("mjx",), repeats: int = 3) -> dict:
+    """Env steps/s of a jitted vmapped rollout (random actions, the task's reward) per
+    physics backend and batch size, forward only and forward + backward (the gradient of
+    the summed reward with respect to every action, as RFO's update needs).
+
+    Both backends step the same brax ``System`` (the task's MJCF, one solver iteration
+    for MJX) from the task's reset distribution; each env step is ``task.n_frames``
+    physics steps.
+    """
+    task = envs.make_task(task_name)
+    rates = {}
+    for backend in backends:
+        pipe = _physics(backend)
+
+        def env_step(ps, a, pipe=pipe):
+            ps1 = jax.lax.scan(lambda p, _: (pipe.step(task.sys, p, a), None), ps, None,
+                               length=task.n_frames)[0]
+            return ps1, task.reward_fn(ps, ps1, a)
+
+        def total_reward(acts, ps0, env_step=env_step):  # acts [H, B, A]
+            def one(ps, a):
+                return jax.vmap(env_step)(ps, a)
+            return jax.lax.scan(one, ps0, acts)[1].sum()
+
+        for mode in ("forward", "forward+backward"):
+            for b in batch_sizes:
+                @jax.jit
+                def roll(key, b=b, mode=mode, pipe=pipe, total_reward=total_reward):
+                    k0, k1 = jax.random.split(key)
+                    q, qd = jax.vmap(lambda k: envs.initial_q_qd(k, task))(
+                        jax.random.split(k0, b))
+                    ps0 = jax.vmap(lambda q, qd: pipe.init(task.sys, q, qd))(q, qd)
+                    acts = jax.random.uniform(k1, (horizon, b, task.act_dim), minval=-1,
+                                              maxval=1)
+                    if mode == "forward":
+                        return total_reward(acts, ps0)
+                    return jax.grad(total_reward)(acts, ps0)
+
+                sec = timing.best_time(lambda roll=roll: roll(jax.random.key(0)),
+                                       repeats=repeats)
+                rates.setdefault(backend, {}).setdefault(mode, {})[str(b)] = b * horizon / sec
+    base = rates[backends[0]]["forward"][str(batch_sizes[0])]
     return {"task": task_name, "horizon": horizon, "env_steps_per_s": rates,
-            "speedup_vs_smallest_batch": {k: v / base for k, v in rates.items()}}
+            "ratio_vs_mjx_forward_smallest_batch": {
+                be: {mo: {k: v / base for k, v in r.items()} for mo, r in by.items()}
+                for be, by in rates.items()}}
 
 
 def _task_methods(config) -> dict[str, tuple[str, ...]]:
@@ -198,6 +256,7 @@ def _task_methods(config) -> dict[str, tuple[str, ...]]:
 
 def _validate(config: ml_collections.ConfigDict) -> None:
     train.validate_config(config)
+    validation.check_positive_int("config.eval_every", config.get("eval_every", 1))
     task_methods = config.get("task_methods", {})
     for m in {*config.methods, *(m for ms in task_methods.values() for m in ms)}:
         if m not in METHODS:
@@ -215,7 +274,8 @@ def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     if tp.task:
         units.append(study.Unit(
             "throughput",
-            lambda ctx: rollout_throughput(tp.task, tuple(tp.batch_sizes), tp.horizon),
+            lambda ctx: rollout_throughput(tp.task, tuple(tp.batch_sizes), tp.horizon,
+                                           tuple(tp.get("backends", ("mjx",)))),
             spec={"throughput": tp.to_dict()}))
     return units
 
@@ -226,16 +286,24 @@ def _runs(config, out) -> dict:
 
 
 def _final(run) -> np.ndarray:
-    """[seeds] final eval return: the mean over the last 10% of updates, per seed."""
+    """[seeds] final eval return: the mean over the last 10% of evaluations, per seed."""
     ev = np.asarray(run["eval_return"])
     return ev[:, -max(1, ev.shape[1] // 10):].mean(axis=1)
 
 
+def _auc(run) -> np.ndarray:
+    """[seeds] area under the learning curve per env step: the mean eval return over the
+    evaluations (evenly spaced in env steps, the last at the end of training)."""
+    return np.asarray(run["eval_return"]).mean(axis=1)
+
+
 def _summarize(config, out) -> dict:
-    summary = {"config": config.to_dict(), "final_eval_return": {}}
+    summary = {"config": config.to_dict(), "final_eval_return": {}, "auc_eval_return": {}}
     for t, by_m in _runs(config, out).items():
         summary["final_eval_return"][t] = {}
+        summary["auc_eval_return"][t] = {}
         finals = {m: _final(r) for m, r in by_m.items()}
+        aucs = {m: _auc(r) for m, r in by_m.items()}
         for m, r in by_m.items():
             mean, hw = metrics.mean_and_ci(finals[m])
             summary["final_eval_return"][t][m] = {
@@ -243,16 +311,20 @@ def _summarize(config, out) -> dict:
                 "initial": float(np.asarray(r["eval_return"])[:, 0].mean()),
                 "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
                 "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
-            logging.info("%s %s: eval return %.1f +- %.1f after %d env steps", t, m, mean, hw,
-                         r["env_steps"][-1])
-        paired = {}
-        for a, b in DECLARED:
-            if a in finals and b in finals and len(finals[a]) == len(finals[b]) > 1:
-                mean, hw = metrics.mean_and_ci(finals[a] - finals[b])
-                paired[f"{a} - {b}"] = {"mean": float(mean), "ci95": float(hw),
-                                        "seeds": len(finals[a])}
-        if paired:
-            summary.setdefault("paired_final_eval_return", {})[t] = paired
+            a_mean, a_hw = metrics.mean_and_ci(aucs[m])
+            summary["auc_eval_return"][t][m] = {"mean": float(a_mean), "ci95": float(a_hw)}
+            logging.info("%s %s: eval return %.1f +- %.1f (AUC %.1f) after %d env steps", t, m,
+                         mean, hw, a_mean, r["env_steps"][-1])
+        for name, per_seed in (("paired_final_eval_return", finals),
+                               ("paired_auc_eval_return", aucs)):
+            paired = {}
+            for a, b in DECLARED:
+                if a in per_seed and b in per_seed and len(per_seed[a]) == len(per_seed[b]) > 1:
+                    mean, hw = metrics.mean_and_ci(per_seed[a] - per_seed[b])
+                    paired[f"{a} - {b}"] = {"mean": float(mean), "ci95": float(hw),
+                                            "seeds": len(per_seed[a])}
+            if paired:
+                summary.setdefault(name, {})[t] = paired
     if "throughput" in out:
         summary["throughput"] = out["throughput"]
     return summary
@@ -265,7 +337,8 @@ def _plot(config, summary, out, workdir):
     for ax, (t, by_m) in zip(axes, runs.items(), strict=True):
         for m, r in by_m.items():
             mean, hw = metrics.mean_and_ci(np.asarray(r["eval_return"]))
-            plots.line_with_band(ax, r["env_steps"], mean, hw, label=m)
+            plots.line_with_band(ax, r.get("eval_env_steps", r["env_steps"]), mean, hw,
+                                 label=m)
         ax.set(xlabel="environment steps", ylabel="eval return", title=f"{t} (mean, 95% CI)")
         ax.legend(fontsize=8)
     seeds = {len(r["eval_return"]) for by_m in runs.values() for r in by_m.values()}
@@ -285,18 +358,28 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         cells = ", ".join(f"{m} {v['mean']:.1f} +- {v['ci95']:.1f}" for m, v in by_m.items())
         steps = max(v["env_steps"] for v in by_m.values())
         rows.append((f"{t}: final eval return at {steps} env steps (mean +- 95% CI)", cells))
-        paired = summary.get("paired_final_eval_return", {}).get(t)
-        if paired:
-            n = next(iter(paired.values()))["seeds"]
-            rows.append((f"{t}: declared paired differences of final eval return ({n} seeds, "
-                         "mean +- t 95% CI)",
-                         ", ".join(f"{k} {v['mean']:+.1f} +- {v['ci95']:.1f}"
-                                   for k, v in paired.items())))
+        auc = summary.get("auc_eval_return", {}).get(t)
+        if auc:
+            rows.append((f"{t}: area under the eval-return curve per env step (mean +- 95% CI)",
+                         ", ".join(f"{m} {auc[m]['mean']:.1f} +- {auc[m]['ci95']:.1f}"
+                                   for m in by_m if m in auc)))
+        for key, what in (("paired_final_eval_return", "final eval return"),
+                          ("paired_auc_eval_return", "eval-return AUC")):
+            paired = summary.get(key, {}).get(t)
+            if paired:
+                n = next(iter(paired.values()))["seeds"]
+                rows.append((f"{t}: declared paired differences of {what} ({n} seeds, "
+                             "mean +- t 95% CI)",
+                             ", ".join(f"{k} {v['mean']:+.1f} +- {v['ci95']:.1f}"
+                                       for k, v in paired.items())))
     if "throughput" in summary:
         tp = summary["throughput"]
-        rates = sorted(tp["env_steps_per_s"].items(), key=lambda kv: int(kv[0]))
-        cells = ", ".join(f"B={b}: {r:.0f}" for b, r in rates)
-        rows.append((f"{tp['task']}: vmapped MJX rollout env steps/s", cells))
+        for backend, by_mode in tp["env_steps_per_s"].items():
+            for mode, rates in by_mode.items():
+                cells = ", ".join(f"B={b}: {r:.0f}"
+                                  for b, r in sorted(rates.items(), key=lambda kv: int(kv[0])))
+                rows.append((f"{tp['task']}: vmapped {backend} rollout env steps/s, {mode}",
+                             cells))
     return rows
 
 

@@ -1,8 +1,18 @@
-"""Configs for experiments/rfo.py: get_config("smoke" | "quick" | "cpu_ablation" | "full").
+"""Configs for experiments/rfo.py: get_config("smoke" | "quick" | "cpu_ablation" |
+"cpu_long" | "full").
 
+``quick`` (the suite's main job): pendulum and reacher, RFO vs SHAC (Gaussian) vs APG vs
+PPO, 3 seeds, 49k env steps per seed and method, 32 environments, evaluation every few
+updates (~5 min on a 2-core CPU, mostly compiles).
 ``cpu_ablation``: pendulum only, the four regulariser settings (``rfo_none``,
 ``rfo_stability``, ``rfo_exploration``, ``rfo`` = both) and the two baselines named for
 what they are (``shac_gaussian``, critic-free ``apg``), 5 seeds, on a CPU budget.
+``cpu_long`` (the README's RFO figures; about an hour on a 2-core CPU): pendulum (every
+method, the ablations included), reacher and hopper (RFO, SHAC, APG, PPO), 5 seeds drawn
+from ``seed`` = 2026 (never used by any other preset, so never used to pick a setting),
+197k env steps per seed and method (131k on hopper), and the physics throughput of MJX
+and brax's generalized backend, forward and forward + backward, at B = 1/8/32/64.
+``full``: accelerator scale (256 environments, 1M env steps, 4M on hopper, 8 seeds).
 """
 
 import ml_collections
@@ -10,19 +20,22 @@ import ml_collections
 
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
-    c.tasks = ("pendulum", "hopper")
-    c.methods = ("rfo", "rfo_chunked", "shac_gaussian", "ppo")
-    # per-task subsets (each hopper method costs ~100 s, mostly compile, on a 2-core CPU;
-    # the quick preset keeps the whole suite near 15 min; full runs every method)
-    c.task_methods = ml_collections.ConfigDict({"hopper": ("rfo", "ppo")})
+    c.tasks = ("pendulum", "reacher")
+    c.methods = ("rfo", "shac_gaussian", "apg", "ppo")
+    # per-task subsets of ``methods`` (none in quick; each reacher method costs ~80 s of
+    # compile on a 2-core CPU, each hopper one ~150 s)
+    c.task_methods = ml_collections.ConfigDict()
     c.num_seeds = 3
     c.seed = 0
     c.env_steps = 49_152  # budget per method and task (equal across methods)
-    c.task_env_steps = ml_collections.ConfigDict({"hopper": 16_384})
+    c.task_env_steps = ml_collections.ConfigDict()
     c.num_chunks = 4
+    # evaluate after every eval_every-th update at most (experiment.eval_every picks the
+    # largest divisor of the updates per chunk <= this); evaluations are not env steps
+    c.eval_every = 10
     c.mesh_shape = (-1,)
     c.common = ml_collections.ConfigDict(dict(
-        num_envs=16, horizon=32, lr=3e-3, hidden=64, eval_horizon=128, episode_length=128,
+        num_envs=32, horizon=32, lr=3e-3, hidden=64, eval_horizon=128, episode_length=128,
         critic=True, gamma=0.99))
     c.rfo = ml_collections.ConfigDict(dict(chunk=4, ode_steps=4, stability_coef=0.01,
                                            exploration_coef=0.001, buffer_size=4096))
@@ -30,8 +43,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     # Adam(0.7, 0.95), lr * lr_decay^update; the decay rate is our choice
     c.apg = ml_collections.ConfigDict(dict(lr=3e-3, lr_decay=0.997, grad_clip=1.0))
     c.ppo = ml_collections.ConfigDict(dict(epochs=4, minibatches=4, lr=3e-4))
-    c.throughput = ml_collections.ConfigDict(dict(task="hopper", batch_sizes=(1, 8, 32),
-                                                  horizon=64))
+    # physics throughput (quick: pendulum, whose 8 compiles are cheap; cpu_long: hopper)
+    c.throughput = ml_collections.ConfigDict(dict(task="pendulum", batch_sizes=(1, 32),
+                                                  horizon=32, backends=("mjx", "generalized")))
     if arg == "smoke":
         c.tasks = ("pendulum",)
         c.task_methods = ml_collections.ConfigDict()
@@ -39,6 +53,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.env_steps = 4 * 8 * 16
         c.task_env_steps = ml_collections.ConfigDict({"pendulum": 4 * 8 * 16})
         c.num_chunks = 2
+        c.eval_every = 2
         c.common.update(num_envs=8, horizon=16, eval_horizon=32, episode_length=32,
                         hidden=32)
         c.throughput.update(task="pendulum", batch_sizes=(1, 8), horizon=16)
@@ -50,6 +65,18 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.num_seeds = 5
         c.task_env_steps = ml_collections.ConfigDict()
         c.throughput.task = ""
+    elif arg == "cpu_long":
+        c.tasks = ("pendulum", "reacher", "hopper")
+        c.methods = ("rfo", "shac_gaussian", "apg", "ppo")
+        c.task_methods = ml_collections.ConfigDict({"pendulum": (
+            "rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
+            "shac_gaussian", "apg", "ppo")})
+        c.num_seeds = 5
+        c.seed = 2026
+        c.env_steps = 196_608
+        c.task_env_steps = ml_collections.ConfigDict({"hopper": 131_072})
+        c.num_chunks = 8
+        c.throughput.update(task="hopper", batch_sizes=(1, 8, 32, 64), horizon=32)
     elif arg == "full":
         c.tasks = ("pendulum", "cartpole", "reacher", "hopper")
         c.methods = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
@@ -60,8 +87,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.task_env_steps = ml_collections.ConfigDict({"hopper": 4_194_304})
         c.num_chunks = 16
         c.common.update(num_envs=256, eval_horizon=256, episode_length=256)
-        c.throughput.update(batch_sizes=(1, 64, 1024, 4096))
+        c.throughput.update(task="hopper", batch_sizes=(1, 64, 1024, 4096))
     elif arg != "quick":
-        raise ValueError(f"config arg must be smoke, quick, cpu_ablation or full, got "
-                         f"{arg!r}.")
+        raise ValueError("config arg must be smoke, quick, cpu_ablation, cpu_long or full, "
+                         f"got {arg!r}.")
     return c

@@ -264,16 +264,24 @@ def rfo(config, unit, result, workdir):
         return {}
     out = {}
     if "env_steps" in result:
-        steps = np.asarray(result["env_steps"]).reshape(-1)
         for field in ("eval_return", "train_reward"):
+            # evaluations run every few updates: their own env-step axis when present
+            key = "eval_env_steps" if field == "eval_return" and "eval_env_steps" in result \
+                else "env_steps"
+            steps = np.asarray(result[key]).reshape(-1)
             if field in result:
                 v = np.asarray(result[field], np.float64)
                 out[f"rfo/{field}"] = (steps, v.reshape(-1, steps.size).mean(0))
     elif isinstance(result.get("env_steps_per_s"), dict):
-        rates = result["env_steps_per_s"]
-        bs = sorted(rates, key=int)
-        out["rfo/rollout_env_steps_per_s_vs_batch"] = (np.array([int(b) for b in bs]),
-                                                       np.array([rates[b] for b in bs]))
+        by_backend = result["env_steps_per_s"]
+        if by_backend and not isinstance(next(iter(by_backend.values())), dict):
+            by_backend = {"mjx": {"forward": by_backend}}  # before session 11: MJX forward
+        for backend, by_mode in by_backend.items():
+            for mode, rates in by_mode.items():
+                bs = sorted(rates, key=int)
+                tag = "rfo/rollout_env_steps_per_s_vs_batch"
+                out[(f"{backend}_{mode.replace('+', '_')}", tag)] = (
+                    np.array([int(b) for b in bs]), np.array([rates[b] for b in bs]))
     return out
 
 

@@ -347,17 +347,21 @@ def make_task(name: str) -> Task:
     return task
 
 
+def initial_q_qd(key: PRNGKey, task: Task) -> tuple[Array, Array]:
+    """Initial (positions [q_size], velocities [qd_size]) of ``reset``."""
+    if task.reset_fn is not None:
+        return task.reset_fn(key)
+    q = task.init_q + task.reset_noise * jax.random.uniform(key, task.init_q.shape,
+                                                           minval=-1, maxval=1)
+    return q, jnp.zeros(task.sys.qd_size())
+
+
 def reset(key: PRNGKey, task: Task) -> EnvState:
     """Initial state: ``task.reset_fn(key)`` if the task has one, else uniform noise of
     ``task.reset_noise`` on positions and zero velocity."""
     from brax.mjx import pipeline
 
-    if task.reset_fn is not None:
-        q, qd = task.reset_fn(key)
-    else:
-        q = task.init_q + task.reset_noise * jax.random.uniform(key, task.init_q.shape,
-                                                               minval=-1, maxval=1)
-        qd = jnp.zeros(task.sys.qd_size())
+    q, qd = initial_q_qd(key, task)
     ps = pipeline.init(task.sys, q, qd)
     return EnvState(ps, task.obs_fn(ps), jnp.int32(0), jnp.float32(0.0))
 

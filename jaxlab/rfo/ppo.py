@@ -46,6 +46,7 @@ from jaxlab.rfo.train import (
     auto_reset,
     check_finite_fields,
     episode_mask,
+    maybe_evaluate,
     network,
     reset_envs,
     reset_finished,
@@ -180,7 +181,8 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
     Returns:
       ``Algorithm(init, step)``: ``init(key) -> PPOState`` draws the actor-critic weights and
       the first ``num_envs`` environments from ``key``; ``step(key, state) -> (PPOState,
-      Info)`` is one update (rollout, GAE, ``epochs`` x ``minibatches`` Adam steps, eval).
+      Info)`` is one update (rollout, GAE, ``epochs`` x ``minibatches`` Adam steps, eval);
+      ``step(key, state, do_eval=False)`` skips the evaluation (``Info.eval_return`` NaN).
 
     Raises:
       ValueError: ``check_config`` fails.
@@ -238,7 +240,7 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
         params = init_params(k_params)
         return PPOState(params, opt.init(params), reset_envs(k_env, task, cfg.num_envs))
 
-    def step(key: PRNGKey, state: PPOState) -> tuple[PPOState, Info]:
+    def step(key: PRNGKey, state: PPOState, do_eval=True) -> tuple[PPOState, Info]:
         k_roll, k_perm, k_eval, k_reset = jax.random.split(key, 4)
         env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
         fresh = (reset_envs(jax.random.fold_in(k_reset, 1), task, cfg.num_envs)
@@ -267,7 +269,8 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
 
         (params, opt_state), gnorms = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                    jax.random.split(k_perm, cfg.epochs))
-        info = Info(jnp.mean(r), evaluate(k_eval, params), jnp.mean(gnorms), jnp.float32(0.0))
+        info = Info(jnp.mean(r), maybe_evaluate(do_eval, evaluate, k_eval, params),
+                    jnp.mean(gnorms), jnp.float32(0.0))
         return PPOState(params, opt_state, final), info
 
     return Algorithm(init, step)

@@ -372,6 +372,18 @@ class Info(NamedTuple):
     critic_loss: Array
 
 
+def maybe_evaluate(do_eval, evaluate: Callable, key: PRNGKey, params) -> Array:
+    """``evaluate(key, params)`` when ``do_eval``, else NaN (no evaluation rollout is run).
+
+    A Python bool decides at trace time; a traced bool goes through ``lax.cond``, which stays
+    a branch (the rollout is skipped) as long as the flag is not batched, e.g. the update
+    index of ``trainers.scan_steps`` under a vmap over seeds.
+    """
+    if isinstance(do_eval, bool):
+        return evaluate(key, params) if do_eval else jnp.float32(jnp.nan)
+    return jax.lax.cond(do_eval, evaluate, lambda k, p: jnp.float32(jnp.nan), key, params)
+
+
 def env_steps_per_update(cfg: TrainConfig) -> int:
     """Environment steps one update consumes (the evaluation rollout is not counted)."""
     return cfg.num_envs * cfg.horizon
@@ -383,7 +395,9 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
     Returns:
       ``Algorithm(init, step)``: ``init(key) -> RFOState`` draws the policy and critic
       weights and the first ``num_envs`` environments from ``key``;
-      ``step(key, state) -> (RFOState, Info)`` is one update. Both are pure (jit / vmap).
+      ``step(key, state, do_eval=True) -> (RFOState, Info)`` is one update; its
+      ``Info.eval_return`` is NaN when ``do_eval`` is false (``maybe_evaluate``). Both are
+      pure (jit / vmap).
 
     Raises:
       ValueError: ``check_config`` fails.
@@ -466,7 +480,7 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         return RFOState(params, opt.init(params), env_state, c_params, c_params,
                         c_opt.init(c_params), buf)
 
-    def step(key: PRNGKey, state: RFOState) -> tuple[RFOState, Info]:
+    def step(key: PRNGKey, state: RFOState, do_eval=True) -> tuple[RFOState, Info]:
         k_loss, k_eval, k_reset = jax.random.split(key, 3)
         if cfg.episode_length:
             env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
@@ -492,7 +506,7 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         final = jax.lax.stop_gradient(final)
         buf = replay.add(state.buffer, o, a) if uses_buffer else None
         new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state, buf)
-        return new, Info(ret, evaluate(k_eval, params), gnorm, c_loss)
+        return new, Info(ret, maybe_evaluate(do_eval, evaluate, k_eval, params), gnorm, c_loss)
 
     return Algorithm(init, step)
 

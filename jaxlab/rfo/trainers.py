@@ -10,8 +10,8 @@
 * ``ppo.PPOConfig``: the PPO baseline.
 
 Each returns an ``Algorithm(init, step)`` with ``init(key) -> State`` (every network and the
-first environments drawn from ``key``) and ``step(key, state) -> (State, Info)`` (one
-update). ``init`` / ``step`` here are the same functions with the static ``(task, cfg)``
+first environments drawn from ``key``) and ``step(key, state, do_eval=True) -> (State,
+Info)`` (one update; ``do_eval`` false skips the evaluation rollout and reports NaN). ``init`` / ``step`` here are the same functions with the static ``(task, cfg)``
 passed last, and ``run`` / ``scan_steps`` drive a whole run as one ``lax.scan``: update
 ``u`` uses the key ``fold_in(key, u)``, so a run split into chunks (``scan_steps`` from
 ``start``) draws exactly the keys of the unsplit run.
@@ -76,22 +76,31 @@ def env_steps_per_update(cfg: Config) -> int:
     return train.env_steps_per_update(cfg)
 
 
-def scan_steps(key: PRNGKey, trainer: Algorithm, state: State, start, length: int):
+def scan_steps(key: PRNGKey, trainer: Algorithm, state: State, start, length: int,
+               eval_every: int = 1):
     """Updates ``start`` .. ``start + length - 1`` (update ``u`` uses ``fold_in(key, u)``).
 
     Args:
       key: the run's step key.
       trainer: from ``make_trainer``.
       state: the state before update ``start``.
-      start: index of the first update (int or traced int32).
+      start: index of the first update (int or traced int32; keep it unbatched under a vmap
+        so that skipped evaluations are skipped, not computed and discarded).
       length: number of updates (a static positive int).
+      eval_every: evaluate after update ``u`` only when ``(u + 1) % eval_every == 0``
+        (a positive int); the other updates report ``eval_return`` NaN and run no
+        evaluation rollout. 1 (default) evaluates every update, exactly as before.
 
     Returns:
       (state after the last update, ``Info`` with a leading [length] axis).
     """
     validation.check_positive_int("length", length)
+    validation.check_positive_int("eval_every", eval_every)
     us = start + jax.numpy.arange(length, dtype=jax.numpy.int32)
-    return jax.lax.scan(lambda s, u: trainer.step(jax.random.fold_in(key, u), s), state, us)
+    if eval_every == 1:
+        return jax.lax.scan(lambda s, u: trainer.step(jax.random.fold_in(key, u), s), state, us)
+    return jax.lax.scan(lambda s, u: trainer.step(jax.random.fold_in(key, u), s,
+                                                  (u + 1) % eval_every == 0), state, us)
 
 
 def run(key: PRNGKey, trainer: Algorithm, num_updates: int) -> tuple[State, Info]:

@@ -53,7 +53,17 @@ def test_smoke_study_writes_results_and_reuses_finished_units(tmp_path, monkeypa
     assert final["rfo_chunked"]["env_steps"] == final["ppo"]["env_steps"] == cfg.env_steps
     assert all(v["ci95"] >= 0 and v["nonfinite_grad_updates"] >= 0 for v in final.values())
     tp = on_disk["throughput"]["env_steps_per_s"]
-    assert set(tp) == {"1", "8"} and all(v > 0 for v in tp.values())
+    assert set(tp) == {"mjx", "generalized"}
+    for by_mode in tp.values():
+        assert set(by_mode) == {"forward", "forward+backward"}
+        assert all(set(r) == {"1", "8"} and min(r.values()) > 0 for r in by_mode.values())
+    # evaluation every eval_every-th update: 4 updates in 2 chunks of 2 -> every 2nd
+    [path] = [u for u in os.listdir(tmp_path / "units") if u.startswith("pendulum_ppo-")]
+    unit = study.load_result(str(tmp_path / "units" / path))
+    assert unit["eval_every"] == 2 and len(unit["eval_env_steps"]) == 2
+    np.testing.assert_array_equal(unit["eval_env_steps"], unit["env_steps"][1::2])
+    assert np.asarray(unit["eval_return"]).shape == (cfg.num_seeds, 2)
+    assert np.all(np.isfinite(unit["eval_return"]))
     names = dict(experiment.headline(s1))
     assert any("pendulum" in k for k in names)
     units = sorted(os.listdir(tmp_path / "units"))
@@ -131,6 +141,22 @@ def test_methods_are_named_for_what_they_run():
         experiment._validate(_with(cfg, **{"apg.lr_decay": 1.5}))
 
 
+def test_eval_every_is_the_largest_divisor_of_the_updates_per_chunk():
+    cfg = rfo_cfg.get_config("quick")
+    for method in ("rfo", "apg", "ppo"):
+        mc, _ = experiment.method_config(cfg, "pendulum", method)
+        _, per_chunk = experiment._chunking(cfg, mc)
+        every = experiment.eval_every(cfg, mc)
+        assert per_chunk % every == 0 and every <= cfg.eval_every
+        assert not any(per_chunk % e == 0 for e in range(every + 1, cfg.eval_every + 1))
+    mc, _ = experiment.method_config(cfg, "pendulum", "rfo")  # 48 updates, 12 per chunk
+    assert experiment.eval_every(cfg, mc) == 6
+    assert experiment.eval_every(_with(cfg, eval_every=1), mc) == 1
+    for bad in (0, -2):  # (ml_collections itself refuses a float for this int field)
+        with pytest.raises(ValueError, match="eval_every"):
+            experiment._validate(_with(cfg, eval_every=bad))
+
+
 def test_declared_paired_differences_are_per_seed_differences_of_final_returns():
     """The summary's paired comparisons (declared in experiment.DECLARED) against numpy:
     per seed, the mean of the last 10% of eval returns, differenced, then a t 95% CI."""
@@ -154,6 +180,17 @@ def test_declared_paired_differences_are_per_seed_differences_of_final_returns()
         assert got[f"rfo - {m}"]["seeds"] == 5
         np.testing.assert_allclose([got[f"rfo - {m}"]["mean"], got[f"rfo - {m}"]["ci95"]],
                                    [d.mean(), hw], rtol=1e-10)
+    auc = s["paired_auc_eval_return"]["pendulum"]
+    for m in cfg.methods:
+        if m == "rfo":
+            continue
+        d = (out["pendulum_rfo"]["eval_return"].mean(1)
+             - out[f"pendulum_{m}"]["eval_return"].mean(1))
+        hw = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
+        np.testing.assert_allclose([auc[f"rfo - {m}"]["mean"], auc[f"rfo - {m}"]["ci95"]],
+                                   [d.mean(), hw], rtol=1e-10)
     rows = dict(experiment.headline(s))
     assert "rfo - rfo_none" in rows["pendulum: declared paired differences of final eval "
                                     "return (5 seeds, mean +- t 95% CI)"]
+    assert "rfo - apg" in rows["pendulum: declared paired differences of eval-return AUC "
+                               "(5 seeds, mean +- t 95% CI)"]

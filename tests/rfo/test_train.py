@@ -1,6 +1,8 @@
 """RFO through MJX: finite gradients through contacts, training improves return, the
 key-first trainer API (seeds differ in their initial weights), errors."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -91,6 +93,40 @@ def test_chunked_scan_steps_equal_one_scan():
     _, whole = jax.jit(lambda k: rfo.run(k, trainer, 4))(jax.random.key(3))
     np.testing.assert_allclose(np.concatenate([i1.eval_return, i2.eval_return]),
                                whole.eval_return, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("method", ["flow", pytest.param("ppo", marks=pytest.mark.slow)])
+def test_eval_every_skips_evaluations_and_keeps_the_rest_of_the_run(method):
+    """#18: evaluation every few updates. The evaluated updates report exactly the returns
+    of the every-update run (same keys, same parameters); the others report NaN; the
+    training itself (train return, final parameters) is unchanged. Vmapped over seeds as
+    the experiment runs it (the skip flag is not batched there)."""
+    task = envs.make_task("pendulum")
+    if method == "ppo":
+        cfg = rfo.PPOConfig(num_envs=2, rollout_len=4, minibatches=2, episode_length=8,
+                            hidden=8, eval_horizon=4)
+    else:
+        cfg = rfo.TrainConfig(num_envs=2, horizon=4, hidden=8, eval_horizon=4,
+                              episode_length=8)
+    trainer = rfo.make_trainer(task, cfg)
+    keys = jax.random.split(jax.random.key(5), 2)
+    states = jax.vmap(trainer.init)(keys)
+
+    @functools.partial(jax.jit, static_argnums=1)
+    def run(states, every):
+        return jax.vmap(lambda k, s: rfo.scan_steps(k, trainer, s, 0, 6, every))(keys, states)
+
+    s1, every1 = run(states, 1)
+    s3, every3 = run(states, 3)
+    ev1, ev3 = np.asarray(every1.eval_return), np.asarray(every3.eval_return)
+    assert np.all(np.isfinite(ev1))
+    np.testing.assert_array_equal(ev3[:, [2, 5]], ev1[:, [2, 5]])
+    assert np.all(np.isnan(ev3[:, [0, 1, 3, 4]]))
+    np.testing.assert_array_equal(every3.train_return, every1.train_return)
+    for x, y in zip(_leaves(s1.params), _leaves(s3.params), strict=True):
+        np.testing.assert_array_equal(x, y)
+    with pytest.raises(ValueError, match="eval_every"):
+        rfo.scan_steps(keys[0], trainer, trainer.init(keys[0]), 0, 6, 0)
 
 
 def test_bad_training_arguments_raise():
