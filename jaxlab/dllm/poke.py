@@ -103,6 +103,18 @@ def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *
                              policy=policy, temperature=temperature)
 
 
+def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+                             siblings: int, mask_id: int, policy: str = "confidence",
+                             temperature: float = 1.0) -> Rollouts:
+    """``siblings`` rollouts of every prompt of ``prompt`` [R, P]: rollout ``r * siblings +
+    k`` is prompt ``r``'s k-th (rows ``(r * siblings + k) * gen_length + t``), the layout
+    ``fit(..., siblings=siblings)`` reads."""
+    validation.check_positive_int("siblings", siblings)
+    validation.check_ndim("prompt", prompt, 2)
+    return collect_rollouts(denoise_fn, jnp.repeat(prompt, siblings, axis=0), gen_length, key,
+                            mask_id=mask_id, policy=policy, temperature=temperature)
+
+
 @functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
                                              "temperature"))
 def _collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
@@ -148,18 +160,48 @@ def _check_rollouts(rollouts: Rollouts) -> None:
                                "one training and one held-out row; `rollouts`")
 
 
+def sibling_loss(pred: Array, target: Array, weight: float) -> Array:
+    """mean (V - y)^2 + weight * mean ((V - mean_k V) - (y - mean_k y))^2 (``fit``).
+
+    Args:
+      pred: [B, K] values V of the K siblings of each of B (group, step) rows.
+      target: [B, K] their realised remaining Path LL y.
+      weight: weight of the within-group term (0: the plain MSE).
+    """
+    mse = jnp.mean((pred - target) ** 2)
+    if not weight:
+        return mse
+    within = (pred - pred.mean(1, keepdims=True)) - (target - target.mean(1, keepdims=True))
+    return mse + weight * jnp.mean(within ** 2)
+
+
 def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
         steps: int = 1500, batch_size: int = 512, lr: float = 3e-3, seed: int = 0,
-        num_chunks: int = 5, runner: loops.ChunkRunner = loops.run_chunks):
+        num_chunks: int = 5, siblings: int = 1, sibling_weight: float = 0.0,
+        runner: loops.ChunkRunner = loops.run_chunks):
     """Regresses a ValueHead on ``rollouts`` (MSE) with early stopping, resumable per chunk.
 
     The last ``val_fraction`` of the rollouts (whole rollouts, they are stored rollout-major)
-    is held out; the params with the lowest held-out MSE over the chunk ends are returned
+    is held out; the params with the lowest held-out loss over the chunk ends are returned
     (single-sample remaining Path LLs are noisy and the head overfits them otherwise).
 
+    Sibling loss (ours, issue 20: the MSE head learned which problems are hard, not which
+    particle will do better). With ``siblings`` = K > 1 the rollouts come in groups of K
+    consecutive rollouts of the same prompt (``collect_sibling_rollouts``); a batch row is
+    one (group, step) with its K sibling partial states, and the loss is
+
+        mean_k (V_k - y_k)^2 + sibling_weight * mean_k ((V_k - mean V) - (y_k - mean y))^2,
+
+    the plain MSE plus the within-group part of the error, which alone decides how
+    L_t + V orders siblings at step t (the first term keeps V's scale, which the SMC
+    weights use). ``batch_size`` then counts groups. ``sibling_weight`` 0 is the plain MSE.
+
     Returns:
-      (graphdef, best params, per-chunk train MSE [num_chunks], per-chunk val MSE).
+      (graphdef, best params, per-chunk train loss [num_chunks], per-chunk val loss).
     """
+    validation.check_positive_int("siblings", siblings)
+    validation.check_in_range("sibling_weight", sibling_weight, 0.0)
+    validation.check_finite("sibling_weight", sibling_weight)
     validation.check_in_range("val_fraction", val_fraction, 0.0, 1.0, low_inclusive=False,
                               high_inclusive=False)
     validation.check_positive_int("steps", steps)
@@ -175,32 +217,58 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
     opt = optax.chain(optax.clip_by_global_norm(1.0),
                       optax.adamw(optax.cosine_decay_schedule(lr, steps), weight_decay=1e-4))
     total = rollouts.remaining.shape[0]
-    n = total - max(1, int(round(val_fraction * total)))
+    steps_per = rollouts.hidden.shape[1]  # one commit per step: T = answer length
+    group = siblings * steps_per  # rows of one sibling group (K rollouts x T steps)
+    if total % group:
+        raise ValueError(f"`rollouts` has {total} rows, not whole groups of `siblings`="
+                         f"{siblings} rollouts x {steps_per} steps.")
+    n_groups = total // group
+    n_val = max(1, int(round(val_fraction * n_groups)))
+    if siblings > 1 and n_groups - n_val < 1:
+        raise ValueError(f"`rollouts` holds {n_groups} sibling groups: too few for a "
+                         f"`val_fraction`={val_fraction} split.")
+    n = (n_groups - n_val) * group if siblings > 1 else total - max(1, int(round(
+        val_fraction * total)))
     train, val = (jax.tree.map(lambda x: x[:n], rollouts), jax.tree.map(lambda x: x[n:],
                                                                         rollouts))
     per_chunk = steps // num_chunks
+    offsets = jnp.arange(siblings) * steps_per  # rows of one step's siblings, from the first
 
-    def loss_fn(p, idx):
-        pred = nnx.merge(graphdef, p)(train.hidden[idx], train.masked[idx])
-        return jnp.mean((pred - train.remaining[idx]) ** 2)
+    def loss_terms(pred, y):  # [B, K] each
+        return sibling_loss(pred, y, sibling_weight if siblings > 1 else 0.0)
+
+    def loss_fn(p, idx):  # idx [B, K] rows
+        flat = idx.reshape(-1)
+        pred = nnx.merge(graphdef, p)(train.hidden[flat], train.masked[flat])
+        return loss_terms(pred.reshape(idx.shape), train.remaining[idx])
+
+    def sample(k):
+        if siblings == 1:
+            return jax.random.randint(k, (batch_size, 1), 0, n)
+        g, t = jax.random.randint(k, (2, batch_size), 0, jnp.array([[n // group], [steps_per]]))
+        return (g * group + t)[:, None] + offsets[None]
 
     def val_mse(p):
         def one(carry, i):
             sl = lambda x: jax.lax.dynamic_slice_in_dim(x, i * vb, vb)  # noqa: E731
-            pred = nnx.merge(graphdef, p)(sl(val.hidden), sl(val.masked))
-            return carry + jnp.sum((pred - sl(val.remaining)) ** 2), None
+            return carry, nnx.merge(graphdef, p)(sl(val.hidden), sl(val.masked))
 
         vb = next(d for d in range(min(1024, total - n), 0, -1) if (total - n) % d == 0)
-        s, _ = jax.lax.scan(one, 0.0, jnp.arange((total - n) // vb))
-        return s / (total - n)
+        _, pred = jax.lax.scan(one, 0.0, jnp.arange((total - n) // vb))
+        pred = pred.reshape(-1)
+        if siblings == 1:
+            return jnp.mean((pred - val.remaining) ** 2)
+        # [groups, K, T] -> rows (group, step) with K siblings
+        to_rows = lambda x: jnp.swapaxes(x.reshape(-1, siblings, steps_per), 1, 2).reshape(  # noqa: E731
+            -1, siblings)
+        return loss_terms(to_rows(pred), to_rows(val.remaining))
 
     @jax.jit
     def chunk(st: HeadState, i):
         def step(carry, _):
             p, o, k = carry
             k, k_b = jax.random.split(k)
-            idx = jax.random.randint(k_b, (batch_size,), 0, n)
-            loss, g = jax.value_and_grad(loss_fn)(p, idx)
+            loss, g = jax.value_and_grad(loss_fn)(p, sample(k_b))
             upd, o = opt.update(g, o, p)
             return (optax.apply_updates(p, upd), o, k), loss
 

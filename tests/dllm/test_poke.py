@@ -64,3 +64,39 @@ def test_fit_rejects_bad_arguments(setup):
         poke.fit(ro, steps=10, num_chunks=3)
     with pytest.raises(ValueError, match="val_fraction"):
         poke.fit(ro, steps=10, num_chunks=2, val_fraction=1.0)
+
+
+def test_sibling_loss_against_numpy():
+    rng = np.random.default_rng(0)
+    pred, y = rng.normal(size=(5, 4)), rng.normal(size=(5, 4)) + 3.0
+    within = (pred - pred.mean(1, keepdims=True)) - (y - y.mean(1, keepdims=True))
+    want = np.mean((pred - y) ** 2) + 2.5 * np.mean(within ** 2)
+    np.testing.assert_allclose(poke.sibling_loss(pred, y, 2.5), want, rtol=1e-6)
+    np.testing.assert_allclose(poke.sibling_loss(pred, y, 0.0), np.mean((pred - y) ** 2),
+                               rtol=1e-6)
+    # a per-group shift of the prediction costs nothing in the within-group term
+    np.testing.assert_allclose(poke.sibling_loss(y + 7.0 * np.arange(5)[:, None], y, 1.0)
+                               - poke.sibling_loss(y + 7.0 * np.arange(5)[:, None], y, 0.0),
+                               0.0, atol=1e-5)
+
+
+def test_sibling_rollouts_group_prompts_and_the_sibling_fit_runs(setup):
+    """Siblings share their prompt (identical all-masked first step), differ later, and a
+    sibling-weighted fit trains on (group, step) rows; bad layouts raise."""
+    task, den = setup
+    a, k = task.answer_len, 4
+    ro = poke.collect_sibling_rollouts(den, task.sample(jax.random.key(8), 40)[0], a,
+                                       jax.random.key(9), siblings=k, mask_id=task.mask_id)
+    h = np.asarray(ro.hidden).reshape(40, k, a, a, -1)
+    np.testing.assert_allclose(h[:, :, 0], np.broadcast_to(h[:, :1, 0], h[:, :, 0].shape),
+                               atol=1e-5)  # step 0: same prompt, nothing committed yet
+    rem = np.asarray(ro.remaining).reshape(40, k, a)
+    assert np.any(np.abs(rem[:, :, 0] - rem[:, :1, 0]) > 1e-4)  # sampled paths differ
+    graphdef, params, losses, val = poke.fit(ro, hidden=16, steps=60, num_chunks=3,
+                                             batch_size=16, siblings=k, sibling_weight=4.0)
+    assert np.all(np.isfinite(losses)) and np.all(np.isfinite(val)) and val.shape == (3,)
+    assert losses[-1] < losses[0]
+    with pytest.raises(ValueError, match="siblings"):
+        poke.fit(jax.tree.map(lambda x: x[:-a], ro), steps=2, num_chunks=1, siblings=k)
+    with pytest.raises(ValueError, match="sibling_weight"):
+        poke.fit(ro, steps=2, num_chunks=1, siblings=k, sibling_weight=-1.0)
