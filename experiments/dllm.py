@@ -232,7 +232,12 @@ def _preconditions(config, task, denoise_fn, value_fn, tuned, prompt, greedy_acc
             rank[f"{f:g}"] = {
                 "step": at, "random": float(correct[mixed].mean()) if mixed.any() else None,
                 "path_ll": float(top_ll[mixed].mean()) if mixed.any() else None,
-                "path_ll_plus_poke": float(top_v[mixed].mean()) if mixed.any() else None}
+                "path_ll_plus_poke": float(top_v[mixed].mean()) if mixed.any() else None,
+                # how far apart siblings are: median over problems of the std over the N
+                # particles of L_t and of V(s_t) (the twist can only reorder siblings, and
+                # only at resampling: with none, V telescopes out of the final weights)
+                "median_sibling_std_path_ll": float(np.median(ll_t[at].std(1))),
+                "median_sibling_std_poke": float(np.median(v_t[at].std(1)))}
         pass_n, bon = float(correct.any(1).mean()), float(best.mean())
         ess = np.asarray(min_ess[f"smc_{n}"])
         out[str(n)] = {

@@ -21,6 +21,8 @@ Declared before the first run (session 11), nothing tuned on the test problems:
     (``experiments.dllm._preconditions``: random, Path LL, Path LL + V for each head);
     (2) POKE-SMC accuracy with each head, paired bootstrap differences ``sibling -
     shipped`` and ``sibling - sibling_mse``.
+Diagnostic added after the first run (an explanation, not a comparison): the median over
+problems of the spread (std over the N particles) of L_t and of each head's V(s_t).
 Writes ``<workdir>/summary.json`` (config, versions, git commit) and prints the table.
 """
 
@@ -96,7 +98,11 @@ def run(config, workdir: str) -> dict:
                 f: {"step": ranking["shipped"][f]["step"],
                     "random": ranking["shipped"][f]["random"],
                     "path_ll": ranking["shipped"][f]["path_ll"],
-                    **{f"path_ll_plus_{h}": ranking[h][f]["path_ll_plus_poke"] for h in heads}}
+                    **{f"path_ll_plus_{h}": ranking[h][f]["path_ll_plus_poke"] for h in heads},
+                    "median_sibling_std_path_ll": ranking["shipped"][f][
+                        "median_sibling_std_path_ll"],
+                    **{f"median_sibling_std_{h}": ranking[h][f]["median_sibling_std_poke"]
+                       for h in heads}}
                 for f in ranking["shipped"]},
             "poke_smc_accuracy": {h: runs[h]["accuracy"] for h in heads},
             "poke_smc_accuracy_ci": {h: runs[h]["accuracy_ci"] for h in heads},
@@ -114,6 +120,10 @@ def _print(name: str, n: int, t: dict) -> None:
         vals = [r["random"], r["path_ll"], *(r[f"path_ll_plus_{h}"] for h in HEADS)]
         print(f"  {f:>8}  {r['step']:>4}  " + "  ".join(
             "  n/a" if v is None else f"{v:.3f}" for v in vals))
+    print("median over problems of the std over particles (L_t; V(s_t) per head):")
+    for f, r in t["ranking_on_mixed"].items():
+        print(f"  {f:>8}  L_t {r['median_sibling_std_path_ll']:.3f}  " + "  ".join(
+            f"{h} {r[f'median_sibling_std_{h}']:.3f}" for h in HEADS))
     print("POKE-SMC accuracy: " + ", ".join(f"{h} {a:.3f}"
                                             for h, a in t["poke_smc_accuracy"].items()))
     for k, d in t["paired_differences"].items():
