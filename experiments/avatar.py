@@ -17,8 +17,13 @@ before the runs): final-round MRR of each ``avatar-*`` strategy minus random and
 entropy, paired over the same seeds (same initial anchors), 95% paired bootstrap CI; the
 share of round-0 picks already top-1 correct next to the pool's share. Task seeds / keys
 of the reports (``task_seed`` 0, ``seed`` 0) were never used for choosing scores (the dev
-runs used task seed 100). Real-data tasks are CPU-sized subsamples (``datasets.subsample``);
-the point-cloud and embedding tasks are jaxlab extensions, not in the paper.
+runs used task seed 100). Real-data tasks are CPU-sized subsamples (``datasets.subsample``),
+or with ``config.real_full`` (the ``full`` preset) the whole graph pairs
+(``datasets.full_task``: sparse ``tasks.GraphTask``, [n1, n2] plans, the masks over the
+ground-truth pairs, as in the paper); a strategy not defined there
+(``avatar.loop.graph_task_limit``: avatar-gain) is skipped on those tasks (NaN in the unit
+result, listed under "skipped" in the summary). The point-cloud and embedding tasks are
+jaxlab extensions, not in the paper.
 """
 
 import os
@@ -60,6 +65,8 @@ def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:
         return tasks.synthetic_graph_pair(c.hard_nodes, seed=c.task_seed,
                                           edge_noise=c.hard_edge_noise, feat_dim=0)
     if name in datasets.DATASETS:
+        if c.get("real_full", False):
+            return datasets.full_task(name)
         return datasets.subsample(name, c.real_nodes, seed=c.task_seed)
     if name in tasks.REAL_GRAPHS:
         return tasks.real_graph_pair(name, seed=c.task_seed)
@@ -75,22 +82,31 @@ def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:
 def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
     """Every strategy of ``c.strategies`` under every protocol of ``c.protocols`` on task
     ``name``, ``avatar.run_active`` vmapped over ``c.num_seeds`` keys (the same keys for
-    every strategy: paired) split over the devices of ``c.mesh_shape``.
+    every strategy: paired) split over the devices of ``c.mesh_shape``; with
+    ``c.seed_chunk`` > 0 the keys run ``seed_chunk`` at a time (the same keys; memory
+    ``seed_chunk`` / ``num_seeds`` of one vmap, for the full graphs).
 
     Returns:
       {"metrics": [protocols, len(METRICS), strategies, seeds, rounds + 1] test metrics,
        "picked": / "pool": [protocols, strategies, seeds, rounds] share of the round's
-       queries / candidates already top-1 correct}.
+       queries / candidates already top-1 correct; NaN for a strategy not defined on the
+       task), "skipped": the names of those strategies (``skipped_strategies``)}.
     """
     task = build_task(name, c)
+    skipped = skipped_strategies(c, task)
     init_frac = c.hard_init_frac if name == "synthetic_hard" else c.init_frac
-    keys = sharding.shard_batch(jax.random.split(jax.random.key(c.seed), c.num_seeds),
-                                c.mesh_shape)
+    all_keys = jax.random.split(jax.random.key(c.seed), c.num_seeds)
+    chunk = c.get("seed_chunk", 0) or c.num_seeds
+    chunks = [(lo, min(lo + chunk, c.num_seeds)) for lo in range(0, c.num_seeds, chunk)]
     shape = (len(c.protocols), len(c.strategies), c.num_seeds)
-    out = np.zeros((len(c.protocols), len(METRICS), *shape[1:], c.rounds + 1), np.float32)
-    picked = np.zeros((*shape, c.rounds), np.float32)
-    pool = np.zeros((*shape, c.rounds), np.float32)
-    table = tuple(parse_strategy(name_s) for name_s in c.strategies)
+    out = np.full((len(c.protocols), len(METRICS), *shape[1:], c.rounds + 1), np.nan,
+                  np.float32)
+    picked = np.full((*shape, c.rounds), np.nan, np.float32)
+    pool = np.full((*shape, c.rounds), np.nan, np.float32)
+    for name_s, why in skipped.items():
+        logging.info("avatar %s / %s: skipped (%s)", name, name_s, why)
+    runs = [(i, name_s) for i, name_s in enumerate(c.strategies) if name_s not in skipped]
+    table = tuple(parse_strategy(name_s) for _, name_s in runs)
     for p, protocol in enumerate(c.protocols):
         # One compile per (task, protocol): the strategy is a traced switch index.
         # The task is an argument (not a closed-over constant: XLA would constant-fold it).
@@ -100,19 +116,34 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
             solver=ALIGNERS[c.aligner], sinkhorn_threshold=c.sinkhorn_threshold,
             sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,
             protocol=protocol), in_axes=(None, 0, None)))
-        for i, name_s in enumerate(c.strategies):
+        for j, (i, name_s) in enumerate(runs):
             t0 = time.perf_counter()
-            res = run(task, keys, jnp.int32(i))
-            res_metrics = sharding.to_host(res.metrics)
-            for m, key in enumerate(METRICS):
-                out[p, m, i] = res_metrics[key]
-            picked[p, i] = sharding.to_host(res.picked_correct)
-            pool[p, i] = sharding.to_host(res.pool_correct)
+            for lo, hi in chunks:
+                keys = sharding.shard_batch(all_keys[lo:hi], c.mesh_shape)
+                res = run(task, keys, jnp.int32(j))
+                res_metrics = sharding.to_host(res.metrics)
+                for m, key in enumerate(METRICS):
+                    out[p, m, i, lo:hi] = res_metrics[key]
+                picked[p, i, lo:hi] = sharding.to_host(res.picked_correct)
+                pool[p, i, lo:hi] = sharding.to_host(res.pool_correct)
             logging.info("avatar %s / %s / %s: final MRR %.3f, round-0 picks correct %.2f "
                          "(pool %.2f) (%.1fs)", name, protocol, name_s,
                          out[p, 0, i, :, -1].mean(), picked[p, i, :, 0].mean(),
                          pool[p, i, :, 0].mean(), time.perf_counter() - t0)
-    return {"metrics": out, "picked": picked, "pool": pool}
+    return {"metrics": out, "picked": picked, "pool": pool, "skipped": sorted(skipped)}
+
+
+def skipped_strategies(c: ml_collections.ConfigDict, task) -> dict:
+    """{strategy name: why} for the strategies of ``c.strategies`` not defined on ``task``
+    (a ``tasks.GraphTask``: ``loop.graph_task_limit``); empty for a square task."""
+    if not tasks.is_graph_task(task):
+        return {}
+    out = {}
+    for name_s in c.strategies:
+        why = loop.graph_task_limit(*parse_strategy(name_s), c.utility, ALIGNERS[c.aligner])
+        if why is not None:
+            out[name_s] = why
+    return out
 
 
 def time_adjoint(n: int, repeats: int = 3, epsilon: float = 0.05) -> tuple[float, ...]:
@@ -157,18 +188,23 @@ def _summarize(c, out) -> dict:
         task = {"published": PUBLISHED.get(name, ""),
                 "extension": name in EXTENSIONS, "protocols": {}}
         for p, protocol in enumerate(c.protocols):
-            t = {}
+            # strategies skipped on this task (not defined on a GraphTask: task_study's
+            # list, never inferred from NaNs, so a failed run shows as NaN, not "skipped")
+            skipped = set(res.get("skipped", ()))
+            ran = [i for i, st in enumerate(c.strategies) if st not in skipped]
+            names = [c.strategies[i] for i in ran]
+            t = {"skipped": [st for st in c.strategies if st not in names]}
             for m, mkey in enumerate(METRICS):
-                mean, hw = metrics.mean_and_ci(arr[p, m], axis=1)  # over seeds
-                t[mkey] = {st: {"mean": mean[i].tolist(), "ci95": hw[i].tolist()}
-                           for i, st in enumerate(c.strategies)}
-            t["final_mrr"] = {st: t["mrr"][st]["mean"][-1] for st in c.strategies}
+                mean, hw = metrics.mean_and_ci(arr[p, m][ran], axis=1)  # over seeds
+                t[mkey] = {st: {"mean": mean[j].tolist(), "ci95": hw[j].tolist()}
+                           for j, st in enumerate(names)}
+            t["final_mrr"] = {st: t["mrr"][st]["mean"][-1] for st in names}
             t["round0_picked_correct"] = {st: float(picked[p, i, :, 0].mean())
-                                          for i, st in enumerate(c.strategies)}
-            t["round0_pool_correct"] = float(pool[p, :, :, 0].mean())
-            final = {st: arr[p, 0, i, :, -1] for i, st in enumerate(c.strategies)}
+                                          for i, st in zip(ran, names, strict=True)}
+            t["round0_pool_correct"] = float(pool[p, ran, :, 0].mean())
+            final = {st: arr[p, 0, i, :, -1] for i, st in zip(ran, names, strict=True)}
             t["paired_final_mrr"] = {}
-            for st in c.strategies:
+            for st in names:
                 if not st.startswith("avatar"):
                     continue
                 for base in ("random", "entropy"):
@@ -197,8 +233,7 @@ def _plot(c, s, out, workdir):
     fig, axes = plots.figure(len(panels) + 1, width=4.2)
     rounds = np.arange(c.rounds + 1)
     for ax, (name, pr) in zip(axes, panels, strict=False):
-        for st in c.strategies:
-            r = s["tasks"][name]["protocols"][pr]["mrr"][st]
+        for st, r in s["tasks"][name]["protocols"][pr]["mrr"].items():
             plots.line_with_band(ax, rounds, r["mean"], r["ci95"], label=st,
                                  lw=2.5 if st.startswith("avatar") else 1.2)
         ext = " (jaxlab ext.)" if name in EXTENSIONS else ""
@@ -223,13 +258,18 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     for name, task in summary["tasks"].items():
         ext = " [jaxlab extension, not in the paper]" if task["extension"] else ""
         size = ""
-        if name in datasets.DATASETS:
+        if name in datasets.DATASETS and summary["config"].get("real_full", False):
+            n1, n2, k, _ = datasets.SIZES[name]
+            size = f", full graphs {n1} x {n2}, {k} pairs"
+        elif name in datasets.DATASETS:
             size = f", {summary['config']['real_nodes']}-node subsample"
         for pr, t in task["protocols"].items():
             f = t["final_mrr"]
             pub = f"; published: {task['published']}" if task["published"] else ""
+            skip = (f"; not defined here: {', '.join(t['skipped'])}" if t.get("skipped")
+                    else "")
             rows.append((f"{name}{ext} ({pr} protocol, {aligner} aligner{size}): final test MRR",
-                         ", ".join(f"{k} {v:.3f}" for k, v in f.items()) + pub))
+                         ", ".join(f"{k} {v:.3f}" for k, v in f.items()) + pub + skip))
             for k, d in t["paired_final_mrr"].items():
                 rows.append((f"{name} ({pr}): {k}, paired final MRR",
                              f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"))

@@ -8,8 +8,17 @@ density / topmatchings, adjoint scaling to n = 400. cpu_long (the README's figur
 same tasks and seeds, both protocols, plus the ``abs`` score, scaling to n = 800. parrot:
 the PARROT-class aligner on 200-node ACM-DBLP and Foursquare-Twitter subsamples (official
 vs random / entropy / density / topmatchings; gain is not defined for that aligner).
-full: 1000-node subsamples, 300-node hard synthetic, 16 seeds, every baseline, plus the
-jaxlab extensions (point clouds, embeddings; not in the paper).
+full: the whole ACM-DBLP (9,872 x 9,916 nodes, 6,325 ground-truth pairs) and
+Foursquare-Twitter (5,313 x 5,120, 1,609 pairs) graph pairs (``real_full``:
+``datasets.full_task``, sparse ``tasks.GraphTask``, [n1, n2] plans, anchors and test set
+over the ground-truth pairs; avatar-gain is not defined there and is skipped on them),
+300-node hard synthetic, 16 seeds, every baseline, plus the jaxlab extensions (point clouds,
+embeddings; not in the paper). Meant for one large accelerator, not a 24 GB CPU (never
+run; the accelerator fit is estimated, not verified): XLA's buffers (CPU assignment,
+compiled at the full shapes) are ~70 [n1, n2] float32 per seed with this strategy table
+(27.5 GB on ACM-DBLP; topmatchings' 16 perturbed copies dominate, ~8-12 without it), so
+``seed_chunk`` = 2 runs the 16 seeds two at a time (~55 GB) instead of all at once
+(~430 GB); docs/avatar_fullgraph.md has the numbers.
 """
 
 import ml_collections
@@ -21,6 +30,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.task_seed = 0
     c.num_seeds = 8
+    c.seed_chunk = 0  # seeds vmapped at once (0: all; the full preset's full graphs: 2)
     c.tasks = ["synthetic_hard", "acm_dblp", "foursquare_twitter"]
     c.protocols = ["paper"]
     c.strategies = ["avatar-official", "avatar-gain", "random", "entropy", "density",
@@ -40,6 +50,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.hard_nodes = 150
     c.hard_edge_noise = 0.2
     c.real_nodes = 150  # snowball subsample size of acm_dblp / foursquare_twitter
+    c.real_full = False  # True: the whole graph pairs instead (datasets.full_task)
     c.point_nodes = 150
     c.embedding_nodes = 150
     c.nonrigid = 0.15  # amplitude of the sinusoidal warp of point_cloud_nonrigid
@@ -70,7 +81,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.tasks = ["synthetic_hard", "acm_dblp", "foursquare_twitter", "les_miserables",
                    "point_cloud", "point_cloud_nonrigid", "embeddings"]
         c.hard_nodes = 300
-        c.real_nodes = 1000
+        c.real_full = True  # the whole ACM-DBLP / Foursquare-Twitter pairs (real_nodes unused)
+        c.seed_chunk = 2  # 2 seeds per vmap: ~55 GB of XLA buffers on ACM-DBLP (see above)
         c.scaling_sizes = [250, 500, 1000, 2000, 4000]
     elif arg != "quick":
         raise ValueError(f"config arg must be smoke, quick, cpu_long, parrot or full, got "

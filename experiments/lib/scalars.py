@@ -168,6 +168,8 @@ def avatar(config, unit, result, workdir):
 
     for p in range(m.shape[0]):
         for s in range(m.shape[2]):
+            if strategies[s] in result.get("skipped", ()):  # not defined on this task
+                continue
             for k, metric in enumerate(metric_names):
                 out[(run(p, s), f"avatar/{metric}")] = (np.arange(m.shape[-1]),
                                                         _mean(m[p, k, s], 0))

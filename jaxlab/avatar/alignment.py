@@ -7,15 +7,24 @@ Anchors are a boolean mask over source nodes: anchor k is matched to truth[k]. T
 with A the anchor set (non-anchor columns are masked out), and anchored rows / columns
 pinned: C[k, truth[k]] = 0 and the rest of row k and column truth[k] at the maximum.
 
+Whole graphs (``tasks.GraphTask``, ours): the mask is over the task's k ground-truth pairs
+(src[p], tgt[p]) (on a square task pair k is (k, truth[k]), the same mask), the positions
+in pair order (``tasks.anchor_positions``) and the cost [n1, n2]; ``pair_metrics`` /
+``ranks_of_pairs`` are the metrics of a rectangular plan on those pairs (the same numbers
+as ``alignment_metrics`` on a square task with src = arange(n), tgt = truth).
+
 Checks (shapes and dtypes also under ``jit``, values only on concrete arrays):
-``anchor_cost``: ``mask`` [n]; ``ranks_of_truth`` / ``alignment_metrics``: ``plan`` /
-``scores`` [n, n] and finite, ``truth`` [n] integers in [0, n), ``eval_mask`` [n].
+``anchor_cost``: ``mask`` [k]; ``ranks_of_truth`` / ``alignment_metrics``: ``plan`` /
+``scores`` [n, n] and finite, ``truth`` [n] integers in [0, n), ``eval_mask`` [n];
+``ranks_of_pairs`` / ``pair_metrics``: ``scores`` 2-D [n1, n2] and finite, ``src`` /
+``tgt`` [k] integers in [0, n1) / [0, n2), ``eval_mask`` [k].
 """
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab.avatar import tasks
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
@@ -45,21 +54,22 @@ def _normalise(c):
 
 
 def anchor_cost(task, mask: Array, feat_weight: float = 1.0, anchor_weight: float = 1.0) -> Array:
-    """[n, n] cost given the anchor ``mask`` [n] (bool) over source nodes."""
-    validation.check_shape("mask", mask, (np.shape(task.truth)[-1],))
-    truth = jnp.asarray(task.truth)
+    """[n1, n2] cost given the anchor ``mask`` [k] (bool) over the task's pairs (a square
+    task: over source nodes, pair k = (k, truth[k]); a ``tasks.GraphTask``: its k
+    ground-truth pairs, positions in pair order)."""
+    validation.check_shape("mask", mask, (tasks.num_pairs(task),))
+    src, tgt = tasks.pair_nodes(task)
+    n1, n2 = tasks.plan_shape(task)
     m = mask.astype(jnp.float32)
-    f1 = jnp.asarray(task.pos1, jnp.float32) * m[None, :]
-    f2 = jnp.asarray(task.pos2, jnp.float32)[:, truth] * m[None, :]
-    c_anchor = _normalise(_sqdist(f1, f2))
+    r1, r2 = tasks.anchor_positions(task)
+    c_anchor = _normalise(_sqdist(r1 * m[None, :], r2 * m[None, :]))
     feat1, feat2 = jnp.asarray(task.feat1, jnp.float32), jnp.asarray(task.feat2, jnp.float32)
     c_feat = _normalise(_sqdist(feat1, feat2)) if feat1.shape[1] > 1 else jnp.zeros_like(c_anchor)
     c = feat_weight * c_feat + jnp.where(m.sum() > 0, anchor_weight, 0.0) * c_anchor
     top = jnp.max(c)
-    n = c.shape[0]
-    row_pin = mask[:, None]
-    col_pin = jnp.zeros(n, bool).at[truth].set(mask)[None, :]
-    is_match = jnp.zeros((n, n), bool).at[jnp.arange(n), truth].set(True)
+    row_pin = jnp.zeros(n1, bool).at[src].set(mask)[:, None]
+    col_pin = jnp.zeros(n2, bool).at[tgt].set(mask)[None, :]
+    is_match = jnp.zeros((n1, n2), bool).at[src, tgt].set(True)
     c = jnp.where(row_pin | col_pin, top, c)
     return jnp.where((row_pin | col_pin) & is_match, 0.0, c)
 
@@ -83,7 +93,30 @@ def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30
     """Hits@k and MRR averaged over both directions on nodes where ``eval_mask`` is True."""
     _check_scores("plan", plan, truth)
     validation.check_shape("eval_mask", eval_mask, (np.shape(plan)[0],))
-    r_st, r_ts = ranks_of_truth(plan, truth)
+    return _pair_average(*ranks_of_truth(plan, truth), eval_mask, ks)
+
+
+def ranks_of_pairs(scores: Array, src: Array, tgt: Array) -> tuple[Array, Array]:
+    """``ranks_of_truth`` for a rectangular [n1, n2] ``scores`` and k pairs (src, tgt).
+
+    Returns:
+      ([k] rank of tgt[p] in row src[p], [k] rank of src[p] in column tgt[p]), 0-based.
+    """
+    validation.check_ndim("scores", scores, 2)
+    validation.check_finite("scores", scores)
+    k = np.shape(src)[-1]
+    validation.check_shape("src", src, (k,))
+    validation.check_shape("tgt", tgt, (k,))
+    n1, n2 = np.shape(scores)
+    validation.check_int_range("src", src, 0, n1)
+    validation.check_int_range("tgt", tgt, 0, n2)
+    true = scores[src, tgt]
+    r_st = jnp.sum(scores[src] > true[:, None], axis=1)
+    r_ts = jnp.sum(scores[:, tgt] > true[None, :], axis=0)
+    return r_st, r_ts
+
+
+def _pair_average(r_st, r_ts, eval_mask, ks) -> dict:
     w = eval_mask.astype(jnp.float32)
     denom = jnp.maximum(w.sum(), 1.0)
 
@@ -94,6 +127,15 @@ def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30
     for k in ks:
         out[f"hits@{k}"] = avg(((r_st < k).astype(jnp.float32), (r_ts < k).astype(jnp.float32)))
     return out
+
+
+def pair_metrics(plan: Array, src: Array, tgt: Array, eval_mask: Array,
+                 ks=(1, 10, 30, 50)) -> dict:
+    """``alignment_metrics`` of a rectangular [n1, n2] ``plan`` on the pairs (src, tgt)
+    where ``eval_mask`` [k] is True: MRR and Hits@k of the true partner in its row (among
+    n2 targets) and in its column (among n1 sources), averaged over both directions."""
+    validation.check_shape("eval_mask", eval_mask, (np.shape(src)[-1],))
+    return _pair_average(*ranks_of_pairs(plan, src, tgt), eval_mask, ks)
 
 
 def _check_scores(name, scores, truth):

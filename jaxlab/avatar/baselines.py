@@ -19,7 +19,10 @@ ours, written from the methods they name:
                node's partner changes across plausible one-to-one matchings), different
                sampler.
 
-Checks (eager; value checks skipped on traced arrays): ``plan`` square [n, n], finite and
+Rectangular plans (ours; a ``tasks.GraphTask``'s [n1, n2]): both scores are per source row;
+a sampled matching leaves n1 - n2 rows unmatched when n1 > n2 (they count as no vote).
+
+Checks (eager; value checks skipped on traced arrays): ``plan`` 2-D [n, m], finite and
 non-negative; ``x`` 2-D [n, d] and finite; ``num_samples`` a positive int (ValueError
 naming the argument).
 """
@@ -35,10 +38,9 @@ from jaxlab.core.types import Array, PRNGKey
 
 
 def _check_plan(plan) -> int:
-    """Checks ``plan`` is square [n, n], finite and non-negative; returns n."""
+    """Checks ``plan`` is [n, m], finite and non-negative; returns n."""
     validation.check_ndim("plan", plan, 2)
     n = np.shape(plan)[0]
-    validation.check_shape("plan", plan, (n, n))
     validation.check_finite("plan", plan)
     validation.check_in_range("plan", plan, 0.0)
     return n
@@ -57,20 +59,21 @@ def representativeness(x: Array) -> Array:
 
 
 def density_score(plan: Array, x: Array) -> Array:
-    """[n] information density: row entropy of ``plan`` [n, n] times ``representativeness(x)``.
+    """[n] information density: row entropy of ``plan`` [n, m] times ``representativeness(x)``.
 
     Raises:
-      ValueError: ``plan`` not square, not finite or negative; ``x`` not [n, d] or not finite.
+      ValueError: ``plan`` not 2-D, not finite or negative; ``x`` not [n, d] or not finite.
     """
     _check_x(x, _check_plan(plan))
     return alignment.row_entropy(plan) * representativeness(jnp.asarray(x, plan.dtype))
 
 
 def _assign(w: np.ndarray) -> np.ndarray:
-    """[..., n] maximum-weight assignments of [..., n, n] weights (host, scipy)."""
+    """[..., n] maximum-weight assignments of [..., n, m] weights (host, scipy); with n > m
+    the n - m unassigned rows get the out-of-range column m."""
     w = np.asarray(w, np.float64)
     flat = w.reshape(-1, *w.shape[-2:])
-    out = np.empty(flat.shape[:2], np.int32)
+    out = np.full(flat.shape[:2], w.shape[-1], np.int32)
     for b, m in enumerate(flat):
         rows, cols = scipy.optimize.linear_sum_assignment(m, maximize=True)
         out[b, rows] = cols
@@ -82,17 +85,18 @@ def sample_matchings(key: PRNGKey, plan: Array, num_samples: int = 16) -> Array:
 
     Args:
       key: PRNG key of the Gumbel perturbations.
-      plan: [n, n] non-negative finite plan.
+      plan: [n, m] non-negative finite plan (rectangular: a ``tasks.GraphTask``'s; with
+        n > m, rows left unmatched in a sample get the column index m).
       num_samples: K >= 1 (static).
 
     Raises:
-      ValueError: ``plan`` not square, not finite or negative; ``num_samples`` not a
+      ValueError: ``plan`` not 2-D, not finite or negative; ``num_samples`` not a
         positive int.
     """
     n = _check_plan(plan)
     validation.check_positive_int("num_samples", num_samples)
     logp = jnp.log(jnp.maximum(alignment.row_normalise(plan), 1e-30))
-    w = logp[None] + jax.random.gumbel(key, (num_samples, n, n), logp.dtype)
+    w = logp[None] + jax.random.gumbel(key, (num_samples, *logp.shape), logp.dtype)
     return jax.pure_callback(_assign, jax.ShapeDtypeStruct((num_samples, n), jnp.int32), w,
                              vmap_method="sequential")
 
@@ -100,6 +104,8 @@ def sample_matchings(key: PRNGKey, plan: Array, num_samples: int = 16) -> Array:
 def topmatchings_score(key: PRNGKey, plan: Array, num_samples: int = 16) -> Array:
     """[n] 1 - (share of the K sampled matchings giving node i its most frequent partner)."""
     m = sample_matchings(key, plan, num_samples)
-    n = plan.shape[0]
-    counts = jnp.zeros((n, n), jnp.float32).at[jnp.arange(n)[None, :], m].add(1.0)
+    n, cols = plan.shape
+    # an unmatched row's index ``cols`` is out of range: dropped (counts nothing)
+    counts = jnp.zeros((n, cols), jnp.float32).at[jnp.arange(n)[None, :], m].add(
+        1.0, mode="drop")
     return 1.0 - jnp.max(counts, axis=1) / num_samples

@@ -15,6 +15,12 @@ shuffled with the same seed (so ``truth`` is a random permutation). Both sides t
 the same n nodes and every node is anchorable, as the AvAtar protocol assumes (it queries
 only ground-truth nodes). Isolated nodes of the induced subgraphs are kept.
 
+``full_task`` (ours) is the whole pair as a ``tasks.GraphTask``: all n1 / n2 nodes, the k
+ground-truth pairs, sparse normalised adjacencies and RWR position features from the pair
+nodes only (no n x n array is built on the host; the plans of the aligners are [n1, n2]).
+PARROT / AvAtar align the whole graphs the same way (anchors and test pairs are
+ground-truth pairs); the square ``subsample`` tasks are our CPU-sized stand-ins.
+
 Checks: ``name`` is a known dataset; the data folder exists (``FileNotFoundError`` naming
 it); ``num_nodes`` is an int in [4, number of ground-truth pairs]; ``seed`` an int >= 0;
 the loaded ``gnd`` indices lie in range (``ValueError`` naming the file).
@@ -36,6 +42,9 @@ DATASETS = {
     "acm_dblp": ("ACM-DBLP.mat", "ACM", "DBLP", ("ACM_node_feat", "DBLP_node_feat")),
     "foursquare_twitter": ("foursquare-twitter.mat", "foursquare", "twitter", None),
 }
+# name -> (n1, n2, ground-truth pairs, attribute columns): the data README's table (checked
+# against the files by tests/avatar/test_datasets.py; read without loading by the configs).
+SIZES = {"acm_dblp": (9872, 9916, 6325, 17), "foursquare_twitter": (5313, 5120, 1609, 0)}
 
 
 def data_dir() -> str:
@@ -140,3 +149,24 @@ def subsample(name: str, num_nodes: int, seed: int = 0):
     a1 = data.adj1[src][:, src].toarray()
     a2 = data.adj2[tgt][:, tgt].toarray()
     return tasks.task_from_adjacency(a1, a2, data.feat1[src], data.feat2[tgt], perm)
+
+
+def full_task(name: str, restart: float = 0.2):
+    """The whole graph pair ``name`` as a ``tasks.GraphTask`` (nothing n x n built).
+
+    Both graphs with all their nodes (n1 / n2, e.g. 9,872 / 9,916 for ACM-DBLP), the k
+    ground-truth pairs in the file's order, sparse normalised adjacencies, RWR position
+    features from the k pair nodes only (``tasks.rwr_columns``), the dataset's attributes.
+
+    Args:
+      name: one of DATASETS.
+      restart: RWR restart probability of the position features.
+
+    Returns:
+      tasks.GraphTask (plans are [n1, n2]; the loop's masks are over the k pairs).
+    """
+    from jaxlab.avatar import tasks  # tasks imports nothing from here; avoid a cycle
+
+    data = load_pair(name)
+    return tasks.graph_task(data.adj1, data.adj2, data.feat1, data.feat2, data.pairs,
+                            restart=restart)

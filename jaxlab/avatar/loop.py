@@ -28,11 +28,23 @@ node not anchored yet, queried nodes leave it, MRR over both directions on it.
 share of the round's queries / candidates whose plan row already ranks the true match
 first (a useful strategy picks mostly wrong nodes).
 
+Whole graphs (ours): ``task`` may be a ``tasks.GraphTask`` (``datasets.full_task``: n1 / n2
+nodes, k ground-truth pairs, sparse adjacencies, [n1, n2] plans). The masks of ``State``
+are then over the k pairs (on a square task pair i is (i, truth[i]), so a mask over source
+nodes is the same thing and those results are unchanged bit for bit); node scores are per
+source row, read at each pair's source node; the metrics are ``alignment.pair_metrics``
+(both directions, the true partner among all n2 targets / n1 sources). Not defined on a
+``GraphTask`` (``graph_task_limit``, ValueError naming the argument): the "fgw" solver,
+the "gain" score, the "consistency" utility. Memory: each round holds a few dense
+[n1, n2] float32 buffers (cost, plan, the Sinkhorn / CG work arrays; topmatchings its
+[num_samples, n1, n2] perturbed copies); docs/avatar_fullgraph.md sizes them.
+
 Checks (eager, before ``jit``): ``strategy``, ``score``, ``protocol``, ``utility`` (a name
 or a non-empty tuple of names), ``solver`` (known names); ``utility_weights`` (one finite
 weight >= 0 per utility); ``epsilon`` > 0; ``feat_weight``, ``anchor_weight`` >= 0 and
 finite; ``rounds`` >= 1 and the fractions / budget (``budget_sizes``); every array of
-``task`` (shapes, finite values, ``task.truth`` a permutation of 0..n-1). ``run_active``
+``task`` (shapes, finite values, ``task.truth`` a permutation of 0..n-1; for a
+``GraphTask`` its pairs in range and one-to-one). ``run_active``
 and ``active`` make every check; ``init`` / ``step`` check names, fractions and counts
 (they are meant to be traced).
 Traced values: each round's Sinkhorn / FGW solve and adjoint CG solve report flags in
@@ -42,7 +54,9 @@ Traced values: each round's Sinkhorn / FGW solve and adjoint CG solve report fla
 ``jax.debug.callback`` when it is itself traced, e.g. under the experiment's ``vmap``); after
 your own ``jit(alg.step)`` call ``check_result(info)``. ``informativeness`` checks ``plan`` /
 ``cost`` (shapes, finite) and warns like ``adjoint.cost_gradient``. ``validate_config``
-checks an experiment config (called first by ``experiments/avatar.py``).
+checks an experiment config (called first by ``experiments/avatar.py``; with
+``config.real_full`` the budget is checked against the full graphs' pairs,
+``datasets.SIZES``, and at least one strategy must be defined on them).
 """
 
 import functools
@@ -241,7 +255,8 @@ def init(key: PRNGKey, task: AlignmentTask, *, test_frac: float = 0.5,
     Args:
       key: PRNG key (one permutation of the n nodes: the first round(test_frac n) are the
         test set, the next round(init_frac n) the initial anchors).
-      task: an AlignmentTask with n nodes (arrays may be traced).
+      task: an AlignmentTask with n nodes (arrays may be traced), or a ``tasks.GraphTask``
+        (then n is its number k of ground-truth pairs and the masks are over the pairs).
       test_frac, init_frac: fractions of n in [0, 1) (static Python floats).
       protocol: "fixed" (a held-out test set of round(test_frac n) nodes, never queried) or
         "paper" (AvAtar's: test = every node not anchored yet; ``test_frac`` is ignored).
@@ -250,7 +265,7 @@ def init(key: PRNGKey, task: AlignmentTask, *, test_frac: float = 0.5,
       State with ``anchors`` and ``test`` [n] bool masks (disjoint).
     """
     validation.check_one_of("protocol", protocol, PROTOCOLS)
-    n = np.shape(task.truth)[-1]
+    n = tasks_module.num_pairs(task)
     n_test, n_init = _split_sizes(n, 0.0 if protocol == "paper" else test_frac, init_frac)
     order = jax.random.permutation(key, n)
     anchors = jnp.zeros(n, bool).at[order[n_test:n_test + n_init]].set(True)
@@ -282,6 +297,9 @@ def align(state: State, task: AlignmentTask, *, epsilon=0.05, solver: str = "ot"
         return parrot.parrot_solve(task, state.anchors, settings, sinkhorn_threshold,
                                    sinkhorn_max_iterations)
     validation.check_one_of("solver", solver, SOLVERS)
+    if solver == "fgw" and tasks_module.is_graph_task(task):
+        raise ValueError("`solver`='fgw' needs the dense shortest-path matrices of a square "
+                         "task; a tasks.GraphTask has none.")
     cost = alignment.anchor_cost(task, state.anchors, feat_weight, anchor_weight)
     if solver == "fgw":
         res = solvers.fgw_solve(cost, jnp.asarray(task.struct1, jnp.float32),
@@ -296,32 +314,62 @@ def evaluate(state: State, task: AlignmentTask, **align_settings) -> tuple[dict,
     """Test metrics of the plan of ``state.anchors``: (dict of [] "mrr" / "hits@k",
     PlanResult). ``align_settings``: the keyword arguments of ``align``."""
     _, res = align(state, task, **align_settings)
-    return alignment.alignment_metrics(res.plan, task.truth, state.test), res
+    return _metrics(task, res.plan, state.test), res
+
+
+def _on_pairs(task, s: Array) -> Array:
+    """[k] the per-source-node scores ``s`` [n1] of the task's pairs (square task: ``s``)."""
+    if tasks_module.is_graph_task(task):
+        return s[jnp.asarray(task.src)]
+    return s
+
+
+def _metrics(task, plan, mask) -> dict:
+    """Test metrics of ``plan`` on the pairs of ``mask`` (``alignment.alignment_metrics``
+    on a square task, ``alignment.pair_metrics`` on a ``tasks.GraphTask``)."""
+    if tasks_module.is_graph_task(task):
+        return alignment.pair_metrics(plan, *tasks_module.pair_nodes(task), mask)
+    return alignment.alignment_metrics(plan, task.truth, mask)
+
+
+def _top1_correct(task, plan) -> Array:
+    """[k] bool: the plan row of pair p's source ranks its target first."""
+    if tasks_module.is_graph_task(task):
+        src, tgt = tasks_module.pair_nodes(task)
+        return jnp.argmax(plan[src], axis=1) == tgt
+    return jnp.argmax(plan, axis=1) == jnp.asarray(task.truth)
 
 
 def _scores(key, strategy, task, cost, plan, epsilon, utility, cg_tol, score="abs",
             utility_weights=None, anchors=None, anchor_weight=1.0):
-    n = plan.shape[0]
+    """[k] scores of the task's pairs (of their source nodes) and the adjoint report."""
+    k = tasks_module.num_pairs(task)
     no_cg = adjoint.AdjointInfo(jnp.bool_(True), jnp.float32(0.0), jnp.int32(0))
     if strategy == "avatar":
-        ctx = utilities.UtilityContext(cost=cost, lap1=jnp.asarray(task.lap1, jnp.float32),
-                                       lap2=jnp.asarray(task.lap2, jnp.float32))
-        gain_args = (task.pos1, task.pos2, anchors, jnp.asarray(task.truth), anchor_weight)
-        return _informativeness(plan, cost, epsilon, utility, ctx, cg_tol, score,
-                                utility_weights, gain_args)
+        if tasks_module.is_graph_task(task):  # no dense Laplacians; gain not defined
+            ctx, gain_args = utilities.UtilityContext(cost=cost), None
+        else:
+            ctx = utilities.UtilityContext(cost=cost,
+                                           lap1=jnp.asarray(task.lap1, jnp.float32),
+                                           lap2=jnp.asarray(task.lap2, jnp.float32))
+            gain_args = (task.pos1, task.pos2, anchors, jnp.asarray(task.truth), anchor_weight)
+        s, cg = _informativeness(plan, cost, epsilon, utility, ctx, cg_tol, score,
+                                 utility_weights, gain_args)
+        return _on_pairs(task, s), cg
     if strategy == "random":
-        return jax.random.uniform(key, (n,)), no_cg
+        return jax.random.uniform(key, (k,)), no_cg
     if strategy == "entropy":
-        return alignment.row_entropy(plan), no_cg
+        return _on_pairs(task, alignment.row_entropy(plan)), no_cg
     if strategy == "margin":
-        return -alignment.row_margin(plan), no_cg
+        return _on_pairs(task, -alignment.row_margin(plan)), no_cg
     if strategy == "degree":
-        return jnp.asarray(task.degree, jnp.float32), no_cg
+        return _on_pairs(task, jnp.asarray(task.degree, jnp.float32)), no_cg
     if strategy == "density":
-        return baselines.density_score(plan, jnp.asarray(task.pos1, plan.dtype)), no_cg
+        return _on_pairs(task, baselines.density_score(plan, jnp.asarray(task.pos1,
+                                                                          plan.dtype))), no_cg
     if strategy == "topmatchings":
-        return baselines.topmatchings_score(key, plan), no_cg
-    return jnp.asarray(task.betweenness, jnp.float32), no_cg
+        return _on_pairs(task, baselines.topmatchings_score(key, plan)), no_cg
+    return _on_pairs(task, jnp.asarray(task.betweenness, jnp.float32)), no_cg
 
 
 def _switch_scores(index, table, key, task, cost, plan, epsilon, utility, cg_tol,
@@ -407,8 +455,8 @@ def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "av
     blocked = state.anchors if protocol == "paper" else state.anchors | state.test
     s = jnp.where(blocked, -jnp.inf, s)
     _, idx = jax.lax.top_k(s, num_queries)
-    mets = alignment.alignment_metrics(res.plan, task.truth, state.test)
-    correct = jnp.argmax(res.plan, axis=1) == jnp.asarray(task.truth)
+    mets = _metrics(task, res.plan, state.test)
+    correct = _top1_correct(task, res.plan)
     free = ~blocked
     pool = jnp.sum(correct & free) / jnp.maximum(jnp.sum(free), 1)
     anchors = state.anchors.at[idx].set(True)
@@ -447,6 +495,10 @@ def _check_settings(task, strategy, utility, solver, epsilon, feat_weight, ancho
     if score == "gain" and parrot_settings(solver) is not None:
         raise ValueError("`score`='gain' is derived for the simple aligner's cost "
                          "(alignment.anchor_cost), not for `solver`='parrot'.")
+    if tasks_module.is_graph_task(task):
+        reason = graph_task_limit(strategy, score, utility, solver)
+        if reason is not None:
+            raise ValueError(reason)
     validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
     validation.check_in_range("feat_weight", feat_weight, 0.0, np.inf)
     validation.check_in_range("anchor_weight", anchor_weight, 0.0, np.inf)
@@ -455,6 +507,25 @@ def _check_settings(task, strategy, utility, solver, epsilon, feat_weight, ancho
     validation.check_positive_int("sinkhorn_max_iterations", sinkhorn_max_iterations)
     validation.check_in_range("cg_tol", cg_tol, 0.0, low_inclusive=False)
     _check_task(task)
+
+
+def graph_task_limit(strategy: str, score: str = "abs", utility="entropy",
+                     solver="ot") -> str | None:
+    """Why (strategy, score, utility, solver) is not defined on a ``tasks.GraphTask`` (a
+    message naming the argument), or None when it is. Not defined there: ``solver`` "fgw"
+    (no shortest-path matrices), ``score`` "gain" with the "avatar" strategy (it needs the
+    target positions w.r.t. every target node, a task holds them for the pairs only), the
+    "consistency" utility (dense Laplacians)."""
+    if not isinstance(solver, parrot.ParrotSettings) and solver == "fgw":
+        return ("`solver`='fgw' needs the dense shortest-path matrices of a square task; a "
+                "tasks.GraphTask has none.")
+    if strategy == "avatar" and score == "gain":
+        return ("`score`='gain' needs positions w.r.t. every target node; a tasks.GraphTask "
+                "holds them for its ground-truth pairs only.")
+    if strategy == "avatar" and "consistency" in _utilities(utility):
+        return ("`utility`='consistency' needs dense Laplacians; a tasks.GraphTask holds "
+                "sparse normalised adjacencies.")
+    return None
 
 
 def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.05,
@@ -475,8 +546,8 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
                     utility_weights, protocol)
-    per_round = _per_round(task.truth.shape[-1], test_frac, init_frac, budget_frac, rounds,
-                           protocol)
+    per_round = _per_round(tasks_module.num_pairs(task), test_frac, init_frac, budget_frac,
+                           rounds, protocol)
 
     def init_fn(key: PRNGKey) -> State:
         return init(key, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol)
@@ -640,7 +711,7 @@ def _run_and_report(task, key, epsilon, feat_weight, anchor_weight, *, strategy,
                     protocol) -> ActiveResult:
     """The shared body of ``run_active`` / ``run_active_switch`` after their checks:
     per-round query counts, hashable utility settings, the run, the solver report."""
-    n = task.truth.shape[-1]
+    n = tasks_module.num_pairs(task)
     per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
     utility = utility if isinstance(utility, str) else tuple(utility)
     utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
@@ -666,7 +737,34 @@ def _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, c
     return res
 
 
+def _check_graph_task(task: tasks_module.GraphTask) -> None:
+    n1, n2 = tasks_module.plan_shape(task)
+    k = tasks_module.num_pairs(task)
+    validation.check_shape("task.adj1", task.adj1, (n1, n1))
+    validation.check_shape("task.adj2", task.adj2, (n2, n2))
+    validation.check_shape("task.feat1", task.feat1, (n1, None))
+    validation.check_shape("task.feat2", task.feat2, (n2, task.feat1.shape[1]))
+    validation.check_shape("task.pos1", task.pos1, (n1, k))
+    validation.check_shape("task.pos2", task.pos2, (n2, k))
+    validation.check_shape("task.tgt", task.tgt, (k,))
+    for name in ("degree", "betweenness"):
+        validation.check_shape(f"task.{name}", getattr(task, name), (n1,))
+    for name in ("feat1", "feat2", "pos1", "pos2", "degree", "betweenness"):
+        validation.check_finite(f"task.{name}", getattr(task, name))
+    for name in ("adj1", "adj2"):
+        validation.check_finite(f"task.{name}.data", getattr(task, name).data)
+    validation.check_int_range("task.src", task.src, 0, n1)
+    validation.check_int_range("task.tgt", task.tgt, 0, n2)
+    for name in ("src", "tgt"):
+        v = getattr(task, name)
+        if not isinstance(v, jax.core.Tracer) and len(np.unique(np.asarray(v))) != k:
+            raise ValueError(f"`task.{name}` must not repeat a node (one-to-one pairs).")
+
+
 def _check_task(task: AlignmentTask) -> None:
+    if tasks_module.is_graph_task(task):
+        _check_graph_task(task)
+        return
     n = task.truth.shape[-1]
     for name in ("pos1", "pos2", "struct1", "struct2", "lap1", "lap2"):
         validation.check_shape(f"task.{name}", getattr(task, name), (n, n))
@@ -682,6 +780,11 @@ def _check_task(task: AlignmentTask) -> None:
         if t.ndim == 1 and len(np.unique(t)) != n:
             raise ValueError(f"`task.truth` must be a permutation of 0..{n - 1}, got "
                              f"{n - len(np.unique(t))} repeated entries.")
+
+
+def _strategy_score(name: str) -> tuple[str, str]:
+    """A config strategy name: "avatar-<score>" -> ("avatar", score), else (name, "abs")."""
+    return ("avatar", name[len("avatar-"):]) if name.startswith("avatar-") else (name, "abs")
 
 
 def validate_config(config) -> None:
@@ -718,6 +821,20 @@ def validate_config(config) -> None:
     if config.get("aligner", "simple") == "parrot" and "avatar-gain" in config.strategies:
         raise ValueError("`config.strategies`: avatar-gain is not defined for "
                          "`config.aligner`='parrot'.")
+    chunk = config.get("seed_chunk", 0)
+    if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 0:
+        raise ValueError(f"`config.seed_chunk` must be an integer >= 0 (0: all seeds at "
+                         f"once), got {chunk!r}.")
+    real_full = config.get("real_full", False)
+    if not isinstance(real_full, bool):
+        raise ValueError(f"`config.real_full` must be a bool, got {real_full!r}.")
+    if real_full and any(t in datasets.DATASETS for t in config.tasks):
+        solver = {"simple": "ot", "parrot": "parrot"}[config.get("aligner", "simple")]
+        kept = [s for s in config.strategies
+                if graph_task_limit(*_strategy_score(s), config.utility, solver) is None]
+        if not kept:
+            raise ValueError("`config.strategies`: none is defined on the full graphs "
+                             "(`config.real_full`); see loop.graph_task_limit.")
     validation.check_min_count("len(config.scaling_sizes)", len(config.scaling_sizes), 2,
                                "the scaling unit fits a log-log slope")
     for v in config.scaling_sizes:
@@ -727,7 +844,8 @@ def validate_config(config) -> None:
              "synthetic_hard": config.hard_nodes}
     for t in config.tasks:
         if t in datasets.DATASETS:
-            n = config.real_nodes
+            # the full graphs' masks are over their ground-truth pairs (datasets.SIZES)
+            n = datasets.SIZES[t][2] if real_full else config.real_nodes
         else:
             n = sizes[t] if t in sizes else tasks_module.REAL_GRAPHS[t]().number_of_nodes()
         init_frac = config.hard_init_frac if t == "synthetic_hard" else config.init_frac

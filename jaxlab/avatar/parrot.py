@@ -40,22 +40,41 @@ not implemented; H's off-anchor value 1/n; the default weights (``PARROT_DEFAULT
 tuned on any reported seed). float32 in the log domain: the Sinkhorn error is reported by
 the solve (``PlanResult``) like every other plan of the loop.
 
-Checks (eager): ``mask`` [n] with a bool dtype (TypeError otherwise); the weights finite
+Whole graphs (ours; ``tasks.GraphTask``, ``datasets.full_task``): the same steps with
+nothing n x n derived from the adjacency. W1 / W2 (= A1 / A2) are BCOO float32 sparse
+matrices, so W1 C W2^T (product RWR, edge term) is two sparse x dense products
+(``bilinear``: O(nnz(W1) n2 + nnz(W2) n1) instead of O(n1 n2 (n1 + n2)); ``sparse_matmul``
+blocks the dense columns to bound the CPU gather buffer); the position features are the
+RWR columns of the k potential anchors only (``tasks.rwr_columns``: sparse LU, not the
+dense inverse), in pair order, and the mask is over the k ground-truth pairs. Plans are
+rectangular [n1, n2] with uniform marginals 1/n1, 1/n2; where the formulas above say n
+(the edge weight lambda_e n, H's 1/n) we use sqrt(n1 n2) (exactly n on a square task).
+Cost, plan, prior and the Sinkhorn solve stay dense float32 [n1, n2]. On a square task
+the dense path is unchanged (bit for bit); ``tasks.as_graph_task`` runs the sparse path on
+it, equal to the dense one to float32 rounding (tests/avatar/test_fullgraph.py).
+``proximal_step`` is one step of the proximal loop (``parrot_solve`` is ``parrot_cost``,
+``log_prior``, then ``prox_iters`` of them), public so a benchmark can time each
+subproblem (experiments/bench_avatar_fullgraph.py; docs/avatar_fullgraph.md).
+
+Checks (eager): ``mask`` [k] with a bool dtype (TypeError otherwise); the weights finite
 and >= 0, ``lambda_p`` finite and > 0, ``restart`` in (0, 1); ``prod_iters`` /
-``prox_iters`` positive ints (ValueError naming the argument).
+``prox_iters`` positive ints (ValueError naming the argument); ``product_rwr``: ``w1`` /
+``w2`` of shape [n1, n1] / [n2, n2].
 
 Cost (measured on a 400-node ACM-DBLP subsample, one seed, shared 2-core CPU): each
 Sinkhorn subproblem at eps = 5e-3 took ~2000 iterations (~6 s wall); the defaults (eps = 1e-2,
 two proximal steps) halve that, which is what made an 8-seed active run fit here.
 """
 
+import math
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.experimental import sparse as jsparse
 
-from jaxlab.avatar import alignment, solvers
+from jaxlab.avatar import alignment, solvers, tasks
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
@@ -103,7 +122,45 @@ def epsilon(s: ParrotSettings) -> float:
     return s.lambda_a + s.lambda_p
 
 
-def product_rwr(c0: Array, w1: Array, w2: Array, restart: float, iters: int) -> Array:
+SPMM_BLOCK = 512  # dense columns per block of a sparse x dense product (``sparse_matmul``)
+
+
+def sparse_matmul(w: jsparse.BCOO, x: Array, block: int | None = None) -> Array:
+    """[n, m] W @ X for a BCOO W [n, n'] and a dense X [n', m], ``block`` columns at a time
+    (None: ``SPMM_BLOCK``, read at call time).
+
+    ``lax.map`` over column blocks of X (zero-padded to a multiple of ``block``): on CPU a
+    BCOO product materialises one [nnz, columns] gather, so one block bounds that buffer to
+    nnz x ``block`` (measured on ACM's 79k non-zeros x 9,916 columns, loaded 2-core CPU:
+    6.6 s and a 3 GB buffer unblocked, 1.55 s blocked at 256 or 1024 columns).
+
+    Raises:
+      ValueError: ``block`` is not a positive int, ``x`` is not 2-D, or its rows do not
+        match W's columns.
+    """
+    block = SPMM_BLOCK if block is None else block
+    validation.check_positive_int("block", block)
+    validation.check_ndim("x", x, 2)
+    if x.shape[0] != w.shape[1]:
+        raise ValueError(f"`x` has {x.shape[0]} rows; the sparse matrix has {w.shape[1]} "
+                         "columns.")
+    n, m = x.shape
+    nb = -(-m // block)
+    xb = jnp.pad(x, ((0, 0), (0, nb * block - m))).reshape(n, nb, block).transpose(1, 0, 2)
+    y = jax.lax.map(lambda b: w @ b, xb)  # [nb, rows, block]
+    return y.transpose(1, 0, 2).reshape(w.shape[0], nb * block)[:, :m]
+
+
+def bilinear(w1, c: Array, w2, block: int | None = None) -> Array:
+    """[n, m] W1 C W2^T, W1 [n, n] and W2 [m, m] dense (``(w1 @ c) @ w2.T``) or BCOO
+    (two blocked sparse products of ``block`` columns, O(nnz(W1) m + nnz(W2) n))."""
+    left = sparse_matmul(w1, c, block) if isinstance(w1, jsparse.BCOO) else w1 @ c
+    if isinstance(w2, jsparse.BCOO):
+        return sparse_matmul(w2, left.T, block).T
+    return left @ w2.T
+
+
+def product_rwr(c0: Array, w1, w2, restart: float, iters: int) -> Array:
     """[n, m] ``iters`` steps of C <- (1 - restart) C0 + restart W1 C W2^T from C0.
 
     The fixed point solves (I - restart W2 (x) W1) vec C = (1 - restart) vec C0 (random walk
@@ -116,25 +173,32 @@ def product_rwr(c0: Array, w1: Array, w2: Array, restart: float, iters: int) -> 
     adjacency can have row sums > 1).
 
     Args:
-      c0: [n, m] node cost; w1: [n, n], w2: [m, m] transition matrices (spectral norm <= 1).
+      c0: [n, m] node cost; w1: [n, n], w2: [m, m] transition matrices (spectral norm <= 1),
+        dense or BCOO (``bilinear``).
       restart: in (0, 1) (exclusive); iters: positive int (static).
 
     Raises:
-      ValueError: ``restart`` (concrete) outside (0, 1) or NaN; ``iters`` not a positive int.
+      ValueError: ``restart`` (concrete) outside (0, 1) or NaN; ``iters`` not a positive int;
+        ``w1`` / ``w2`` not [n, n] / [m, m].
     """
     validation.check_in_range("restart", restart, 0.0, 1.0, low_inclusive=False,
                               high_inclusive=False)
     validation.check_positive_int("iters", iters)
+    n, m = np.shape(c0)
+    if tuple(w1.shape) != (n, n):
+        raise ValueError(f"`w1` must have shape ({n}, {n}), got {tuple(w1.shape)}.")
+    if tuple(w2.shape) != (m, m):
+        raise ValueError(f"`w2` must have shape ({m}, {m}), got {tuple(w2.shape)}.")
 
     def body(c, _):
-        return (1.0 - restart) * c0 + restart * (w1 @ c @ w2.T), None
+        return (1.0 - restart) * c0 + restart * bilinear(w1, c, w2), None
 
     c, _ = jax.lax.scan(body, c0, None, length=iters)
     return c
 
 
 def _check_mask(task, mask) -> None:
-    validation.check_shape("mask", mask, (np.shape(task.truth)[-1],))
+    validation.check_shape("mask", mask, (tasks.num_pairs(task),))
     dtype = getattr(mask, "dtype", None)
     dtype = np.asarray(mask).dtype if dtype is None else dtype
     if dtype != np.bool_:
@@ -142,49 +206,90 @@ def _check_mask(task, mask) -> None:
 
 
 def _anchor_pairs(task, mask: Array) -> Array:
-    """[n, n] bool: True on the anchor pairs (k, truth[k]) with mask[k]."""
-    n = np.shape(task.truth)[-1]
-    return jnp.zeros((n, n), bool).at[jnp.arange(n), jnp.asarray(task.truth)].set(mask)
+    """[n1, n2] bool: True on the anchor pairs (src[p], tgt[p]) with mask[p] (square task:
+    (k, truth[k]) with mask[k])."""
+    src, tgt = tasks.pair_nodes(task)
+    return jnp.zeros(tasks.plan_shape(task), bool).at[src, tgt].set(mask)
+
+
+def _mean_size(task) -> float:
+    """sqrt(n1 n2), the n of the module's formulas (exactly n on a square task)."""
+    n1, n2 = tasks.plan_shape(task)
+    return math.sqrt(n1 * n2)
 
 
 def node_cost(task, mask: Array, attr_weight: float = 1.0) -> Array:
-    """[n, n] C0 = exp(-cos(RWR_1[:, A], RWR_2[:, truth A])) + w exp(-cos(x1, x2)), 0 on
-    anchor pairs (steps 1-3 of the module docstring).
+    """[n1, n2] C0 = exp(-cos(R1[:, A], R2[:, A])) + w exp(-cos(x1, x2)), 0 on anchor pairs
+    (steps 1-3 of the module docstring; R1 / R2 the position features in pair order,
+    ``tasks.anchor_positions``; A the anchored pairs).
 
     Raises:
-      ValueError: ``mask`` not of shape [n]. TypeError: ``mask`` not a bool array.
+      ValueError: ``mask`` not of shape [k] (k pairs; n on a square task). TypeError:
+        ``mask`` not a bool array.
     """
     _check_mask(task, mask)
-    truth = jnp.asarray(task.truth)
     m = mask.astype(jnp.float32)
-    r1 = jnp.asarray(task.pos1, jnp.float32) * m[None, :]
-    r2 = jnp.asarray(task.pos2, jnp.float32)[:, truth] * m[None, :]
-    c = jnp.exp(-alignment.cosine_similarity(r1, r2))
+    r1, r2 = tasks.anchor_positions(task)
+    c = jnp.exp(-alignment.cosine_similarity(r1 * m[None, :], r2 * m[None, :]))
     f1, f2 = jnp.asarray(task.feat1, jnp.float32), jnp.asarray(task.feat2, jnp.float32)
     if f1.shape[1] > 1:
         c = c + attr_weight * jnp.exp(-alignment.cosine_similarity(f1, f2))
     return jnp.where(_anchor_pairs(task, mask), 0.0, c)
 
 
-def _norm_adj(lap):
-    lap = jnp.asarray(lap, jnp.float32)
-    return jnp.eye(lap.shape[0], dtype=lap.dtype) - lap
-
-
 def parrot_cost(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS) -> Array:
-    """[n, n] PARROT's cost in [0, 1]: ``node_cost`` spread by ``product_rwr``, min-max
+    """[n1, n2] PARROT's cost in [0, 1]: ``node_cost`` spread by ``product_rwr``, min-max
     normalised."""
     c0 = node_cost(task, mask, s.attr_weight)
-    c = product_rwr(c0, _norm_adj(task.lap1), _norm_adj(task.lap2), s.restart, s.prod_iters)
+    w1, w2 = tasks.norm_adjacencies(task)
+    c = product_rwr(c0, w1, w2, s.restart, s.prod_iters)
     lo, hi = jnp.min(c), jnp.max(c)
     c = (c - lo) / jnp.maximum(hi - lo, 1e-12)
     return jnp.where(_anchor_pairs(task, mask), 0.0, c)  # anchor pairs back to 0
 
 
 def log_prior(task, mask: Array) -> Array:
-    """[n, n] log H: 0 on anchor pairs, log(1/n) elsewhere."""
-    n = np.shape(task.truth)[-1]
-    return jnp.where(_anchor_pairs(task, mask), 0.0, -jnp.log(float(n)))
+    """[n1, n2] log H: 0 on anchor pairs, log(1/n) elsewhere (n = sqrt(n1 n2))."""
+    return jnp.where(_anchor_pairs(task, mask), 0.0, -jnp.log(_mean_size(task)))
+
+
+def proximal_step(task, cost: Array, logh: Array, plan: Array,
+                  s: ParrotSettings = PARROT_DEFAULTS, first: bool = False,
+                  threshold: float = 1e-4, max_iterations: int = 10000) -> solvers.PlanResult:
+    """One proximal-point step of ``parrot_solve`` (module step 5) from ``plan`` T_{k-1}.
+
+    Entropic OT (eps = ``epsilon(s)``) on C - lambda_a log H, minus, unless ``first``,
+    2 lambda_e n W1 T_{k-1} W2^T + lambda_p log T_{k-1} (n = sqrt(n1 n2)), shifted to a
+    minimum of 0.
+
+    Args:
+      task: the task (its normalised adjacencies, ``tasks.norm_adjacencies``).
+      cost: [n1, n2] ``parrot_cost``; logh: [n1, n2] ``log_prior``; plan: [n1, n2] T_{k-1}
+        (unused when ``first``).
+      s: ParrotSettings; first: the first step (edge and proximal terms left out, see the
+        module docstring); threshold, max_iterations: the Sinkhorn tolerance / cap.
+
+    Returns:
+      PlanResult of this step's Sinkhorn solve.
+
+    Raises:
+      ValueError: a bad ``s`` field, or ``cost`` / ``logh`` / ``plan`` not [n1, n2].
+    """
+    check_settings(s)
+    shape = tasks.plan_shape(task)
+    for name, x in (("cost", cost), ("logh", logh), ("plan", plan)):
+        if name != "plan" or not first:
+            validation.check_shape(name, x, shape)
+    lin = cost - s.lambda_a * logh
+    # The first step leaves the edge term out (our simplification, not exact): at T_0 = 1/n^2
+    # it is 2 lambda_e (A1 1)(A2 1)^T / n, which varies across pairs unless both graphs
+    # are regular. Only the proximal term is a constant at T_0 (module docstring, 5).
+    if not first:
+        a1, a2 = tasks.norm_adjacencies(task)
+        lin = lin - 2.0 * s.lambda_e * _mean_size(task) * bilinear(a1, plan, a2)
+        lin = lin - s.lambda_p * jnp.log(jnp.maximum(plan, 1e-30))
+    lin = lin - jnp.min(lin)  # a constant shift does not change the plan
+    return solvers.entropic_solve(lin, epsilon(s), threshold, max_iterations)
 
 
 def parrot_solve(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS,
@@ -193,8 +298,9 @@ def parrot_solve(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS,
     """PARROT-class plan of the anchors ``mask`` (proximal point, module step 5).
 
     Args:
-      task: an AlignmentTask (n nodes per side).
-      mask: [n] bool anchors (source nodes; anchor k <-> truth[k]).
+      task: an AlignmentTask (n nodes per side) or a ``tasks.GraphTask`` (n1 / n2 nodes).
+      mask: [k] bool anchors over the task's pairs (square task: source nodes, anchor k <->
+        truth[k]).
       s: ParrotSettings.
       threshold, max_iterations: each Sinkhorn subproblem's tolerance / cap.
 
@@ -202,30 +308,20 @@ def parrot_solve(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS,
       ValueError: a bad ``s`` field or ``mask`` shape. TypeError: ``mask`` not bool.
 
     Returns:
-      ([n, n] PARROT cost C (for the scores, as AvAtar's code passes it), PlanResult of the
-      last subproblem; ``converged`` is the AND over the subproblems, ``marginal_error``
+      ([n1, n2] PARROT cost C (for the scores, as AvAtar's code passes it), PlanResult of
+      the last subproblem; ``converged`` is the AND over the subproblems, ``marginal_error``
       the last plan's).
     """
     check_settings(s)
     _check_mask(task, mask)
     cost = parrot_cost(task, mask, s)
-    n = cost.shape[0]
-    a1, a2 = _norm_adj(task.lap1), _norm_adj(task.lap2)
+    n1, n2 = cost.shape
     logh = log_prior(task, mask)
-    eps = epsilon(s)
-    plan = jnp.full((n, n), 1.0 / n**2, cost.dtype)
+    plan = jnp.full((n1, n2), 1.0 / (n1 * n2), cost.dtype)
     ok = jnp.bool_(True)
     res = None
     for k in range(s.prox_iters):
-        lin = cost - s.lambda_a * logh
-        # Step 0 leaves the edge term out (our simplification, not exact): at T_0 = 1/n^2
-        # it is 2 lambda_e (A1 1)(A2 1)^T / n, which varies across pairs unless both graphs
-        # are regular. Only the proximal term is a constant at T_0 (module docstring, 5).
-        if k > 0:
-            lin = lin - 2.0 * s.lambda_e * n * (a1 @ plan @ a2.T)
-            lin = lin - s.lambda_p * jnp.log(jnp.maximum(plan, 1e-30))
-        lin = lin - jnp.min(lin)  # a constant shift does not change the plan
-        res = solvers.entropic_solve(lin, eps, threshold, max_iterations)
+        res = proximal_step(task, cost, logh, plan, s, k == 0, threshold, max_iterations)
         ok = ok & res.converged
         plan = res.plan
     return cost, solvers.PlanResult(plan, ok, res.marginal_error, res.iterations)

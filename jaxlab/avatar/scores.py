@@ -35,7 +35,8 @@ first (hubs have large position vectors, so |dC| is large) — 62% of round-0 pi
 against 12% of the pool (official 44%, row entropy 0%). Variants tried there and dropped:
 the spread std_{P_i}(dC) (same), (1 - max_j P_ij) x gain (25-40%), std / |mean| (~ pool).
 
-Checks (eager): ``plan``, ``cost``, ``grad_cost`` [n, n] (``plan`` square) and finite;
+Checks (eager): ``plan``, ``cost``, ``grad_cost`` [n, m] (square for ``gain``; ``abs`` and
+``official`` also take the rectangular plans of a ``tasks.GraphTask``) and finite;
 ``score`` a known name; ``combine``: ``scores`` / ``weights`` equal non-zero lengths and
 finite weights. Value checks skip traced arrays.
 """
@@ -51,25 +52,26 @@ SCORES = ("abs", "official", "gain")
 GAIN_SIGN = {"entropy": 1.0, "sq_l2": 1.0, "kl": 1.0, "consistency": -1.0}
 
 
-def _check(plan, cost, grad_cost):
+def _check(plan, cost, grad_cost, square=True):
     validation.check_ndim("plan", plan, 2)
-    n = np.shape(plan)[0]
-    validation.check_shape("plan", plan, (n, n))
-    validation.check_shape("cost", cost, (n, n))
-    validation.check_shape("grad_cost", grad_cost, (n, n))
+    n, m = np.shape(plan)
+    if square:
+        validation.check_shape("plan", plan, (n, n))
+    validation.check_shape("cost", cost, (n, m))
+    validation.check_shape("grad_cost", grad_cost, (n, m))
     for name, x in (("plan", plan), ("cost", cost), ("grad_cost", grad_cost)):
         validation.check_finite(name, x)
 
 
 def abs_score(plan: Array, cost: Array, grad_cost: Array) -> Array:
-    """[n] s_i = sum_j P_ij |C_ij G_ij|."""
-    _check(plan, cost, grad_cost)
+    """[n] s_i = sum_j P_ij |C_ij G_ij| (``plan`` [n, m] may be rectangular)."""
+    _check(plan, cost, grad_cost, square=False)
     return jnp.sum(alignment.row_normalise(plan) * jnp.abs(cost * grad_cost), axis=1)
 
 
 def official_score(plan: Array, cost: Array, grad_cost: Array) -> Array:
-    """[n] s_i = sum_j P_ij C_ij G_ij / a_i (signed)."""
-    _check(plan, cost, grad_cost)
+    """[n] s_i = sum_j P_ij C_ij G_ij / a_i (signed; ``plan`` [n, m] may be rectangular)."""
+    _check(plan, cost, grad_cost, square=False)
     a = jnp.maximum(plan.sum(1), 1e-30)
     return jnp.sum(alignment.row_normalise(plan) * cost * grad_cost, axis=1) / a
 

@@ -11,14 +11,34 @@ graph, ``num_points`` / ``num_items`` / ``num_clusters`` / ``latent_dim`` >= 1, 
 >= 0, ``dims`` >= 1), noise levels are finite and >= 0 (``edge_noise`` in [0, 1)), ``name``
 is a known real graph; ``task_from_adjacency``: ``adj2`` [n, n] and ``truth`` [n].
 Real benchmarks (ACM-DBLP, Foursquare-Twitter) are in ``datasets``.
+
+Whole graphs (``GraphTask``, ours; built by ``graph_task`` / ``datasets.full_task``): the
+tasks above are square (n nodes per side, ``truth`` a permutation) and hold dense [n, n]
+arrays (``rwr_matrix`` is a dense linear solve, O(n^3)). A ``GraphTask`` holds two graphs
+of n1 and n2 nodes and k one-to-one ground-truth pairs (src[p], tgt[p]) (not every node has
+a partner), with nothing n x n in it: the symmetric-normalised adjacencies
+D^-1/2 A D^-1/2 (= I - L, the ``lap`` of the square tasks) as ``jax.experimental.sparse``
+BCOO float32, and the RWR position features only for the k potential anchors (columns in
+pair order: ``pos1[:, p]`` from src[p], ``pos2[:, p]`` from tgt[p]), computed by
+``rwr_columns`` (a sparse LU of the same linear system as ``rwr_matrix``, solved for those
+columns only). The active loop's anchor and test masks are then over the k pairs; on a
+square task the pairs are (i, truth[i]) in source order, so every mask over source nodes
+is a mask over pairs (``num_pairs``, ``pair_nodes``, ``anchor_positions``,
+``norm_adjacencies`` give the loop and the aligners one view of both kinds).
+``as_graph_task`` turns a square task into a ``GraphTask`` (the sparse path on the same
+numbers; the tests compare the two). Not held by a ``GraphTask``: ``struct1`` / ``struct2``
+(all-pairs shortest paths, n x n), so FGW is not defined on it.
 """
 
 from typing import NamedTuple
 
+import jax.numpy as jnp
 import networkx as nx
 import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
+import scipy.sparse.linalg
+from jax.experimental import sparse as jsparse
 
 from jaxlab.core import validation
 
@@ -53,6 +73,145 @@ class AlignmentTask(NamedTuple):
         return self.truth.shape[0]
 
 
+class GraphTask(NamedTuple):
+    """Arrays of an alignment problem on two whole graphs, nothing n x n (module docstring).
+
+    n1 / n2 nodes, k ground-truth pairs src[p] <-> tgt[p]; the plan is [n1, n2].
+
+    Attributes:
+      feat1: [n1, p], feat2: [n2, p] node attributes (p = 0 when there are none).
+      pos1: [n1, k] RWR scores from each pair's source node (column p: from src[p]).
+      pos2: [n2, k] RWR scores from each pair's target node (column p: from tgt[p]).
+      adj1: [n1, n1], adj2: [n2, n2] BCOO float32 symmetric-normalised adjacencies
+        D^-1/2 A D^-1/2 (= I - L, L the ``lap`` of an AlignmentTask).
+      src, tgt: [k] int32 ground-truth pairs (one-to-one).
+      degree: [n1] source degrees; betweenness: [n1] source betweenness centrality
+        (estimated from 300 seeded pivots above 300 nodes).
+    """
+
+    feat1: np.ndarray
+    feat2: np.ndarray
+    pos1: np.ndarray
+    pos2: np.ndarray
+    adj1: jsparse.BCOO
+    adj2: jsparse.BCOO
+    src: np.ndarray
+    tgt: np.ndarray
+    degree: np.ndarray
+    betweenness: np.ndarray
+
+
+def is_graph_task(task) -> bool:
+    """True for a ``GraphTask`` (sparse, pairs), False for a square ``AlignmentTask``."""
+    return isinstance(task, GraphTask)
+
+
+def num_pairs(task) -> int:
+    """k, the ground-truth pairs (the length of the loop's masks); n for a square task."""
+    return np.shape(task.src if is_graph_task(task) else task.truth)[-1]
+
+
+def plan_shape(task) -> tuple[int, int]:
+    """(n1, n2), the shape of the task's plans."""
+    if is_graph_task(task):
+        return task.adj1.shape[0], task.adj2.shape[0]
+    n = np.shape(task.truth)[-1]
+    return n, n
+
+
+def pair_nodes(task):
+    """([k] source nodes, [k] target nodes) of the pairs: (arange(n), truth) on a square
+    task, (src, tgt) on a ``GraphTask`` (jnp int arrays)."""
+    if is_graph_task(task):
+        return jnp.asarray(task.src), jnp.asarray(task.tgt)
+    return jnp.arange(np.shape(task.truth)[-1]), jnp.asarray(task.truth)
+
+
+def anchor_positions(task):
+    """([n1, k], [n2, k]) float32 position features in pair order: column p relates every
+    node to pair p's source / target node (square task: pos1 and pos2[:, truth])."""
+    if is_graph_task(task):
+        return jnp.asarray(task.pos1, jnp.float32), jnp.asarray(task.pos2, jnp.float32)
+    return (jnp.asarray(task.pos1, jnp.float32),
+            jnp.asarray(task.pos2, jnp.float32)[:, jnp.asarray(task.truth)])
+
+
+def norm_adjacencies(task):
+    """(W1, W2) symmetric-normalised adjacencies: dense float32 I - lap on a square task,
+    the BCOO ``adj1`` / ``adj2`` of a ``GraphTask``."""
+    if is_graph_task(task):
+        return task.adj1, task.adj2
+
+    def dense(lap):
+        lap = jnp.asarray(lap, jnp.float32)
+        return jnp.eye(lap.shape[0], dtype=lap.dtype) - lap
+
+    return dense(task.lap1), dense(task.lap2)
+
+
+def graph_task(adj1, adj2, feat1, feat2, pairs, restart: float = 0.2,
+               dtype=np.float32) -> GraphTask:
+    """A ``GraphTask`` from two sparse adjacencies and ground-truth pairs (host-side).
+
+    Args:
+      adj1: [n1, n1], adj2: [n2, n2] symmetric adjacencies (scipy.sparse or dense).
+      feat1: [n1, p], feat2: [n2, p] node attributes (p may be 0).
+      pairs: [k, 2] ints, (graph 1 node, graph 2 node), one-to-one.
+      restart: RWR restart probability of the position features (as ``rwr_matrix``).
+      dtype: dtype of the position features (float32: what the aligners read).
+
+    Raises:
+      ValueError: a non-square, non-symmetric, negative or non-finite adjacency, ``feat``
+        not [n1, p] / [n2, p] or not finite, ``pairs`` not [k, 2] ints in range or not
+        one-to-one.
+    """
+    adj1 = scipy.sparse.csr_matrix(adj1, dtype=np.float64)
+    adj2 = scipy.sparse.csr_matrix(adj2, dtype=np.float64)
+    n1, n2 = adj1.shape[0], adj2.shape[0]
+    validation.check_shape("adj1", adj1, (n1, n1))
+    validation.check_shape("adj2", adj2, (n2, n2))
+    for name, a in (("adj1", adj1), ("adj2", adj2)):
+        if not np.all(np.isfinite(a.data)) or np.any(a.data < 0):
+            raise ValueError(f"`{name}` must have finite, non-negative entries.")
+        if abs(a - a.T).max() > 1e-12 * max(1.0, abs(a).max()):
+            raise ValueError(f"`{name}` must be symmetric (an undirected graph).")
+    feat1, feat2 = np.asarray(feat1, np.float64), np.asarray(feat2, np.float64)
+    validation.check_shape("feat1", feat1, (n1, None))
+    validation.check_shape("feat2", feat2, (n2, feat1.shape[1]))
+    validation.check_finite("feat1", feat1)
+    validation.check_finite("feat2", feat2)
+    pairs = np.asarray(pairs)
+    validation.check_shape("pairs", pairs, (None, 2))
+    validation.check_int_range("pairs[:, 0]", pairs[:, 0], 0, n1)
+    validation.check_int_range("pairs[:, 1]", pairs[:, 1], 0, n2)
+    k = pairs.shape[0]
+    if len(np.unique(pairs[:, 0])) != k or len(np.unique(pairs[:, 1])) != k:
+        raise ValueError("`pairs` must be one-to-one (a node in at most one pair).")
+    return GraphTask(
+        feat1=feat1, feat2=feat2,
+        pos1=rwr_columns(adj1, pairs[:, 0], restart, dtype=dtype),
+        pos2=rwr_columns(adj2, pairs[:, 1], restart, dtype=dtype),
+        adj1=to_bcoo(sym_norm_adjacency(adj1)), adj2=to_bcoo(sym_norm_adjacency(adj2)),
+        src=pairs[:, 0].astype(np.int32), tgt=pairs[:, 1].astype(np.int32),
+        degree=np.asarray(adj1.sum(1)).ravel(), betweenness=_betweenness(adj1))
+
+
+def as_graph_task(task: AlignmentTask) -> GraphTask:
+    """The square ``task`` as a ``GraphTask`` with the same numbers: pairs (i, truth[i]),
+    positions pos1 / pos2[:, truth], BCOO adjacencies I - lap (the sparse path of the
+    aligners on a small task, e.g. to compare it with the dense one)."""
+    n = task.num_nodes
+    truth = np.asarray(task.truth, np.int32)
+
+    def adj(lap):
+        return to_bcoo(np.eye(n) - np.asarray(lap, np.float64))
+
+    return GraphTask(feat1=task.feat1, feat2=task.feat2, pos1=task.pos1,
+                     pos2=np.asarray(task.pos2)[:, truth], adj1=adj(task.lap1),
+                     adj2=adj(task.lap2), src=np.arange(n, dtype=np.int32), tgt=truth,
+                     degree=task.degree, betweenness=task.betweenness)
+
+
 def _check_non_negative_int(name, value):
     if not isinstance(value, int | np.integer) or isinstance(value, bool) or value < 0:
         raise ValueError(f"`{name}` must be a non-negative integer, got {value!r}.")
@@ -64,6 +223,67 @@ def rwr_matrix(adj: np.ndarray, restart: float = 0.2) -> np.ndarray:
     w = adj / np.maximum(deg, 1e-12)[None, :]
     n = adj.shape[0]
     return n * restart * np.linalg.solve(np.eye(n) - (1.0 - restart) * w, np.eye(n))
+
+
+def rwr_columns(adj, cols, restart: float = 0.2, block: int = 512,
+                dtype=np.float64) -> np.ndarray:
+    """[n, len(cols)] the columns ``cols`` of ``rwr_matrix(adj, restart)``, without n x n.
+
+    The same system (I - (1 - restart) A D^-1) X = E as ``rwr_matrix`` (D: column sums of
+    A, isolated nodes: zero columns), factorised once by a sparse LU
+    (``scipy.sparse.linalg.splu``) and solved for the unit vectors of ``cols`` in blocks of
+    ``block`` columns (memory O(n block) besides the factors and the output).
+
+    Args:
+      adj: [n, n] symmetric adjacency (scipy.sparse or dense).
+      cols: [k] node indices (the potential anchors).
+      restart: restart probability in (0, 1).
+      block: right-hand sides per solve (positive int).
+      dtype: dtype of the output (the solve is float64).
+
+    Raises:
+      ValueError: ``adj`` not square, ``cols`` not 1-D ints in [0, n), ``restart`` outside
+        (0, 1), ``block`` not a positive int.
+    """
+    adj = scipy.sparse.csc_matrix(adj, dtype=np.float64)
+    n = adj.shape[0]
+    validation.check_shape("adj", adj, (n, n))
+    cols = np.asarray(cols)
+    validation.check_ndim("cols", cols, 1)
+    validation.check_int_range("cols", cols, 0, n)
+    validation.check_in_range("restart", restart, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_positive_int("block", block)
+    deg = np.asarray(adj.sum(0)).ravel()
+    walk = adj @ scipy.sparse.diags(1.0 / np.maximum(deg, 1e-12))
+    lu = scipy.sparse.linalg.splu((scipy.sparse.eye(n) - (1.0 - restart) * walk).tocsc())
+    out = np.empty((n, len(cols)), dtype)
+    for lo in range(0, len(cols), block):
+        part = cols[lo:lo + block]
+        rhs = np.zeros((n, len(part)))
+        rhs[part, np.arange(len(part))] = 1.0
+        out[:, lo:lo + len(part)] = n * restart * lu.solve(rhs)
+    return out
+
+
+def sym_norm_adjacency(adj) -> scipy.sparse.csr_matrix:
+    """D^-1/2 A D^-1/2 as CSR float64 (= I - ``sym_norm_laplacian``; isolated nodes: 0)."""
+    adj = scipy.sparse.csr_matrix(adj, dtype=np.float64)
+    deg = np.asarray(adj.sum(1)).ravel()
+    d = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1e-300)), 0.0)
+    return scipy.sparse.csr_matrix(scipy.sparse.diags(d) @ adj @ scipy.sparse.diags(d))
+
+
+def to_bcoo(m) -> jsparse.BCOO:
+    """A scipy.sparse / dense [n, m] matrix as a float32 BCOO (row-major sorted, explicit
+    zeros dropped)."""
+    m = scipy.sparse.csr_matrix(m, dtype=np.float64)
+    m.eliminate_zeros()
+    m.sort_indices()
+    coo = m.tocoo()
+    idx = np.stack([coo.row, coo.col], 1).astype(np.int32)
+    return jsparse.BCOO((jnp.asarray(coo.data, jnp.float32), jnp.asarray(idx)),
+                        shape=m.shape, indices_sorted=True, unique_indices=True)
 
 
 def sym_norm_laplacian(adj: np.ndarray) -> np.ndarray:
@@ -82,9 +302,10 @@ def _graph_arrays(adj: np.ndarray):
     return dist / max(dist.max(), 1.0), sym_norm_laplacian(adj)
 
 
-def _betweenness(adj: np.ndarray) -> np.ndarray:
-    """Betweenness centrality (exact up to 300 nodes, else estimated from 300 seeded pivots)."""
-    g = nx.from_numpy_array(adj)
+def _betweenness(adj) -> np.ndarray:
+    """Betweenness centrality (exact up to 300 nodes, else estimated from 300 seeded pivots);
+    ``adj`` dense or scipy.sparse."""
+    g = nx.from_scipy_sparse_array(adj) if scipy.sparse.issparse(adj) else nx.from_numpy_array(adj)
     n = adj.shape[0]
     bc = nx.betweenness_centrality(g, k=None if n <= 300 else 300, seed=0)
     return np.array([bc[i] for i in range(n)])

@@ -14,6 +14,12 @@ from jaxlab.avatar import datasets
 SIZES = {"acm_dblp": (9872, 9916, 6325, 17), "foursquare_twitter": (5313, 5120, 1609, 0)}
 
 
+def test_module_size_table_is_the_readme_table():
+    """``datasets.SIZES`` (read by the configs instead of loading the files) is this table,
+    which ``test_loader_sizes_and_index_ranges`` checks against the files."""
+    assert datasets.SIZES == SIZES
+
+
 @pytest.mark.parametrize("name", sorted(SIZES))
 def test_loader_sizes_and_index_ranges(name):
     d = datasets.load_pair(name)

@@ -251,8 +251,10 @@ CASES = [
         _karate(), np.ones(34, np.float32)), "mask"),
     Case("avatar/parrot_solve/mask_int", lambda: parrot.parrot_solve(
         _karate(), jnp.zeros(34, jnp.int32)), "mask"),
-    Case("avatar/density/plan_not_square", lambda: baselines.density_score(
-        _plan(), np.ones((6, 3))), "plan"),
+    Case("avatar/density/plan_3d", lambda: baselines.density_score(
+        np.full((2, 4, 4), 1 / 16), np.ones((4, 3))), "plan"),
+    Case("avatar/density/x_rows_differ", lambda: baselines.density_score(
+        _plan(), np.ones((5, 3))), "x"),
     Case("avatar/density/plan_nan", lambda: baselines.density_score(
         _with(np.full((4, 4), 0.25), (0, 0), np.nan), np.ones((4, 3))), "plan"),
     Case("avatar/density/plan_negative", lambda: baselines.density_score(
@@ -271,6 +273,6 @@ CASES = [
         np.ones((4, 3)), np.ones((5, 2))), "x"),
     Case("avatar/sample_matchings/plan_negative", lambda: baselines.sample_matchings(
         jax.random.key(0), _with(np.full((4, 4), 0.25), (2, 1), -0.1), 4), "plan"),
-    Case("avatar/topmatchings/plan_not_square", lambda: baselines.topmatchings_score(
-        jax.random.key(0), _plan(), 4), "plan"),
+    Case("avatar/topmatchings/plan_1d", lambda: baselines.topmatchings_score(
+        jax.random.key(0), np.full(4, 0.25), 4), "plan"),
 ]
