@@ -59,7 +59,8 @@ def code_version() -> str:
 @functools.lru_cache(maxsize=1)
 def git_state() -> dict:
     """{"commit": HEAD or None, "dirty": bool or None} of the checkout jaxlab runs from."""
-    if not os.path.isdir(os.path.join(_ROOT, ".git")):
+    # a directory in a plain clone, a file in a git worktree or submodule
+    if not os.path.exists(os.path.join(_ROOT, ".git")):
         return {"commit": None, "dirty": None}
     try:
         run = functools.partial(subprocess.run, cwd=_ROOT, capture_output=True, text=True,
