@@ -37,7 +37,6 @@ control to their ctrlrange [-1, 1], so actions in [-1, 1] are never clamped).
 
 import dataclasses
 import functools
-import json
 import os
 import time
 
@@ -47,6 +46,7 @@ import numpy as np
 from absl import app, flags
 
 from experiments.lib import provenance as prov
+from experiments.lib import results
 from jaxlab.rfo import envs
 
 FLAGS = flags.FLAGS
@@ -353,10 +353,7 @@ def main(argv):
     result["provenance"] = provenance()
     print(format_table(result))
     print(f"\nwall time {result['wall_s']:.0f} s")
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.out)), exist_ok=True)
-    with open(FLAGS.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {FLAGS.out}")
+    print(f"wrote {results.write_json(FLAGS.out, result)}")
 
 
 if __name__ == "__main__":

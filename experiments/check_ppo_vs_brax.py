@@ -36,7 +36,6 @@ is reported beside it (3 seeds: wide).
 """
 
 import functools
-import json
 import math
 import os
 import time
@@ -47,7 +46,7 @@ import numpy as np
 from absl import app, flags
 from flax import nnx
 
-from experiments.lib import brax_compat
+from experiments.lib import brax_compat, results
 from experiments.lib import provenance as prov
 from jaxlab.rfo import envs, ppo
 from jaxlab.rfo.train import network
@@ -366,10 +365,7 @@ def main(argv):
     result["provenance"] = provenance()
     print(format_table(result))
     print(f"\nwall time {result['wall_s']:.0f} s")
-    os.makedirs(os.path.dirname(os.path.abspath(FLAGS.out)), exist_ok=True)
-    with open(FLAGS.out, "w") as f:
-        json.dump(result, f, indent=1)
-    print(f"wrote {FLAGS.out}")
+    print(f"wrote {results.write_json(FLAGS.out, result)}")
 
 
 if __name__ == "__main__":

@@ -11,8 +11,9 @@
 
 Each returns an ``Algorithm(init, step)`` with ``init(key) -> State`` (every network and the
 first environments drawn from ``key``) and ``step(key, state, do_eval=True) -> (State,
-Info)`` (one update; ``do_eval`` false skips the evaluation rollout and reports NaN). ``init`` / ``step`` here are the same functions with the static ``(task, cfg)``
-passed last, and ``run`` / ``scan_steps`` drive a whole run as one ``lax.scan``: update
+Info)`` (one update; ``do_eval`` false skips the evaluation rollout and reports NaN).
+``init`` / ``step`` here are the same functions with the static ``(task, cfg)`` passed
+last, and ``run`` / ``scan_steps`` drive a whole run as one ``lax.scan``: update
 ``u`` uses the key ``fold_in(key, u)``, so a run split into chunks (``scan_steps`` from
 ``start``) draws exactly the keys of the unsplit run.
 

@@ -21,15 +21,8 @@ def karate():
     return tasks.real_graph_pair("karate", seed=0)
 
 
-@pytest.fixture(scope="module")
-def iso():
-    return tasks.synthetic_graph_pair(60, seed=3, edge_noise=0.0, feat_dim=4, feat_noise=0.0)
-
-
-def _mask(n, frac=0.2, seed=0):
-    m = np.zeros(n, bool)
-    m[np.random.default_rng(seed).choice(n, int(frac * n), replace=False)] = True
-    return m
+# the isomorphic 60-node pair and the anchor masks of the dense PARROT tests
+from tests.avatar.test_parrot import _mask, iso  # noqa: E402, F401
 
 
 def _rect_task(seed=0):
