@@ -821,6 +821,14 @@ def validate_config(config) -> None:
     if config.get("aligner", "simple") == "parrot" and "avatar-gain" in config.strategies:
         raise ValueError("`config.strategies`: avatar-gain is not defined for "
                          "`config.aligner`='parrot'.")
+    validation.check_one_of("config.real_aligner", config.get("real_aligner", ""),
+                            ("", "simple", "parrot"))
+    real_aligner = config.get("real_aligner", "") or config.get("aligner", "simple")
+    if (real_aligner == "parrot" and "avatar-gain" in config.strategies
+            and not config.get("real_full", False)
+            and any(t in datasets.DATASETS for t in config.tasks)):
+        raise ValueError("`config.strategies`: avatar-gain is not defined for the PARROT-class "
+                         "aligner that `config.real_aligner` sets on the real datasets.")
     chunk = config.get("seed_chunk", 0)
     if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 0:
         raise ValueError(f"`config.seed_chunk` must be an integer >= 0 (0: all seeds at "
@@ -829,7 +837,7 @@ def validate_config(config) -> None:
     if not isinstance(real_full, bool):
         raise ValueError(f"`config.real_full` must be a bool, got {real_full!r}.")
     if real_full and any(t in datasets.DATASETS for t in config.tasks):
-        solver = {"simple": "ot", "parrot": "parrot"}[config.get("aligner", "simple")]
+        solver = {"simple": "ot", "parrot": "parrot"}[real_aligner]
         kept = [s for s in config.strategies
                 if graph_task_limit(*_strategy_score(s), config.utility, solver) is None]
         if not kept:

@@ -95,7 +95,47 @@ def test_chunked_scan_steps_equal_one_scan():
                                whole.eval_return, rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("method", ["flow", pytest.param("ppo", marks=pytest.mark.slow)])
+def test_scan_steps_evaluates_every_k_updates_and_skips_the_rollout_elsewhere():
+    """scan_steps' cadence on a toy trainer built on train.maybe_evaluate (cheap; the MJX
+    trainers follow in the slow test below): evaluations at updates u with (u + 1) % k ==
+    0 only, NaN elsewhere, the same values as k = 1 where both evaluate; under the vmap
+    over seeds the skip stays a ``cond`` (the rollout is skipped, not computed and
+    discarded by a ``select``)."""
+
+    def evaluate(key, params):
+        return params["w"] + jax.random.uniform(key)
+
+    def init(key):
+        return {"w": jax.random.normal(key)}
+
+    def step(key, state, do_eval=True):
+        k_eval, k_upd = jax.random.split(key)
+        new = {"w": state["w"] + jax.random.normal(k_upd)}
+        ev = rfo_train.maybe_evaluate(do_eval, evaluate, k_eval, new)
+        return new, rfo_train.Info(new["w"], ev, jnp.float32(0), jnp.float32(0))
+
+    from jaxlab.core.types import Algorithm
+
+    toy = Algorithm(init, step)
+    keys = jax.random.split(jax.random.key(0), 3)
+    states = jax.vmap(toy.init)(keys)
+    run = jax.jit(lambda s, every: jax.vmap(lambda k, st: rfo.scan_steps(
+        k, toy, st, 0, 6, every))(keys, s), static_argnums=1)
+    s1, i1 = run(states, 1)
+    s3, i3 = run(states, 3)
+    np.testing.assert_array_equal(np.asarray(i3.eval_return)[:, [2, 5]],
+                                  np.asarray(i1.eval_return)[:, [2, 5]])
+    assert np.all(np.isnan(np.asarray(i3.eval_return)[:, [0, 1, 3, 4]]))
+    np.testing.assert_array_equal(s3["w"], s1["w"])
+    jaxpr = str(jax.make_jaxpr(lambda s, start: jax.vmap(lambda k, st: rfo.scan_steps(
+        k, toy, st, start, 6, 3))(keys, s))(states, 0))
+    assert " cond[" in jaxpr  # a jnp.where / select would evaluate at every update
+    assert " cond[" not in str(jax.make_jaxpr(lambda s: jax.vmap(lambda k, st: rfo.scan_steps(
+        k, toy, st, 0, 6, 1))(keys, s))(states))  # every update: no branch at all
+
+
+@pytest.mark.slow  # two compiles of the MJX update scan per method (~90 s each)
+@pytest.mark.parametrize("method", ["flow", "ppo"])
 def test_eval_every_skips_evaluations_and_keeps_the_rest_of_the_run(method):
     """#18: evaluation every few updates. The evaluated updates report exactly the returns
     of the every-update run (same keys, same parameters); the others report NaN; the
