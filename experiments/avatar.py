@@ -59,11 +59,7 @@ PUBLISHED = {"acm_dblp": "paper (full ACM-DBLP, random/entropy/AvAtar): PARROT "
              "foursquare_twitter": "paper: not in our notes (Douban PARROT .751/.791/.837)"}
 
 
-def parse_strategy(name: str) -> tuple[str, str]:
-    """"avatar-<score>" -> ("avatar", score); a baseline name -> (name, "abs")."""
-    if name.startswith("avatar-"):
-        return "avatar", name[len("avatar-"):]
-    return name, "abs"
+parse_strategy = loop.parse_strategy  # "avatar-<score>" -> ("avatar", score)
 
 
 def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:

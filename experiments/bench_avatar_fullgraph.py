@@ -164,7 +164,6 @@ def _shape_task(name: str) -> tasks.GraphTask:
 def _memory(task) -> dict:
     """XLA buffer sizes of the full preset's active loop at this task's shapes (compiled,
     not run; CPU buffer assignment), in bytes and in [n1, n2] float32 units."""
-    from experiments.avatar import parse_strategy
     from experiments.configs import avatar as cfg
 
     c = cfg.get_config("full")
@@ -175,8 +174,8 @@ def _memory(task) -> dict:
     out = {}
     for aligner, solver in (("simple", "ot"), ("parrot", "parrot")):
         names = [x for x in c.strategies
-                 if loop.graph_task_limit(*parse_strategy(x), c.utility, solver) is None]
-        table = tuple(parse_strategy(x) for x in names)
+                 if loop.graph_task_limit(*loop.parse_strategy(x), c.utility, solver) is None]
+        table = tuple(loop.parse_strategy(x) for x in names)
         run = jax.vmap(lambda t, key, i, solver=solver, table=table: loop._run(
             t, key, c.epsilon, 1.0, 1.0, strategy=table, rounds=c.rounds, test_frac=0.0,
             init_frac=c.init_frac, per_round=per_round, utility=c.utility, solver=solver,

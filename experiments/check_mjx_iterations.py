@@ -37,7 +37,6 @@ control to their ctrlrange [-1, 1], so actions in [-1, 1] are never clamped).
 
 import dataclasses
 import functools
-import os
 import time
 
 import jax
@@ -64,9 +63,6 @@ def define_flags() -> None:
     flags.DEFINE_integer("grad_seeds", 4, "Seeds of the gradient check.")
     flags.DEFINE_float("perturb", 1e-6, "qpos perturbation of the noise floor.")
     flags.DEFINE_integer("seed", 0, "Seed.")
-
-MACHINE = "2-core Intel Xeon CPU"
-
 
 def mujoco_default_solver() -> dict:
     """MuJoCo's default ``opt.iterations`` / ``opt.ls_iterations`` (installed version)."""
@@ -295,12 +291,6 @@ def run_check(task_name: str = "hopper", ref_solver: dict | None = None,
             "gradients": grads, "timings_s": timings}
 
 
-def provenance() -> dict:
-    """jax / mujoco versions, ``git rev-parse HEAD`` (and whether the tree is dirty), machine."""
-    return {"packages": prov.package_versions(), "git": prov.git_state(), "machine": MACHINE,
-            "backend": jax.default_backend(), "cpu_count": os.cpu_count()}
-
-
 def format_table(result: dict) -> str:
     ref = result["reference"]
     lines = [f"task {result['task']}: {result['num_states']} reset states x (random, zero) "
@@ -350,7 +340,7 @@ def main(argv):
                        grad_horizon=FLAGS.grad_horizon, grad_seeds=FLAGS.grad_seeds,
                        perturb=FLAGS.perturb, seed=FLAGS.seed)
     result["wall_s"] = time.perf_counter() - t0
-    result["provenance"] = provenance()
+    result["provenance"] = prov.environment()
     print(format_table(result))
     print(f"\nwall time {result['wall_s']:.0f} s")
     print(f"wrote {results.write_json(FLAGS.out, result)}")

@@ -37,7 +37,6 @@ is reported beside it (3 seeds: wide).
 
 import functools
 import math
-import os
 import time
 
 import jax
@@ -65,8 +64,6 @@ def define_flags() -> None:
     flags.DEFINE_integer("eval_envs", 128, "Evaluation reset states.")
     flags.DEFINE_integer("eval_horizon", 128, "Evaluation steps.")
 
-
-MACHINE = "2-core Intel Xeon CPU"
 
 MATCH = dict(num_envs=16, rollout_len=32, epochs=4, minibatches=4, lr=3e-4, grad_clip=0.5,
              gamma=0.99, gae_lambda=0.95, clip_eps=0.2, vf_coef=0.5, ent_coef=0.0, hidden=64,
@@ -349,20 +346,13 @@ def run_check(task_name: str = "pendulum", env_steps: int = 131_072, seeds: int 
     return result
 
 
-def provenance() -> dict:
-    """jax / brax / mujoco versions, ``git rev-parse HEAD`` (and whether the tree is dirty),
-    machine."""
-    return {"packages": prov.package_versions(), "git": prov.git_state(), "machine": MACHINE,
-            "backend": jax.default_backend(), "cpu_count": os.cpu_count()}
-
-
 def main(argv):
     del argv
     t0 = time.perf_counter()
     result = run_check(FLAGS.task, FLAGS.env_steps, FLAGS.seeds, FLAGS.points,
                        FLAGS.eval_envs, FLAGS.eval_horizon)
     result["wall_s"] = time.perf_counter() - t0
-    result["provenance"] = provenance()
+    result["provenance"] = prov.environment()
     print(format_table(result))
     print(f"\nwall time {result['wall_s']:.0f} s")
     print(f"wrote {results.write_json(FLAGS.out, result)}")

@@ -66,6 +66,8 @@ def run(config, workdir: str) -> dict:
     models = dllm_models.Models(config, workdir)
     n = max(config.particles)
     tuned = dllm.default_tuning(config)
+    one_n = config.copy_and_resolve_references()  # the preconditions at N only
+    one_n.particles = (n,)
     summary = {"config": config.to_dict(), "siblings": SIBLINGS,
                "sibling_weight": SIBLING_WEIGHT, "particles": n, "tuned": tuned, "tasks": {}}
     for name in config.tasks:
@@ -75,8 +77,6 @@ def run(config, workdir: str) -> dict:
         ranking, runs = {}, {}
         for h, head in heads.items():
             value_fn = poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
-            one_n = config.copy_and_resolve_references()
-            one_n.particles = (n,)
             pre = dllm._preconditions(one_n, m.task, m.denoise_fn, value_fn, tuned, prompt,
                                       float("nan"), {f"smc_{n}": np.full(prompt.shape[0], n)})
             ranking[h] = pre[str(n)]["ranking_on_mixed"]

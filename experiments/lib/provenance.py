@@ -117,6 +117,12 @@ def machine() -> dict:
             "process_count": jax.process_count()}
 
 
+def environment() -> dict:
+    """{"git", "packages", "machine"}: where and with what a result was computed (part of
+    ``record``; also the provenance of the one-off check scripts, which have no config)."""
+    return {"git": git_state(), "packages": package_versions(), "machine": machine()}
+
+
 def record(config) -> dict:
     """The provenance block written into every ``summary.json``.
 
@@ -124,8 +130,7 @@ def record(config) -> dict:
     and resumed run writes the same bytes as an uninterrupted one.
     """
     return {"config": config_dict(config), "config_hash": config_hash(config),
-            "code_version": code_version(), "unit_key": unit_key(config),
-            "git": git_state(), "packages": package_versions(), "machine": machine()}
+            "code_version": code_version(), "unit_key": unit_key(config), **environment()}
 
 
 def is_current(summary: dict, config) -> bool:

@@ -782,8 +782,9 @@ def _check_task(task: AlignmentTask) -> None:
                              f"{n - len(np.unique(t))} repeated entries.")
 
 
-def _strategy_score(name: str) -> tuple[str, str]:
-    """A config strategy name: "avatar-<score>" -> ("avatar", score), else (name, "abs")."""
+def parse_strategy(name: str) -> tuple[str, str]:
+    """A config strategy name: "avatar-<score>" -> ("avatar", score); a baseline name ->
+    (name, "abs")."""
     return ("avatar", name[len("avatar-"):]) if name.startswith("avatar-") else (name, "abs")
 
 
@@ -839,7 +840,7 @@ def validate_config(config) -> None:
     if real_full and any(t in datasets.DATASETS for t in config.tasks):
         solver = {"simple": "ot", "parrot": "parrot"}[real_aligner]
         kept = [s for s in config.strategies
-                if graph_task_limit(*_strategy_score(s), config.utility, solver) is None]
+                if graph_task_limit(*parse_strategy(s), config.utility, solver) is None]
         if not kept:
             raise ValueError("`config.strategies`: none is defined on the full graphs "
                              "(`config.real_full`); see loop.graph_task_limit.")
