@@ -249,9 +249,12 @@ def dllm(config, unit, result, workdir):
                     out[("denoiser", f"dllm/denoiser_{k}")] = (np.asarray(hist["step"]),
                                                                np.asarray(hist[k]))
     elif unit == "throughput":
-        ns = sorted(result, key=int)
-        out["dllm/smc_tokens_per_s_vs_particles"] = (
-            np.array([int(n) for n in ns]), np.array([result[n]["tokens_per_s"] for n in ns]))
+        per = result["per_particles"]
+        ns = sorted(per, key=int)
+        for k in ("smc", "greedy_batched", "forward"):
+            out[(k, "dllm/tokens_per_s_vs_particles")] = (
+                np.array([int(n) for n in ns]),
+                np.array([per[n]["tokens_per_s"][k] for n in ns]))
     elif unit == "sale" and isinstance(result.get("results"), dict):
         for name, r in result["results"].items():
             for k, v in r.items():

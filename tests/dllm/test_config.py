@@ -6,7 +6,7 @@ from experiments.configs import dllm as dllm_configs
 from jaxlab.dllm import config as config_lib
 
 
-@pytest.mark.parametrize("arg", ["smoke", "quick", "cpu", "full"])
+@pytest.mark.parametrize("arg", ["smoke", "quick", "cpu", "hard", "cpu_hard", "full"])
 def test_presets_are_valid(arg):
     config_lib.validate_config(dllm_configs.get_config(arg))
 
@@ -66,3 +66,15 @@ def test_train_and_evaluate_validates_first(tmp_path):
     with pytest.raises(ValueError, match="`config.threshold`"):
         registry.train_and_evaluate("dllm", c, str(tmp_path / "run"))
     assert not (tmp_path / "run").exists()  # failed before touching the workdir
+
+
+def test_cpu_hard_and_full_share_the_hard_task_units():
+    """`cpu_hard` is `full` restricted to the hard variants: same task-unit keys."""
+    from experiments import dllm as exp
+
+    hard, full = dllm_configs.get_config("cpu_hard"), dllm_configs.get_config("full")
+    assert set(hard.tasks) < set(full.tasks)
+    for name in hard.tasks:
+        assert exp._task_spec(hard, name) == exp._task_spec(full, name)
+    assert exp._task_spec(hard, "countdown_hard") != exp._task_spec(
+        dllm_configs.get_config("hard"), "countdown_hard")

@@ -20,7 +20,8 @@ from tests.notebooks import run_notebook
 def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
     cfg = dllm_config.get_config("smoke")
     summary, _ = run_notebook("dllm", tmp_path)  # colab/dllm.ipynb at smoke size
-    for f in ("summary.json", "accuracy_vs_nfe.png", "path_ll_vs_accuracy.png"):
+    for f in ("summary.json", "accuracy_vs_nfe.png", "path_ll_vs_accuracy.png",
+              "smc_diagnostics.png"):
         assert os.path.exists(tmp_path / f)
     for name in cfg.tasks:
         t = summary["tasks"][name]
@@ -42,6 +43,17 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
             trace = np.asarray(d[k]["ess_trace"])
             assert np.all((trace >= 0.5 - 1e-6) & (trace <= 1 + 1e-6)), k
         assert len(d["smc_2"]["ess_trace"]) == len(d["poke_smc_2"]["ess_trace"]) == a
+        # Resampling and min-ESS diagnostics: best-of-N never resamples; one histogram
+        # count per problem; Path-LL SMC resamples exactly where its min ESS fell below N/2
+        # under the every-step schedule (smoke: T = 1, every step).
+        assert d["best_of_2"]["resampling"]["events_per_problem"] == 0
+        for k in ("best_of_2", "smc_2", "poke_smc_2", "sr_smc_2"):
+            assert sum(d[k]["min_ess_histogram"]) == cfg.num_problems, k
+            r = d[k]["resampling"]
+            assert 0 <= r["step_share"] <= r["problems_resampled_share"] <= 1, k
+        p2 = t["preconditions"]["2"]
+        assert d["smc_2"]["resampling"]["problems_resampled_share"] == pytest.approx(
+            p2["ess_below_half_share"])
         for row in d.values():
             lo, hi = row["accuracy_ci"]
             assert 0 <= lo <= row["accuracy"] <= hi <= 1
@@ -56,7 +68,12 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
             x = t["declared"][rival]["2"]
             assert x["difference"] == pytest.approx(x["poke_smc_accuracy"]
                                                     - x[f"{rival}_accuracy"])
-    assert set(summary["throughput"]) == {"1", "2"}
+    tp = summary["throughput"]["per_particles"]
+    assert set(tp) == {"1", "2"}
+    assert tp["2"]["batch_rows"] == 2 * tp["1"]["batch_rows"]
+    for v in tp.values():
+        assert v["smc_over_greedy"] == pytest.approx(v["seconds"]["smc"]
+                                                     / v["seconds"]["greedy_batched"])
     assert exp.headline(summary)
     # Rerun: every unit comes from its file; no model is loaded, nothing is recomputed.
     # (Under the notebook's code version: files edited meanwhile must not change the keys.)

@@ -1,0 +1,30 @@
+"""experiments.lib.timing: the interleaved best-of timer used for side-by-side ratios."""
+
+import time
+
+import pytest
+
+from experiments.lib import timing
+
+
+def test_interleaved_times_each_function_in_turn():
+    calls = []
+
+    def make(name, sleep):
+        def fn():
+            calls.append(name)
+            time.sleep(sleep)
+            return name
+        return fn
+
+    out = timing.best_times_interleaved({"a": make("a", 0.0), "b": make("b", 0.02)},
+                                        repeats=2)
+    # one warm-up call of each, then rounds of one call each (never two of a kind in a row)
+    assert calls == ["a", "b", "a", "b", "a", "b"]
+    assert set(out) == {"a", "b"}
+    assert out["b"] >= 0.02 > out["a"]
+
+
+def test_interleaved_needs_a_positive_repeat_count():
+    with pytest.raises(ValueError, match="`repeats`"):
+        timing.best_times_interleaved({"a": lambda: None}, repeats=0)
