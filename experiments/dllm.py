@@ -19,8 +19,17 @@ the first unit that needs them) and are loaded once per run.
   test = ``task.sample(key(seed + 7_777), config.num_problems)`` (disjoint keys; the
   training data come from the training seed's keys). Tuning reads only validation problems.
 * Particle decoders (best-of-N, Path-LL SMC, SR-SMC, POKE-SMC) share N, the proposal
-  temperature T and the semi-AR blocks (``config.particle_blocks``: "semi_ar" = the
-  ``semi_ar`` decoder's blocks, SR-SMC's official setting; "one" = the whole answer).
+  temperature T and the semi-AR blocks (``config.particle_blocks``: "coarse" =
+  ``decoding.coarse_block``, at most four blocks of >= 2 tokens, the default since session
+  12; "semi_ar" = the ``semi_ar`` decoder's blocks; "one" = the whole answer).
+  *Amended in session 12, before any run of that session:* sessions 8-11 used "semi_ar",
+  whose block is the largest proper divisor of the answer length: 1 token on prime
+  lengths (addition A = 5, addition_hard A = 11, star graph A = 3), i.e. a fixed
+  left-to-right order, so the particle decoders there had no unmasking path to choose
+  (and decoded addition and star graphs in their worst order). "coarse" keeps SR-SMC's
+  multi-block structure where the length allows it (it resamples at block ends) and
+  leaves the order free inside each block. The T grid of the held-out presets became
+  {0.7, 1, 1.5} (T < 1 untested before).
   SR-SMC keeps its official commit rule (Fast-dLLM threshold, ``config.threshold``) and
   block-end resampling, so its NFE is at most POKE-SMC's (both conventions reported).
 * Tuning (validation only, then frozen): T = the entry of ``protocol.temperatures`` with
@@ -112,8 +121,11 @@ def decoder_names(config) -> list[str]:
 
 def particle_block(config, task) -> int:
     """Semi-AR block length of every particle decoder (``config.particle_blocks``)."""
-    if config.get("particle_blocks", "semi_ar") == "one":
+    rule = config.get("particle_blocks", "coarse")
+    if rule == "one":
         return task.answer_len
+    if rule == "coarse":
+        return decoding.coarse_block(task.answer_len)
     return decoding.semi_ar_block(task.answer_len)
 
 

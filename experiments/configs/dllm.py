@@ -40,7 +40,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.particles = (2, 4, 8)
     c.temperature = 1.0  # the frozen T when protocol.temperatures has < 2 entries
     c.resample_schedule = "every_step"  # likewise, for Path-LL SMC and POKE-SMC
-    c.particle_blocks = "semi_ar"  # blocks of every particle decoder (SR-SMC's official)
+    # Blocks of every particle decoder (experiments/dllm.py docstring): "coarse" = at most 4
+    # semi-AR blocks of >= 2 tokens (session 12); "semi_ar" = the semi_ar decoder's blocks
+    # (sessions 8-11: one-token blocks, i.e. a fixed left-to-right order, on prime lengths).
+    c.particle_blocks = "coarse"
     c.threshold = 0.9
     # Pre-declared protocol (experiments/dllm.py docstring): tuning grids read only the
     # validation problems; headline eligibility from the preconditions.

@@ -26,7 +26,7 @@ from jaxlab.core import validation as V
 from jaxlab.dllm import path_smc
 from jaxlab.dllm import tasks as tasks_lib
 
-PARTICLE_BLOCKS = ("semi_ar", "one")
+PARTICLE_BLOCKS = ("coarse", "semi_ar", "one")
 
 TRAIN_RULES = {"steps": V.POSITIVE_INT, "batch_size": V.POSITIVE_INT,
                "num_chunks": V.POSITIVE_INT, "lr": V.POSITIVE}

@@ -137,6 +137,19 @@ def semi_ar_block(gen_length: int) -> int:
     return max([d for d in range(1, gen_length) if gen_length % d == 0] or [1])
 
 
+def coarse_block(gen_length: int, num_blocks: int = 4) -> int:
+    """Smallest divisor of gen_length that is >= max(2, gen_length / num_blocks): at most
+    ``num_blocks`` semi-AR blocks, never one-token blocks (which fix the unmasking order);
+    one block when no such divisor is smaller than gen_length (e.g. prime lengths).
+
+    Example: gen_length 16 -> 4 (four blocks), 22 -> 11, 33 -> 11, 4 -> 2, 3 / 5 / 11 -> one
+    block."""
+    validation.check_positive_int("gen_length", gen_length)
+    validation.check_positive_int("num_blocks", num_blocks)
+    low = max(2, -(-gen_length // num_blocks))
+    return min([d for d in range(low, gen_length + 1) if gen_length % d == 0] or [gen_length])
+
+
 def steps_done(order: Array) -> Array:
     """Steps taken so far, read off the commit order [..., A] (scalar int32).
 

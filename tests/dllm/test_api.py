@@ -3,6 +3,7 @@
 import jax
 import jax.numpy as jnp
 import numpy as np
+import pytest
 
 from jaxlab import dllm
 from jaxlab.core.types import Algorithm
@@ -96,3 +97,25 @@ def test_semi_ar_steps_follow_the_block_schedule():
         state, _ = alg.step(jax.random.key(t), state)
         np.testing.assert_array_equal(np.asarray(state.order[:, t]), [t, t])
     assert decoding.semi_ar_block(12) == 6 and decoding.semi_ar_block(7) == 1
+
+
+@pytest.mark.parametrize("gen_length", range(1, 41))
+def test_coarse_block_against_brute_force(gen_length):
+    """The particle decoders' blocks: the smallest divisor >= max(2, A / 4), else one
+    block; checked against the definition by enumeration, and never a one-token block."""
+    b = decoding.coarse_block(gen_length)
+    assert gen_length % b == 0
+    ok = [d for d in range(1, gen_length + 1)
+          if gen_length % d == 0 and d >= 2 and d * 4 >= gen_length]
+    assert b == (min(ok) if ok else gen_length)
+    assert gen_length // b <= 4 and (b >= 2 or gen_length == 1)
+    decoding.transfer_schedule(gen_length, gen_length, b)  # a valid semi-AR plan
+
+
+def test_coarse_block_examples_and_bad_input():
+    assert [decoding.coarse_block(a) for a in (3, 4, 5, 11, 16, 22, 33)] == [3, 2, 5, 11, 4,
+                                                                             11, 11]
+    with pytest.raises(ValueError, match="`gen_length`"):
+        decoding.coarse_block(0)
+    with pytest.raises(ValueError, match="`num_blocks`"):
+        decoding.coarse_block(8, num_blocks=0)
