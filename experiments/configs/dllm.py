@@ -108,7 +108,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     return c
 
 
-HARD_TASKS = ("countdown_hard", "addition_hard", "star_graph_hard")
+# The hard variants with a shipped denoiser. star_graph_hard (degree 4 x arms of 4) is not
+# among them: 5000 steps of this denoiser left its eval loss at 2.0 (the easy star graph
+# drops to 0.33 by 3000 steps), as the session-10 size (5 x 5: 2.70) before it.
+HARD_TASKS = ("countdown_hard", "addition_hard")
 
 
 def _held_out(c: ml_collections.ConfigDict) -> None:

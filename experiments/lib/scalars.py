@@ -251,7 +251,7 @@ def dllm(config, unit, result, workdir):
     elif unit == "throughput":
         per = result["per_particles"]
         ns = sorted(per, key=int)
-        for k in ("smc", "greedy_batched", "forward"):
+        for k in ("smc", "greedy_batched", "sampled_batched"):
             out[(k, "dllm/tokens_per_s_vs_particles")] = (
                 np.array([int(n) for n in ns]),
                 np.array([per[n]["tokens_per_s"][k] for n in ns]))

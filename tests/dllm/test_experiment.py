@@ -10,7 +10,7 @@ from experiments import dllm as exp
 from experiments import dllm_models
 from experiments.configs import dllm as dllm_config
 from experiments.lib import provenance, study
-from jaxlab.dllm import decoding
+from jaxlab.dllm import decoding, poke
 from tests.notebooks import run_notebook
 
 
@@ -106,18 +106,32 @@ def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
 
 
 @pytest.mark.parametrize("name,min_acc", [("sudoku", 0.8), ("addition", 0.3),
-                                          ("countdown", 0.05), ("star_graph", 0.3)])
-def test_shipped_denoisers_solve_problems(name, min_acc, tmp_path):
-    """The checkpoints in experiments/pretrained/dllm load and decode (no retraining)."""
-    cfg = dllm_config.get_config("quick")
+                                          ("countdown", 0.05), ("star_graph", 0.3),
+                                          ("addition_hard", 0.5), ("countdown_hard", 0.05)])
+def test_shipped_denoisers_and_heads_load_and_solve_problems(name, min_acc, tmp_path):
+    """The checkpoints in experiments/pretrained/dllm (every task of the `full` preset)
+    load and decode, and their POKE heads load and give finite values <= 0 (no training)."""
+    cfg = dllm_config.get_config("full")
     path = dllm_models.shipped_path(cfg, name)
     assert os.path.isdir(path), f"shipped model missing: {path}"
-    m = dllm_models.Models(cfg, str(tmp_path)).denoiser(name)
-    assert not os.path.exists(tmp_path / "models")  # loaded, not trained
+    models = dllm_models.Models(cfg, str(tmp_path))
+    m = models.denoiser(name)
     prompt, _ = m.task.sample(jax.random.key(99), 128)
     r = decoding.decode(m.denoise_fn, prompt, m.task.answer_len, key=jax.random.key(0),
                         mask_id=m.task.mask_id, vocab_size=m.task.vocab_size)
     assert float(np.mean(m.task.verify(prompt, r.answer))) >= min_acc
+    value_fn = poke.make_value_fn(*models.poke_head(name), m.task.prompt_len, m.task.mask_id)
+    tokens = decoding.init_state(prompt[:8], m.task.answer_len, m.task.mask_id).tokens
+    v = np.asarray(value_fn(m.denoise_fn(tokens)[1], tokens))
+    assert v.shape == (8,) and np.all(np.isfinite(v)) and np.all(v <= 0)
+    assert not os.path.exists(tmp_path / "models")  # loaded, not trained
+
+
+def test_every_full_preset_task_is_shipped():
+    cfg = dllm_config.get_config("full")
+    for name in cfg.tasks:
+        for what in (name, f"{name}_poke"):
+            assert os.path.isdir(dllm_models.shipped_path(cfg, what)), what
 
 
 def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatch):
