@@ -366,9 +366,10 @@ def _throughput(config, models, ctx: study.Context) -> dict:
                                                **kw))
         rows = jnp.repeat(prompt, n, axis=0)
         sec = timing.best_times_interleaved({
-            "smc": lambda: smc_fn(prompt, key=jax.random.key(0)),
-            "greedy_batched": lambda: greedy_fn(rows, key=jax.random.key(0)),
-            "sampled_batched": lambda: sampled_fn(rows, key=jax.random.key(0))}, repeats=3)
+            "smc": functools.partial(smc_fn, prompt, key=jax.random.key(0)),
+            "greedy_batched": functools.partial(greedy_fn, rows, key=jax.random.key(0)),
+            "sampled_batched": functools.partial(sampled_fn, rows, key=jax.random.key(0))},
+            repeats=3)
         tok = prompt.shape[0] * n * steps
         out[str(n)] = {"seconds": sec, "tokens_per_s": {k: tok / v for k, v in sec.items()},
                        "smc_over_greedy": sec["smc"] / sec["greedy_batched"],
