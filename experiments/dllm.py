@@ -560,44 +560,43 @@ def _plot(config, summary, out, workdir):
 
 
 def _plot_smc_diagnostics(config, tasks, workdir):
-    """smc_diagnostics.png, one column per task: (1) share of steps that resampled per
-    particle family vs N; (2) histogram of the per-problem minimum ESS / N at the largest N
-    (Path-LL SMC, POKE-SMC, SR-SMC); (3) within-problem ranking accuracy on mixed problems
-    over the path (random, Path LL, Path LL + POKE), one line style per N."""
+    """smc_diagnostics.png, one column per task: (1) share of problems that resampled at
+    least once, per SMC family and N; (2) histogram of the per-problem minimum ESS / N at
+    the largest N (Path-LL SMC, POKE-SMC, SR-SMC); (3) within-problem ranking accuracy on
+    mixed problems over the path (line style: random, Path LL, Path LL + POKE; colour: N)."""
     from matplotlib import pyplot as plt
 
-    fams = {"smc": "^", "poke_smc": "*", "sr_smc": "D", "best_of_n": "s"}
-    n_max = max(config.particles)
+    fams = ("smc", "poke_smc", "sr_smc")
+    ns = sorted(config.particles)
+    n_max = ns[-1]
     fig, axes = plt.subplots(3, len(tasks), figsize=(4.4 * len(tasks), 10.5), squeeze=False)
     for col, (name, t) in enumerate(tasks.items()):
         dec = t["decoders"]
         ax = axes[0][col]
-        for j, (fam, marker) in enumerate(fams.items()):
-            pts = sorted((v["particles"] * 1.04 ** j, v["resampling"]["step_share"])
-                         for v in dec.values() if v["family"] == fam)
-            if pts:
-                ax.plot(*zip(*pts, strict=True), marker=marker, label=fam, alpha=0.85)
-        ax.set_xscale("log", base=2)
-        ax.set(xlabel="particles N", ylabel="share of steps that resampled", title=name)
+        width, top = 0.8 / len(fams), 0.0
+        for j, fam in enumerate(fams):
+            share = [dec[f"{fam}_{n}"]["resampling"]["problems_resampled_share"] for n in ns]
+            ax.bar(np.arange(len(ns)) + (j - 1) * width, share, width, label=fam)
+            top = max(top, *share)
+        ax.set_xticks(np.arange(len(ns)), [f"N={n}" for n in ns])
+        ax.set_ylim(0, max(0.05, 1.15 * top))  # an all-zero row still reads as zero
+        ax.set(ylabel="share of problems that resampled", title=name)
         ax = axes[1][col]
         centres = (MIN_ESS_BINS[:-1] + MIN_ESS_BINS[1:]) / 2
         width = (MIN_ESS_BINS[1] - MIN_ESS_BINS[0]) / 4
-        for j, fam in enumerate(("smc", "poke_smc", "sr_smc")):
-            key = f"{fam}_{n_max}"
-            if key in dec:
-                ax.bar(centres + (j - 1) * width, dec[key]["min_ess_histogram"], width,
-                       label=key)
-        ax.axvline(0.5, color="k", lw=0.8, ls=":")
-        ax.set(xlabel=f"min ESS / N over the path (N = {n_max}); dotted: resampling "
-               "threshold", ylabel="problems")
+        for j, fam in enumerate(fams):
+            ax.bar(centres + (j - 1) * width, dec[f"{fam}_{n_max}"]["min_ess_histogram"], width,
+                   label=f"{fam}_{n_max}")
+        ax.axvline(0.5, color="k", lw=0.8, ls=":", label="ESS = N/2")
+        ax.set(xlabel=f"min ESS / N over the path (N = {n_max})", ylabel="problems")
         ax = axes[2][col]
-        for n, p in t["preconditions"].items():
+        for i, (n, p) in enumerate(sorted(t["preconditions"].items(), key=lambda kv: int(kv[0]))):
             fr = sorted(p["ranking_on_mixed"], key=float)
             for sel, ls in (("random", ":"), ("path_ll", "-"), ("path_ll_plus_poke", "--")):
                 ys = [p["ranking_on_mixed"][f][sel] for f in fr]
                 if any(y is None for y in ys):
                     continue
-                ax.plot([float(f) for f in fr], ys, ls=ls, marker="o", ms=3,
+                ax.plot([float(f) for f in fr], ys, ls=ls, marker="o", ms=3, color=f"C{i}",
                         label=f"N={n} {sel}")
         ax.set(xlabel="fraction of the path decoded", ylim=(0, 1),
                ylabel="top particle correct (mixed problems)")
