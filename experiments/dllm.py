@@ -267,6 +267,10 @@ def _preconditions(config, task, denoise_fn, value_fn, tuned, prompt, greedy_acc
     return out
 
 
+# Bins of the per-problem minimum ESS / N (the ESS is in [1, N], so ESS / N in [1/N, 1]).
+MIN_ESS_BINS = np.linspace(0.0, 1.0, 11)
+
+
 def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
     """One decoder on every problem: accuracy (bootstrap CI), NFE, Path LL, seconds and, for
     particle decoders, ``ess_trace`` (the mean over problems of ESS / N at each step),
@@ -309,10 +313,6 @@ def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
             "path_ll": float(pll.mean()), **particle_rows,
             "seconds": time.perf_counter() - t0, "_correct": correct, "_path_ll": pll,
             "_min_ess": ess}
-
-
-# Bins of the per-problem minimum ESS / N (the ESS is in [1, N], so ESS / N in [1/N, 1]).
-MIN_ESS_BINS = np.linspace(0.0, 1.0, 11)
 
 
 def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:

@@ -28,3 +28,12 @@ def test_interleaved_times_each_function_in_turn():
 def test_interleaved_needs_a_positive_repeat_count():
     with pytest.raises(ValueError, match="`repeats`"):
         timing.best_times_interleaved({"a": lambda: None}, repeats=0)
+
+
+def test_best_time_is_the_one_contender_case():
+    calls = []
+    assert timing.best_time(lambda: calls.append(1), repeats=2) < 1.0
+    assert len(calls) == 3  # warm-up + 2 rounds
+    calls.clear()
+    timing.best_time(lambda: calls.append(1), repeats=2, warmup=False)
+    assert len(calls) == 2

@@ -8,25 +8,19 @@ import jax
 
 def best_time(fn: Callable[[], object], repeats: int = 3, warmup: bool = True) -> float:
     """Best-of-``repeats`` seconds of ``fn()`` (results blocked on), after one warm-up call."""
-    if warmup:
-        jax.block_until_ready(fn())
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        jax.block_until_ready(fn())
-        best = min(best, time.perf_counter() - t0)
-    return best
+    return best_times_interleaved({"fn": fn}, repeats, warmup)["fn"]
 
 
-def best_times_interleaved(fns: dict[str, Callable[[], object]], repeats: int = 3
-                           ) -> dict[str, float]:
-    """Best-of-``repeats`` seconds of each ``fns[k]()``, timed in turn (one call of each per
-    round, after one warm-up call of each), so a load change on the machine hits every
-    contender alike; for ratios measured side by side."""
+def best_times_interleaved(fns: dict[str, Callable[[], object]], repeats: int = 3,
+                           warmup: bool = True) -> dict[str, float]:
+    """Best-of-``repeats`` seconds of each ``fns[k]()`` (results blocked on), timed in turn
+    (one call of each per round, after one warm-up call of each), so a load change on the
+    machine hits every contender alike; for ratios measured side by side."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"`repeats` must be a positive int, got {repeats!r}.")
-    for fn in fns.values():
-        jax.block_until_ready(fn())
+    if warmup:
+        for fn in fns.values():
+            jax.block_until_ready(fn())
     best = dict.fromkeys(fns, float("inf"))
     for _ in range(repeats):
         for k, fn in fns.items():
