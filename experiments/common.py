@@ -70,11 +70,24 @@ def _flag_value(argv, name):
     return value
 
 
-def load_config(spec: str):
-    """The ConfigDict of ``path.py[:arg]`` (path relative to the cwd or the repo root)."""
-    path, _, arg = spec.partition(":")
+def resolve_config_spec(spec: str) -> str:
+    """``path.py[:arg]`` with ``path`` made absolute against the installed package when it
+    does not exist relative to the cwd (so ``experiments/configs/x.py`` works from any
+    folder); an existing path or one found nowhere is returned unchanged."""
+    path, sep, arg = spec.partition(":")
     if not os.path.exists(path) and os.path.exists(os.path.join(ROOT, path)):
         path = os.path.join(ROOT, path)
+    return f"{path}{sep}{arg}"
+
+
+def _is_config_value(argv, i) -> bool:
+    """True when ``argv[i]`` is the value of a preceding bare ``--config``."""
+    return argv[i - 1] == "--config"
+
+
+def load_config(spec: str):
+    """The ConfigDict of ``path.py[:arg]`` (path relative to the cwd or the package root)."""
+    path, _, arg = resolve_config_spec(spec).partition(":")
     if not os.path.exists(path):
         raise FileNotFoundError(f"`--config`: no config file {path!r}.")
     module_spec = importlib.util.spec_from_file_location("_jaxlab_config", path)
@@ -148,7 +161,12 @@ def launch(train_and_evaluate, default_config: str) -> None:
         is_help = not message.startswith("error:")
         print(message, file=sys.stdout if is_help else sys.stderr)
         sys.exit(0 if is_help else 2)
-    config = config_flags.DEFINE_config_file("config", default_config)
+    # Config paths resolve against the installed package when the cwd lacks them.
+    sys.argv = [resolve_config_spec(a) if i and _is_config_value(sys.argv, i) else a
+                for i, a in enumerate(sys.argv)]
+    sys.argv = [f"--config={resolve_config_spec(a[9:])}" if a.startswith("--config=") else a
+                for a in sys.argv]
+    config = config_flags.DEFINE_config_file("config", resolve_config_spec(default_config))
 
     def main(argv):
         del argv

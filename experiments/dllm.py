@@ -65,7 +65,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import common, dllm_models
-from experiments.lib import plots, provenance, study, timing
+from experiments.lib import artifacts, plots, provenance, study, timing
 from experiments.lib.progress import Progress
 from jaxlab.core import metrics, sharding
 from jaxlab.dllm import config as config_lib
@@ -661,7 +661,14 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
-EXPERIMENT = study.Experiment(name="dllm", validate=config_lib.validate_config, units=_units,
+def _validate(config) -> None:
+    """The library's config checks, then ``config.pretrained_dir`` must name a folder (or
+    be "" to train) before any unit runs."""
+    config_lib.validate_config(config)
+    artifacts.pretrained_root(config)
+
+
+EXPERIMENT = study.Experiment(name="dllm", validate=_validate, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline)
 
 if __name__ == "__main__":

@@ -59,8 +59,9 @@ def model_key(config, name: str, head: bool = False) -> str:
 
 
 def shipped_path(config, name: str) -> str:
-    """Folder of the shipped weights ``name`` ("" when ``config.pretrained_dir`` is "")."""
-    root = artifacts.resolve(config.pretrained_dir)
+    """Folder of the shipped weights ``name`` ("" when ``config.pretrained_dir`` is ""; a
+    value naming no folder raises: ``artifacts.pretrained_root``)."""
+    root = artifacts.pretrained_root(config)
     return os.path.join(root, name) if root else ""
 
 

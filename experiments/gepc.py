@@ -282,9 +282,16 @@ def _model_key(config, id_train, steps=None) -> str:
 
 
 def _shipped(config, field="pretrained_dir") -> str:
-    """The folder of the shipped model named by ``config.<field>``, or "" if none."""
-    path = artifacts.resolve(config.get(field, ""))
-    return path if path and os.path.isdir(path) else ""
+    """The folder of the shipped model named by ``config.<field>``, or "" when the field is
+    "" (train instead); a value naming no folder raises (``artifacts.pretrained_root``)."""
+    return artifacts.pretrained_root(config, field)
+
+
+def _validate(config) -> None:
+    """The library's config checks, then the model folders must exist (before any unit)."""
+    scoring.validate_config(config)
+    for field in ("pretrained_dir", "clutter_pretrained_dir"):
+        artifacts.pretrained_root(config, field)
 
 
 PROVENANCE = "provenance.json"
@@ -699,7 +706,7 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
-EXPERIMENT = study.Experiment(name="gepc", validate=scoring.validate_config, units=_units,
+EXPERIMENT = study.Experiment(name="gepc", validate=_validate, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline)
 
 if __name__ == "__main__":

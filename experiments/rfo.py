@@ -37,7 +37,7 @@ from absl import logging
 from experiments import common
 from experiments.lib import plots, study, timing
 from jaxlab import rfo
-from jaxlab.core import loops, metrics, sharding, validation
+from jaxlab.core import extras, loops, metrics, sharding, validation
 from jaxlab.rfo import envs, train
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
@@ -191,8 +191,10 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
 def _physics(backend: str):
     """brax's physics pipeline module: "mjx" (what the tasks train on) or "generalized"."""
     if backend == "mjx":
+        extras.require("brax")
         from brax.mjx import pipeline
     elif backend == "generalized":
+        extras.require("brax")
         from brax.generalized import pipeline
     else:
         raise ValueError(f"unknown `backend` {backend!r}; choose mjx or generalized.")

@@ -14,6 +14,7 @@ resumes the running one from its last chunk checkpoint (``experiments.lib.study`
 import glob
 import json
 import os
+import sys
 import time
 
 from absl import app, flags, logging
@@ -149,6 +150,14 @@ def main(argv):
         update_readme(report, _UPDATE_README.value)
 
 
-if __name__ == "__main__":
+def cli() -> None:
+    """The binary's body: ``--help`` prints the docstring and the flags and exits 0."""
     common.quiet_backend_probe()
+    if any(a in ("--help", "-h", "--helpshort", "-?") for a in sys.argv[1:]):
+        flags.FLAGS(sys.argv[:1])
+        app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
     app.run(main)
+
+
+if __name__ == "__main__":
+    cli()

@@ -15,9 +15,41 @@ def pytest_runtest_logreport(report):
 
 
 def pytest_terminal_summary(terminalreporter):
+    _write_peak_rss(terminalreporter)
     if _BAD_INPUT_OUTCOMES:
         from tests.bad_inputs.harness import OUTCOMES
 
         counts = ", ".join(f"{_BAD_INPUT_OUTCOMES.count(o)} {o}" for o in OUTCOMES)
         terminalreporter.write_line(
             f"bad-input tally: {len(_BAD_INPUT_OUTCOMES)} bad calls: {counts}")
+
+
+# Peak memory (resident set) of each test process, printed at the end of the run: every
+# pytest-xdist worker sends its own peak to the controller when it finishes.
+_PEAK_RSS: dict[str, float] = {}
+
+
+def _peak_rss_gb() -> float:
+    import resource
+    import sys
+
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # KiB on Linux, B on macOS
+    return peak / (2**30 if sys.platform == "darwin" else 2**20)
+
+
+def pytest_sessionfinish(session):
+    workeroutput = getattr(session.config, "workeroutput", None)
+    if workeroutput is not None:  # an xdist worker: report to the controller
+        workeroutput["peak_rss_gb"] = _peak_rss_gb()
+
+
+def pytest_testnodedown(node, error):
+    peak = getattr(node, "workeroutput", {}).get("peak_rss_gb")
+    if peak is not None:
+        _PEAK_RSS[node.gateway.id] = peak
+
+
+def _write_peak_rss(terminalreporter):
+    peaks = _PEAK_RSS or {"main": _peak_rss_gb()}  # no workers: this process ran the tests
+    terminalreporter.write_line("peak memory per test process: " + ", ".join(
+        f"{k} {v:.2f} GB" for k, v in sorted(peaks.items())))

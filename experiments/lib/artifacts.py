@@ -61,3 +61,23 @@ def restore_first(candidates, template, what: str):
                 logging.info("%s from %s", what, path)
                 return ck.restore(template)
     return None
+
+
+def pretrained_root(config, field: str = "pretrained_dir") -> str:
+    """The folder named by ``config.<field>`` (``resolve``d), or "" when the field is "".
+
+    An empty value asks for training a new model; any other value must name a folder.
+
+    Raises:
+      FileNotFoundError: the value names no folder (the message names the field, the
+        paths tried and how to ask for training instead).
+    """
+    value = config.get(field, "") or ""
+    if not value:
+        return ""
+    path = resolve(value)
+    if not os.path.isdir(path):
+        tried = value if path == value else f"{value!r} (cwd) and {path!r}"
+        raise FileNotFoundError(f"`config.{field}`: no folder {tried}; pass "
+                                f"--config.{field}='' to train a new model instead.")
+    return path

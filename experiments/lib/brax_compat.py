@@ -25,6 +25,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab.core import extras
+
 _AXIS = "replica"
 
 
@@ -82,6 +84,7 @@ def installed():
 
 def task_env(task):
     """A ``brax.envs.Env`` (``TaskEnv``) stepping our ``envs.Task`` ``task``."""
+    extras.require("brax")
     from brax.envs import base as brax_base
 
     from jaxlab.rfo import envs

@@ -26,7 +26,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
-from jaxlab.core import sharding
+from jaxlab.core import extras, sharding
 
 MAX_POINTS = 5000  # per tag: longer series are strided (TensorBoard samples 1000 anyway)
 
@@ -69,6 +69,7 @@ def write_scalars(logdir: str | os.PathLike, series: Mapping) -> list[str]:
     """
     if not sharding.is_main_process() or not series:
         return []
+    extras.require("tensorboardX")
     from tensorboardX import SummaryWriter
 
     by_run: dict[str, list] = {}

@@ -6,7 +6,8 @@ code version, so neither a changed config field nor changed code ever serves sta
 
 The code version is ``jaxlab.__version__`` plus a hash of the source that can change a
 result: every ``.py`` file of ``jaxlab/``, ``pallas_kernels/`` and ``experiments/`` and
-every file of ``experiments/pretrained/`` (shipped model weights). It is stricter than the
+every file of ``experiments/pretrained/`` (shipped model weights) and ``jaxlab/avatar/data/``
+(shipped datasets). It is stricter than the
 git commit (uncommitted edits count; a commit touching only documentation does not), and
 works without git; the commit and whether the tree was dirty are recorded beside it.
 """
@@ -21,9 +22,12 @@ import subprocess
 
 import jaxlab
 
-_ROOT = os.path.dirname(os.path.dirname(os.path.abspath(jaxlab.__file__)))
+# The folder holding jaxlab/, pallas_kernels/ and experiments/ (a checkout's root, or
+# site-packages), found from this file: ``jaxlab.__file__`` is None where a folder named
+# jaxlab in the working directory (e.g. the clone itself) shadows the package.
+_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 _SOURCE_DIRS = ("jaxlab", "pallas_kernels", "experiments")
-_DATA_DIRS = (os.path.join("experiments", "pretrained"),)
+_DATA_DIRS = (os.path.join("experiments", "pretrained"), os.path.join("jaxlab", "avatar", "data"))
 _PACKAGES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "chex", "ml-collections",
              "numpy", "scipy", "ott-jax", "brax", "mujoco", "mujoco-mjx")
 
@@ -53,7 +57,8 @@ def source_hash() -> str:
 
 def code_version() -> str:
     """``<jaxlab version>+src.<source hash>``, the code part of every cache key."""
-    return f"{jaxlab.__version__}+src.{source_hash()}"
+    version = getattr(jaxlab, "__version__", None) or importlib.metadata.version("jaxlab")
+    return f"{version}+src.{source_hash()}"
 
 
 @functools.lru_cache(maxsize=1)

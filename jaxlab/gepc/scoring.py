@@ -38,7 +38,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import extras, validation
 from jaxlab.core.types import Array
 
 
@@ -269,6 +269,7 @@ def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIAN
         ``max_iter`` (naming it), or no candidate fitted (every held-out log-likelihood
         non-finite).
     """
+    extras.require("sklearn")
     from sklearn.mixture import GaussianMixture  # noqa: PLC0415 - host-side density model
     from sklearn.model_selection import GridSearchCV, KFold  # noqa: PLC0415
     from sklearn.pipeline import Pipeline  # noqa: PLC0415

@@ -34,7 +34,7 @@ from typing import Any, NamedTuple
 import jax
 import jax.numpy as jnp
 
-from jaxlab.core import validation
+from jaxlab.core import extras, validation
 from jaxlab.core.types import Array, PRNGKey
 
 PENDULUM_XML = """
@@ -136,6 +136,7 @@ def _mjx_on_local_device():
     live on a device it cannot address. Brax's MJCF loader passes no device, so it is
     bound here for the duration of a load.
     """
+    extras.require("brax")
     from brax.io import mjcf
 
     put_model = mjcf.mjx.put_model
@@ -251,6 +252,7 @@ def _reacher():
     ||a||^2 (``brax.math.safe_norm``); 2 frames per step (brax's default for MJX); never
     terminates (brax's episode length bounds it).
     """
+    extras.require("brax")
     from brax import base, math
     from etils import epath
 
@@ -359,6 +361,7 @@ def initial_q_qd(key: PRNGKey, task: Task) -> tuple[Array, Array]:
 def reset(key: PRNGKey, task: Task) -> EnvState:
     """Initial state: ``task.reset_fn(key)`` if the task has one, else uniform noise of
     ``task.reset_noise`` on positions and zero velocity."""
+    extras.require("brax")
     from brax.mjx import pipeline
 
     q, qd = initial_q_qd(key, task)
@@ -373,6 +376,7 @@ def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
       (next state, whose ``done`` is ``task.done_fn`` of the state reached (0 for a task
       that never terminates), reward scalar).
     """
+    extras.require("brax")
     from brax.mjx import pipeline
 
     validation.check_shape("action", action, (task.act_dim,))
