@@ -125,10 +125,12 @@ def _copy_figures(src_dir: str, out: str, name: str) -> list[str]:
     return [os.path.basename(p) for p in pngs]
 
 
-def _figure_lines(name: str, figures) -> list[str]:
+def _figure_lines(name: str, figures, out: str) -> list[str]:
+    # Image paths are relative to the including page (docs/<method>.rst), one level up.
+    where = os.path.basename(os.path.normpath(out))
     lines = []
     for fig in figures:
-        lines += [f".. figure:: {name}/{fig}", "   :width: 100%", "",
+        lines += [f".. figure:: {where}/{name}/{fig}", "   :width: 100%", "",
                   f"   ``{fig}`` (the caption under the axes says what the lines and bands "
                   "are).", ""]
     return lines
@@ -169,7 +171,7 @@ def method_page(name: str, results_dir: str, out: str) -> list[str]:
         lines += ["The summary has no provenance block.", ""]
     lines += list_table(CAPTIONS.get(name, f"{name}: headline rows"), ("metric", "value"),
                         rows, widths=(55, 45))
-    lines += _figure_lines(name, _copy_figures(src_dir, out, name))
+    lines += _figure_lines(name, _copy_figures(src_dir, out, name), out)
     return lines
 
 
