@@ -43,6 +43,15 @@ def test_every_method_page_has_the_four_parts():
         assert f"\n   {name}\n" in index, name
 
 
+def test_docs_stay_inside_the_repository():
+    """No page links the design notes outside the repository or a tracker number."""
+    for name in os.listdir(DOCS):
+        if name.endswith((".rst", ".md")):
+            text = _read(name)
+            assert "../shared" not in text and "DESIGN.md" not in text, name
+            assert not re.search(r"\bissues? \d+|\(#\d+\)", text, re.I), name
+
+
 def test_api_covers_every_methods_one_shape():
     """Every registered method's page has an automodule block listing its constructor,
     State, Info, init and step, and those names exist in the package."""
