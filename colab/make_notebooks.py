@@ -146,7 +146,7 @@ def notebook(method: str) -> nbformat.NotebookNode:
                 "size (change `PRESET` below)." if sale else
                 f"Runs the `{method}` experiment (`experiments/{method}.py`) at the `smoke` preset "
                 f"(change `PRESET` below), the same code as `python -m experiments.{method}`. "
-                "See the README section of this method for the `quick` / `full` figures.")),
+                f"Its guide, `docs/{method}.rst`, has the measured results and their limits.")),
         v4.new_code_cell(INSTALL.format(extras=extras)),
         v4.new_code_cell(PARAMS.format(method=method), metadata={"tags": ["parameters"]}),
         v4.new_code_cell(SALE_RUN if sale else RUN.format(method=method)),

@@ -65,8 +65,11 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
         # The report reads what is on disk, so a rerun that skips this method writes
         # the same rows in the same order.
         summaries[name] = _read_json(path)
+        # The load averages (1, 5, 15 min) when the method finished: how busy the machine
+        # was while its wall time was measured.
         results.write_json(wall_path, {"wall_s": timings[name], "preset": preset,
-                                       "unit_key": _key(summaries[name])})
+                                       "unit_key": _key(summaries[name]),
+                                       "load_avg": list(os.getloadavg())})
     _write_report(preset, workdir, methods, summaries, timings)
     return summaries
 

@@ -1,8 +1,9 @@
-"""The API reference (docs/, Sphinx autodoc + napoleon; issue 24).
+"""The documentation (docs/, Sphinx autodoc + napoleon): one page per method.
 
 ``.ci/run`` builds it with warnings as errors after the tests (the gate); the build here is
-``slow``. The runnable examples of ``docs/examples.rst`` run as doctests in the default
-test run (``--doctest-glob=*.rst`` over ``docs/`` in pyproject.toml).
+``slow``. The runnable examples of ``docs/*.rst`` (``examples.rst`` and the quickstarts in
+``docs/_quickstart/``) run as doctests in the default test run (``--doctest-glob=*.rst``
+over ``docs/`` in pyproject.toml).
 """
 
 import importlib
@@ -23,11 +24,41 @@ def _read(name):
         return f.read()
 
 
-def test_api_page_covers_every_methods_one_shape():
-    """Every registered method has an automodule block listing its constructor, State,
-    Info, init and step, and those names exist in the package."""
-    blocks = dict(re.findall(r"\.\. automodule:: jaxlab\.(\w+)\n\s+:members: ([^\n]+)",
-                             _read("api.rst")))
+PAGES = (*registry.METHODS, "sale")
+PARTS = ("The idea", "Use it on your own", "API", "Evidence", "Limits and known results")
+
+
+def test_every_method_page_has_the_four_parts():
+    """One page per method (and SALE): the idea, the own-problem example (the quickstart
+    doctest), the API, the generated evidence and the limits; every page is in the index."""
+    index = _read("index.rst")
+    for name in PAGES:
+        text = _read(f"{name}.rst")
+        heads = [h for h in re.findall(r"^(.+)\n-{3,}$", text, re.M)]
+        for part in PARTS:
+            assert any(h.startswith(part) for h in heads), (name, part, heads)
+        assert f".. include:: _quickstart/{name}.rst" in text, name
+        assert f".. include:: evidence/{name}.rst" in text, name
+        assert os.path.exists(os.path.join(DOCS, "evidence", f"{name}.rst")), name
+        assert f"\n   {name}\n" in index, name
+
+
+def test_docs_stay_inside_the_repository():
+    """No page links the design notes outside the repository or a tracker number."""
+    for name in os.listdir(DOCS):
+        if name.endswith((".rst", ".md")):
+            text = _read(name)
+            assert "../shared" not in text and "DESIGN.md" not in text, name
+            assert not re.search(r"\bissues? \d+|\(#\d+\)", text, re.I), name
+
+
+def test_api_covers_every_methods_one_shape():
+    """Every registered method's page has an automodule block listing its constructor,
+    State, Info, init and step, and those names exist in the package."""
+    blocks = {}
+    for name in registry.METHODS:
+        blocks.update(re.findall(r"\.\. automodule:: jaxlab\.(\w+)\n\s+:members: ([^\n]+)",
+                                 _read(f"{name}.rst")))
     assert set(registry.METHODS) <= set(blocks), sorted(set(registry.METHODS) - set(blocks))
     for name in registry.METHODS:
         members = [m.strip() for m in blocks[name].split(",")]
@@ -66,6 +97,8 @@ def test_sphinx_build_has_no_warnings(tmp_path):
                           "-b", "html", DOCS, str(tmp_path)], capture_output=True, text=True,
                          timeout=600)
     assert res.returncode == 0, res.stderr[-4000:]
-    html = (tmp_path / "api.html").read_text()
     for name in registry.METHODS:
+        html = (tmp_path / f"{name}.html").read_text()
         assert f'id="jaxlab.{name}.State"' in html and f'id="jaxlab.{name}.step"' in html, name
+    for page in tmp_path.glob("*.html"):  # NamedTuple fields: no collections boilerplate
+        assert "Alias for field number" not in page.read_text(), page.name

@@ -111,12 +111,25 @@ def package_versions() -> dict:
     return out
 
 
+def cpu_model() -> str:
+    """The CPU's model name (``/proc/cpuinfo`` on Linux, else ``platform.processor()``)."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or "unknown"
+
+
 def machine() -> dict:
-    """Platform, CPU count, and the JAX devices (initialises the backend)."""
+    """Platform, CPU model and count, and the JAX devices (initialises the backend)."""
     import jax
 
     devices = jax.devices()
     return {"platform": platform.platform(), "machine": platform.machine(),
+            "cpu_model": cpu_model(),
             "cpu_count": os.cpu_count(), "backend": jax.default_backend(),
             "device_kind": devices[0].device_kind, "device_count": jax.device_count(),
             "process_count": jax.process_count()}
