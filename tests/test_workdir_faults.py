@@ -311,3 +311,13 @@ def test_resolve_prefers_the_package_over_the_cwd(tmp_path, monkeypatch):
     assert artifacts.resolve(str(tmp_path / shipped)) == str(tmp_path / shipped)
     assert artifacts.resolve("") == ""
     assert artifacts.resolve("nowhere") == os.path.join(artifacts.ROOT, "nowhere")
+
+
+def test_atomic_writes_keep_the_umask_mode_and_leave_no_temporary(tmp_path):
+    plain = tmp_path / "plain.txt"
+    plain.write_text("x")
+    results.atomic_write_text(tmp_path / "a" / "f.json", "{}")
+    results.atomic_write_text(tmp_path / "a" / "f.json", "[]")
+    assert (tmp_path / "a" / "f.json").read_text() == "[]"
+    assert (tmp_path / "a" / "f.json").stat().st_mode == plain.stat().st_mode
+    assert os.listdir(tmp_path / "a") == ["f.json"]

@@ -129,6 +129,7 @@ def method_packages(method: str | None) -> tuple[str, ...]:
     return NUMERIC_PACKAGES + EXTRA_NUMERIC_PACKAGES.get(registry.METHODS[method].extras, ())
 
 
+@functools.cache
 def _version(name: str) -> str | None:
     try:
         return importlib.metadata.version(name)

@@ -14,7 +14,7 @@ import hashlib
 import json
 import math
 import os
-import tempfile
+import uuid
 
 import numpy as np
 
@@ -54,10 +54,11 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     folder and ``os.replace`` (folders created); call it on the writing process only."""
     path = os.path.abspath(os.fspath(path))
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path),
-                               prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    # A unique name (not mkstemp: its 0600 mode would ignore the umask).
+    tmp = os.path.join(os.path.dirname(path),
+                       f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with os.fdopen(fd, "w") as f:
+        with open(tmp, "x", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
     except BaseException:
