@@ -25,6 +25,7 @@ import platform
 import subprocess
 
 import jaxlab
+from experiments.lib import locks
 
 _ROOT = os.path.dirname(os.path.dirname(os.path.abspath(jaxlab.__file__)))
 _SOURCE_DIRS = ("jaxlab", "pallas_kernels", "experiments")
@@ -144,6 +145,8 @@ def _tree_hash(folder: str, signature: tuple) -> str:
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
         for f in sorted(filenames):
+            if f == locks.LOCK_NAME:
+                continue
             path = os.path.join(dirpath, f)
             h.update(os.path.relpath(path, folder).encode() + b"\0")
             with open(path, "rb") as fh:
@@ -164,6 +167,8 @@ def weights_hash(path: str) -> str:
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames.sort()
         for f in sorted(filenames):
+            if f == locks.LOCK_NAME:
+                continue  # a writer's lock file is not part of the weights
             st = os.stat(os.path.join(dirpath, f))
             signature.append((os.path.join(dirpath, f), st.st_size, st.st_mtime_ns, st.st_ino))
     return _tree_hash(folder, tuple(signature))
