@@ -8,6 +8,8 @@ Command-line behaviour (every method binary):
     fields, exit 2 (not a traceback from ml_collections).
   * JAX's "Unable to initialize backend 'tpu'" INFO line is not printed on machines
     without a TPU.
+  * A second process on a ``--workdir`` that a running process is writing is one line
+    naming the workdir and the first process's pid, exit 1 (``experiments.lib.locks``).
 """
 
 import difflib
@@ -19,7 +21,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from experiments.lib import study
+from experiments.lib import locks, study
 from jaxlab.core import sharding
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
@@ -56,7 +58,8 @@ def run(train_and_evaluate, config) -> dict:
     logging.info("config:\n%s", config)
     if isinstance(train_and_evaluate, study.Experiment):
         return study.train_and_evaluate(train_and_evaluate, config, WORKDIR.value)
-    return train_and_evaluate(config, WORKDIR.value)
+    with locks.hold(WORKDIR.value):
+        return train_and_evaluate(config, WORKDIR.value)
 
 
 def _flag_value(argv, name):
@@ -170,6 +173,10 @@ def launch(train_and_evaluate, default_config: str) -> None:
 
     def main(argv):
         del argv
-        run(train_and_evaluate, config.value)
+        try:
+            run(train_and_evaluate, config.value)
+        except locks.Busy as e:
+            print(f"error: {e}", file=sys.stderr)
+            sys.exit(1)
 
     app.run(main)

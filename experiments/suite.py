@@ -9,6 +9,11 @@ whose summary was written by this code under this preset's config (its ``provena
 block) is not rerun (pass --force to redo it); a summary from another config or code
 version is rerun, never reported; a method interrupted midway keeps its finished units and
 resumes the running one from its last chunk checkpoint (``experiments.lib.study``).
+
+A method's summary is reused only when ``results.read_summary`` trusts it (valid JSON,
+content matching its sha256, every figure it lists on disk); otherwise the suite logs a
+warning naming the file and reruns the method (its finished units are reused). The suite
+holds ``<workdir>``'s lock while it runs; a second suite on the same workdir fails at once.
 """
 
 import glob
@@ -16,11 +21,12 @@ import json
 import os
 import sys
 import time
+import warnings
 
 from absl import app, flags, logging
 
 from experiments import common
-from experiments.lib import provenance, registry, report, results
+from experiments.lib import locks, provenance, registry, report, results
 from jaxlab.core import sharding
 
 METHODS = registry.METHODS
@@ -37,34 +43,44 @@ BEGIN, END = "<!-- REPORT:BEGIN -->", "<!-- REPORT:END -->"
 
 
 def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
-    """Runs ``methods`` at ``preset`` under ``workdir``; returns {method: summary}."""
+    """Runs ``methods`` at ``preset`` under ``workdir``; returns {method: summary}.
+
+    Raises:
+      locks.Busy: another process is writing ``workdir`` (or a method's folder in it).
+    """
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(METHODS)}.")
+    with locks.hold(workdir):
+        return _run_suite(preset, workdir, methods, force)
+
+
+def _run_suite(preset: str, workdir: str, methods, force: bool) -> dict:
     summaries, timings = {}, {}
     for name in methods:
         config = registry.get_config(name, preset)
         out = os.path.join(workdir, name)
         path = os.path.join(out, "summary.json")
         wall_path = os.path.join(out, "suite_wall_time.json")
-        old = _read_json(path)
+        old = _trusted_summary(name, out)
         if old is not None and not force and provenance.is_current(old, config):
             logging.info("%s: summary exists for this config and code, skipping (use --force "
                          "to rerun)", name)
             summaries[name] = old
             wall = _read_json(wall_path)
-            timings[name] = wall["wall_s"] if wall and wall.get("unit_key") == _key(old) else None
+            timings[name] = (wall.get("wall_s") if isinstance(wall, dict)
+                             and wall.get("unit_key") == _key(old) else None)
             continue
         if old is not None and not force:
-            logging.warning("%s: %s was written by another config or code version (%s); "
-                            "rerunning", name, path, _key(old) or "no provenance")
+            logging.warning("%s: %s was written by another config, code version or numeric "
+                            "environment (%s); rerunning", name, path, _key(old) or "no provenance")
         logging.info("%s: running preset %s", name, preset)
         t0 = time.perf_counter()
         registry.train_and_evaluate(name, config, out, force=force)
         timings[name] = time.perf_counter() - t0
         # The report reads what is on disk, so a rerun that skips this method writes
         # the same rows in the same order.
-        summaries[name] = _read_json(path)
+        summaries[name] = results.read_summary(out)
         # The load averages (1, 5, 15 min) when the method finished: how busy the machine
         # was while its wall time was measured.
         results.write_json(wall_path, {"wall_s": timings[name], "preset": preset,
@@ -74,11 +90,28 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
     return summaries
 
 
+def _trusted_summary(name: str, out: str):
+    """``out/summary.json`` if ``results.read_summary`` trusts it, else None (with a warning
+    naming the file and why: the method is rerun)."""
+    try:
+        return results.read_summary(out)
+    except results.SummaryError as e:
+        msg = f"{name}: {e}; rerunning"
+        logging.warning(msg)
+        warnings.warn(msg, RuntimeWarning, stacklevel=3)
+        return None
+
+
 def _read_json(path):
+    """The JSON in ``path``, or None when it is absent or unreadable."""
     if not os.path.exists(path):
         return None
-    with open(path) as f:
-        return json.load(f)
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        logging.warning("%s is unreadable (%s); ignoring it", path, e)
+        return None
 
 
 def _key(summary):
@@ -143,7 +176,11 @@ def main(argv):
     workdir = common.WORKDIR.value or "results"
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
-    run_suite(_PRESET.value, workdir, _METHODS.value, _FORCE.value)
+    try:
+        run_suite(_PRESET.value, workdir, _METHODS.value, _FORCE.value)
+    except locks.Busy as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(1)
     if not sharding.is_main_process():
         return
     report = os.path.join(workdir, "REPORT.md")

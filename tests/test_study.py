@@ -1,6 +1,6 @@
 """The study runner: units are keyed by config and code version, stored bit-exactly,
-recomputed when unreadable or forced; chunk checkpoints resume a unit and are removed
-once it is done."""
+recomputed when unreadable or forced (tampering: tests/test_workdir_faults.py); chunk
+checkpoints resume a unit and are removed once it is done."""
 
 import json
 import os
@@ -86,7 +86,8 @@ def test_unreadable_unit_file_is_recomputed(tmp_path):
     _, path = study.unit_path(str(tmp_path), unit, _config())
     with open(path, "w") as f:
         f.write("{truncated")
-    out = study.run_units([unit], _config(), str(tmp_path))
+    with pytest.warns(RuntimeWarning, match=f"unit file {path} is not valid JSON"):
+        out = study.run_units([unit], _config(), str(tmp_path))
     assert calls == ["u", "u"] and out["u"]["x"].shape == (3,)
     with open(path) as f:
         json.load(f)  # rewritten whole

@@ -18,11 +18,25 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 
 
 def resolve(path: str) -> str:
-    """``path`` as given if it is a folder (absolute or from the cwd), else relative to the
-    repository root; ``""`` stays ``""`` (no shipped weights)."""
+    """The folder a ``pretrained_dir``-style config value names.
+
+    Order: ``""`` stays ``""`` (no weights); an absolute path is used as given; a relative
+    path is looked up under the package's root first (``experiments/pretrained/...``, the
+    shipped weights, found from any working directory) and then under the working directory
+    (a folder the user typed, e.g. ``my_weights``), returned absolute. A relative path found
+    in neither place is returned under the package's root (callers treat it as absent).
+    Whichever folder is used, cache keys hash its files by content
+    (``provenance.weights_hash``).
+    """
     if not path:
         return ""
-    return path if os.path.isdir(path) else os.path.join(ROOT, path)
+    path = os.fspath(path)
+    if os.path.isabs(path):
+        return path
+    shipped = os.path.join(ROOT, path)
+    if os.path.isdir(shipped) or not os.path.isdir(path):
+        return shipped
+    return os.path.abspath(path)
 
 
 def export(path: str, step: int, params, key: str) -> None:

@@ -13,7 +13,7 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from experiments.lib import provenance
+from experiments.lib import locks, provenance
 from jaxlab.core import sharding, validation
 from jaxlab.core.types import PyTree
 
@@ -31,6 +31,12 @@ logging.get_absl_logger().addFilter(_DropOrbaxInfo())
 class Checkpointer:
     """Saves and restores pytrees (NamedTuple states included) under ``directory``.
 
+    A Checkpointer that writes (``save``, or setting a corrupt step aside) first takes the
+    exclusive lock of ``directory`` (``experiments.lib.locks``) and keeps it until ``close``,
+    so two processes never share the folder, its orbax temporary step folders included; the
+    second raises ``locks.Busy`` naming the folder and the holder's pid. Reading only (the
+    shipped weights) takes no lock and writes nothing.
+
     Args:
       directory: folder for the checkpoints; created if missing.
       max_to_keep: how many recent steps to keep on disk.
@@ -40,7 +46,12 @@ class Checkpointer:
         validation.check_positive_int("max_to_keep", max_to_keep)
         self.directory = os.path.abspath(os.fspath(directory))
         self._max_to_keep = max_to_keep
+        self._release = None
         self._manager = self._new_manager()
+
+    def _lock(self) -> None:
+        if self._release is None:
+            self._release = locks.acquire(self.directory, "checkpoint folder")
 
     def _new_manager(self) -> ocp.CheckpointManager:
         return ocp.CheckpointManager(
@@ -54,6 +65,7 @@ class Checkpointer:
 
     def save(self, step: int, tree: PyTree) -> None:
         """Saves ``tree`` as ``step`` and waits until it is on disk."""
+        self._lock()
         self._manager.save(step, args=ocp.args.StandardSave(_storable(tree)))
         self._manager.wait_until_finished()
 
@@ -104,6 +116,7 @@ class Checkpointer:
         return 0, template
 
     def _set_aside(self, path: str, aside: str) -> None:
+        self._lock()
         if sharding.is_main_process() and os.path.exists(path):
             if os.path.exists(aside):
                 shutil.rmtree(aside)
@@ -115,6 +128,9 @@ class Checkpointer:
 
     def close(self) -> None:
         self._manager.close()
+        if self._release is not None:
+            self._release()
+            self._release = None
 
     def __enter__(self):
         return self

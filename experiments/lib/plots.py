@@ -158,6 +158,9 @@ def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
         fig.canvas.draw()
         readable_log_axes(fig)
         fig.tight_layout(rect=(0, 0.05 if caption else 0, 1, 1))
-        fig.savefig(path, dpi=120)
+        # Atomic: a run killed while saving leaves no truncated PNG under ``path``.
+        tmp = f"{path}.tmp"
+        fig.savefig(tmp, dpi=120, format="png")
+        os.replace(tmp, path)
     plt.close(fig)
     return path

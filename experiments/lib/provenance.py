@@ -1,8 +1,13 @@
 """What produced a result: code version, package versions, machine and config.
 
 Every cached or resumable artefact (orbax checkpoints, finished-unit files, the suite's
-per-method summaries) is keyed by ``unit_key(config)``: a hash of the full config AND the
-code version, so neither a changed config field nor changed code ever serves stale work.
+per-method summaries) is keyed by ``unit_key(config)``: a hash of the full config, the
+code version, JAX's numeric settings (``numeric_settings``: x64, default matmul precision,
+PRNG implementation), the versions of the numeric packages (``NUMERIC_PACKAGES``: jax,
+jaxlib, numpy, scipy, flax, optax, plus a method's extras, e.g. ott-jax for AvAtar and
+brax / mujoco for RFO) and the content of every model folder the config names in a
+``*pretrained_dir`` field (``weights_hash``, wherever the folder is). So no changed config
+field, code, numeric setting, package or weight file ever serves stale work.
 
 The code version is ``jaxlab.__version__`` plus a hash of the source that can change a
 result: every ``.py`` file of ``jaxlab/``, ``pallas_kernels/`` and ``experiments/`` and
@@ -21,6 +26,7 @@ import platform
 import subprocess
 
 import jaxlab
+from experiments.lib import locks
 
 # The folder holding jaxlab/, pallas_kernels/ and experiments/ (a checkout's root, or
 # site-packages), found from this file: ``jaxlab.__file__`` is None where a folder named
@@ -30,6 +36,16 @@ _SOURCE_DIRS = ("jaxlab", "pallas_kernels", "experiments")
 _DATA_DIRS = (os.path.join("experiments", "pretrained"), os.path.join("jaxlab", "avatar", "data"))
 _PACKAGES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "chex", "ml-collections",
              "numpy", "scipy", "ott-jax", "brax", "mujoco", "mujoco-mjx")
+# Packages whose version can change a number: every method's, then those of the pip extras
+# (``experiments.lib.registry.Method.extras``) a method needs.
+NUMERIC_PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "flax", "optax")
+EXTRA_NUMERIC_PACKAGES = {"ot": ("ott-jax",), "rl": ("brax", "mujoco", "mujoco-mjx"),
+                          "vision": ("scikit-learn", "scikit-image", "mlxtend")}
+ALL_NUMERIC_PACKAGES = NUMERIC_PACKAGES + tuple(
+    p for ps in EXTRA_NUMERIC_PACKAGES.values() for p in ps)
+# JAX flags that change the numbers a program computes.
+_NUMERIC_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_default_prng_impl",
+                  "jax_threefry_partitionable", "jax_numpy_dtype_promotion")
 
 
 def _files_to_hash() -> list[str]:
@@ -95,19 +111,109 @@ def config_hash(config) -> str:
     return _digest(config_dict(config))
 
 
-def unit_key(config) -> str:
-    """Cache key of work done under ``config`` by this code: hash of (config, code version)."""
-    return _digest({"config": config_dict(config), "code": code_version()})
+def numeric_settings() -> dict:
+    """{flag: value} of the JAX settings that change results (``jax_enable_x64``,
+    ``jax_default_matmul_precision``, the PRNG implementation, ...), read now (they may be
+    changed at runtime with ``jax.config.update``)."""
+    import jax
+
+    out = {}
+    for name in _NUMERIC_FLAGS:
+        value = getattr(jax.config, name, None)
+        value = getattr(value, "value", value)  # enum-valued flags as their string
+        out[name] = value if value is None or isinstance(value, bool | int | str) else str(value)
+    return out
+
+
+def method_packages(method: str | None) -> tuple[str, ...]:
+    """The numeric packages of ``method`` (a name in ``experiments.lib.registry``): the
+    core ones plus its pip extra's; every numeric package for an unknown name or None."""
+    from experiments.lib import registry
+
+    if method not in registry.METHODS:
+        return ALL_NUMERIC_PACKAGES
+    return NUMERIC_PACKAGES + EXTRA_NUMERIC_PACKAGES.get(registry.METHODS[method].extras, ())
+
+
+@functools.cache
+def _version(name: str) -> str | None:
+    try:
+        return importlib.metadata.version(name)
+    except importlib.metadata.PackageNotFoundError:
+        return None
+
+
+@functools.lru_cache(maxsize=64)
+def _tree_hash(folder: str, signature: tuple) -> str:
+    del signature  # part of the cache key only: a changed file rehashes
+    h = hashlib.sha256()
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for f in sorted(filenames):
+            if f == locks.LOCK_NAME:
+                continue
+            path = os.path.join(dirpath, f)
+            h.update(os.path.relpath(path, folder).encode() + b"\0")
+            with open(path, "rb") as fh:
+                h.update(hashlib.sha256(fh.read()).digest())
+    return h.hexdigest()[:16]
+
+
+def weights_hash(path: str) -> str:
+    """sha256 (16 hex digits) of every file under the folder ``path`` (resolved like
+    ``artifacts.resolve``) by relative name and bytes; ``"absent"`` when there is none."""
+    from experiments.lib import artifacts
+
+    folder = artifacts.resolve(path)
+    if not os.path.isdir(folder):
+        return "absent"
+    folder = os.path.realpath(folder)
+    signature = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames.sort()
+        for f in sorted(filenames):
+            if f == locks.LOCK_NAME:
+                continue  # a writer's lock file is not part of the weights
+            st = os.stat(os.path.join(dirpath, f))
+            signature.append((os.path.join(dirpath, f), st.st_size, st.st_mtime_ns, st.st_ino))
+    return _tree_hash(folder, tuple(signature))
+
+
+def _weights(tree, prefix="") -> dict:
+    """{dotted field: weights_hash} of every non-empty ``*pretrained_dir`` string field."""
+    out = {}
+    if isinstance(tree, dict):
+        for k, v in tree.items():
+            name = f"{prefix}{k}"
+            if isinstance(v, str) and str(k).endswith("pretrained_dir") and v:
+                out[name] = weights_hash(v)
+            else:
+                out.update(_weights(v, name + "."))
+    elif isinstance(tree, list):
+        for i, v in enumerate(tree):
+            out.update(_weights(v, f"{prefix}{i}."))
+    return out
+
+
+def unit_key(config, packages: tuple[str, ...] | None = None) -> str:
+    """Cache key of work done under ``config`` by this code in this environment.
+
+    Hash of the config, the code version, ``numeric_settings()``, the versions of
+    ``packages`` (default: every numeric package, ``ALL_NUMERIC_PACKAGES``) and the content
+    of every folder named by a ``*pretrained_dir`` field of ``config``.
+    """
+    cfg = config_dict(config)
+    return _digest({"config": cfg, "code": code_version(), "numerics": numeric_settings(),
+                    "packages": {p: _version(p) for p in sorted(
+                        ALL_NUMERIC_PACKAGES if packages is None else packages)},
+                    "weights": _weights(cfg)})
 
 
 def package_versions() -> dict:
     """{distribution: version or None} for the packages results depend on."""
     out = {"python": platform.python_version()}
     for name in _PACKAGES:
-        try:
-            out[name] = importlib.metadata.version(name)
-        except importlib.metadata.PackageNotFoundError:
-            out[name] = None
+        out[name] = _version(name)
     return out
 
 
@@ -148,7 +254,8 @@ def record(config) -> dict:
     and resumed run writes the same bytes as an uninterrupted one.
     """
     return {"config": config_dict(config), "config_hash": config_hash(config),
-            "code_version": code_version(), "unit_key": unit_key(config), **environment()}
+            "code_version": code_version(), "unit_key": unit_key(config),
+            "numerics": numeric_settings(), **environment()}
 
 
 def is_current(summary: dict, config) -> bool:

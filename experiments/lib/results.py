@@ -1,8 +1,20 @@
-"""Writing experiment results as JSON."""
+"""Writing experiment results as JSON; the summary's integrity record.
 
+Every file here is written atomically (a temporary file in the same folder, then
+``os.replace``): a reader, or a run killed mid-write, sees the old file or the new one,
+never half of one. ``summary.json`` is written last by a study run, after its figures, and
+carries in its ``provenance`` block the sha256 of its own content (``summary_sha256``) and
+the list of the figures written with it (``figures``); ``read_summary`` checks both, so a
+damaged or edited summary, or one whose figures are gone, is never taken for a finished run.
+"""
+
+import contextlib
+import glob
+import hashlib
 import json
 import math
 import os
+import uuid
 
 import numpy as np
 
@@ -32,22 +44,104 @@ def write_json(path: str | os.PathLike, obj) -> str:
     """
     path = os.fspath(path)
     if sharding.is_main_process():
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w") as f:
-            json.dump(_to_builtin(obj), f, indent=2, sort_keys=True)
-            f.write("\n")
-        os.replace(tmp, path)
+        atomic_write_text(path, json.dumps(_to_builtin(obj), indent=2, sort_keys=True) + "\n")
     sharding.sync(f"write_json:{os.path.abspath(path)}")
     return path
 
 
-def write_summary(workdir: str | os.PathLike, summary: dict, config) -> str:
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes ``text`` to ``path`` through a uniquely named temporary file in the same
+    folder and ``os.replace`` (folders created); call it on the writing process only."""
+    path = os.path.abspath(os.fspath(path))
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    # A unique name (not mkstemp: its 0600 mode would ignore the umask).
+    tmp = os.path.join(os.path.dirname(path),
+                       f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
+    try:
+        with open(tmp, "x", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.remove(tmp)
+        raise
+
+
+def content_hash(obj) -> str:
+    """sha256 (hex) of the JSON tree ``obj`` in canonical form (sorted keys, no spaces);
+    equal for a tree and the same tree read back from JSON."""
+    text = json.dumps(obj, sort_keys=True, separators=(",", ":"), ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+SUMMARY = "summary.json"
+
+
+class SummaryError(ValueError):
+    """A ``summary.json`` that cannot be trusted (the message names the file and why)."""
+
+
+def figures_in(workdir: str | os.PathLike) -> list[str]:
+    """Names of the PNG figures directly under ``workdir`` (sorted)."""
+    return sorted(os.path.basename(p) for p in glob.glob(os.path.join(os.fspath(workdir),
+                                                                      "*.png")))
+
+
+def write_summary(workdir: str | os.PathLike, summary: dict, config,
+                  figures: list[str] | None = None) -> str:
     """Writes ``workdir/summary.json`` = ``summary`` plus a ``provenance`` block (config,
-    config hash, code version, git commit, package versions, machine; see
-    ``core.provenance.record``), by which the suite tells a current summary from a stale one.
+    config hash, code version, git commit, package versions, numeric settings, machine; see
+    ``provenance.record``), by which the suite tells a current summary from a stale one, the
+    sha256 of the summary (``summary_sha256``) and ``figures`` (names of the PNGs in
+    ``workdir`` that belong to it; default: those there now). Written atomically; a study
+    writes it after its figures.
     """
     from experiments.lib import provenance
 
-    return write_json(os.path.join(os.fspath(workdir), "summary.json"),
-                      {**summary, "provenance": provenance.record(config)})
+    body = _to_builtin(summary)
+    if "provenance" in body:
+        raise ValueError("`summary` may not have a 'provenance' key (write_summary adds it).")
+    prov = {**provenance.record(config), "summary_sha256": content_hash(body),
+            "figures": sorted(figures_in(workdir) if figures is None else figures)}
+    return write_json(os.path.join(os.fspath(workdir), SUMMARY), {**body, "provenance": prov})
+
+
+def discard_summary(workdir: str | os.PathLike) -> None:
+    """Removes ``workdir/summary.json`` if present (a study run does so before it rewrites
+    units and figures, so no summary stands beside half-rewritten figures)."""
+    if sharding.is_main_process():
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(os.path.join(os.fspath(workdir), SUMMARY))
+    sharding.sync(f"discard_summary:{os.path.abspath(os.fspath(workdir))}")
+
+
+def read_summary(workdir: str | os.PathLike) -> dict | None:
+    """``workdir/summary.json`` as written by ``write_summary``, or None when there is none.
+
+    Raises:
+      SummaryError: naming the file, when it is not valid JSON, not a summary with a
+        provenance block, its content does not match its ``summary_sha256`` (edited or
+        damaged), or one of its ``figures`` is missing or empty.
+    """
+    path = os.path.join(os.fspath(workdir), SUMMARY)
+    if not os.path.exists(path):
+        return None
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise SummaryError(f"{path} is not valid JSON ({e})") from None
+    prov = data.get("provenance") if isinstance(data, dict) else None
+    if not isinstance(prov, dict) or "summary_sha256" not in prov:
+        raise SummaryError(f"{path} has no provenance block with a summary_sha256")
+    body = {k: v for k, v in data.items() if k != "provenance"}
+    if content_hash(body) != prov["summary_sha256"]:
+        raise SummaryError(f"{path} does not match its summary_sha256 (edited or damaged)")
+    figures = prov.get("figures")
+    if not isinstance(figures, list):
+        raise SummaryError(f"{path} has no list of figures")
+    for name in figures:
+        fig = os.path.join(os.fspath(workdir), str(name))
+        if not os.path.isfile(fig) or os.path.getsize(fig) == 0:
+            raise SummaryError(f"{path} lists figure {fig}, which is missing or empty")
+    return data

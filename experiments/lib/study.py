@@ -6,9 +6,13 @@ config, workdir)`` runs it:
 
 1. ``exp.validate(config)``: loud failure before any work.
 2. Each ``Unit`` is looked up in ``workdir/units/<name>-<key>.json``; key = hash of what
-   determines the unit (``Unit.spec``, by default the whole config), the unit's name and
-   the code version (``provenance.unit_key``). A finished unit is never recomputed, and
-   a unit from another config or code version is never served.
+   determines the unit (``Unit.spec``, by default the whole config), the unit's name, the
+   code version, JAX's numeric settings, the versions of the experiment's numeric
+   packages and the content of any ``*pretrained_dir`` folder (``provenance.unit_key``).
+   A finished unit is never recomputed, and a unit from another config, code version or
+   numeric environment is never served. Each unit file carries the sha256 of its content
+   (and file name); a file that fails it, or is not valid JSON, or does not decode, is
+   recomputed with a ``RuntimeWarning`` naming it.
 3. A unit that is missing runs. A long unit splits its work into chunks through
    ``ctx.run_chunks`` (``run_resumable`` with orbax checkpoints after every chunk under
    ``workdir/checkpoints/<key>``), so a crash loses at most one chunk. The chunk
@@ -16,8 +20,16 @@ config, workdir)`` runs it:
 4. When a unit's result is computed or loaded, its per-step scalars (``exp.scalars``, else
    ``experiments.lib.scalars.EXTRACTORS[exp.name]``) are written as TensorBoard event
    files under ``workdir/tb/<unit>`` (``experiments.lib.events``; main process only).
-5. ``exp.summarize`` turns the results into the summary; ``results.write_summary`` adds
-   the provenance block; ``exp.plot`` draws the PNGs.
+5. ``exp.summarize`` turns the results into the summary; ``exp.plot`` draws the PNGs;
+   then, last, ``results.write_summary`` writes ``summary.json`` atomically with the
+   provenance block, its own sha256 and the list of figures. An old ``summary.json`` is
+   removed when the run starts, so a run killed anywhere before the end leaves no summary
+   (the suite reruns the method, reusing its finished units) and a summary on disk always
+   has its figures (``results.read_summary`` checks them).
+
+The whole run holds the workdir's exclusive lock (``experiments.lib.locks``): a second
+process on the same workdir fails at once with one line naming the workdir and the pid of
+the first.
 
 This is the only resume mechanism: finished work is a unit file, unfinished work is the
 chunk checkpoint of the unit that was running. Units run in the order given, every
@@ -32,6 +44,7 @@ import functools
 import json
 import os
 import shutil
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -39,7 +52,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments.lib import events, provenance, results, scalars
+from experiments.lib import events, locks, provenance, results, scalars
 from experiments.lib.checkpoint import Checkpointer
 from experiments.lib.progress import Progress
 from jaxlab.core import loops, sharding, validation
@@ -124,11 +137,15 @@ def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLik
     """
     workdir = os.fspath(workdir)
     experiment.validate(config)
-    out = run_units(experiment.units(config, workdir), config, workdir, desc=experiment.name,
-                    force=force, on_result=event_logger(experiment, config, workdir))
-    summary = experiment.summarize(config, out)
-    results.write_summary(workdir, summary, config)
-    experiment.plot(config, summary, out, workdir)
+    with locks.hold(workdir):
+        results.discard_summary(workdir)
+        out = run_units(experiment.units(config, workdir), config, workdir,
+                        desc=experiment.name, force=force,
+                        on_result=event_logger(experiment, config, workdir),
+                        packages=provenance.method_packages(experiment.name))
+        summary = experiment.summarize(config, out)
+        experiment.plot(config, summary, out, workdir)
+        results.write_summary(workdir, summary, config)  # last: the run is complete
     return summary
 
 
@@ -151,22 +168,29 @@ def event_logger(experiment: Experiment, config, workdir: str) -> Callable[[str,
     return log
 
 
-def unit_path(workdir: str, unit: Unit, config) -> tuple[str, str]:
-    """(key, path of the unit's result file)."""
+def unit_path(workdir: str, unit: Unit, config,
+              packages: tuple[str, ...] | None = None) -> tuple[str, str]:
+    """(key, path of the unit's result file); ``packages``: the numeric packages whose
+    versions enter the key (default: all, ``provenance.ALL_NUMERIC_PACKAGES``)."""
     key = provenance.unit_key({"unit": unit.name,
                                "spec": provenance.config_dict(config) if unit.spec is None
-                               else unit.spec})
+                               else unit.spec}, packages)
     return key, os.path.join(workdir, "units", f"{unit.name}-{key}.json")
 
 
 def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study",
               force: bool = False,
-              on_result: Callable[[str, Any], None] | None = None) -> dict:
+              on_result: Callable[[str, Any], None] | None = None,
+              packages: tuple[str, ...] | None = None) -> dict:
     """Runs (or loads) every unit; returns ``{name: result}`` in the order given.
 
     ``force`` recomputes units whose result file exists (their chunk checkpoints too).
     ``on_result(name, result)`` is called once per unit, as soon as its result is computed
-    or loaded (``train_and_evaluate`` writes TensorBoard events with it).
+    or loaded (``train_and_evaluate`` writes TensorBoard events with it). ``packages``: the
+    numeric packages whose versions key the units (``unit_path``). Holds the workdir's lock.
+
+    Raises:
+      locks.Busy: another process is writing ``workdir``.
     """
     names = [u.name for u in units]
     if len(set(names)) != len(names):
@@ -175,10 +199,11 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
         if not n or any(not (ch.isalnum() or ch in "_-.=") for ch in n):
             raise ValueError(f"unit name {n!r} must be letters, digits and '_-.=' only.")
     out = {}
+    release = locks.acquire(workdir)
     progress = Progress(len(units), desc=f"{desc} units", unit="units")
     try:
         for unit in units:
-            key, path = unit_path(workdir, unit, config)
+            key, path = unit_path(workdir, unit, config, packages)
             ckdir = os.path.join(workdir, "checkpoints", key)
             if force and sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)
@@ -190,9 +215,8 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
                         on_result(unit.name, out[unit.name])
                     progress.update(1)
                     continue
-                except (ValueError, KeyError, json.JSONDecodeError) as e:
-                    logging.warning("%s: unit file %s unreadable (%s); recomputing", desc,
-                                    path, e)
+                except UnitFileError as e:
+                    _warn(f"{desc}: {e}; recomputing unit {unit.name}")
             result = unit.run(Context(unit.name, key, workdir, ckdir))
             result = _to_host(jax.block_until_ready(result))
             save_result(path, result)
@@ -204,7 +228,13 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
             progress.update(1)
     finally:
         progress.close()
+        release()
     return out
+
+
+def _warn(msg: str) -> None:
+    logging.warning(msg)
+    warnings.warn(msg, RuntimeWarning, stacklevel=3)
 
 
 def _to_host(obj):
@@ -251,21 +281,47 @@ def _decode(obj):
     return obj
 
 
+class UnitFileError(ValueError):
+    """A unit file that cannot be trusted (the message names the file and why)."""
+
+
+def _unit_hash(path: str, encoded) -> str:
+    """sha256 of a unit file's content and name (a file copied to another unit's name
+    fails it too)."""
+    return results.content_hash({"file": os.path.basename(path), "result": encoded})
+
+
 def save_result(path: str, result: Any) -> None:
-    """Writes a unit result bit-exactly (main process only; all processes wait)."""
+    """Writes a unit result bit-exactly with its sha256, atomically (main process only;
+    all processes wait)."""
+    encoded = _encode(result)
     if sharding.is_main_process():
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        tmp = f"{path}.tmp"
-        with open(tmp, "w") as f:
-            json.dump({"result": _encode(result)}, f)
-        os.replace(tmp, path)
+        results.atomic_write_text(path, json.dumps(
+            {"result": encoded, "sha256": _unit_hash(path, encoded)}))
     sharding.sync(f"unit:{os.path.abspath(path)}")
 
 
 def load_result(path: str) -> Any:
-    """Reads what ``save_result`` wrote (dicts, lists, numbers, strings, NumPy arrays)."""
-    with open(path) as f:
-        return _decode(json.load(f)["result"])
+    """Reads what ``save_result`` wrote (dicts, lists, numbers, strings, NumPy arrays).
+
+    Raises:
+      UnitFileError: naming ``path``, when it is not valid JSON, has no content hash, its
+        content does not match the hash (edited or damaged), or it does not decode.
+    """
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+    except (ValueError, UnicodeDecodeError) as e:
+        raise UnitFileError(f"unit file {path} is not valid JSON ({e})") from None
+    if not isinstance(data, dict) or "result" not in data or "sha256" not in data:
+        raise UnitFileError(f"unit file {path} is not a unit result with a sha256")
+    if _unit_hash(path, data["result"]) != data["sha256"]:
+        raise UnitFileError(f"unit file {path} does not match its sha256 (edited or damaged)")
+    try:
+        return _decode(data["result"])
+    except Exception as e:  # noqa: BLE001 - any malformed tree is the same failure
+        raise UnitFileError(f"unit file {path} does not decode ({type(e).__name__}: "
+                            f"{e})") from None
 
 
 def run_resumable(
