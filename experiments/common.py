@@ -8,6 +8,8 @@ Command-line behaviour (every method binary):
     fields, exit 2 (not a traceback from ml_collections).
   * JAX's "Unable to initialize backend 'tpu'" INFO line is not printed on machines
     without a TPU.
+  * JAX's persistent compilation cache is on (``experiments.lib.compile_cache``: folder
+    ``~/.cache/jaxlab/xla``; ``JAXLAB_COMPILATION_CACHE=0`` turns it off).
 """
 
 import difflib
@@ -19,7 +21,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from experiments.lib import study
+from experiments.lib import compile_cache, study
 from jaxlab.core import sharding
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
@@ -142,6 +144,7 @@ def launch(train_and_evaluate, default_config: str) -> None:
       default_config: ``path.py:preset`` used when --config is not given.
     """
     quiet_backend_probe()
+    compile_cache.enable()
     main_doc = getattr(sys.modules.get("__main__"), "__doc__", None)
     message = check_argv(sys.argv, default_config, main_doc)
     if message is not None:

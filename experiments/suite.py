@@ -9,6 +9,8 @@ whose summary was written by this code under this preset's config (its ``provena
 block) is not rerun (pass --force to redo it); a summary from another config or code
 version is rerun, never reported; a method interrupted midway keeps its finished units and
 resumes the running one from its last chunk checkpoint (``experiments.lib.study``).
+Compiled programs are kept in JAX's persistent compilation cache
+(``experiments.lib.compile_cache``), so a second run compiles little.
 """
 
 import glob
@@ -19,7 +21,7 @@ import time
 from absl import app, flags, logging
 
 from experiments import common
-from experiments.lib import provenance, registry, report, results
+from experiments.lib import compile_cache, provenance, registry, report, results
 from jaxlab.core import sharding
 
 METHODS = registry.METHODS
@@ -101,7 +103,7 @@ def _write_report(preset, workdir, methods, summaries, timings):
         p = summaries[name]["provenance"]
         meta = (f"Wall time of the run that wrote this summary: {wall}. Config hash "
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
-                f"{p['code_version']}.")
+                f"{p['code_version']}.{_compile_share(os.path.join(workdir, name), p)}")
         rows = list(registry.experiment(name).headline(summaries[name]))
         lines += [f"## {name}", "", meta, "", "| metric | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in rows]
@@ -116,6 +118,24 @@ def _write_report(preset, workdir, methods, summaries, timings):
     report.write(os.path.join(workdir, "report.html"), title, prov_lines, sections, notes=[
         "Per-step scalars of every unit: tensorboard --logdir " + workdir
         + " (event files under <method>/tb/)."])
+
+
+def _compile_share(out: str, prov: dict) -> str:
+    """The REPORT sentence on compile time from ``out/timing.json`` (written by the study
+    runner), or "" when that file is missing or from another config or code version."""
+    timing = _read_json(os.path.join(out, "timing.json"))
+    if not timing or timing.get("unit_key") != prov.get("unit_key") or not timing["units"]:
+        return ""
+    rows = timing["units"]
+    tot = {k: sum(r[k] for r in rows.values())
+           for k in ("wall_s", "compile_s", "trace_s", "compiles", "cache_hits")}
+    share = lambda r: (r["compile_s"] + r["trace_s"]) / max(r["wall_s"], 1e-9)  # noqa: E731
+    per_unit = "; ".join(f"{n} {share(r):.0%} of {r['wall_s']:.0f} s ({r['compiles']})"
+                         for n, r in rows.items())
+    return (f" Compile share (XLA compile + tracing): {share(tot):.0%} of "
+            f"{tot['wall_s']:.0f} s, {tot['compiles']} XLA compiles, {tot['cache_hits']} "
+            f"programs loaded from the compilation cache; by unit (share of wall, compiles): "
+            f"{per_unit}.")
 
 
 def update_readme(report_path: str, readme_path: str) -> None:
@@ -151,4 +171,5 @@ def main(argv):
 
 if __name__ == "__main__":
     common.quiet_backend_probe()
+    compile_cache.enable()
     app.run(main)

@@ -18,6 +18,10 @@ config, workdir)`` runs it:
    files under ``workdir/tb/<unit>`` (``experiments.lib.events``; main process only).
 5. ``exp.summarize`` turns the results into the summary; ``results.write_summary`` adds
    the provenance block; ``exp.plot`` draws the PNGs.
+6. ``workdir/timing.json``: per unit computed in this run (and for summary + plots), wall
+   seconds, XLA compile seconds, trace/lowering seconds, the rest ("run"), programs
+   compiled and loaded from JAX's persistent compilation cache (``compile_cache``, turned
+   on here). Kept out of summary.json, which stays byte-identical across reruns.
 
 This is the only resume mechanism: finished work is a unit file, unfinished work is the
 chunk checkpoint of the unit that was running. Units run in the order given, every
@@ -32,6 +36,7 @@ import functools
 import json
 import os
 import shutil
+import time
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
@@ -39,7 +44,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments.lib import events, provenance, results, scalars
+from experiments.lib import compile_cache, events, provenance, results, scalars
 from experiments.lib.checkpoint import Checkpointer
 from experiments.lib.progress import Progress
 from jaxlab.core import loops, sharding, validation
@@ -123,12 +128,21 @@ def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLik
       The summary written to ``workdir/summary.json`` (without its provenance block).
     """
     workdir = os.fspath(workdir)
+    cache_dir = compile_cache.enable()
     experiment.validate(config)
+    timing = {}
     out = run_units(experiment.units(config, workdir), config, workdir, desc=experiment.name,
-                    force=force, on_result=event_logger(experiment, config, workdir))
+                    force=force, on_result=event_logger(experiment, config, workdir),
+                    timing=timing)
+    t0, c0 = time.perf_counter(), compile_cache.tally()
     summary = experiment.summarize(config, out)
     results.write_summary(workdir, summary, config)
     experiment.plot(config, summary, out, workdir)
+    timing["(summary and plots)"] = compile_cache.timing_row(time.perf_counter() - t0,
+                                                             compile_cache.tally() - c0)
+    results.write_json(os.path.join(workdir, "timing.json"),
+                       {"units": timing, "compile_cache": cache_dir,
+                        "unit_key": provenance.unit_key(config)})
     return summary
 
 
@@ -161,12 +175,14 @@ def unit_path(workdir: str, unit: Unit, config) -> tuple[str, str]:
 
 def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study",
               force: bool = False,
-              on_result: Callable[[str, Any], None] | None = None) -> dict:
+              on_result: Callable[[str, Any], None] | None = None,
+              timing: dict | None = None) -> dict:
     """Runs (or loads) every unit; returns ``{name: result}`` in the order given.
 
     ``force`` recomputes units whose result file exists (their chunk checkpoints too).
     ``on_result(name, result)`` is called once per unit, as soon as its result is computed
-    or loaded (``train_and_evaluate`` writes TensorBoard events with it).
+    or loaded (``train_and_evaluate`` writes TensorBoard events with it). ``timing``, if
+    given, receives ``{name: compile_cache.timing_row(...)}`` for every unit computed.
     """
     names = [u.name for u in units]
     if len(set(names)) != len(names):
@@ -193,8 +209,12 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
                 except (ValueError, KeyError, json.JSONDecodeError) as e:
                     logging.warning("%s: unit file %s unreadable (%s); recomputing", desc,
                                     path, e)
+            t0, c0 = time.perf_counter(), compile_cache.tally()
             result = unit.run(Context(unit.name, key, workdir, ckdir))
             result = _to_host(jax.block_until_ready(result))
+            if timing is not None:
+                timing[unit.name] = compile_cache.timing_row(time.perf_counter() - t0,
+                                                             compile_cache.tally() - c0)
             save_result(path, result)
             if sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)
