@@ -5,8 +5,9 @@ A compiled XLA program is written to a folder keyed by everything that determine
 run of the same experiment, test or notebook loads it instead of compiling again.
 
 ``enable()`` is called by the experiment binaries (``experiments.common.launch``), the
-suite, ``experiments.lib.study.train_and_evaluate`` (so the notebooks too) and the test
-run (``tests/conftest.py``, with its own folder). Where the folder is:
+suite and ``experiments.lib.study.train_and_evaluate`` (so the notebooks too); the test
+run (``tests/conftest.py``) uses its own folder, ``~/.cache/jaxlab/xla-tests``. Where the
+folder is:
 
 * ``JAXLAB_COMPILATION_CACHE=<dir>``: that folder;
 * ``JAXLAB_COMPILATION_CACHE=0`` (or ``off``, ``false``, ``no``, empty): no cache;
@@ -25,8 +26,6 @@ JAX's monitoring events; the study runner writes it per unit to ``timing.json``.
 import os
 from typing import NamedTuple
 
-import jax
-
 ENV = "JAXLAB_COMPILATION_CACHE"
 # Programs that compile faster than this are not written (JAX's default is 1 s; most
 # of the study units' programs compile in 0.5-5 s on a 2-core CPU).
@@ -38,6 +37,16 @@ def default_dir() -> str:
     """``$XDG_CACHE_HOME/jaxlab/xla`` (``~/.cache/jaxlab/xla`` when the variable is unset)."""
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(base, "jaxlab", "xla")
+
+
+def resolve(path: str | os.PathLike | None = None) -> str | None:
+    """The cache folder ``enable(path)`` would use (absolute), or ``None`` when
+    ``JAXLAB_COMPILATION_CACHE`` turns the cache off; imports nothing heavy."""
+    env = os.environ.get(ENV)
+    if env is not None and env.strip().lower() in _OFF:
+        return None
+    return os.path.abspath(os.path.expanduser(
+        env.strip() if env is not None else os.fspath(path or default_dir())))
 
 
 def enable(path: str | os.PathLike | None = None,
@@ -56,16 +65,16 @@ def enable(path: str | os.PathLike | None = None,
     Raises:
       ValueError: if ``min_compile_secs`` is negative.
     """
+    import jax
+
     if not min_compile_secs >= 0:
         raise ValueError(f"`min_compile_secs` must be >= 0, got {min_compile_secs!r}.")
     current = jax.config.jax_compilation_cache_dir
     if current:
         return current
-    env = os.environ.get(ENV)
-    if env is not None and env.strip().lower() in _OFF:
+    folder = resolve(path)
+    if folder is None:
         return None
-    folder = os.path.abspath(os.path.expanduser(
-        env.strip() if env is not None else os.fspath(path or default_dir())))
     os.makedirs(folder, exist_ok=True)
     jax.config.update("jax_compilation_cache_dir", folder)
     if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
@@ -130,6 +139,8 @@ def tally() -> CompileTally:
     not counted). Subtract two tallies for the work between them."""
     global _listening
     if not _listening:
+        import jax
+
         jax.monitoring.register_event_duration_secs_listener(_on_duration)
         jax.monitoring.register_event_listener(_on_event)
         _listening = True
