@@ -84,20 +84,23 @@ def _final_regrets(make_learner, make_seq, domain, keys, params, horizons=None,
 
 
 def _scaled_regrets(dom, delta, optimistic, mults, keys, make_seq) -> np.ndarray:
-    """[M, S] final regrets of two-point OGD at step scales D * mults[m] (one jitted call).
+    """[O, M, S] final regrets of two-point OGD, optimistic (hint g_{t-1}) where
+    ``optimistic[o]`` else plain, at step scales D * mults[m] (one jitted call).
 
-    ``mults`` is traced (vmapped), so the whole grid is one compiled program."""
+    ``optimistic`` and ``mults`` are traced (vmapped), so both learners over the whole
+    grid are one compiled program per dimension."""
     base = float(dom.diameter)
 
-    def one(m, k):
+    def one(o, m, k):
         rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
-        learner = learners.two_point(dom, delta, rule, optimistic)
+        learner = learners.two_point(dom, delta, rule, o)
         k_seq, k_run = jax.random.split(k)
         seq = make_seq(k_seq)
         return regret(run(learner, k_run, seq, dom.center), seq, dom)[-1]
 
-    out = jax.jit(jax.vmap(jax.vmap(one, (None, 0)), (0, None)))(
-        jnp.asarray(mults, jnp.float32), keys)
+    grid = jax.vmap(jax.vmap(one, (None, None, 0)), (None, 0, None))
+    out = jax.jit(jax.vmap(grid, (0, None, None)))(
+        jnp.asarray(optimistic, bool), jnp.asarray(mults, jnp.float32), keys)
     return sharding.to_host(out)
 
 
@@ -179,11 +182,10 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         keys = sharding.shard_batch(keys, c.mesh_shape)
         m = len(c.step_grid) + 1
         out = np.zeros((2, len(c.dims), m, c.num_val_seeds + c.num_seeds), np.float32)
-        for j, d in enumerate(c.dims):
-            dom = domains.ball(d)
-            for i, opt in enumerate((True, False)):
-                out[i, j] = _scaled_regrets(dom, delta, opt, _step_mults(c, d), keys,
-                                            lambda k, d=d: quad(k, c.num_rounds, d, c.sigma))
+        for j, d in enumerate(c.dims):  # one program per d: (ours, plain) x steps x seeds
+            out[:, j] = _scaled_regrets(domains.ball(d), delta, [True, False],
+                                        _step_mults(c, d), keys,
+                                        lambda k, d=d: quad(k, c.num_rounds, d, c.sigma))
         return out
 
     def vs_rounds():
