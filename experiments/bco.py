@@ -69,18 +69,44 @@ def _final_regrets(make_learner, make_seq, domain, keys, params, horizons=None,
     Returns:
       [P, S] final regrets (or [P, H, S]).
     """
-    learner = make_learner()
-
-    def one(k, p):
-        k_seq, k_run = jax.random.split(k)
-        seq = make_seq(k_seq, p)
-        info = run(learner, k_run, seq, domain.center)
-        r = dynamic_regret(info, seq, domain) if dynamic else regret(info, seq, domain)
-        return r[-1] if horizons is None else r[jnp.asarray(horizons) - 1]
-
-    out = jax.jit(jax.vmap(jax.vmap(one, (0, None)), (None, 0)))(keys, jnp.asarray(params))
+    out = jax.jit(_regrets_fn(make_learner(), make_seq, domain, horizons, dynamic))(
+        keys, jnp.asarray(params))
     out = sharding.to_host(out)
-    return out if horizons is None else np.moveaxis(out, 1, 2)
+    return out if horizons is None else np.moveaxis(out, -2, -1)
+
+
+def _regrets_fn(learner, make_seq, domain, horizons=None, dynamic=False):
+    """``f(keys, params) -> [P, S]`` (or [P, S, H]) final regrets of ``learner``, unjitted
+    (see ``_final_regrets``)."""
+    def f(keys, params):
+        def one(k, p):
+            k_seq, k_run = jax.random.split(k)
+            seq = make_seq(k_seq, p)
+            info = run(learner, k_run, seq, domain.center)
+            r = dynamic_regret(info, seq, domain) if dynamic else regret(info, seq, domain)
+            return r[-1] if horizons is None else r[jnp.asarray(horizons) - 1]
+
+        return jax.vmap(jax.vmap(one, (0, None)), (None, 0))(keys, params)
+
+    return f
+
+
+def _two_point_regrets(dom, delta, make_seq, keys, params, horizons=None) -> np.ndarray:
+    """``_final_regrets`` of every ``TWO_POINT`` learner, stacked ([3, P, S] or
+    [3, P, H, S]), in one program: they are two-point OGD with default rules differing
+    only in the hint (optimistic or not) and the step scale (D, D / sqrt(d), D), both
+    traced."""
+    d_scale = learners.step_rule(float(dom.diameter)).scale
+    optimistic = jnp.array([True, True, False])
+    scales = jnp.stack([d_scale, d_scale / jnp.sqrt(float(dom.dim)), d_scale])
+
+    def learner_rows(opt, scale):
+        rule = learners.StepRule(scale, jnp.float32(0.0), jnp.float32(jnp.inf))
+        return _regrets_fn(learners.two_point(dom, delta, rule, opt), make_seq, dom,
+                           horizons)(keys, jnp.asarray(params))
+
+    out = sharding.to_host(jax.jit(jax.vmap(learner_rows))(optimistic, scales))
+    return out if horizons is None else np.moveaxis(out, -2, -1)
 
 
 def _scaled_regrets(dom, delta, optimistic, mults, keys, make_seq) -> np.ndarray:
@@ -191,19 +217,15 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     def vs_rounds():
         keys = seeds()
         dom = domains.ball(c.dim)
-        return np.stack([
-            _final_regrets(lambda mk=mk: mk(dom, delta),
-                           lambda k, s: quad(k, max(c.horizons), c.dim, s),
-                           dom, keys, [c.sigma], horizons=c.horizons)[0]
-            for mk in TWO_POINT.values()])
+        return _two_point_regrets(dom, delta, lambda k, s: quad(k, max(c.horizons), c.dim, s),
+                                  keys, [c.sigma], horizons=c.horizons)[:, 0]
 
     def vs_variation():
         keys = seeds()
         dom = domains.ball(c.dim)
         seq = lambda k, a: losses.switching_quadratic(  # noqa: E731
             k, c.num_rounds, c.dim, 1, radius=a, offset=0.3)
-        return np.stack([_final_regrets(lambda mk=mk: mk(dom, delta), seq, dom, keys,
-                                        c.amplitudes) for mk in TWO_POINT.values()])
+        return _two_point_regrets(dom, delta, seq, keys, c.amplitudes)
 
     def families():
         """[families, 2 (ours, plain), family_dims, step_grid + 1, val + test seeds]."""
