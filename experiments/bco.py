@@ -357,7 +357,7 @@ def _summarize_vs_dim(c, arr, dims=None) -> dict:
              "ours formula - plain x 1/sqrt(2)": (rows["ours, formula D/sqrt(1+S_t)"], matched)}
     diff = {}
     for name, (a, b) in pairs.items():
-        cis = [metrics.bootstrap_ci(jax.random.key(17), lambda x, y: jnp.mean(x - y),
+        cis = [metrics.bootstrap_ci(jax.random.key(17), lambda x, y: np.mean(x - y),
                                     (a[k], b[k]), 2000) for k in range(len(dims))]
         diff[name] = {"mean": [ci[0] for ci in cis], "low": [ci[1] for ci in cis],
                       "high": [ci[2] for ci in cis]}
@@ -418,7 +418,7 @@ def _summarize(c, out) -> dict:
     s["dynamic"] = {"switch_periods": list(c.switch_periods),
                     **{n: _stats(dyn[i]) for i, n in enumerate(DYNAMIC_ROWS)}}
     s["meta_paired_difference"] = {
-        name: [metrics.bootstrap_ci(jax.random.key(18), lambda x, y: jnp.mean(x - y),
+        name: [metrics.bootstrap_ci(jax.random.key(18), lambda x, y: np.mean(x - y),
                                     (dyn[i, k], dyn[j, k]), 2000)
                for k in range(len(c.switch_periods))]
         for name, i, j in (("dynamic: optimistic Hedge - Hedge", 2, 1),
