@@ -28,6 +28,7 @@ jaxlab extensions, not in the paper.
 
 import os
 import time
+import warnings
 
 import jax
 import jax.numpy as jnp
@@ -153,21 +154,68 @@ def skipped_strategies(c: ml_collections.ConfigDict, task, aligner: str | None =
     return out
 
 
-def time_adjoint(n: int, repeats: int = 3, epsilon: float = 0.05) -> tuple[float, ...]:
-    """(CG s, dense s, CG residual, dense residual) at size n x n: best-of-``repeats``
-    seconds of each adjoint solve and its relative residual ||H y - rhs|| / ||rhs||."""
-    cost = jax.random.uniform(jax.random.key(n), (n, n))
-    plan = solvers.entropic_plan(cost, epsilon)
-    g = jnp.log(plan) + 1.0
-    times = [timing.best_time(lambda m=m: adjoint.cost_gradient(plan, g, epsilon, method=m),
-                              repeats) for m in ("cg", "dense")]
-    res = [float(adjoint.cost_gradient_and_info(plan, g, epsilon, method=m)[1].residual)
-           for m in ("cg", "dense")]
-    return (*times, *res)
+def hard_plan(n: int, epsilon: float, seed: int = 0, spread: float = 2.0,
+              max_iterations: int = 20_000) -> jax.Array:
+    """[n, n] entropic plan with non-uniform marginals (log-normal weights, ``spread`` the
+    std of their log) on a uniform [0, 1] cost: log-domain Sinkhorn until the marginal
+    error is below 1e-5 (or ``max_iterations``). The adjoint solves use the plan's own
+    marginals, so its Sinkhorn accuracy does not affect their comparison."""
+    k_cost, k_a, k_b = jax.random.split(jax.random.key(seed), 3)
+    cost = jax.random.uniform(k_cost, (n, n))
+    log_a, log_b = (jax.nn.log_softmax(spread * jax.random.normal(k, (n,))) for k in (k_a, k_b))
+
+    @jax.jit
+    def solve(cost, log_a, log_b):
+        def update(fg):
+            f, g = fg
+            f = epsilon * (log_a - jax.nn.logsumexp((g[None, :] - cost) / epsilon, axis=1))
+            g = epsilon * (log_b - jax.nn.logsumexp((f[:, None] - cost) / epsilon, axis=0))
+            return f, g
+
+        def err(fg):
+            f, g = fg
+            return jnp.abs(jnp.exp(jax.nn.logsumexp((f[:, None] + g[None, :] - cost)
+                                                    / epsilon, axis=1)) - jnp.exp(log_a)).sum()
+
+        def body(c):
+            i, fg = c
+            fg = update(fg)
+            return i + 1, fg
+
+        def cond(c):
+            i, fg = c
+            return (i < max_iterations) & ((i % 50 != 0) | (err(fg) > 1e-5))
+
+        _, (f, g) = jax.lax.while_loop(cond, body, (1, update((jnp.zeros(n), jnp.zeros(n)))))
+        return jnp.exp((f[:, None] + g[None, :] - cost) / epsilon)
+
+    return solve(cost, log_a, log_b)
+
+
+def time_adjoint(n: int, repeats: int = 3, epsilon: float = 0.05,
+                 plan: jax.Array | None = None) -> tuple[float, ...]:
+    """(CG s, dense s, CG residual, dense residual, Cholesky s, Cholesky residual) at size
+    n x n: best-of-``repeats`` seconds of each adjoint solve (warm, interleaved:
+    ``timing.best_times_interleaved``) and its relative residual ||H y - rhs|| / ||rhs||.
+    "dense" is the least-squares solve; "cholesky" the Cholesky solve of H with its null
+    direction pinned (the fair direct baseline). ``plan``: the plan to use (default: the
+    uniform-marginal entropic plan of a uniform random cost at ``epsilon``)."""
+    if plan is None:
+        plan = solvers.entropic_plan(jax.random.uniform(jax.random.key(n), (n, n)), epsilon)
+    g = jnp.log(jnp.maximum(plan, 1e-30)) + 1.0  # entropy gradient; entries that underflow
+    methods = ("cg", "dense", "cholesky")
+    best = timing.best_times_interleaved(
+        {m: lambda m=m: adjoint.cost_gradient(plan, g, epsilon, method=m) for m in methods},
+        repeats)
+    res = {m: float(adjoint.cost_gradient_and_info(plan, g, epsilon, method=m)[1].residual)
+           for m in methods}
+    return (best["cg"], best["dense"], res["cg"], res["dense"], best["cholesky"],
+            res["cholesky"])
 
 
 def _scaling(c: ml_collections.ConfigDict) -> np.ndarray:
-    """[len(scaling_sizes), 4] (CG s, dense s, CG residual, dense residual)."""
+    """[len(scaling_sizes), 6] (CG s, dense s, CG residual, dense residual, Cholesky s,
+    Cholesky residual)."""
     return np.array([time_adjoint(n) for n in c.scaling_sizes], np.float64)
 
 
@@ -175,7 +223,18 @@ def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     del workdir
     units = [study.Unit(name, lambda ctx, name=name: task_study(config, name))
              for name in config.tasks]
-    return units + [study.Unit("scaling", lambda ctx: _scaling(config))]
+    return units + [study.Unit("scaling", lambda ctx: _scaling(config)),
+                    study.Unit("scaling_hard", lambda ctx: _scaling_hard(config))]
+
+
+def _scaling_hard(c: ml_collections.ConfigDict) -> np.ndarray:
+    """[len(scaling_hard_eps), 6] as ``_scaling`` on hard plans (``hard_plan``: non-uniform
+    marginals, small epsilon) at n = ``scaling_hard_n``."""
+    with warnings.catch_warnings():  # a CG solve at its cap is reported by its residual
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.array([time_adjoint(c.scaling_hard_n, epsilon=e,
+                                      plan=hard_plan(c.scaling_hard_n, e))
+                         for e in c.scaling_hard_eps], np.float64)
 
 
 def _paired(key, a, b) -> dict:
@@ -227,7 +286,20 @@ def _summarize(c, out) -> dict:
                     "dense_over_cg": (sc[:, 1] / sc[:, 0]).tolist(),
                     "cg_residual": sc[:, 2].tolist(), "dense_residual": sc[:, 3].tolist(),
                     "slope_cg": metrics.loglog_slope(c.scaling_sizes, sc[:, 0]),
-                    "slope_dense": metrics.loglog_slope(c.scaling_sizes, sc[:, 1])}
+                    "slope_dense": metrics.loglog_slope(c.scaling_sizes, sc[:, 1]),
+                    "cholesky_s": sc[:, 4].tolist(),
+                    "cholesky_over_cg": (sc[:, 4] / sc[:, 0]).tolist(),
+                    "cholesky_residual": sc[:, 5].tolist(),
+                    "slope_cholesky": metrics.loglog_slope(c.scaling_sizes, sc[:, 4])}
+    if "scaling_hard" in out:
+        hd = np.asarray(out["scaling_hard"])
+        s["scaling_hard"] = {"n": c.scaling_hard_n, "epsilon": list(c.scaling_hard_eps),
+                             "cg_s": hd[:, 0].tolist(), "dense_s": hd[:, 1].tolist(),
+                             "cholesky_s": hd[:, 4].tolist(),
+                             "dense_over_cg": (hd[:, 1] / hd[:, 0]).tolist(),
+                             "cholesky_over_cg": (hd[:, 4] / hd[:, 0]).tolist(),
+                             "cg_residual": hd[:, 2].tolist(),
+                             "cholesky_residual": hd[:, 5].tolist()}
     logging.info("adjoint scaling: dense/cg %s, slopes cg %.2f dense %.2f, CG residuals %s",
                  np.round(s["scaling"]["dense_over_cg"], 1), s["scaling"]["slope_cg"],
                  s["scaling"]["slope_dense"], s["scaling"]["cg_residual"])
@@ -250,6 +322,10 @@ def _plot(c, s, out, workdir):
     axes[-1].loglog(sc["n"], sc["cg_s"], "o-", label=f"CG (slope {sc['slope_cg']:.2f})")
     axes[-1].loglog(sc["n"], sc["dense_s"], "s--",
                     label=f"dense solve (slope {sc['slope_dense']:.2f})")
+    if "cholesky_s" in sc:
+        axes[-1].loglog(sc["n"], sc["cholesky_s"], "^:",
+                        label=f"Cholesky, null direction pinned "
+                              f"(slope {sc['slope_cholesky']:.2f})")
     axes[-1].set(xlabel="n (n x n plan)", ylabel="seconds", title="adjoint solve")
     axes[-1].legend(fontsize=7)
     plots.save(fig, os.path.join(workdir, "mrr_vs_round.png"),
@@ -290,6 +366,17 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     rows.append((f"adjoint solve at n={sc['n'][-1]}: dense / CG time",
                  f"{sc['dense_over_cg'][-1]:.1f}x (slopes CG {sc['slope_cg']:.2f}, "
                  f"dense {sc['slope_dense']:.2f}; CG residual {sc['cg_residual'][-1]:.1e})"))
+    if "scaling_hard" in summary:
+        hd = summary["scaling_hard"]
+        rows.append((f"adjoint solve, hard plans (n={hd['n']}, non-uniform marginals): "
+                     "Cholesky / CG time", ", ".join(
+                         f"eps {e:g}: {r:.1f}x (CG residual {res:.0e})" for e, r, res in zip(
+                             hd["epsilon"], hd["cholesky_over_cg"], hd["cg_residual"],
+                             strict=True))))
+    if "cholesky_s" in sc:
+        rows.append((f"adjoint solve at n={sc['n'][-1]}: Cholesky (null direction pinned) "
+                     "/ CG time", f"{sc['cholesky_over_cg'][-1]:.1f}x (slope Cholesky "
+                     f"{sc['slope_cholesky']:.2f}; residual {sc['cholesky_residual'][-1]:.1e})"))
     return rows
 
 

@@ -69,35 +69,64 @@ def _final_regrets(make_learner, make_seq, domain, keys, params, horizons=None,
     Returns:
       [P, S] final regrets (or [P, H, S]).
     """
-    learner = make_learner()
-
-    def one(k, p):
-        k_seq, k_run = jax.random.split(k)
-        seq = make_seq(k_seq, p)
-        info = run(learner, k_run, seq, domain.center)
-        r = dynamic_regret(info, seq, domain) if dynamic else regret(info, seq, domain)
-        return r[-1] if horizons is None else r[jnp.asarray(horizons) - 1]
-
-    out = jax.jit(jax.vmap(jax.vmap(one, (0, None)), (None, 0)))(keys, jnp.asarray(params))
+    out = jax.jit(_regrets_fn(make_learner(), make_seq, domain, horizons, dynamic))(
+        keys, jnp.asarray(params))
     out = sharding.to_host(out)
-    return out if horizons is None else np.moveaxis(out, 1, 2)
+    return out if horizons is None else np.moveaxis(out, -2, -1)
+
+
+def _regrets_fn(learner, make_seq, domain, horizons=None, dynamic=False):
+    """``f(keys, params) -> [P, S]`` (or [P, S, H]) final regrets of ``learner``, unjitted
+    (see ``_final_regrets``)."""
+    def f(keys, params):
+        def one(k, p):
+            k_seq, k_run = jax.random.split(k)
+            seq = make_seq(k_seq, p)
+            info = run(learner, k_run, seq, domain.center)
+            r = dynamic_regret(info, seq, domain) if dynamic else regret(info, seq, domain)
+            return r[-1] if horizons is None else r[jnp.asarray(horizons) - 1]
+
+        return jax.vmap(jax.vmap(one, (0, None)), (None, 0))(keys, params)
+
+    return f
+
+
+def _two_point_regrets(dom, delta, make_seq, keys, params, horizons=None) -> np.ndarray:
+    """``_final_regrets`` of every ``TWO_POINT`` learner, stacked ([3, P, S] or
+    [3, P, H, S]), in one program: they are two-point OGD with default rules differing
+    only in the hint (optimistic or not) and the step scale (D, D / sqrt(d), D), both
+    traced."""
+    d_scale = learners.step_rule(float(dom.diameter)).scale
+    optimistic = jnp.array([True, True, False])
+    scales = jnp.stack([d_scale, d_scale / jnp.sqrt(float(dom.dim)), d_scale])
+
+    def learner_rows(opt, scale):
+        rule = learners.StepRule(scale, jnp.float32(0.0), jnp.float32(jnp.inf))
+        return _regrets_fn(learners.two_point(dom, delta, rule, opt), make_seq, dom,
+                           horizons)(keys, jnp.asarray(params))
+
+    out = sharding.to_host(jax.jit(jax.vmap(learner_rows))(optimistic, scales))
+    return out if horizons is None else np.moveaxis(out, -2, -1)
 
 
 def _scaled_regrets(dom, delta, optimistic, mults, keys, make_seq) -> np.ndarray:
-    """[M, S] final regrets of two-point OGD at step scales D * mults[m] (one jitted call).
+    """[O, M, S] final regrets of two-point OGD, optimistic (hint g_{t-1}) where
+    ``optimistic[o]`` else plain, at step scales D * mults[m] (one jitted call).
 
-    ``mults`` is traced (vmapped), so the whole grid is one compiled program."""
+    ``optimistic`` and ``mults`` are traced (vmapped), so both learners over the whole
+    grid are one compiled program per dimension."""
     base = float(dom.diameter)
 
-    def one(m, k):
+    def one(o, m, k):
         rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
-        learner = learners.two_point(dom, delta, rule, optimistic)
+        learner = learners.two_point(dom, delta, rule, o)
         k_seq, k_run = jax.random.split(k)
         seq = make_seq(k_seq)
         return regret(run(learner, k_run, seq, dom.center), seq, dom)[-1]
 
-    out = jax.jit(jax.vmap(jax.vmap(one, (None, 0)), (0, None)))(
-        jnp.asarray(mults, jnp.float32), keys)
+    grid = jax.vmap(jax.vmap(one, (None, None, 0)), (None, 0, None))
+    out = jax.jit(jax.vmap(grid, (0, None, None)))(
+        jnp.asarray(optimistic, bool), jnp.asarray(mults, jnp.float32), keys)
     return sharding.to_host(out)
 
 
@@ -179,29 +208,24 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         keys = sharding.shard_batch(keys, c.mesh_shape)
         m = len(c.step_grid) + 1
         out = np.zeros((2, len(c.dims), m, c.num_val_seeds + c.num_seeds), np.float32)
-        for j, d in enumerate(c.dims):
-            dom = domains.ball(d)
-            for i, opt in enumerate((True, False)):
-                out[i, j] = _scaled_regrets(dom, delta, opt, _step_mults(c, d), keys,
-                                            lambda k, d=d: quad(k, c.num_rounds, d, c.sigma))
+        for j, d in enumerate(c.dims):  # one program per d: (ours, plain) x steps x seeds
+            out[:, j] = _scaled_regrets(domains.ball(d), delta, [True, False],
+                                        _step_mults(c, d), keys,
+                                        lambda k, d=d: quad(k, c.num_rounds, d, c.sigma))
         return out
 
     def vs_rounds():
         keys = seeds()
         dom = domains.ball(c.dim)
-        return np.stack([
-            _final_regrets(lambda mk=mk: mk(dom, delta),
-                           lambda k, s: quad(k, max(c.horizons), c.dim, s),
-                           dom, keys, [c.sigma], horizons=c.horizons)[0]
-            for mk in TWO_POINT.values()])
+        return _two_point_regrets(dom, delta, lambda k, s: quad(k, max(c.horizons), c.dim, s),
+                                  keys, [c.sigma], horizons=c.horizons)[:, 0]
 
     def vs_variation():
         keys = seeds()
         dom = domains.ball(c.dim)
         seq = lambda k, a: losses.switching_quadratic(  # noqa: E731
             k, c.num_rounds, c.dim, 1, radius=a, offset=0.3)
-        return np.stack([_final_regrets(lambda mk=mk: mk(dom, delta), seq, dom, keys,
-                                        c.amplitudes) for mk in TWO_POINT.values()])
+        return _two_point_regrets(dom, delta, seq, keys, c.amplitudes)
 
     def families():
         """[families, 2 (ours, plain), family_dims, step_grid + 1, val + test seeds]."""
@@ -333,7 +357,7 @@ def _summarize_vs_dim(c, arr, dims=None) -> dict:
              "ours formula - plain x 1/sqrt(2)": (rows["ours, formula D/sqrt(1+S_t)"], matched)}
     diff = {}
     for name, (a, b) in pairs.items():
-        cis = [metrics.bootstrap_ci(jax.random.key(17), lambda x, y: jnp.mean(x - y),
+        cis = [metrics.bootstrap_ci(jax.random.key(17), lambda x, y: np.mean(x - y),
                                     (a[k], b[k]), 2000) for k in range(len(dims))]
         diff[name] = {"mean": [ci[0] for ci in cis], "low": [ci[1] for ci in cis],
                       "high": [ci[2] for ci in cis]}
@@ -394,7 +418,7 @@ def _summarize(c, out) -> dict:
     s["dynamic"] = {"switch_periods": list(c.switch_periods),
                     **{n: _stats(dyn[i]) for i, n in enumerate(DYNAMIC_ROWS)}}
     s["meta_paired_difference"] = {
-        name: [metrics.bootstrap_ci(jax.random.key(18), lambda x, y: jnp.mean(x - y),
+        name: [metrics.bootstrap_ci(jax.random.key(18), lambda x, y: np.mean(x - y),
                                     (dyn[i, k], dyn[j, k]), 2000)
                for k in range(len(c.switch_periods))]
         for name, i, j in (("dynamic: optimistic Hedge - Hedge", 2, 1),

@@ -3,15 +3,15 @@ and where the jitted round's time goes (the same scan with only the direction sa
 only the loss queries, and the full learner). "pre-drawn" is ``bco.run(...,
 predraw=True)`` (all T directions drawn before the scan, ``learners.PredrawnStep``);
 "per-round draws" scans ``learner.step`` with one key per round (``predraw=False``),
-measured in the same process. The
-load average is printed: the machine is shared, so ratios move with the load.
+measured in the same process. The NumPy loop and the jitted runs are timed the same way
+(``timing.best_times_interleaved``: one warm-up call each, then ``--repeats`` rounds of
+one call each, best of the rounds). The CPU and load average are printed: the machine is
+shared, so ratios move with the load.
 
   python -m experiments.bench_bco [--dim=16] [--rounds=20000] [--seeds=64]
 """
 
 import functools
-import os
-import time
 
 import jax
 import jax.numpy as jnp
@@ -27,6 +27,7 @@ _DIM = flags.DEFINE_integer("dim", 16, "Dimension.")
 _ROUNDS = flags.DEFINE_integer("rounds", 20_000, "Rounds per run.")
 _NP_ROUNDS = flags.DEFINE_integer("numpy_rounds", 5_000, "Rounds for the NumPy loop.")
 _SEEDS = flags.DEFINE_integer("seeds", 64, "Runs in the vmapped measurement.")
+_REPEATS = flags.DEFINE_integer("repeats", 3, "Timed rounds (best of) after the warm-up.")
 
 
 def main(argv):
@@ -39,17 +40,12 @@ def main(argv):
     tn = _NP_ROUNDS.value
     us = np.asarray(jax.vmap(lambda k: bco.estimators.sphere(k, d))(
         jax.random.split(jax.random.key(1), tn)))
-    t0 = time.perf_counter()
-    two_point_ogd_numpy(np.asarray(seq.centers[:tn]), 1.0, 1.0, 0.05, 2.0, us)
-    np_rate = tn / (time.perf_counter() - t0)
+    centers = np.asarray(seq.centers[:tn])
 
     one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d), predraw=True).loss)
-    rate1 = t / timing.best_time(lambda: one(jax.random.key(2)))
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
     many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d),
                                               predraw=True).loss))
-    rate_v = _SEEDS.value * t / timing.best_time(lambda: many(keys))
-
     params, f = losses.round_params(seq)
 
     def per_round(k):  # the earlier run(): the direction drawn inside the scan
@@ -59,10 +55,17 @@ def main(argv):
         return jax.lax.scan(body, learner.init(k, jnp.zeros(d)),
                             (params, jax.random.split(k, t)))[1].loss
 
-    old1 = jax.jit(per_round)
-    rate1_old = t / timing.best_time(lambda: old1(jax.random.key(2)))
-    old_v = jax.jit(jax.vmap(per_round))
-    rate_v_old = _SEEDS.value * t / timing.best_time(lambda: old_v(keys))
+    old1, old_v = jax.jit(per_round), jax.jit(jax.vmap(per_round))
+    best = timing.best_times_interleaved({
+        "numpy": lambda: two_point_ogd_numpy(centers, 1.0, 1.0, 0.05, 2.0, us),
+        "one": lambda: one(jax.random.key(2)),
+        "many": lambda: many(keys),
+        "old1": lambda: old1(jax.random.key(2)),
+        "old_v": lambda: old_v(keys),
+    }, repeats=_REPEATS.value)
+    np_rate = tn / best["numpy"]
+    rate1, rate1_old = t / best["one"], t / best["old1"]
+    rate_v, rate_v_old = _SEEDS.value * t / best["many"], _SEEDS.value * t / best["old_v"]
 
     # Where the time goes: scans doing only part of the round, same T and d.
     def only_dirs(k):
@@ -81,10 +84,11 @@ def main(argv):
     parts = {}
     for name, fn in (("directions only", only_dirs), ("loss queries only", only_queries)):
         jf = jax.jit(fn)
-        parts[name] = t / timing.best_time(lambda jf=jf: jf(jax.random.key(4)))
+        parts[name] = t / timing.best_time(lambda jf=jf: jf(jax.random.key(4)),
+                                           _REPEATS.value)
 
-    print(f"backend: {jax.default_backend()}, d={d}, T={t}, load average (1/5/15 min): "
-          + " ".join(f"{x:.1f}" for x in os.getloadavg()))
+    print(timing.machine_line())
+    print(f"d={d}, T={t}, NumPy T={tn}; timing: warm, best of {_REPEATS.value}, interleaved")
     for name, rate in parts.items():
         print(f"scan, {name:17s}: {rate:11.4g} rounds/s  ({rate1 / rate:5.2f} of a full round)")
     print(f"NumPy loop           : {np_rate:11.4g} rounds/s")

@@ -10,6 +10,8 @@ Command-line behaviour (every method binary):
     without a TPU.
   * A second process on a ``--workdir`` that a running process is writing is one line
     naming the workdir and the first process's pid, exit 1 (``experiments.lib.locks``).
+  * JAX's persistent compilation cache is on (``experiments.lib.compile_cache``: folder
+    ``~/.cache/jaxlab/xla``; ``JAXLAB_COMPILATION_CACHE=0`` turns it off).
 """
 
 import difflib
@@ -21,7 +23,7 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from experiments.lib import locks, study
+from experiments.lib import compile_cache, locks, study
 from jaxlab.core import sharding
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
@@ -158,6 +160,7 @@ def launch(train_and_evaluate, default_config: str) -> None:
       default_config: ``path.py:preset`` used when --config is not given.
     """
     quiet_backend_probe()
+    compile_cache.enable()
     main_doc = getattr(sys.modules.get("__main__"), "__doc__", None)
     message = check_argv(sys.argv, default_config, main_doc)
     if message is not None:

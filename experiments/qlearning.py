@@ -42,7 +42,7 @@ from experiments.lib import plots, study
 from jaxlab.core import metrics, sharding
 from jaxlab.qlearning import mdp as mdp_lib
 from jaxlab.qlearning import periodic_q, schedules
-from jaxlab.qlearning.value_iteration import bellman_optimality, value_iteration
+from jaxlab.qlearning.value_iteration import value_iteration
 
 _CENSOR_PENALTY = 2.0  # validation ranking: never reached = twice the run length
 
@@ -121,15 +121,19 @@ def _runs(config, family: str, inner_loop: str, ctx: study.Context) -> dict:
     n_sched = len(names)
     step_size = _step_size(mdp, config, inner_loop)
     record_every = int(round(config.record_every * float(config.scale[family])))
-    run_scheds = jax.tree.map(lambda x: jnp.repeat(x, n_seeds, axis=0), scheds)
-    keys = jnp.tile(jax.random.split(jax.random.key(config.seed), n_seeds), n_sched)
-    states = jax.vmap(lambda k: periodic_q.init(k, mdp))(keys)
     num_runs = n_sched * n_seeds
     r = config.num_records
-    empty = periodic_q.Trace(*(jnp.zeros((num_runs, r), d)
-                               for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
-    carry, run_scheds = sharding.shard_batch((_Carry(states, empty), run_scheds),
-                                             config.mesh_shape)
+
+    @jax.jit
+    def setup(mdp, scheds):  # one program, not one per eager op
+        run_scheds = jax.tree.map(lambda x: jnp.repeat(x, n_seeds, axis=0), scheds)
+        keys = jnp.tile(jax.random.split(jax.random.key(config.seed), n_seeds), n_sched)
+        states = jax.vmap(lambda k: periodic_q.init(k, mdp))(keys)
+        empty = periodic_q.Trace(*(jnp.zeros((num_runs, r), d)
+                                   for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
+        return _Carry(states, empty), run_scheds
+
+    carry, run_scheds = sharding.shard_batch(setup(mdp, scheds), config.mesh_shape)
     per_chunk = r // config.num_chunks
     sim = jax.vmap(lambda st, sc: periodic_q.simulate(
         st, mdp, sc, q_star, per_chunk, record_every, config.sampling, step_size))
@@ -152,13 +156,18 @@ def _runs(config, family: str, inner_loop: str, ctx: study.Context) -> dict:
 
 
 def _contraction_bias(mdp, q_star, n_max) -> np.ndarray:
-    """[n_max + 1] ||T^n Q_0 - Q*||_inf, Q_0 = 0 (the exact outer loop's remaining error)."""
-    q = jnp.zeros_like(q_star)
-    out = [float(jnp.max(jnp.abs(q - q_star)))]
+    """[n_max + 1] ||T^n Q_0 - Q*||_inf, Q_0 = 0 (the exact outer loop's remaining error;
+    the Bellman operator of ``value_iteration.bellman_optimality`` in NumPy, float32 as
+    the MDP, so nothing is compiled)."""
+    mdp_lib.check_mdp(mdp)
+    p, rew, gamma = (np.asarray(x) for x in (mdp.transitions, mdp.rewards, mdp.gamma))
+    q_star = np.asarray(q_star)
+    q = np.zeros_like(q_star)
+    out = [float(np.max(np.abs(q - q_star)))]
     floor = 1e-6 * max(out[0], 1e-12)
     for _ in range(int(n_max)):
-        q = bellman_optimality(mdp, q)
-        out.append(float(jnp.max(jnp.abs(q - q_star))))
+        q = rew + gamma * np.einsum("sat,t->sa", p, q.max(-1))
+        out.append(float(np.max(np.abs(q - q_star))))
         if out[-1] < floor:
             break
     b = np.zeros(int(n_max) + 1)

@@ -14,6 +14,9 @@ A method's summary is reused only when ``results.read_summary`` trusts it (valid
 content matching its sha256, every figure it lists on disk); otherwise the suite logs a
 warning naming the file and reruns the method (its finished units are reused). The suite
 holds ``<workdir>``'s lock while it runs; a second suite on the same workdir fails at once.
+
+Compiled programs are kept in JAX's persistent compilation cache
+(``experiments.lib.compile_cache``), so a second run compiles little.
 """
 
 import glob
@@ -26,7 +29,7 @@ import warnings
 from absl import app, flags, logging
 
 from experiments import common
-from experiments.lib import locks, provenance, registry, report, results
+from experiments.lib import compile_cache, locks, provenance, registry, report, results
 from jaxlab.core import sharding
 
 METHODS = registry.METHODS
@@ -138,7 +141,7 @@ def _write_report(preset, workdir, methods, summaries, timings):
         p = summaries[name]["provenance"]
         meta = (f"Wall time of the run that wrote this summary: {wall}. Config hash "
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
-                f"{p['code_version']}.")
+                f"{p['code_version']}.{_compile_share(os.path.join(workdir, name), p)}")
         rows = list(registry.experiment(name).headline(summaries[name]))
         lines += [f"## {name}", "", meta, "", "| metric | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in rows]
@@ -153,6 +156,24 @@ def _write_report(preset, workdir, methods, summaries, timings):
     report.write(os.path.join(workdir, "report.html"), title, prov_lines, sections, notes=[
         "Per-step scalars of every unit: tensorboard --logdir " + workdir
         + " (event files under <method>/tb/)."])
+
+
+def _compile_share(out: str, prov: dict) -> str:
+    """The REPORT sentence on compile time from ``out/timing.json`` (written by the study
+    runner), or "" when that file is missing or from another config or code version."""
+    timing = _read_json(os.path.join(out, "timing.json"))
+    if not timing or timing.get("unit_key") != prov.get("unit_key") or not timing["units"]:
+        return ""
+    rows = timing["units"]
+    tot = {k: sum(r[k] for r in rows.values())
+           for k in ("wall_s", "compile_s", "trace_s", "compiles", "cache_hits")}
+    share = lambda r: (r["compile_s"] + r["trace_s"]) / max(r["wall_s"], 1e-9)  # noqa: E731
+    per_unit = "; ".join(f"{n} {share(r):.0%} of {r['wall_s']:.0f} s ({r['compiles']})"
+                         for n, r in rows.items())
+    return (f" Compile share (XLA compile + tracing): {share(tot):.0%} of "
+            f"{tot['wall_s']:.0f} s, {tot['compiles']} XLA compiles, {tot['cache_hits']} "
+            f"programs loaded from the compilation cache; by unit (share of wall, compiles): "
+            f"{per_unit}.")
 
 
 def update_readme(report_path: str, readme_path: str) -> None:
@@ -196,6 +217,7 @@ def cli() -> None:
     if any(a in ("--help", "-h", "--helpshort", "-?") for a in sys.argv[1:]):
         flags.FLAGS(sys.argv[:1])
         app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
+    compile_cache.enable()
     app.run(main)
 
 

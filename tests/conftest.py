@@ -1,7 +1,20 @@
 import os
 
+from experiments.lib import compile_cache
+
 # Tests run on the CPU (interpret-mode kernels included), whatever the machine has.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+
+# JAX's persistent compilation cache in a folder of its own (beside the user cache), so a
+# repeated test run loads its programs instead of compiling them; set through JAX's own
+# variables, so the pytest workers and the binaries that tests start use it too, and jax
+# is not imported here. JAXLAB_COMPILATION_CACHE=<dir> or =0 (off) overrides it.
+_CACHE = compile_cache.resolve(os.path.join(os.path.dirname(compile_cache.default_dir()),
+                                            "xla-tests"))
+if _CACHE is not None:
+    os.environ.setdefault("JAX_COMPILATION_CACHE_DIR", _CACHE)
+    os.environ.setdefault("JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS",
+                          str(compile_cache.MIN_COMPILE_SECS))
 
 # The bad-input sweep (tests/bad_inputs) records each case's outcome; the tally is printed
 # at the end of every run that includes it (also under pytest-xdist: the reports carry it).

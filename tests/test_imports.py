@@ -43,3 +43,11 @@ def test_importing_pallas_kernels_loads_no_jaxlab_module():
         "assert 'pallas_kernels.sale.block_sparse_attention_tpu' in sys.modules\n"
         "print('JAXLAB_MODULES', bad)\n")
     assert "JAXLAB_MODULES []" in stdout, stdout
+
+
+def test_importing_the_core_loads_no_scipy_stats():
+    """``scipy.stats`` (a third of ``import jaxlab.qlearning`` when imported at the top of
+    ``core.metrics``) is imported by ``mean_and_ci`` only, on first use."""
+    stdout = _loaded_after("import sys, jaxlab.core, jaxlab.qlearning, jaxlab.bco\n"
+                           "print('STATS', 'scipy.stats' in sys.modules)\n")
+    assert "STATS False" in stdout, stdout

@@ -149,6 +149,30 @@ def test_train_and_evaluate_writes_summary_with_provenance(tmp_path):
     assert not (tmp_path / "x").exists()  # nothing ran
 
 
+def test_train_and_evaluate_writes_compile_timing_per_computed_unit(tmp_path):
+    """timing.json: wall, compile, trace and run seconds and program counts for each unit
+    computed in this run and for the summary; summary.json is unchanged by it."""
+    exp = study.Experiment(
+        name="toy", validate=lambda c: None,
+        units=lambda c, w: [study.Unit("jit", lambda ctx: {"v": jax.jit(
+            lambda x: jnp.cumsum(x * c.n))(jnp.arange(5.0))})],
+        summarize=lambda c, out: {"v": float(out["jit"]["v"][-1])},
+        plot=lambda *a: None, headline=lambda s: [])
+    study.train_and_evaluate(exp, _config(), str(tmp_path))
+    with open(tmp_path / "timing.json") as f:
+        timing = json.load(f)
+    assert set(timing["units"]) == {"jit", "(summary and plots)"}
+    row = timing["units"]["jit"]
+    assert row["compiles"] + row["cache_hits"] >= 1  # the unit's jitted program
+    assert row["wall_s"] >= row["compile_s"] >= 0 and row["run_s"] >= 0
+    assert timing["unit_key"] == provenance.unit_key(_config())
+    summary = (tmp_path / "summary.json").read_bytes()
+    study.train_and_evaluate(exp, _config(), str(tmp_path))  # the unit is loaded now
+    with open(tmp_path / "timing.json") as f:
+        assert set(json.load(f)["units"]) == {"(summary and plots)"}
+    assert (tmp_path / "summary.json").read_bytes() == summary
+
+
 def test_loops_run_chunks_is_the_plain_chunk_runner():
     from jaxlab.core import loops
 

@@ -1,5 +1,7 @@
 """The README results block is regenerated from REPORT.md."""
 
+import re
+
 import pytest
 
 from experiments import suite
@@ -67,6 +69,9 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     report = (tmp_path / "REPORT.md").read_text()
     assert "(quick preset)" in report and "| value | 20 |" in report
     assert provenance.config_hash(fake.get_config("quick")) in report
+    # The compile share of the run that wrote the summary (its timing.json), per unit.
+    assert re.search(r"Compile share \(XLA compile \+ tracing\): \d+% of \d+ s, \d+ XLA "
+                     r"compiles, \d+ programs loaded .*value \d+% of \d+ s \(\d+\)", report)
     monkeypatch.setattr(provenance, "code_version", lambda: "0.0.0+src.changed")
     suite.run_suite("quick", str(tmp_path), ["fake"])
     assert fake.runs == [1, 2, 2]  # code changed: rerun

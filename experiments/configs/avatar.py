@@ -56,6 +56,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.embedding_nodes = 150
     c.nonrigid = 0.15  # amplitude of the sinusoidal warp of point_cloud_nonrigid
     c.scaling_sizes = [100, 200, 400]  # n = 800 alone cost 79 s CPU (dense lstsq): cpu_long
+    # Hard plans for the adjoint timing: non-uniform marginals, small epsilon, one size.
+    c.scaling_hard_n = 200
+    c.scaling_hard_eps = [0.01, 0.005]
     if arg == "smoke":
         c.num_seeds = 2
         c.tasks = ["karate"]
@@ -63,6 +66,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.strategies = ["avatar-gain", "random"]
         c.rounds = 2
         c.scaling_sizes = [50, 100]
+        c.scaling_hard_n = 50
+        c.scaling_hard_eps = [0.01]
     elif arg == "cpu_long":  # the README's figures (2-core CPU: ~25 min of tasks when shared)
         c.protocols = ["paper", "fixed"]
         c.strategies = ["avatar-official", "avatar-abs", "avatar-gain", "random", "entropy",
@@ -75,6 +80,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         # avatar-gain is not defined for the PARROT aligner (no anchor-position cost term).
         c.strategies = ["avatar-official", "random", "entropy", "density", "topmatchings"]
         c.scaling_sizes = [50, 100]
+        c.scaling_hard_n = 50
+        c.scaling_hard_eps = [0.01]
     elif arg == "full":
         c.num_seeds = 16
         c.strategies = ["avatar-official", "avatar-abs", "avatar-gain", "random", "entropy",

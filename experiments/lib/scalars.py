@@ -149,8 +149,11 @@ def avatar(config, unit, result, workdir):
         for j, (run, tag) in enumerate([("cg", "avatar/adjoint_seconds"),
                                         ("dense", "avatar/adjoint_seconds"),
                                         ("cg", "avatar/adjoint_relative_residual"),
-                                        ("dense", "avatar/adjoint_relative_residual")]):
-            out[(run, tag)] = (steps, a[:, j])
+                                        ("dense", "avatar/adjoint_relative_residual"),
+                                        ("cholesky", "avatar/adjoint_seconds"),
+                                        ("cholesky", "avatar/adjoint_relative_residual")]):
+            if j < a.shape[1]:
+                out[(run, tag)] = (steps, a[:, j])
         return out
     if not isinstance(result, dict) or "metrics" not in result:
         return {}

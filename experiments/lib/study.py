@@ -31,6 +31,12 @@ The whole run holds the workdir's exclusive lock (``experiments.lib.locks``): a 
 process on the same workdir fails at once with one line naming the workdir and the pid of
 the first.
 
+``workdir/timing.json`` (written before the summary): per unit computed in this run (and for
+summary + plots), wall seconds, XLA compile seconds, trace/lowering seconds, the rest
+("run"), programs compiled and loaded from JAX's persistent compilation cache
+(``compile_cache``, turned on here). Kept out of summary.json, which stays byte-identical
+across reruns.
+
 This is the only resume mechanism: finished work is a unit file, unfinished work is the
 chunk checkpoint of the unit that was running. Units run in the order given, every
 process of a multi-host job computes every unit (SPMD) and only the main process writes.
@@ -44,6 +50,7 @@ import functools
 import json
 import os
 import shutil
+import time
 import warnings
 from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
@@ -52,7 +59,7 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments.lib import events, locks, provenance, results, scalars
+from experiments.lib import compile_cache, events, locks, provenance, results, scalars
 from experiments.lib.checkpoint import Checkpointer
 from experiments.lib.progress import Progress
 from jaxlab.core import loops, sharding, validation
@@ -136,15 +143,23 @@ def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLik
       The summary written to ``workdir/summary.json`` (without its provenance block).
     """
     workdir = os.fspath(workdir)
+    cache_dir = compile_cache.enable()
     experiment.validate(config)
+    timing = {}
     with locks.hold(workdir):
         results.discard_summary(workdir)
         out = run_units(experiment.units(config, workdir), config, workdir,
                         desc=experiment.name, force=force,
                         on_result=event_logger(experiment, config, workdir),
-                        packages=provenance.method_packages(experiment.name))
+                        packages=provenance.method_packages(experiment.name), timing=timing)
+        t0, c0 = time.perf_counter(), compile_cache.tally()
         summary = experiment.summarize(config, out)
         experiment.plot(config, summary, out, workdir)
+        timing["(summary and plots)"] = compile_cache.timing_row(time.perf_counter() - t0,
+                                                                 compile_cache.tally() - c0)
+        results.write_json(os.path.join(workdir, "timing.json"),
+                           {"units": timing, "compile_cache": cache_dir,
+                            "unit_key": provenance.unit_key(config)})
         results.write_summary(workdir, summary, config)  # last: the run is complete
     return summary
 
@@ -181,13 +196,16 @@ def unit_path(workdir: str, unit: Unit, config,
 def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study",
               force: bool = False,
               on_result: Callable[[str, Any], None] | None = None,
-              packages: tuple[str, ...] | None = None) -> dict:
+              packages: tuple[str, ...] | None = None,
+              timing: dict | None = None) -> dict:
     """Runs (or loads) every unit; returns ``{name: result}`` in the order given.
 
     ``force`` recomputes units whose result file exists (their chunk checkpoints too).
     ``on_result(name, result)`` is called once per unit, as soon as its result is computed
     or loaded (``train_and_evaluate`` writes TensorBoard events with it). ``packages``: the
-    numeric packages whose versions key the units (``unit_path``). Holds the workdir's lock.
+    numeric packages whose versions key the units (``unit_path``). ``timing``, if given,
+    receives ``{name: compile_cache.timing_row(...)}`` for every unit computed. Holds the
+    workdir's lock.
 
     Raises:
       locks.Busy: another process is writing ``workdir``.
@@ -217,8 +235,12 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
                     continue
                 except UnitFileError as e:
                     _warn(f"{desc}: {e}; recomputing unit {unit.name}")
+            t0, c0 = time.perf_counter(), compile_cache.tally()
             result = unit.run(Context(unit.name, key, workdir, ckdir))
             result = _to_host(jax.block_until_ready(result))
+            if timing is not None:
+                timing[unit.name] = compile_cache.timing_row(time.perf_counter() - t0,
+                                                             compile_cache.tally() - c0)
             save_result(path, result)
             if sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)

@@ -1,5 +1,7 @@
 """Wall-clock timing for benchmarks (never for asserts in tests)."""
 
+import os
+import platform
 import time
 from collections.abc import Callable
 
@@ -28,3 +30,17 @@ def best_times_interleaved(fns: dict[str, Callable[[], object]], repeats: int = 
             jax.block_until_ready(fn())
             best[k] = min(best[k], time.perf_counter() - t0)
     return best
+
+
+def machine_line() -> str:
+    """Backend, device count, CPU model, core count and load average (1/5/15 min): the
+    line every benchmark prints with its ratios (the machine may be shared)."""
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as f:
+            cpu = next(ln.split(":", 1)[1].strip() for ln in f if ln.startswith("model name"))
+    except (OSError, StopIteration):
+        pass
+    return (f"backend: {jax.default_backend()}, devices: {jax.device_count()}, CPU: {cpu}, "
+            f"{os.cpu_count()} cores, load average (1/5/15 min): "
+            + " ".join(f"{x:.1f}" for x in os.getloadavg()))

@@ -167,21 +167,28 @@ class PredrawnStep:
         return self.apply(self.draw(key), state, f)
 
 
-def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> Algorithm:
+def two_point(domain, delta: float, rule: StepRule,
+              optimistic: bool | Array = True) -> Algorithm:
     """Two-point bandit learner; the loss charged is (f(x + delta u) + f(x - delta u)) / 2.
 
     Args:
       domain: a ``Ball`` or ``Box``.
       delta: exploration radius, 0 < delta < inner radius of the domain.
       rule: step-size rule.
-      optimistic: use the previous estimate g_{t-1} as the hint M_t (else M_t = 0).
+      optimistic: use the previous estimate g_{t-1} as the hint M_t (else M_t = 0). A
+        Python bool picks the program; a boolean scalar array (e.g. traced under
+        ``vmap``) selects the hint at run time, so the optimistic and the plain learner
+        share one compiled program.
 
     Returns:
       ``Algorithm(init, step)``: ``init(key, x0=None) -> BanditState``;
       ``step(key, state, f) -> (BanditState, RoundInfo)``, key: the direction u (a
       ``PredrawnStep``: ``run(..., predraw=True)`` draws every direction before its scan).
     """
-    hint = "previous" if optimistic else "none"
+    static = isinstance(optimistic, bool | np.bool_)
+    if not static:
+        validation.check_shape("optimistic", optimistic, ())
+    hint = "previous" if not static or optimistic else "none"
     play_domain = _check_common(domain, delta, hint, 1.0)
     d = domain.dim
 
@@ -190,6 +197,8 @@ def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> 
 
     def apply(u: Array, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
         m = _current_hint(state, hint)
+        if not static:
+            m = jnp.where(optimistic, m, jnp.zeros_like(m))
         eta = rule(state.sum_var, state.t + 1)
         x = play_domain.project(state.xhat - eta * m)
         fp, fm = f(x + delta * u), f(x - delta * u)

@@ -15,14 +15,21 @@ nothing is added to compiled code and ``jit`` / ``vmap`` of ``auroc`` still work
 * ``mean_and_ci``: ``level`` in (0, 1); ``axis`` valid; >= 2 replicates along it; a
   non-finite sample gives a RuntimeWarning naming ``samples`` (the NaN/inf result is kept
   so a long run still writes its summary).
+* ``bootstrap_ci``: ``num_resamples`` >= 2, ``level`` in (0, 1), ``samples`` a non-empty
+  tuple of arrays with a common leading axis n >= 2 and no NaN (ValueError naming
+  ``samples[i]``).
+
+Host values (NumPy arrays, lists) are computed with NumPy in their own precision
+(float64 stays float64), so summaries compile nothing; ``jax.Array`` inputs and traced
+values take the jitted path. SciPy is imported by the one function that needs it.
 """
 
+import functools
 import warnings
 
 import jax
 import jax.numpy as jnp
 import numpy as np
-from scipy import stats
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, ArrayLike
@@ -80,7 +87,9 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> Array:
     """Area under the ROC curve, positives = ``labels == True`` (Mann-Whitney U / (n+ n-)).
 
     Ties count one half. Jittable and vmappable (inputs are validated first when concrete,
-    see the module docstring).
+    see the module docstring). Host ``scores`` (NumPy, lists) are ranked with NumPy in
+    their own precision (float64 scores 1 and 1 + 1e-12 are distinct); ``jax.Array``
+    and traced scores are ranked by the jitted path in their dtype (never narrowed).
 
     Args:
       scores: [n] real scores, larger means "more positive"; no NaN.
@@ -93,12 +102,31 @@ def auroc(scores: ArrayLike, labels: ArrayLike) -> Array:
       ValueError: for concrete NaN scores, labels other than 0/1 or a single class.
     """
     _check_auroc_inputs(scores, labels)
+    if not isinstance(scores, jax.Array) and not isinstance(labels, jax.Array):
+        return _auroc_host(np.asarray(scores), np.asarray(labels))
     return _auroc(scores, labels)
+
+
+def _auroc_host(scores: np.ndarray, labels: np.ndarray) -> np.float64:
+    """``auroc`` of host arrays in NumPy (scores in their own float precision)."""
+    if scores.dtype.kind not in "fc":
+        scores = scores.astype(np.float64)
+    labels = labels.astype(bool)
+    s = np.sort(scores)
+    r = (np.searchsorted(s, scores, "left") + np.searchsorted(s, scores, "right") + 1) / 2.0
+    n_pos = int(labels.sum())
+    n_neg = labels.shape[0] - n_pos
+    if n_pos == 0 or n_neg == 0:
+        return np.float64(np.nan)
+    u = r[labels].sum() - n_pos * (n_pos + 1) / 2.0
+    return np.float64(u / (n_pos * n_neg))
 
 
 @jax.jit
 def _auroc(scores: ArrayLike, labels: ArrayLike) -> Array:
-    scores = jnp.asarray(scores, jnp.float32)
+    scores = jnp.asarray(scores)
+    if not jnp.issubdtype(scores.dtype, jnp.floating):
+        scores = scores.astype(jnp.result_type(float))
     labels = jnp.asarray(labels).astype(bool)
     r = average_ranks(scores)
     n_pos = jnp.sum(labels)
@@ -170,12 +198,17 @@ def mean_and_ci(samples: ArrayLike, axis: int = 0, level: float = 0.95):
     if not np.all(np.isfinite(x)):
         warnings.warn(f"`samples` holds {int((~np.isfinite(x)).sum())} non-finite values: the "
                       "mean / CI are NaN or inf.", RuntimeWarning, stacklevel=2)
+    from scipy import stats  # a third of `import jaxlab`'s time if imported at the top
+
     mean = x.mean(axis=axis)
     sem = x.std(axis=axis, ddof=1) / np.sqrt(n)
     return mean, stats.t.ppf(0.5 + level / 2.0, df=n - 1) * sem
 
 
 BOOTSTRAP_CHUNK = 128
+# jax.Array samples with at least this many elements in all stay on the device (jitted,
+# chunked resamples); smaller ones, and all host arrays, are resampled with NumPy.
+DEVICE_MIN_SIZE = 1 << 16
 
 
 def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.95):
@@ -186,32 +219,72 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
     by ``jax.random.randint(key, (num_resamples, n), 0, n)``. Resamples where the
     statistic is NaN (e.g. an AUROC of a one-class resample) are ignored.
 
+    Host samples (NumPy arrays, lists), and ``jax.Array`` samples of fewer than
+    ``DEVICE_MIN_SIZE`` elements in all, are resampled on the host: ``statistic`` is
+    called once per resample on NumPy arrays (NumPy functions, array methods and
+    ``metrics.auroc`` run in NumPy; ``jnp`` functions also work, op by op), so nothing is
+    compiled per call; a resample on which it raises ValueError (``auroc`` of one
+    class) counts as NaN, as on the device. Larger ``jax.Array`` samples stay on the device:
+    ``jax.lax.map`` over chunks of ``BOOTSTRAP_CHUNK`` resamples in one jitted program,
+    compiled once per ``statistic`` (hashable, e.g. a module-level function) and shapes.
+
     Args:
       key: PRNG key.
-      statistic: jnp function of the arrays in ``samples`` returning a scalar.
-      samples: tuple of arrays with a common leading axis n >= 2.
+      statistic: function of the arrays in ``samples`` returning a scalar.
+      samples: tuple of arrays with a common leading axis n >= 2, without NaN.
       num_resamples: number of bootstrap resamples (>= 2).
       level: interval level in (0, 1).
 
     Returns:
       (point, low, high) Python floats.
+
+    Raises:
+      ValueError: naming the argument: ``num_resamples`` < 2, ``level`` outside (0, 1),
+        no arrays, ``samples[i]`` without the common leading axis or holding NaN.
     """
     validation.check_min_count("num_resamples", num_resamples, 2, "a percentile interval")
     validation.check_in_range("level", level, 0.0, 1.0, low_inclusive=False, high_inclusive=False)
-    samples = tuple(jnp.asarray(s) for s in samples)
+    samples = tuple(samples)
     if not samples:
         raise ValueError("`samples` must hold at least one array.")
+    on_device = (any(isinstance(s, jax.Array) for s in samples)
+                 and sum(int(np.size(s)) for s in samples) >= DEVICE_MIN_SIZE)
+    samples = tuple(jnp.asarray(s) if on_device else np.asarray(s) for s in samples)
     n = samples[0].shape[0] if samples[0].ndim else 0
     for i, s in enumerate(samples):
         if s.ndim == 0 or s.shape[0] != n:
             raise ValueError(f"`samples[{i}]` must have leading axis {n}, got shape {s.shape}.")
+        if jnp.issubdtype(s.dtype, jnp.inexact) and bool((jnp if on_device else np)
+                                                         .isnan(s).any()):
+            raise ValueError(f"`samples[{i}]` must not contain NaN, got "
+                             f"{int((jnp if on_device else np).isnan(s).sum())} NaN entries "
+                             f"(shape {s.shape}).")
     validation.check_min_count("len(samples[0])", n, 2, "a bootstrap needs two rows")
     point = float(statistic(*samples))
     idx = jax.random.randint(key, (num_resamples, n), 0, n)
-    # Chunks of BOOTSTRAP_CHUNK resamples (vmapped inside a scan): the same values as one
-    # vmap over all of them, with memory bounded by the chunk (a pixel-level AUROC over
-    # 10^5 pixels x 2000 resamples held ~10 GB in one vmap).
-    boots = np.asarray(jax.lax.map(lambda i: statistic(*(s[i] for s in samples)), idx,
-                                   batch_size=min(num_resamples, BOOTSTRAP_CHUNK)))
+    if on_device:
+        boots = np.asarray(_device_resamples(statistic, samples, idx,
+                                             min(num_resamples, BOOTSTRAP_CHUNK)))
+    else:
+        boots = np.array([_host_statistic(statistic, [s[i] for s in samples])
+                          for i in np.asarray(idx)])
     lo, hi = np.nanpercentile(boots, [50 - 50 * level, 50 + 50 * level])
     return point, float(lo), float(hi)
+
+
+def _host_statistic(statistic, resample) -> float:
+    """``statistic`` of one host resample; NaN where it is undefined there (it raises a
+    ValueError, as ``auroc`` does for a one-class resample, which the jitted path
+    returns as NaN)."""
+    try:
+        return float(statistic(*resample))
+    except ValueError:
+        return float("nan")
+
+
+@functools.partial(jax.jit, static_argnums=(0, 3))
+def _device_resamples(statistic, samples, idx, chunk):
+    # Chunks of resamples (vmapped inside a scan): the same values as one vmap over all of
+    # them, with memory bounded by the chunk (a pixel-level AUROC over 10^5 pixels x 2000
+    # resamples held ~10 GB in one vmap).
+    return jax.lax.map(lambda i: statistic(*(s[i] for s in samples)), idx, batch_size=chunk)

@@ -12,7 +12,8 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     P[s, a, :] summing to 1; ``rewards`` [S, A] finite; ``gamma`` in [0, 1) (``make_mdp``)
     or [0, 1] (``check_mdp``, the weakest requirement; value iteration asks for < 1).
   * ``garnet``: ``num_states``, ``num_actions``, ``branching`` positive integers with
-    ``branching`` <= ``num_states``; ``gamma`` in [0, 1).
+    ``branching`` <= ``num_states``; ``gamma`` in [0, 1); ``key`` concrete (the draw is
+    made on the host with NumPy, ``host_rng``).
   * ``chain``: ``num_states`` >= 2; ``gamma`` in [0, 1); ``success_prob`` in (0, 1];
     ``far_reward`` and ``near_reward`` finite.
   * ``sparse_reward``: as ``garnet``, plus ``num_rewarding`` in [1, S A].
@@ -120,31 +121,56 @@ def garnet(key: PRNGKey, num_states: int, num_actions: int, branching: int,
     """A random Garnet MDP (Archibald et al., 1995).
 
     Each (s, a) moves to ``branching`` distinct next states chosen uniformly, with
-    probabilities from a flat Dirichlet; rewards are uniform on [0, 1].
+    probabilities from a flat Dirichlet; rewards are uniform on [0, 1]. Setup code run
+    once: the draw is made on the host with NumPy, from a generator seeded by the key's
+    data (``host_rng``), so it compiles nothing (JAX's samplers cost seconds of XLA
+    compile per shape on a CPU) and the same key always gives the same MDP.
 
     Args:
-      key: PRNG key.
+      key: concrete PRNG key (typed or raw uint32).
       num_states: S >= 1.
       num_actions: A >= 1.
       branching: number of reachable next states per (s, a), 1 <= b <= S.
       gamma: discount in [0, 1).
     """
+    _check_garnet_dims(num_states, num_actions, branching)
+    validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
+    transitions, rewards = _garnet_draw(host_rng(key), num_states, num_actions, branching)
+    return TabularMDP(jnp.asarray(transitions, jnp.float32), jnp.asarray(rewards, jnp.float32),
+                      jnp.asarray(gamma, jnp.float32))
+
+
+def host_rng(key: PRNGKey) -> np.random.Generator:
+    """A NumPy generator seeded by the data of a concrete JAX ``key`` (same key, same
+    stream), for setup draws that should not compile anything.
+
+    Raises:
+      ValueError: if ``key`` is traced (the draw needs its value).
+    """
+    if isinstance(key, jax.core.Tracer):
+        raise ValueError("`key` must be concrete (setup draws are made on the host with "
+                         "NumPy); call this outside jit/vmap.")
+    data = np.asarray(jax.random.key_data(key) if jnp.issubdtype(key.dtype, jax.dtypes.prng_key)
+                      else key, np.uint32)
+    return np.random.default_rng(data.ravel().tolist())
+
+
+def _check_garnet_dims(num_states, num_actions, branching) -> None:
     validation.check_positive_int("num_states", num_states)
     validation.check_positive_int("num_actions", num_actions)
     validation.check_positive_int("branching", branching)
     if branching > num_states:
         raise ValueError(f"`branching` must be <= num_states={num_states}, got {branching}.")
-    validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
-    k_support, k_probs, k_rew = jax.random.split(key, 3)
+
+
+def _garnet_draw(rng: np.random.Generator, num_states: int, num_actions: int,
+                 branching: int) -> tuple[np.ndarray, np.ndarray]:
+    """([S, A, S] transitions, [S, A] rewards) in float64 from ``rng``."""
     shape = (num_states, num_actions)
-    scores = jax.random.uniform(k_support, shape + (num_states,))
-    _, support = jax.lax.top_k(scores, branching)  # [S, A, b] distinct next states
-    probs = jax.random.dirichlet(k_probs, jnp.ones(branching), shape)
-    transitions = jnp.zeros(shape + (num_states,)).at[
-        jnp.arange(num_states)[:, None, None], jnp.arange(num_actions)[None, :, None], support
-    ].set(probs)
-    rewards = jax.random.uniform(k_rew, shape)
-    return TabularMDP(transitions, rewards, jnp.asarray(gamma, jnp.float32))
+    support = np.argsort(rng.random(shape + (num_states,)), axis=-1)[..., :branching]
+    transitions = np.zeros(shape + (num_states,))
+    np.put_along_axis(transitions, support, rng.dirichlet(np.ones(branching), shape), -1)
+    return transitions, rng.random(shape)
 
 
 def chain(num_states: int, gamma: float, success_prob: float = 0.9,
@@ -185,21 +211,27 @@ def sparse_reward(key: PRNGKey, num_states: int, num_actions: int, branching: in
                   gamma: float, num_rewarding: int = 1) -> TabularMDP:
     """Garnet dynamics with a sparse reward: 1 on ``num_rewarding`` random (s, a), else 0.
 
+    The dynamics are ``garnet(jax.random.split(key)[0], ...)``; the rewarding pairs are
+    drawn on the host from the second key (``host_rng``).
+
     Args:
-      key: PRNG key (dynamics and the rewarding pairs).
+      key: concrete PRNG key (dynamics and the rewarding pairs).
       num_states, num_actions, branching: as in ``garnet``.
       gamma: discount in [0, 1) (the study uses 0.99).
       num_rewarding: number of (s, a) pairs paying 1, in [1, S A].
     """
-    k_dyn, k_rew = jax.random.split(key)
-    base = garnet(k_dyn, num_states, num_actions, branching, gamma)
+    _check_garnet_dims(num_states, num_actions, branching)
+    validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
     validation.check_positive_int("num_rewarding", num_rewarding)
     if num_rewarding > num_states * num_actions:
         raise ValueError(f"`num_rewarding` must be <= S A = {num_states * num_actions}, got "
                          f"{num_rewarding}.")
-    pairs = jax.random.permutation(k_rew, num_states * num_actions)[:num_rewarding]
-    rewards = jnp.zeros(num_states * num_actions).at[pairs].set(1.0)
-    return base._replace(rewards=rewards.reshape(num_states, num_actions))
+    k_dyn, k_rew = jax.random.split(key)
+    base = garnet(k_dyn, num_states, num_actions, branching, gamma)
+    rewards = np.zeros(num_states * num_actions)
+    rewards[host_rng(k_rew).permutation(num_states * num_actions)[:num_rewarding]] = 1.0
+    return base._replace(
+        rewards=jnp.asarray(rewards.reshape(num_states, num_actions), jnp.float32))
 
 
 def with_bernoulli_rewards(mdp: TabularMDP) -> TabularMDP:

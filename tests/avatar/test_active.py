@@ -128,7 +128,11 @@ def test_smoke_experiment_writes_results(tmp_path):
         d = pr["paired_final_mrr"]["avatar-gain - random"]
         assert d["lo"] <= d["mean"] <= d["hi"]
         assert all(0.0 <= v <= 1.0 for v in pr["round0_picked_correct"].values())
-    assert s["scaling"]["dense_over_cg"][0] > 0
+    assert s["scaling"]["dense_over_cg"][0] > 0 and s["scaling"]["cholesky_over_cg"][0] > 0
+    assert max(s["scaling"]["cholesky_residual"]) < 1e-4
+    hard = s["scaling_hard"]  # non-uniform marginals, eps 0.01
+    assert hard["epsilon"] == [0.01] and hard["cholesky_over_cg"][0] > 0
+    assert max(hard["cholesky_residual"]) < 1e-3
     assert max(s["scaling"]["cg_residual"]) < 1e-5  # entropic_plan's CG tol is 1e-6
     rows = avatar_experiment.headline(s)
     assert any("picks already top-1 correct" in k for k, _ in rows)

@@ -18,7 +18,7 @@ def problem():
     return cost, res.plan
 
 
-@pytest.mark.parametrize("method", ["cg", "dense"])
+@pytest.mark.parametrize("method", ["cg", "dense", "cholesky"])
 def test_matches_ott_implicit_differentiation(problem, method):
     cost, plan = problem
     w = jax.random.normal(jax.random.key(1), cost.shape)

@@ -1,6 +1,8 @@
 import json
 import os
 
+import jax
+import numpy as np
 import pytest
 
 from experiments import bco as bco_exp
@@ -46,3 +48,18 @@ def test_units_are_the_studies():
     cfg = bcfg.get_config("smoke")
     assert registry.experiment("bco") is bco_exp.EXPERIMENT
     assert [u.name for u in bco_exp.EXPERIMENT.units(cfg, "/unused")] == list(UNITS)
+
+
+def test_two_point_learners_in_one_program_match_each_constructor():
+    """vs_rounds / vs_variation run TWO_POINT's three learners as one program (hint and
+    step scale traced): the same regrets as each constructor's own program."""
+    from jaxlab.bco import domains, losses
+
+    dom = domains.ball(3)
+    keys = jax.random.split(jax.random.key(0), 2)
+    seq = lambda k, a: losses.switching_quadratic(k, 60, 3, 1, radius=a, offset=0.3)  # noqa: E731
+    folded = bco_exp._two_point_regrets(dom, 0.05, seq, keys, [0.1, 0.3], horizons=[30, 60])
+    for row, make in zip(folded, bco_exp.TWO_POINT.values(), strict=True):
+        own = bco_exp._final_regrets(lambda make=make: make(dom, 0.05), seq, dom, keys,
+                                     [0.1, 0.3], horizons=[30, 60])
+        np.testing.assert_allclose(row, own, rtol=1e-5, atol=1e-6)

@@ -23,6 +23,26 @@ def test_matches_numpy_reference(optimistic):
     np.testing.assert_allclose(info.loss, ref_loss, rtol=1e-3, atol=1e-4)
 
 
+def test_traced_optimistic_flag_is_one_program_for_both_learners():
+    """optimistic as a vmapped bool array: one program whose rows are the optimistic and
+    the plain learner, against the NumPy reference of each."""
+    d, t, delta = 3, 200, 0.1
+    dom = bco.ball(d, 1.0)
+    seq = losses.stochastic_quadratic(jax.random.key(0), t, d, sigma=0.3, curvature=1.5)
+
+    def xs(opt):
+        learner = bco.two_point(dom, delta, bco.step_rule(2.0), optimistic=opt)
+        return bco.run(learner, jax.random.key(1), seq, jnp.zeros(d)).x
+
+    both = jax.jit(jax.vmap(xs))(jnp.array([True, False]))
+    us = jax.vmap(lambda k: bco.estimators.sphere(k, d))(jax.random.split(jax.random.key(1), t))
+    for row, opt in zip(both, (True, False), strict=True):
+        _, ref_x = two_point_ogd_numpy(seq.centers, 1.5, 1.0, delta, 2.0, np.asarray(us), opt)
+        np.testing.assert_allclose(row, ref_x, atol=2e-4)
+    with pytest.raises(ValueError, match="optimistic"):
+        bco.two_point(dom, delta, bco.step_rule(2.0), optimistic=jnp.array([True, False]))
+
+
 def _mean_final_regret(learner, make_seq, domain, seeds=8, dynamic=False):
     def one(k):
         ks, kr = jax.random.split(k)

@@ -113,3 +113,55 @@ def test_bootstrap_ci_matches_a_numpy_loop_over_the_same_resamples():
     want = np.nanpercentile(ref, [2.5, 97.5])
     np.testing.assert_allclose(point, roc_auc_score(labels, scores), rtol=1e-6)
     np.testing.assert_allclose([lo, hi], want, rtol=1e-5)
+
+
+def test_auroc_keeps_float64_host_scores():
+    """Scores 1, 1 + 1e-12, ... are distinct in float64 (equal in float32): labels that
+    agree with them give AUROC 1, as scikit-learn says."""
+    n = 12
+    scores = 1.0 + np.arange(n) * 1e-12
+    labels = np.arange(n) >= n // 2
+    assert roc_auc_score(labels, scores) == 1.0
+    assert float(metrics.auroc(scores, labels)) == 1.0
+    rng = np.random.default_rng(5)
+    scores = 1.0 + rng.normal(size=50) * 1e-10
+    labels = rng.random(50) < 0.5
+    assert float(metrics.auroc(scores, labels)) == pytest.approx(
+        roc_auc_score(labels, scores), abs=1e-12)
+
+
+def test_bootstrap_ci_rejects_nan_samples_naming_them():
+    x = np.array([1.0, 2.0, 3.0, 4.0])
+    with pytest.raises(ValueError, match=r"`samples\[1\]` must not contain NaN"):
+        metrics.bootstrap_ci(jax.random.key(0), lambda a, b: np.mean(a - b),
+                             (x, np.array([1.0, np.nan, 0.0, 2.0])), 50)
+    with pytest.raises(ValueError, match=r"`samples\[0\]` must not contain NaN"):
+        metrics.bootstrap_ci(jax.random.key(0), jnp.mean, (jnp.array([1.0, jnp.nan]),), 50)
+
+
+def test_bootstrap_ci_device_path_matches_host_path(monkeypatch):
+    """The jitted, chunked path (large jax.Array samples) gives the host path's interval
+    over the same resample indices."""
+    rng = np.random.default_rng(2)
+    n, r = 40, metrics.BOOTSTRAP_CHUNK + 9
+    labels = rng.integers(0, 2, n).astype(bool)
+    scores = (rng.normal(size=n) + labels).astype(np.float32)
+    key = jax.random.key(7)
+    host = metrics.bootstrap_ci(key, metrics.auroc, (scores, labels), r)
+    monkeypatch.setattr(metrics, "DEVICE_MIN_SIZE", 0)
+    device = metrics.bootstrap_ci(key, metrics.auroc, (jnp.asarray(scores),
+                                                       jnp.asarray(labels)), r)
+    np.testing.assert_allclose(device, host, rtol=1e-6)
+
+
+def test_bootstrap_ci_on_host_compiles_nothing_on_a_repeat_call():
+    """A fresh lambda on host arrays (as the summaries pass) compiles no XLA program once
+    the resample-index program of that shape exists."""
+    from experiments.lib import compile_cache
+
+    x, y = np.arange(30.0), np.arange(30.0)[::-1].copy()
+    metrics.bootstrap_ci(jax.random.key(0), lambda a, b: np.mean(a - b), (x, y), 100)
+    before = compile_cache.tally()
+    out = metrics.bootstrap_ci(jax.random.key(1), lambda a, b: a.mean() / b.mean(), (x, y), 100)
+    assert (compile_cache.tally() - before).programs == 0
+    assert out[1] <= out[0] <= out[2]

@@ -21,6 +21,21 @@ def test_garnet_structure():
     assert np.all((np.asarray(mdp.rewards) >= 0) & (np.asarray(mdp.rewards) <= 1))
 
 
+def test_garnet_probabilities_are_flat_dirichlet():
+    """Each P[s, a, :] restricted to its support is Dirichlet(1, ..., 1): the entry of the
+    lowest reachable state is Beta(1, b - 1) (KS test over 600 rows), and the same key
+    gives the same MDP."""
+    from scipy import stats
+
+    b = 3
+    mdp = ql.garnet(jax.random.key(11), 30, 20, b, 0.9)
+    p = np.asarray(mdp.transitions).reshape(-1, 30)
+    first = p[np.arange(len(p)), (p > 0).argmax(-1)]
+    assert stats.kstest(first, stats.beta(1, b - 1).cdf).pvalue > 1e-3
+    again = ql.garnet(jax.random.key(11), 30, 20, b, 0.9)
+    np.testing.assert_array_equal(np.asarray(again.transitions), np.asarray(mdp.transitions))
+
+
 @pytest.mark.parametrize("make", [
     lambda: ql.garnet(jax.random.key(3), 8, 3, 3, 0.9),
     lambda: ql.chain(6, 0.95),

@@ -1,0 +1,157 @@
+"""JAX's persistent compilation cache, on by default for jaxlab's entry points.
+
+A compiled XLA program is written to a folder keyed by everything that determines it
+(the program, the compile options, the JAX / jaxlib version and the device), so a second
+run of the same experiment, test or notebook loads it instead of compiling again.
+
+``enable()`` is called by the experiment binaries (``experiments.common.launch``), the
+suite and ``experiments.lib.study.train_and_evaluate`` (so the notebooks too); the test
+run (``tests/conftest.py``) uses its own folder, ``~/.cache/jaxlab/xla-tests``. Where the
+folder is:
+
+* ``JAXLAB_COMPILATION_CACHE=<dir>``: that folder;
+* ``JAXLAB_COMPILATION_CACHE=0`` (or ``off``, ``false``, ``no``, empty): no cache;
+* otherwise the ``path`` given to ``enable`` (default
+  ``$XDG_CACHE_HOME/jaxlab/xla``, i.e. ``~/.cache/jaxlab/xla``).
+
+A folder already set through JAX's own ``jax_compilation_cache_dir`` option (or the
+``JAX_COMPILATION_CACHE_DIR`` variable) is kept as it is. The folder is trusted: whoever
+can write to it can make this process run arbitrary code, so it must not be shared with
+untrusted users. Its size is not bounded (delete it at any time to reclaim the space).
+
+``tally()`` counts the compile work of this process (seconds, programs, cache hits) from
+JAX's monitoring events; the study runner writes it per unit to ``timing.json``.
+"""
+
+import os
+from typing import NamedTuple
+
+ENV = "JAXLAB_COMPILATION_CACHE"
+# Programs that compile faster than this are not written (JAX's default is 1 s; most
+# of the study units' programs compile in 0.5-5 s on a 2-core CPU).
+MIN_COMPILE_SECS = 0.5
+_OFF = ("", "0", "off", "false", "no")
+
+
+def default_dir() -> str:
+    """``$XDG_CACHE_HOME/jaxlab/xla`` (``~/.cache/jaxlab/xla`` when the variable is unset)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "jaxlab", "xla")
+
+
+def resolve(path: str | os.PathLike | None = None) -> str | None:
+    """The cache folder ``enable(path)`` would use (absolute), or ``None`` when
+    ``JAXLAB_COMPILATION_CACHE`` turns the cache off; imports nothing heavy."""
+    env = os.environ.get(ENV)
+    if env is not None and env.strip().lower() in _OFF:
+        return None
+    return os.path.abspath(os.path.expanduser(
+        env.strip() if env is not None else os.fspath(path or default_dir())))
+
+
+def enable(path: str | os.PathLike | None = None,
+           min_compile_secs: float = MIN_COMPILE_SECS) -> str | None:
+    """Turns JAX's persistent compilation cache on (idempotent).
+
+    Args:
+      path: the folder used when ``JAXLAB_COMPILATION_CACHE`` is unset (``None``:
+        ``default_dir()``).
+      min_compile_secs: programs compiling faster than this are not cached (kept if
+        ``JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS`` is set).
+
+    Returns:
+      The cache folder in use, or ``None`` when the cache is off.
+
+    Raises:
+      ValueError: if ``min_compile_secs`` is negative.
+    """
+    import jax
+
+    if not min_compile_secs >= 0:
+        raise ValueError(f"`min_compile_secs` must be >= 0, got {min_compile_secs!r}.")
+    current = jax.config.jax_compilation_cache_dir
+    if current:
+        return current
+    folder = resolve(path)
+    if folder is None:
+        return None
+    os.makedirs(folder, exist_ok=True)
+    jax.config.update("jax_compilation_cache_dir", folder)
+    if "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS" not in os.environ:
+        jax.config.update("jax_persistent_cache_min_compile_time_secs",
+                          float(min_compile_secs))
+    return folder
+
+
+# ---------------------------------------------------------------- compile accounting
+
+_TRACE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
+                 "/jax/core/compile/jaxpr_to_mlir_module_duration")
+_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
+_HIT_EVENT = "/jax/compilation_cache/cache_hits"
+_totals = {"compile_s": 0.0, "trace_s": 0.0, "programs": 0, "cache_hits": 0}
+_listening = False
+
+
+class CompileTally(NamedTuple):
+    """Compile work done in this process since the first ``tally()`` call (JAX's
+    ``jax.monitoring`` events).
+
+    Attributes:
+      compile_s: seconds in XLA compiles (a program loaded from the persistent cache
+        counts its load time).
+      trace_s: seconds tracing to jaxprs and lowering them to MLIR.
+      programs: XLA programs compiled or loaded from the persistent cache.
+      cache_hits: of ``programs``, those loaded from the persistent cache.
+    """
+
+    compile_s: float
+    trace_s: float
+    programs: int
+    cache_hits: int
+
+    @property
+    def compiles(self) -> int:
+        """Programs XLA actually compiled (``programs - cache_hits``)."""
+        return self.programs - self.cache_hits
+
+    def __sub__(self, other: "CompileTally") -> "CompileTally":
+        return CompileTally(*(a - b for a, b in zip(self, other, strict=True)))
+
+
+def _on_duration(event: str, seconds: float, **kwargs) -> None:
+    del kwargs
+    if event == _COMPILE_EVENT:
+        _totals["compile_s"] += seconds
+        _totals["programs"] += 1
+    elif event in _TRACE_EVENTS:
+        _totals["trace_s"] += seconds
+
+
+def _on_event(event: str, **kwargs) -> None:
+    del kwargs
+    if event == _HIT_EVENT:
+        _totals["cache_hits"] += 1
+
+
+def tally() -> CompileTally:
+    """The running totals (listeners are installed on the first call: work before it is
+    not counted). Subtract two tallies for the work between them."""
+    global _listening
+    if not _listening:
+        import jax
+
+        jax.monitoring.register_event_duration_secs_listener(_on_duration)
+        jax.monitoring.register_event_listener(_on_event)
+        _listening = True
+    return CompileTally(**_totals)
+
+
+def timing_row(wall_s: float, work: CompileTally) -> dict:
+    """``{"wall_s", "compile_s", "trace_s", "run_s", "compiles", "cache_hits"}`` of a
+    stage that took ``wall_s`` seconds and did ``work`` (run_s: the rest of the wall time,
+    execution and Python)."""
+    return {"wall_s": round(wall_s, 3), "compile_s": round(work.compile_s, 3),
+            "trace_s": round(work.trace_s, 3),
+            "run_s": round(max(wall_s - work.compile_s - work.trace_s, 0.0), 3),
+            "compiles": work.compiles, "cache_hits": work.cache_hits}
