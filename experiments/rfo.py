@@ -106,9 +106,13 @@ def eval_every(config, cfg) -> int:
 def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
     """Everything that determines the (task, method) unit's result besides the code."""
     cfg, _ = method_config(config, task, method)
-    return {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
+    spec = {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
             "seed": config.seed, "chunks": _chunking(config, cfg)[0],
             "eval_every": eval_every(config, cfg)}
+    limit = config.get("max_nonfinite_grad_share", 1.0)
+    if limit < 1.0:  # a limit can fail the unit: part of its key (1.0, never, is not)
+        spec["max_nonfinite_grad_share"] = limit
+    return spec
 
 
 def seed_keys(config: ml_collections.ConfigDict, task: str) -> jax.Array:
@@ -177,6 +181,8 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
         logging.warning("rfo: %s %s: %d of %d updates had non-finite policy gradients "
                         "(zeroed before the step); per seed %s", task_name, method,
                         int(bad_grads.sum()), gn.size, bad_grads.tolist())
+    train.check_nonfinite_grad_share(gn, config.get("max_nonfinite_grad_share", 1.0),
+                                     f"rfo: {task_name} {method}")
     if not np.all(np.isfinite(ev)):
         raise FloatingPointError(f"rfo: {task_name} {method}: non-finite eval returns "
                                  f"({int((~np.isfinite(ev)).sum())} entries).")
