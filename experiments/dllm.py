@@ -55,6 +55,7 @@ the first unit that needs them) and are loaded once per run.
 
 import dataclasses
 import functools
+import json
 import os
 import time
 from collections.abc import Callable
@@ -708,8 +709,80 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def _history(config, unit, workdir):
+    candidates = []
+    try:
+        shipped = dllm_models.shipped_path(config, unit) if config is not None else ""
+        if shipped:
+            candidates.append(shipped + "_history.json")
+    except Exception:  # noqa: BLE001 - optional
+        pass
+    candidates.append(os.path.join(os.path.abspath(workdir), "models", f"{unit}_history.json"))
+    for path in candidates:
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)
+    return None
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``): accuracy, NFE and Path LL
+    vs particles per decoder family, ESS traces, the POKE fit, the denoiser's losses;
+    tokens/s; the SALE check."""
+    if not isinstance(result, dict):
+        return {}
+    out = {}
+    if "decoders" in result:
+        rows = result["decoders"]
+        fams: dict[str, list] = {}
+        for dname, row in rows.items():
+            fams.setdefault(row.get("family", dname), []).append((dname, row))
+        for fam, items in fams.items():
+            parts = [int(r.get("particles", 1)) for _, r in items]
+            distinct = len(set(parts)) == len(parts)
+            groups = [(fam, items)] if distinct else [(d, [(d, r)]) for d, r in items]
+            for run, its in groups:
+                its = sorted(its, key=lambda dr: int(dr[1].get("particles", 1)))
+                steps = np.array([int(r.get("particles", 1)) for _, r in its])
+                for field in ("accuracy", "nfe", "path_ll"):
+                    if all(field in r for _, r in its):
+                        out[(run, f"dllm/{field}_vs_particles")] = (
+                            steps, np.array([float(r[field]) for _, r in its]))
+        for dname, row in rows.items():  # SMC health along the decode, per decoder
+            if "ess_trace" in row:
+                trace = np.asarray(row["ess_trace"], np.float64)
+                out[(dname, "dllm/mean_ess_over_n_vs_step")] = (np.arange(len(trace)), trace)
+        fit = result.get("poke_fit")
+        if isinstance(fit, dict):
+            for k in ("mse", "r2"):
+                if k in fit:
+                    out[f"dllm/poke_fit_{k}"] = np.array([float(fit[k])])
+        hist = _history(config, unit, workdir)
+        if hist and "step" in hist:
+            for k in ("train_loss", "eval_loss"):
+                if k in hist:
+                    out[("denoiser", f"dllm/denoiser_{k}")] = (np.asarray(hist["step"]),
+                                                               np.asarray(hist[k]))
+    elif unit == "throughput":
+        per = result["per_particles"]
+        ns = sorted(per, key=int)
+        for k in ("smc", "greedy_batched", "sampled_batched"):
+            out[(k, "dllm/tokens_per_s_vs_particles")] = (
+                np.array([int(n) for n in ns]),
+                np.array([per[n]["tokens_per_s"][k] for n in ns]))
+    elif unit == "sale" and isinstance(result.get("results"), dict):
+        for name, r in result["results"].items():
+            for k, v in r.items():
+                out[(name, f"dllm/sale_{k}")] = np.array([float(v)])
+    return out
+
+
 EXPERIMENT = study.Experiment(name="dllm", validate=config_lib.validate_config, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/dllm.py:quick")

@@ -689,8 +689,26 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del config, workdir
+    if not isinstance(result, dict):
+        return {}
+    if "losses" in result:
+        return {"gepc/score_model_loss": np.asarray(result["losses"]).reshape(-1)}
+    if "residuals" in result:
+        r = np.asarray(result["residuals"], np.float64)  # [N, T, G]
+        return {"gepc/mean_residual_vs_timestep_index": r.mean(axis=(0, 2))}
+    return {}
+
+
 EXPERIMENT = study.Experiment(name="gepc", validate=scoring.validate_config, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/gepc.py:quick")

@@ -389,8 +389,41 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del config, workdir
+    if not isinstance(result, dict):
+        return {}
+    out = {}
+    if "env_steps" in result:
+        for field in ("eval_return", "train_reward"):
+            # evaluations run every few updates: their own env-step axis when present
+            key = "eval_env_steps" if field == "eval_return" and "eval_env_steps" in result \
+                else "env_steps"
+            steps = np.asarray(result[key]).reshape(-1)
+            if field in result:
+                v = np.asarray(result[field], np.float64)
+                out[f"rfo/{field}"] = (steps, v.reshape(-1, steps.size).mean(0))
+    elif isinstance(result.get("env_steps_per_s"), dict):
+        by_backend = result["env_steps_per_s"]
+        if by_backend and not isinstance(next(iter(by_backend.values())), dict):
+            by_backend = {"mjx": {"forward": by_backend}}  # before session 11: MJX forward
+        for backend, by_mode in by_backend.items():
+            for mode, rates in by_mode.items():
+                bs = sorted(rates, key=int)
+                tag = "rfo/rollout_env_steps_per_s_vs_batch"
+                out[(f"{backend}_{mode.replace('+', '_')}", tag)] = (
+                    np.array([int(b) for b in bs]), np.array([rates[b] for b in bs]))
+    return out
+
+
 EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/rfo.py:quick")
