@@ -330,7 +330,25 @@ def _estimate_and_select(q, k, v, tau, sizes, bits, causal, interpret, config):
 
 def kept_block_mask(selection: Selection, q_shape, k_shape, sizes: BlockSizes = BlockSizes(),
                     causal: bool = False, config: C.KernelConfig = C.DEFAULT_CONFIG):
-    """[B, Hq, ceil(N / b_q), nk] bool: always-kept blocks plus the selected ones."""
+    """The block mask a kernel ``Selection`` stands for: always-kept blocks plus the
+    selected ones, comparable with ``reference.block_keep_mask``.
+
+    Args:
+      selection: from ``estimate_and_select`` / ``sale_attention_pallas``.
+      q_shape, k_shape: the [B, Hq, N, D] / [B, Hk, N, D] shapes of that call.
+      sizes, causal, config: those of that call.
+
+    Returns:
+      [B, Hq, ceil(N / b_q), nk] bool, nk = ceil(N / b_q) * b_q / b_k key blocks.
+
+    Example:
+      >>> import jax
+      >>> from pallas_kernels.sale import BlockSizes, kept_block_mask, sale_attention_pallas
+      >>> q = k = v = jax.random.normal(jax.random.key(0), (1, 2, 32, 8))  # [B, H, N, D]
+      >>> _, sel = sale_attention_pallas(q, k, v, 0.05, BlockSizes(8, 8, 8), interpret=True)
+      >>> kept_block_mask(sel, q.shape, k.shape, BlockSizes(8, 8, 8)).shape
+      (1, 2, 4, 4)
+    """
     config = C.check_config(config)
     programs = selection.lists.index.shape[1]  # P = Hq / h_p of the plan that made it
     plan = C.make_plan(q_shape, k_shape, sizes, config, heads_per_program=q_shape[1] // programs)
