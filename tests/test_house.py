@@ -31,3 +31,17 @@ def test_plumbing_imports_no_method_binary(path):
 @pytest.mark.parametrize("name", sorted(registry.METHODS))
 def test_each_study_declares_its_scalars(name):
     assert callable(registry.experiment(name).scalars)
+
+
+SALE = ROOT / "pallas_kernels" / "sale"
+SHARED = {"pallas_kernels._compat", "pallas_kernels.sale._checks", "pallas_kernels.sale.common",
+          "pallas_kernels.sale.config", "pallas_kernels.sale.reference"}
+
+
+@pytest.mark.parametrize("backend", ["block_sparse_attention_tpu", "mosaic_gpu"])
+def test_sale_backends_import_only_the_common_modules(backend):
+    """No import cycle among the kernels: the backends read what they share from
+    ``common`` (and config / reference), never from the front ends that dispatch to them."""
+    bad = {m for m in _imports(SALE / f"{backend}.py") if m.startswith("pallas_kernels.sale.")
+           and ".".join(m.split(".")[:3]) not in SHARED}
+    assert not bad
