@@ -95,7 +95,7 @@ def attention(q, k, v, *, impl: str = "dense", causal: bool = False, tau=None,
 
     Example:
       >>> import jax, jax.numpy as jnp
-      >>> from jaxlab.attention import attention
+      >>> from jaxlab.attention import attention, attention_sizes
       >>> q = k = v = jax.random.normal(jax.random.key(0), (2, 16, 4, 8))  # [B, N, H, D]
       >>> lengths = jnp.array([16, 10])
       >>> mask = jnp.arange(16)[None, :] < lengths[:, None]            # [B, N]
