@@ -38,6 +38,7 @@ from absl import logging
 
 from experiments import common
 from experiments.lib import plots, study, timing
+from experiments.lib import scalars as S
 from jaxlab import avatar
 from jaxlab.avatar import adjoint, datasets, loop, solvers, tasks
 from jaxlab.core import metrics, sharding
@@ -380,8 +381,54 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del workdir
+    out = {}
+    if unit == "scaling":
+        a = np.asarray(result, np.float64)
+        steps, _ = S.sweep_steps(S.get_field(config, "scaling_sizes"), a.shape[0])
+        for j, (run, tag) in enumerate([("cg", "avatar/adjoint_seconds"),
+                                        ("dense", "avatar/adjoint_seconds"),
+                                        ("cg", "avatar/adjoint_relative_residual"),
+                                        ("dense", "avatar/adjoint_relative_residual"),
+                                        ("cholesky", "avatar/adjoint_seconds"),
+                                        ("cholesky", "avatar/adjoint_relative_residual")]):
+            if j < a.shape[1]:
+                out[(run, tag)] = (steps, a[:, j])
+        return out
+    if not isinstance(result, dict) or "metrics" not in result:
+        return {}
+    m = np.asarray(result["metrics"], np.float64)  # [protocols, metrics, strategies, seeds, R+1]
+    protocols = S.run_names(S.get_field(config, "protocols"), m.shape[0], "protocol")
+    strategies = S.run_names(S.get_field(config, "strategies"), m.shape[2], "strategy")
+    metric_names = S.run_names(METRICS, m.shape[1], "metric")
+
+    def run(p, s):
+        return strategies[s] if len(protocols) == 1 else f"{strategies[s]} ({protocols[p]})"
+
+    for p in range(m.shape[0]):
+        for s in range(m.shape[2]):
+            if strategies[s] in result.get("skipped", ()):  # not defined on this task
+                continue
+            for k, metric in enumerate(metric_names):
+                out[(run(p, s), f"avatar/{metric}")] = (np.arange(m.shape[-1]),
+                                                        S.mean(m[p, k, s], 0))
+            for field in ("picked", "pool"):
+                if field in result:
+                    v = np.asarray(result[field], np.float64)[p, s]
+                    out[(run(p, s), f"avatar/{field}_already_correct")] = (
+                        np.arange(v.shape[-1]), S.mean(v, 0))
+    return out
+
+
 EXPERIMENT = study.Experiment(name="avatar", validate=loop.validate_config, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/avatar.py:quick")

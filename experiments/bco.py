@@ -42,6 +42,7 @@ from absl import logging
 
 from experiments import common
 from experiments.lib import plots, study
+from experiments.lib import scalars as S
 from jaxlab.bco import domains, ensembles, learners, losses, variation
 from jaxlab.bco.run import dynamic_regret, regret, run
 from jaxlab.core import metrics, sharding
@@ -590,8 +591,49 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del workdir
+    a = np.asarray(result, np.float64)
+    two_point, dyn_rows, families = list(TWO_POINT), list(DYNAMIC_ROWS), list(FAMILIES)
+    nval = int(S.get_field(config, "num_val_seeds", 0) or 0)
+    # unit: (row names, config field of the swept axis, tag)
+    sweeps = {"vs_rounds": (two_point, "horizons", "bco/regret_vs_horizon_T"),
+              "vs_variation": (two_point, "amplitudes", "bco/regret_vs_amplitude"),
+              "variants": (("convex", "strongly convex", "universal"), "curvatures",
+                           "bco/regret_vs_curvature"),
+              "dynamic": (dyn_rows, "switch_periods", "bco/regret_vs_switch_period"),
+              "one_point": (("ema hint", "no hint"), "one_point_drifts",
+                            "bco/one_point_regret_vs_drift")}
+    out = {}
+    if unit in sweeps and a.ndim == 3:
+        rows, field, tag = sweeps[unit]
+        steps, is_index = S.sweep_steps(S.get_field(config, field), a.shape[1])
+        tag += "_index" if is_index else ""
+        for name, row in zip(S.run_names(rows, a.shape[0], "learner"), a, strict=True):
+            out[(name, tag)] = (steps, S.mean(row))
+    elif unit == "vs_dim" and a.ndim == 4:
+        steps, _ = S.sweep_steps(S.get_field(config, "dims"), a.shape[1])
+        for name, row in zip(S.run_names(("ours (optimistic)", "plain OGD"), 2, "learner"), a,
+                             strict=True):
+            out[(name, "bco/regret_vs_dim_step_1_over_sqrt_d")] = (steps,
+                                                                   S.mean(row[:, -1, nval:]))
+    elif unit == "families" and a.ndim == 5:
+        steps, _ = S.sweep_steps(S.get_field(config, "family_dims"), a.shape[2])
+        for fam, block in zip(S.run_names(families, a.shape[0], "family"), a, strict=True):
+            for name, row in zip(("ours (optimistic)", "plain OGD"), block, strict=True):
+                out[(f"{fam} {name}", "bco/family_regret_vs_dim_step_1_over_sqrt_d")] = (
+                    steps, S.mean(row[:, -1, nval:]))
+    return out
+
+
 EXPERIMENT = study.Experiment(name="bco", validate=_validate, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/bco.py:quick")

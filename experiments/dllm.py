@@ -55,6 +55,7 @@ the first unit that needs them) and are loaded once per run.
 
 import dataclasses
 import functools
+import json
 import os
 import time
 from collections.abc import Callable
@@ -65,11 +66,11 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments import common, dllm_models
-from experiments.lib import artifacts, plots, provenance, study, timing
+from experiments.lib import artifacts, plots, provenance, results, study, timing
 from experiments.lib.progress import Progress
 from jaxlab.core import metrics, sharding
 from jaxlab.dllm import config as config_lib
-from jaxlab.dllm import decoding, path_smc, poke, sr_smc
+from jaxlab.dllm import decoding, evaluation, path_smc, poke, sr_smc
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale.reference import BlockSizes
 
@@ -112,11 +113,10 @@ def _particles(family: str, n: int, fn) -> Decoder:
 
 
 def decoder_names(config) -> list[str]:
-    """The four policies, semi-AR, threshold, then per N best-of-N, Path-LL SMC, SR-SMC and
-    POKE-SMC."""
-    return [*decoding.POLICIES, "semi_ar", "threshold",
-            *(f"{f}_{n}" for n in config.particles
-              for f in ("best_of", "smc", "sr_smc", "poke_smc"))]
+    """The decoders this run evaluates: ``config.decoders`` (names or particle families;
+    empty = all) picked from the four policies, semi-AR, threshold, then per N best-of-N,
+    Path-LL SMC, SR-SMC and POKE-SMC (``config_lib.decoder_selection``)."""
+    return config_lib.decoder_selection(config.get("decoders", ()), config.particles)
 
 
 def particle_block(config, task) -> int:
@@ -130,11 +130,12 @@ def particle_block(config, task) -> int:
 
 
 def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
-             particles=None) -> dict[str, Decoder]:
-    """name -> Decoder, in the order of ``decoder_names``.
+             particles=None, names=None) -> dict[str, Decoder]:
+    """name -> Decoder, in the order of ``config_lib.all_decoders``.
 
     ``tuned``: {"temperature": T, "schedule": {"smc": s, "poke_smc": s}} (default: the
-    grids' first entries); ``particles``: the N to build (default ``config.particles``).
+    grids' first entries); ``particles``: the N to build (default ``config.particles``);
+    ``names``: keep only these decoders (default: all).
     """
     tuned = tuned or default_tuning(config)
     blk = particle_block(config, task)
@@ -158,7 +159,7 @@ def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
             sr_smc.sr_smc_decode, denoise_fn, threshold=config.threshold, **pkw))
         out[f"poke_smc_{n}"] = _particles("poke_smc", n, functools.partial(
             smc, value_fn=value_fn, resample_schedule=tuned["schedule"]["poke_smc"]))
-    return out
+    return out if names is None else {k: v for k, v in out.items() if k in set(names)}
 
 
 def default_tuning(config) -> dict:
@@ -254,13 +255,15 @@ def _preconditions(config, task, denoise_fn, value_fn, tuned, prompt, greedy_acc
                 # only at resampling: with none, V telescopes out of the final weights)
                 "median_sibling_std_path_ll": float(np.median(ll_t[at].std(1))),
                 "median_sibling_std_poke": float(np.median(v_t[at].std(1)))}
-        pass_n, bon = float(correct.any(1).mean()), float(best.mean())
-        ess = np.asarray(min_ess[f"smc_{n}"])
+        pass_n = float(evaluation.pass_at_n(correct).mean())
+        bon = float(best.mean())
+        ess = min_ess.get(f"smc_{n}")  # None when Path-LL SMC is not among config.decoders
+        ess = None if ess is None else np.asarray(ess)
         out[str(n)] = {
             "greedy": greedy_acc, "pass_at_n": pass_n, "best_of_n": bon,
             "headroom": pass_n - bon, "mixed_share": float(mixed.mean()),
-            "ess_below_half_share": float(np.mean(ess < n / 2)),
-            "median_min_ess": float(np.median(ess)),
+            "ess_below_half_share": None if ess is None else float(np.mean(ess < n / 2)),
+            "median_min_ess": None if ess is None else float(np.median(ess)),
             "ranking_on_mixed": rank,
             "final_path_ll_on_mixed": float(best[mixed].mean()) if mixed.any() else None,
             "headline": bool(pass_n - bon >= pr.min_headroom and greedy_acc < pr.max_greedy)}
@@ -315,8 +318,18 @@ def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
             "_min_ess": ess}
 
 
+def _write_partial(ctx: study.Context, name: str, rows: dict) -> None:
+    """``<workdir>/partial/dllm_<task>.json``: the decoders finished so far (the unit's
+    result is written only when every decoder has run)."""
+    results.write_json(os.path.join(ctx.workdir, "partial", f"dllm_{name}.json"),
+                       {k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")}
+                        for k, v in rows.items()})
+
+
 def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
-    """Unit ``<task>``: every decoder on ``config.num_problems`` held-out problems."""
+    """Unit ``<task>``: every decoder of ``decoder_names`` on ``config.num_problems``
+    held-out problems; each finished decoder's row is written at once (``_write_partial``).
+    """
     m = models.denoiser(name, ctx)
     head = models.poke_head(name, ctx)
     value_fn = poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
@@ -324,14 +337,22 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
         config, m, 2, min(512, config.poke.rollouts)))
     tuning = _tune(config, m.task, m.denoise_fn, value_fn)
     prompt, _ = m.task.sample(jax.random.key(config.seed + 7_777), config.num_problems)
-    decs = decoders(config, m.task, m.denoise_fn, value_fn, tuning["tuned"])
+    decs = decoders(config, m.task, m.denoise_fn, value_fn, tuning["tuned"],
+                    names=decoder_names(config))
     rows, prog = {}, Progress(len(decs), desc=f"dllm {name} decoders", unit="decoder")
     for dname, dec in decs.items():
         rows[dname] = _run_decoder(config, m.task, f"{name} {dname}", dec, prompt)
+        _write_partial(ctx, name, rows)
         prog.update(1, postfix=f"{dname} acc {rows[dname]['accuracy']:.3f}")
     prog.close()
+    # The preconditions' greedy accuracy: the confidence decoder's (run for it when
+    # config.decoders leaves it out).
+    greedy = rows.get("confidence") or _run_decoder(
+        config, m.task, f"{name} confidence", decoders(
+            config, m.task, m.denoise_fn, value_fn, tuning["tuned"], particles=(),
+            names=("confidence",))["confidence"], prompt)
     pre = _preconditions(config, m.task, m.denoise_fn, value_fn, tuning["tuned"], prompt,
-                         rows["confidence"]["accuracy"],
+                         greedy["accuracy"],
                          {k: v["_min_ess"] for k, v in rows.items() if k.startswith("smc_")})
     return {"task": name, "answer_len": m.task.answer_len, "poke_fit": poke_fit,
             "particle_block_length": particle_block(config, m.task), "tuning": tuning,
@@ -406,21 +427,32 @@ def _sale_check(config, models, ctx: study.Context) -> dict:
             "seq_len": m.task.prompt_len + m.task.answer_len, "results": out}
 
 
+def _spec(config, drop=()) -> dict:
+    """The config as a unit spec, without ``drop`` and without the user-task and decoder
+    selection fields while they are empty (so adding those fields kept every unit key)."""
+    spec = provenance.config_dict(config)
+    for field in drop:
+        spec.pop(field, None)
+    for field in ("decoders", "task_refs"):
+        if field in spec and not spec[field]:
+            spec.pop(field)
+    return spec
+
+
 def _task_spec(config, name: str) -> dict:
     """What a task unit depends on: the config without the other units' fields."""
-    spec = provenance.config_dict(config)
-    for field in ("tasks", "throughput_particles", "sale"):
-        spec.pop(field, None)
-    return {**spec, "task": name}
+    return {**_spec(config, ("tasks", "throughput_particles", "sale")), "task": name}
 
 
 def _units(config, workdir: str) -> list[study.Unit]:
     models = dllm_models.Models(config, workdir)
     units = [study.Unit(name, functools.partial(_evaluate_task, config, models, name),
                         _task_spec(config, name)) for name in config.tasks]
-    units.append(study.Unit("throughput", functools.partial(_throughput, config, models)))
+    units.append(study.Unit("throughput", functools.partial(_throughput, config, models),
+                            _spec(config, ("decoders",))))
     if config.sale.task in config.tasks:
-        units.append(study.Unit("sale", functools.partial(_sale_check, config, models)))
+        units.append(study.Unit("sale", functools.partial(_sale_check, config, models),
+                                _spec(config, ("decoders",))))
     return units
 
 
@@ -436,12 +468,17 @@ def _path_ll_correlation(rows) -> dict:
 
 
 def _compare(config, rows) -> dict:
-    """POKE-SMC(N) minus the best other decoder with NFE <= its NFE (paired bootstrap)."""
+    """POKE-SMC(N) minus the best other decoder with NFE <= its NFE (paired bootstrap); the
+    N whose POKE-SMC or rivals are not among ``config.decoders`` are left out."""
     out = {}
     for n in config.particles:
-        ours = rows[f"poke_smc_{n}"]
+        ours = rows.get(f"poke_smc_{n}")
+        if ours is None:
+            continue
         rivals = {k: v for k, v in rows.items() if not k.startswith("poke_smc")
                   and v["nfe"] <= ours["nfe"] + 1e-9}
+        if not rivals:
+            continue
         best = max(rivals, key=lambda k: rivals[k]["accuracy"])
         a, b = (np.asarray(x, np.float64) for x in (ours["_correct"], rivals[best]["_correct"]))
         _, lo, hi = metrics.bootstrap_ci(jax.random.key(config.seed),
@@ -459,10 +496,13 @@ DECLARED_RIVALS = ("sr_smc", "best_of", "smc")
 
 def _versus(config, rows, rival: str) -> dict:
     """Declared (module docstring): POKE-SMC(N) minus ``rival``(N), same N, T and blocks,
-    paired over the test problems (bootstrap CI), with both NFE conventions."""
+    paired over the test problems (bootstrap CI), with both NFE conventions; only the N
+    where both are among ``config.decoders``."""
     out = {}
     for n in config.particles:
-        ours, other = rows[f"poke_smc_{n}"], rows[f"{rival}_{n}"]
+        ours, other = rows.get(f"poke_smc_{n}"), rows.get(f"{rival}_{n}")
+        if ours is None or other is None:
+            continue
         a, b = (np.asarray(x, np.float32) for x in (ours["_correct"], other["_correct"]))
         _, lo, hi = metrics.bootstrap_ci(jax.random.key(config.seed),
                                          lambda x, y: jnp.mean(x - y), (a, b), config.bootstrap)
@@ -497,12 +537,15 @@ def _summarize(config, out) -> dict:
         headline_mean[str(n)] = {
             "tasks": [t["task"] for t in elig],
             **{r: float(np.mean([t["declared"][r][str(n)]["difference"] for t in elig]))
-               if elig else None for r in DECLARED_RIVALS}}
+               if elig and all(str(n) in t["declared"][r] for t in elig) else None
+               for r in DECLARED_RIVALS}}
     summary = {"tasks": tasks, "protocol": dict(config.protocol),
                "declared_mean_over_headline_tasks": headline_mean,
                "post_hoc_mean_gain_over_best_on_test": {n: float(np.mean(
                    [t["post_hoc_poke_vs_best_on_test"][str(n)]["gain"]
-                    for t in tasks.values()])) for n in config.particles},
+                    for t in tasks.values()])) for n in config.particles
+                   if all(str(n) in t["post_hoc_poke_vs_best_on_test"]
+                          for t in tasks.values())},
                "throughput": out["throughput"], "num_problems": config.num_problems}
     if "sale" in out:
         summary["sale_attention"] = out["sale"]
@@ -575,7 +618,8 @@ def _plot_smc_diagnostics(config, tasks, workdir):
         ax = axes[0][col]
         width, top = 0.8 / len(fams), 0.0
         for j, fam in enumerate(fams):
-            share = [dec[f"{fam}_{n}"]["resampling"]["problems_resampled_share"] for n in ns]
+            share = [dec[f"{fam}_{n}"]["resampling"]["problems_resampled_share"]
+                     if f"{fam}_{n}" in dec else 0.0 for n in ns]
             ax.bar(np.arange(len(ns)) + (j - 1) * width, share, width, label=fam)
             top = max(top, *share)
         ax.set_xticks(np.arange(len(ns)), [f"N={n}" for n in ns])
@@ -585,8 +629,9 @@ def _plot_smc_diagnostics(config, tasks, workdir):
         centres = (MIN_ESS_BINS[:-1] + MIN_ESS_BINS[1:]) / 2
         width = (MIN_ESS_BINS[1] - MIN_ESS_BINS[0]) / 4
         for j, fam in enumerate(fams):
-            ax.bar(centres + (j - 1) * width, dec[f"{fam}_{n_max}"]["min_ess_histogram"], width,
-                   label=f"{fam}_{n_max}")
+            if f"{fam}_{n_max}" in dec:
+                ax.bar(centres + (j - 1) * width, dec[f"{fam}_{n_max}"]["min_ess_histogram"],
+                       width, label=f"{fam}_{n_max}")
         ax.axvline(0.5, color="k", lw=0.8, ls=":", label="ESS = N/2")
         ax.set(xlabel=f"min ESS / N over the path (N = {n_max})", ylabel="problems")
         ax = axes[2][col]
@@ -625,7 +670,7 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             rows.append((f"preconditions {name} N={n}: greedy / pass@N / best-of-N / "
                          "ESS<N/2 share / mid-path top-1 on mixed (random, Path LL, +POKE)",
                          f"{p['greedy']:.3f} / {p['pass_at_n']:.3f} / {p['best_of_n']:.3f} / "
-                         f"{p['ess_below_half_share']:.2f} / {f(r['random'])}, "
+                         f"{f(p['ess_below_half_share'])} / {f(r['random'])}, "
                          f"{f(r['path_ll'])}, {f(r['path_ll_plus_poke'])} -> "
                          + ("headline" if p["headline"] else "ceiling")))
     for n, h in summary["declared_mean_over_headline_tasks"].items():
@@ -635,17 +680,20 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             continue
         rows.append((f"declared POKE-SMC - SR-SMC / best-of-N / Path-LL SMC, N={n}, mean over "
                      f"headline tasks ({', '.join(h['tasks'])}), pts",
-                     " / ".join(_pct(h[r]) for r in DECLARED_RIVALS)))
+                     " / ".join("-" if h[r] is None else _pct(h[r]) for r in DECLARED_RIVALS)))
     for n in summary["declared_mean_over_headline_tasks"]:
         cells = []
         for name, t in summary["tasks"].items():
-            x = t["declared"]["sr_smc"][n]
+            x = t["declared"]["sr_smc"].get(n)
+            if x is None:
+                continue
             tag = "" if t["preconditions"][n]["headline"] else " (ceiling)"
             cells.append(f"{name}{tag} {_pct(x['difference'])} [{_pct(x['difference_ci'][0])}, "
                          f"{_pct(x['difference_ci'][1])}] at NFE {x['nfe']['poke_smc']:.0f} vs "
                          f"{x['nfe']['sr_smc']:.1f}")
-        rows.append((f"POKE-SMC - SR-SMC, N={n}, same T and blocks (paired, pts; NFE per "
-                     "problem, per-particle passes)", "; ".join(cells)))
+        if cells:
+            rows.append((f"POKE-SMC - SR-SMC, N={n}, same T and blocks (paired, pts; NFE per "
+                         "problem, per-particle passes)", "; ".join(cells)))
     for n, g in summary["post_hoc_mean_gain_over_best_on_test"].items():
         rows.append((f"post hoc (rival chosen on the test set): POKE-SMC N={n} - best other "
                      "decoder at <= NFE, mean over all tasks", f"{_pct(g)} pts"))
@@ -661,6 +709,77 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def _history(config, unit, workdir):
+    candidates = []
+    try:
+        shipped = dllm_models.shipped_path(config, unit) if config is not None else ""
+        if shipped:
+            candidates.append(shipped + "_history.json")
+    except Exception:  # noqa: BLE001 - optional
+        pass
+    candidates.append(os.path.join(os.path.abspath(workdir), "models", f"{unit}_history.json"))
+    for path in candidates:
+        if os.path.exists(path):
+            with open(path) as f:
+                return json.load(f)
+    return None
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``): accuracy, NFE and Path LL
+    vs particles per decoder family, ESS traces, the POKE fit, the denoiser's losses;
+    tokens/s; the SALE check."""
+    if not isinstance(result, dict):
+        return {}
+    out = {}
+    if "decoders" in result:
+        rows = result["decoders"]
+        fams: dict[str, list] = {}
+        for dname, row in rows.items():
+            fams.setdefault(row.get("family", dname), []).append((dname, row))
+        for fam, items in fams.items():
+            parts = [int(r.get("particles", 1)) for _, r in items]
+            distinct = len(set(parts)) == len(parts)
+            groups = [(fam, items)] if distinct else [(d, [(d, r)]) for d, r in items]
+            for run, its in groups:
+                its = sorted(its, key=lambda dr: int(dr[1].get("particles", 1)))
+                steps = np.array([int(r.get("particles", 1)) for _, r in its])
+                for field in ("accuracy", "nfe", "path_ll"):
+                    if all(field in r for _, r in its):
+                        out[(run, f"dllm/{field}_vs_particles")] = (
+                            steps, np.array([float(r[field]) for _, r in its]))
+        for dname, row in rows.items():  # SMC health along the decode, per decoder
+            if "ess_trace" in row:
+                trace = np.asarray(row["ess_trace"], np.float64)
+                out[(dname, "dllm/mean_ess_over_n_vs_step")] = (np.arange(len(trace)), trace)
+        fit = result.get("poke_fit")
+        if isinstance(fit, dict):
+            for k in ("mse", "r2"):
+                if k in fit:
+                    out[f"dllm/poke_fit_{k}"] = np.array([float(fit[k])])
+        hist = _history(config, unit, workdir)
+        if hist and "step" in hist:
+            for k in ("train_loss", "eval_loss"):
+                if k in hist:
+                    out[("denoiser", f"dllm/denoiser_{k}")] = (np.asarray(hist["step"]),
+                                                               np.asarray(hist[k]))
+    elif unit == "throughput":
+        per = result["per_particles"]
+        ns = sorted(per, key=int)
+        for k in ("smc", "greedy_batched", "sampled_batched"):
+            out[(k, "dllm/tokens_per_s_vs_particles")] = (
+                np.array([int(n) for n in ns]),
+                np.array([per[n]["tokens_per_s"][k] for n in ns]))
+    elif unit == "sale" and isinstance(result.get("results"), dict):
+        for name, r in result["results"].items():
+            for k, v in r.items():
+                out[(name, f"dllm/sale_{k}")] = np.array([float(v)])
+    return out
+
+
 def _validate(config) -> None:
     """The library's config checks, then ``config.pretrained_dir`` must name a folder (or
     be "" to train) before any unit runs."""
@@ -669,7 +788,8 @@ def _validate(config) -> None:
 
 
 EXPERIMENT = study.Experiment(name="dllm", validate=_validate, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/dllm.py:quick")

@@ -36,6 +36,9 @@ class TaskModel(NamedTuple):
 
 
 def make_task(config, name: str):
+    """The task ``name`` with ``config.task_kwargs[name]``; ``config.task_refs`` (the user's
+    tasks, ``"package.module:attr"``) are registered first."""
+    tasks_lib.register_refs(config.get("task_refs"))
     return tasks_lib.make_task(name, **dict(config.task_kwargs.get(name, {})))
 
 
@@ -53,6 +56,9 @@ def model_key(config, name: str, head: bool = False) -> str:
     spec = {"task": name, "task_kwargs": dict(config.task_kwargs.get(name, {})),
             "model": dict(config.model), "train": _train_kwargs(config, name),
             "seed": config.seed}
+    ref = dict(config.get("task_refs") or {}).get(name)
+    if ref:  # a user's task: where it comes from is part of what determines the model
+        spec["task_ref"] = ref
     if head:
         spec["poke"] = dict(config.poke)
     return provenance.unit_key(spec)
@@ -107,9 +113,10 @@ def train_denoiser(config, ctx: study.Context, name: str) -> tuple[TaskModel, di
     return _bind(task, graphdef, params), history
 
 
-def train_poke(config, ctx: study.Context, m: TaskModel) -> tuple[Any, Any]:
-    """Fits the POKE head of ``m`` on its rollouts (chunks in ``ctx``); exports it."""
-    pc, name = config.poke, m.task.name
+def train_poke(config, ctx: study.Context, m: TaskModel, name: str) -> tuple[Any, Any]:
+    """Fits the POKE head of ``m`` (task ``name``) on its rollouts (chunks in ``ctx``);
+    exports it."""
+    pc = config.poke
     graphdef, params, _, _ = poke.fit(
         rollouts(config, m, 1, pc.rollouts), hidden=pc.hidden, steps=pc.steps,
         batch_size=pc.batch_size, lr=pc.lr, seed=config.seed, num_chunks=pc.num_chunks,
@@ -151,7 +158,7 @@ class Models:
                  (_workdir_path(self.workdir, f"{name}_poke"), model_key(c, name, head=True))],
                 template, f"{name} POKE head")
             self._loaded[f"{name}_poke"] = ((graphdef, params) if params is not None else
-                                            train_poke(c, self._ctx(ctx, name, True), m))
+                                            train_poke(c, self._ctx(ctx, name, True), m, name))
         return self._loaded[f"{name}_poke"]
 
 
@@ -170,7 +177,7 @@ def train_poke_heads(config, workdir: str) -> dict:
     models, out = Models(config, workdir), {}
     for name in config.tasks:
         m = models.denoiser(name)
-        head = train_poke(config, _context(workdir, model_key(config, name, True)), m)
+        head = train_poke(config, _context(workdir, model_key(config, name, True)), m, name)
         out[name] = poke.evaluate(*head, rollouts(config, m, 2, 512))
         logging.info("%s POKE head held-out fit: %s", name, out[name])
     return out

@@ -58,7 +58,7 @@ from absl import logging
 from experiments import common
 from experiments.lib import artifacts, plots, provenance, results, study
 from jaxlab.core import loops, metrics, sharding, validation
-from jaxlab.gepc import baselines, data, residual, schedule, scoring
+from jaxlab.gepc import baselines, data, ood, residual, schedule, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
 
@@ -512,41 +512,31 @@ def _summarize(config, out) -> dict:
     return summary
 
 
-def _official_columns(config):
-    return [residual.OFFICIAL_FEATURES.index(f) for f in config.features]
-
-
 def _fit_all(config, cal):
-    """Every method's scorer fitted on one calibration set's features."""
-    search = functools.partial(scoring.fit_gmm_search, components=config.gmm_components,
-                               covariance_types=config.gmm_covariances,
-                               folds=config.gmm_folds, seed=config.seed)
-    return {
-        "official": scoring.fit_official(cal["official"][..., _official_columns(config)],
-                                         config.num_t, config.agg_feat),
-        "per_element": scoring.fit(cal["residuals"], config.num_t),
-        "msma": search(cal["msma"]),
-        "diffpath": search(cal["diffpath"]),
-    }
+    """Every method's scorer fitted on one calibration set's features (``baselines.fit``)."""
+    kw = dict(num_t=config.num_t, official_features=tuple(config.features),
+              agg_feat=config.agg_feat, gmm_components=tuple(config.gmm_components),
+              gmm_covariances=tuple(config.gmm_covariances), gmm_folds=config.gmm_folds,
+              seed=config.seed)
+    return {m: baselines.fit(m, cal[FEATURE_KEY[m]], **kw)
+            for m in ("official", "per_element", "msma", "diffpath")}
+
+
+# The features each method reads (``features``' keys).
+FEATURE_KEY = {"official": "official", "per_element": "residuals", "score_norm": "score_norm",
+               "msma": "msma", "diffpath": "diffpath"}
 
 
 def _method_scores(config, fitted, f):
-    return dict(zip(METHODS, (
-        np.asarray(scoring.score(fitted["official"], f["official"][...,
-                                                                   _official_columns(config)])),
-        np.asarray(scoring.score(fitted["per_element"], f["residuals"])),
-        f["score_norm"],
-        scoring.gmm_search_nll(fitted["msma"], f["msma"]),
-        scoring.gmm_search_nll(fitted["diffpath"], f["diffpath"]),
-    ), strict=True))
+    del config
+    fitted = {**fitted, "score_norm": baselines.fit("score_norm", f["score_norm"])}
+    return {baselines.METHOD_LABELS[m]: baselines.score(fitted[m], f[FEATURE_KEY[m]])
+            for m in baselines.METHODS}
 
 
 def _auroc_ci(key, id_scores, ood_scores, num_resamples):
-    s = np.concatenate([id_scores, ood_scores])
-    lab = np.concatenate([np.zeros(len(id_scores), bool), np.ones(len(ood_scores), bool)])
-    point, lo, hi = metrics.bootstrap_ci(key, metrics.auroc, (jnp.asarray(s, jnp.float32), lab),
-                                         num_resamples)
-    return {"auroc": point, "ci95": [lo, hi]}
+    r = ood.auroc_with_ci(key, id_scores, ood_scores, num_resamples)
+    return {"auroc": r.auroc, "ci95": [r.low, r.high]}
 
 
 def _pixel_auroc(maps, masks):
@@ -706,8 +696,26 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del config, workdir
+    if not isinstance(result, dict):
+        return {}
+    if "losses" in result:
+        return {"gepc/score_model_loss": np.asarray(result["losses"]).reshape(-1)}
+    if "residuals" in result:
+        r = np.asarray(result["residuals"], np.float64)  # [N, T, G]
+        return {"gepc/mean_residual_vs_timestep_index": r.mean(axis=(0, 2))}
+    return {}
+
+
 EXPERIMENT = study.Experiment(name="gepc", validate=_validate, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/gepc.py:quick")

@@ -39,6 +39,7 @@ from absl import logging
 
 from experiments import common
 from experiments.lib import plots, study
+from experiments.lib import scalars as S
 from jaxlab.core import metrics, sharding
 from jaxlab.qlearning import mdp as mdp_lib
 from jaxlab.qlearning import periodic_q, schedules
@@ -481,8 +482,40 @@ def _growth_sweep_row(s):
         f"{pk} {g['mean'] / ref:.2f}x" for pk, g in r["growth_sweep"].items()))
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del workdir
+    trace = result.get("trace") if isinstance(result, dict) else None
+    if not trace:
+        return {}
+    q = np.asarray(trace["q_error"])  # [schedules, seeds, records]
+    r = q.shape[-1]
+    q = q.reshape(q.shape[0], -1, r)
+    names = None
+    if config is not None:
+        try:
+            names = build_schedules(config, unit.rsplit("-", 1)[0])[0]
+        except Exception as e:  # noqa: BLE001 - names only
+            logging.info("qlearning scalars: schedule names unavailable (%s)", e)
+    names = S.run_names(names, q.shape[0], "schedule")
+    samples = np.asarray(trace["samples"]).reshape(q.shape[0], -1, r)
+    out = {}
+    for i, name in enumerate(names):
+        steps = samples[i, 0]
+        for field in ("q_error", "target_error", "outer_iter"):
+            if field in trace:
+                vals = np.asarray(trace[field]).reshape(q.shape[0], -1, r)[i]
+                out[(name, f"qlearning/{field}")] = (steps, S.mean(vals, 0))
+    return out
+
+
 EXPERIMENT = study.Experiment(name="qlearning", validate=_validate, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/qlearning.py:quick")

@@ -106,9 +106,13 @@ def eval_every(config, cfg) -> int:
 def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
     """Everything that determines the (task, method) unit's result besides the code."""
     cfg, _ = method_config(config, task, method)
-    return {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
+    spec = {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
             "seed": config.seed, "chunks": _chunking(config, cfg)[0],
             "eval_every": eval_every(config, cfg)}
+    limit = config.get("max_nonfinite_grad_share", 1.0)
+    if limit < 1.0:  # a limit can fail the unit: part of its key (1.0, never, is not)
+        spec["max_nonfinite_grad_share"] = limit
+    return spec
 
 
 def seed_keys(config: ml_collections.ConfigDict, task: str) -> jax.Array:
@@ -177,6 +181,8 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
         logging.warning("rfo: %s %s: %d of %d updates had non-finite policy gradients "
                         "(zeroed before the step); per seed %s", task_name, method,
                         int(bad_grads.sum()), gn.size, bad_grads.tolist())
+    train.check_nonfinite_grad_share(gn, config.get("max_nonfinite_grad_share", 1.0),
+                                     f"rfo: {task_name} {method}")
     if not np.all(np.isfinite(ev)):
         raise FloatingPointError(f"rfo: {task_name} {method}: non-finite eval returns "
                                  f"({int((~np.isfinite(ev)).sum())} entries).")
@@ -385,8 +391,41 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     return rows
 
 
+# ------------------------------------------------------------------ TensorBoard series
+
+
+def tb_scalars(config, unit, result, workdir):
+    """TensorBoard series of a unit (``study.Experiment.scalars``; module docstring of
+    ``experiments.lib.scalars``)."""
+    del config, workdir
+    if not isinstance(result, dict):
+        return {}
+    out = {}
+    if "env_steps" in result:
+        for field in ("eval_return", "train_reward"):
+            # evaluations run every few updates: their own env-step axis when present
+            key = "eval_env_steps" if field == "eval_return" and "eval_env_steps" in result \
+                else "env_steps"
+            steps = np.asarray(result[key]).reshape(-1)
+            if field in result:
+                v = np.asarray(result[field], np.float64)
+                out[f"rfo/{field}"] = (steps, v.reshape(-1, steps.size).mean(0))
+    elif isinstance(result.get("env_steps_per_s"), dict):
+        by_backend = result["env_steps_per_s"]
+        if by_backend and not isinstance(next(iter(by_backend.values())), dict):
+            by_backend = {"mjx": {"forward": by_backend}}  # before session 11: MJX forward
+        for backend, by_mode in by_backend.items():
+            for mode, rates in by_mode.items():
+                bs = sorted(rates, key=int)
+                tag = "rfo/rollout_env_steps_per_s_vs_batch"
+                out[(f"{backend}_{mode.replace('+', '_')}", tag)] = (
+                    np.array([int(b) for b in bs]), np.array([rates[b] for b in bs]))
+    return out
+
+
 EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
-                              summarize=_summarize, plot=_plot, headline=headline)
+                              summarize=_summarize, plot=_plot, headline=headline,
+                              scalars=tb_scalars)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/rfo.py:quick")

@@ -43,6 +43,21 @@ def test_write_scalars_reads_back_tags_steps_values_and_rewrites_without_duplica
         events.write_scalars(tmp_path / "v", {"x": (np.arange(3), np.ones(2))})
 
 
+def test_illegal_tag_characters_are_replaced_once_without_a_warning(tmp_path, caplog):
+    """TensorBoard's own rule (letters, digits, _ - . /): an ``@`` would be renamed with a
+    logged "is illegal" warning per point; the writer sanitizes it before."""
+    import logging
+
+    with caplog.at_level(logging.INFO):
+        events.write_scalars(tmp_path / "u", {"avatar/hits@30": np.array([0.1, 0.2]),
+                                              ("run", "a b/c(d)"): np.array([1.0])})
+    assert not [r for r in caplog.records if "illegal" in r.getMessage()]
+    got = read(tmp_path / "u")
+    assert set(got) == {("", "avatar/hits_30"), ("run", "a_b/c_d_")}
+    np.testing.assert_allclose(got[("", "avatar/hits_30")][1], [0.1, 0.2])
+    assert events.tag_name("ok/tag-1.x_y") == "ok/tag-1.x_y"
+
+
 def _tiny_experiment(calls):
     def units(config, workdir):
         del workdir

@@ -9,6 +9,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.seed = 0
     c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
     c.tasks = ("sudoku", "countdown", "star_graph", "addition")
+    # Your own tasks: name -> "package.module:attr" (a task class / factory or a task object;
+    # jaxlab.dllm.tasks.register_task), then list the name in c.tasks.
+    c.task_refs = ml_collections.ConfigDict({})
     c.task_kwargs = ml_collections.ConfigDict({
         "sudoku": {"min_clues": 4},
         "countdown": {"n_numbers": 3, "max_number": 10},
@@ -45,6 +48,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     # (sessions 8-11: one-token blocks, i.e. a fixed left-to-right order, on prime lengths).
     c.particle_blocks = "coarse"
     c.threshold = 0.9
+    # The decoders to run: names ("confidence", "poke_smc_4") or particle families
+    # ("poke_smc": every N); () = all (jaxlab.dllm.config.decoder_selection).
+    c.decoders = ()
     # Pre-declared protocol (experiments/dllm.py docstring): tuning grids read only the
     # validation problems; headline eligibility from the preconditions.
     c.protocol = ml_collections.ConfigDict(dict(

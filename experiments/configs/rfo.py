@@ -33,6 +33,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     # evaluate after every eval_every-th update at most (experiment.eval_every picks the
     # largest divisor of the updates per chunk <= this); evaluations are not env steps
     c.eval_every = 10
+    # Fail a (task, method) run when more than this share of its updates had a non-finite
+    # policy gradient (zeroed inside the update; counted per seed). 1.0 = never fail.
+    c.max_nonfinite_grad_share = 1.0
     c.mesh_shape = (-1,)
     c.common = ml_collections.ConfigDict(dict(
         num_envs=32, horizon=32, lr=3e-3, hidden=64, eval_horizon=128, episode_length=128,

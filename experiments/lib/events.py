@@ -53,6 +53,24 @@ def _as_series(value) -> tuple[np.ndarray, np.ndarray]:
     return steps.astype(np.int64), vals
 
 
+_ILLEGAL_TAG_CHARS = re.compile(r"[^-/\w.]")
+
+
+def tag_name(tag) -> str:
+    """A legal TensorBoard tag: every character other than letters, digits, ``_ - . /``
+    becomes ``_`` (``avatar/hits@30`` -> ``avatar/hits_30``), leading ``/`` dropped.
+
+    ``write_scalars`` applies it to every tag, so TensorBoard never renames one (and never
+    logs "Summary name ... is illegal" for it).
+
+    Example:
+      >>> from experiments.lib import events
+      >>> events.tag_name("avatar/hits@30"), events.tag_name("/bco/regret (T)")
+      ('avatar/hits_30', 'bco/regret__T_')
+    """
+    return _ILLEGAL_TAG_CHARS.sub("_", str(tag)).lstrip("/")
+
+
 def write_scalars(logdir: str | os.PathLike, series: Mapping) -> list[str]:
     """Writes ``series`` as TensorBoard scalars under ``logdir`` (main process only).
 
@@ -75,7 +93,7 @@ def write_scalars(logdir: str | os.PathLike, series: Mapping) -> list[str]:
     by_run: dict[str, list] = {}
     for key, value in series.items():
         run, tag = key if isinstance(key, tuple) else ("", key)
-        by_run.setdefault(run, []).append((str(tag), _as_series(value)))
+        by_run.setdefault(run, []).append((tag_name(tag), _as_series(value)))
     written = []
     for run, items in by_run.items():
         folder = os.path.join(os.fspath(logdir), run_name(run)) if run else os.fspath(logdir)

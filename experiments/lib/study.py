@@ -17,9 +17,9 @@ config, workdir)`` runs it:
    ``ctx.run_chunks`` (``run_resumable`` with orbax checkpoints after every chunk under
    ``workdir/checkpoints/<key>``), so a crash loses at most one chunk. The chunk
    checkpoints are deleted once the unit's result is on disk.
-4. When a unit's result is computed or loaded, its per-step scalars (``exp.scalars``, else
-   ``experiments.lib.scalars.EXTRACTORS[exp.name]``) are written as TensorBoard event
-   files under ``workdir/tb/<unit>`` (``experiments.lib.events``; main process only).
+4. When a unit's result is computed or loaded, its per-step scalars (``exp.scalars``,
+   declared by each study) are written as TensorBoard event files under
+   ``workdir/tb/<unit>`` (``experiments.lib.events``; main process only).
 5. ``exp.summarize`` turns the results into the summary; ``exp.plot`` draws the PNGs;
    then, last, ``results.write_summary`` writes ``summary.json`` atomically with the
    provenance block, its own sha256 and the list of figures. An old ``summary.json`` is
@@ -120,8 +120,8 @@ class Experiment(NamedTuple):
       plot: ``plot(config, summary, results, workdir)`` writes the PNGs.
       headline: ``headline(summary) -> [(metric, value)]`` rows for REPORT.md.
       scalars: optional ``scalars(config, unit, result, workdir) -> {tag: (steps,
-        values)}``, the unit's TensorBoard series; ``None``: the extractor registered for
-        ``name`` in ``experiments.lib.scalars.EXTRACTORS`` (if any).
+        values)}``, the unit's TensorBoard series (each study declares its own; ``None``:
+        no series).
     """
 
     name: str

@@ -26,6 +26,10 @@ Signatures:
   * ``Info``: x (played point), loss (charged loss), g (gradient estimate).
   * ``run(learner, key, seq, x0) -> Info`` with [T] leading axes; ``regret``,
     ``dynamic_regret``.
+  * your own loss family: ``loss_sequence(params, loss, comparator=None, minimiser=None,
+    smoothness=None) -> FunctionSeq``, taken by ``run`` / ``regret`` / ``dynamic_regret``.
+  * ``step_rule(scale, lam, eta_max) -> StepRule`` (a pytree: ``vmap`` over step sizes);
+    every constructor also works inside ``jit`` with traced ``delta`` / domain / rule.
 """
 
 from jaxlab.bco import domains, ensembles, estimators, learners, losses, msmwc, variation
@@ -45,10 +49,12 @@ from jaxlab.bco.learners import (
     step_rule,
     two_point,
 )
+from jaxlab.bco.losses import FunctionSeq, loss_sequence
 from jaxlab.bco.run import dynamic_regret, regret, run
 
 __all__ = [
-    "Ball", "BanditState", "Box", "Info", "RoundInfo", "State", "StepRule", "agarwal2010",
+    "Ball", "BanditState", "Box", "FunctionSeq", "Info", "RoundInfo", "State", "StepRule",
+    "agarwal2010", "loss_sequence",
     "ball", "box", "domains", "dynamic_regret", "ensembles", "estimators",
     "gradient_variation", "init", "learners", "losses", "msmwc", "ogd_sqrt_d_step",
     "one_point_box",

@@ -91,16 +91,25 @@ def box(low, high) -> Box:
     validation.check_shape("high", high, low.shape)
     validation.check_finite("low", low)
     validation.check_finite("high", high)
-    if not bool(jnp.all(high > low)):
+    if not any(isinstance(v, jax.core.Tracer) for v in (low, high)) and not bool(
+            jnp.all(high > low)):  # traced bounds (a box built inside jit) are not checked
         raise ValueError("`high` must exceed `low` in every coordinate.")
     return Box(low, high)
 
 
 def shrunk(domain, delta) -> Ball | Box:
-    """(1 - delta / r) X, where r is the domain's inner radius; needs 0 < delta < r."""
+    """(1 - delta / r) X, where r is the domain's inner radius; needs 0 < delta < r.
+
+    Jittable: inside ``jit`` (a learner built in a jitted function, ``delta`` or the domain
+    traced) the range of ``delta`` is not checked.
+    """
     check_domain(domain)
-    validation.check_in_range("delta", delta, 0.0, float(domain.inner_radius),
-                              low_inclusive=False, high_inclusive=False)
+    r = domain.inner_radius
+    if isinstance(r, jax.core.Tracer):
+        validation.check_in_range("delta", delta, 0.0, low_inclusive=False)
+    else:
+        validation.check_in_range("delta", delta, 0.0, float(r), low_inclusive=False,
+                                  high_inclusive=False)
     return domain.shrink(1.0 - delta / domain.inner_radius)
 
 

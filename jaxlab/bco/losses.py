@@ -20,9 +20,17 @@ Smooth families without closed-form comparators (``SMOOTH_FAMILIES``): ``LogSumE
 ``SoftplusQuadraticSeq`` (softplus + quadratic: strongly convex, not quadratic);
 ``stochastic_family`` draws them, ``fixed_comparator_loss`` gives their best fixed point
 numerically (projected gradient descent).
+
+Your own family: ``loss_sequence(params, loss, comparator=..., minimiser=...,
+smoothness=...)`` gives a ``FunctionSeq`` that every function here and ``run`` / ``regret``
+/ ``dynamic_regret`` / ``variation.played_gradients`` accept; each comparator is optional
+(the function that needs a missing one raises, naming it).
 """
 
-from typing import NamedTuple
+import dataclasses
+import functools
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -70,8 +78,97 @@ class SoftplusQuadraticSeq(NamedTuple):
     curvature: Array
 
 
+@functools.partial(jax.tree_util.register_dataclass, data_fields=["params"],
+                   meta_fields=["loss", "comparator", "minimiser", "smoothness"])
+@dataclasses.dataclass(frozen=True)
+class FunctionSeq:
+    """Your own loss family: f_t(x) = loss(params[t], x), with optional exact comparators.
+
+    A pytree (``params`` are its leaves, the functions static), so ``run``, ``regret``,
+    ``dynamic_regret``, ``variation.played_gradients`` and ``fixed_comparator_loss`` take
+    it like a shipped family, under ``jit`` and ``vmap`` too. Build it with
+    ``loss_sequence`` (which checks it).
+
+    Attributes:
+      params: a pytree whose every leaf has the leading axis T (round t's parameters are
+        ``jax.tree.map(lambda v: v[t], params)``).
+      loss: ``loss(params_t, x [d]) -> []``, convex in x and differentiable
+        (``played_gradients`` differentiates it).
+      comparator: ``comparator(params, domain) -> [T]``, min over X of sum_{s<=t} f_s for
+        every prefix t (what ``regret`` subtracts); None: ``regret`` raises.
+      minimiser: ``minimiser(params_t, domain) -> [d]``, argmin over X of f_t (vmapped
+        over rounds by ``dynamic_regret``); None: ``dynamic_regret`` raises.
+      smoothness: L, the gradient's Lipschitz constant of one f_t (the step 1 / (T L) of
+        ``fixed_comparator_loss``); None: it raises.
+    """
+
+    params: Any
+    loss: Callable = None
+    comparator: Callable | None = None
+    minimiser: Callable | None = None
+    smoothness: float | None = None
+
+
+def loss_sequence(params, loss: Callable, *, comparator: Callable | None = None,
+                  minimiser: Callable | None = None,
+                  smoothness: float | None = None) -> FunctionSeq:
+    """A user-defined loss sequence (``FunctionSeq``) for ``run`` / ``regret``.
+
+    Args:
+      params: pytree of per-round parameters, every leaf [T, ...] with the same T >= 1.
+      loss: ``loss(params_t, x) -> []`` convex in x [d].
+      comparator: optional ``comparator(params, domain) -> [T]`` prefix comparator losses
+        (static regret); e.g. ``lambda p, X: jnp.cumsum(...)`` in closed form.
+      minimiser: optional ``minimiser(params_t, domain) -> [d]`` per-round minimiser
+        (dynamic regret).
+      smoothness: optional L > 0 (numerical comparator ``fixed_comparator_loss``).
+
+    Returns:
+      ``FunctionSeq``.
+
+    Raises:
+      ValueError: ``loss`` / ``comparator`` / ``minimiser`` not callable, ``params``
+        without leaves or with leaves of different leading sizes, ``smoothness`` <= 0.
+
+    Example:
+      Absolute-value losses f_t(x) = sum_i |x_i - c_t,i| on the box [-1, 1]^2, whose
+      per-round minimiser is c_t (inside the box):
+
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab import bco
+      >>> centers = 0.5 * jnp.sin(jnp.arange(200.0)[:, None] / 30 + jnp.arange(2.0))
+      >>> seq = bco.losses.loss_sequence(
+      ...     centers, lambda c, x: jnp.sum(jnp.abs(x - c)),
+      ...     minimiser=lambda c, domain: domain.project(c))
+      >>> box = bco.box(-jnp.ones(2), jnp.ones(2))
+      >>> learner = bco.gradient_variation(box, delta=0.05)
+      >>> info = bco.run(learner, jax.random.key(0), seq, jnp.zeros(2))
+      >>> info.loss.shape, bco.dynamic_regret(info, seq, box).shape
+      ((200,), (200,))
+    """
+    for name, fn in (("loss", loss), ("comparator", comparator), ("minimiser", minimiser)):
+        if fn is not None and not callable(fn):
+            raise ValueError(f"`{name}` must be callable, got {fn!r}.")
+    if loss is None:
+        raise ValueError("`loss` must be callable, got None.")
+    if smoothness is not None:
+        validation.check_in_range("smoothness", smoothness, 0.0, np.inf, low_inclusive=False,
+                                  high_inclusive=False)
+        smoothness = float(smoothness)
+    seq = FunctionSeq(params, loss, comparator, minimiser, smoothness)
+    check_seq(seq)
+    return seq
+
+
+def num_rounds(seq) -> int:
+    """T, the rounds of any loss sequence (shipped family or ``FunctionSeq``)."""
+    params, _ = round_params(seq)
+    return jax.tree.leaves(params)[0].shape[0]
+
+
 SMOOTH_FAMILIES = (LogSumExpSeq, HuberSeq, SoftplusQuadraticSeq)
-LossSeq = QuadraticSeq | LinearSeq | LogSumExpSeq | HuberSeq | SoftplusQuadraticSeq
+LossSeq = (QuadraticSeq | LinearSeq | LogSumExpSeq | HuberSeq | SoftplusQuadraticSeq
+           | FunctionSeq)
 
 
 def _lse(c, x, s):
@@ -91,10 +188,22 @@ def _softplus_quadratic(th, x, lam):
 
 def check_seq(seq) -> None:
     """Raises ValueError for an unknown loss family or bad concrete parameters of ``seq``."""
+    if isinstance(seq, FunctionSeq):
+        if not callable(seq.loss):
+            raise ValueError(f"`seq.loss` must be callable, got {seq.loss!r}.")
+        leaves = jax.tree.leaves(seq.params)
+        if not leaves:
+            raise ValueError("`seq.params` must hold at least one array (leading axis T).")
+        sizes = {np.shape(v)[0] if np.ndim(v) else None for v in leaves}
+        if None in sizes or len(sizes) != 1 or 0 in sizes:
+            raise ValueError("every leaf of `seq.params` must have the same leading size T "
+                             f">= 1, got shapes {[np.shape(v) for v in leaves]}.")
+        return
     if not isinstance(seq, QuadraticSeq | LinearSeq | LogSumExpSeq | HuberSeq
                       | SoftplusQuadraticSeq):
-        raise ValueError(f"`seq` must be a QuadraticSeq, LinearSeq, LogSumExpSeq, HuberSeq "
-                         f"or SoftplusQuadraticSeq, got {type(seq).__name__}.")
+        raise ValueError(f"`seq` must be a QuadraticSeq, LinearSeq, LogSumExpSeq, HuberSeq, "
+                         f"SoftplusQuadraticSeq or your own FunctionSeq (losses.loss_sequence),"
+                         f" got {type(seq).__name__}.")
     if isinstance(seq, SMOOTH_FAMILIES):
         rows, param = seq[0], seq[1]
         validation.check_ndim(f"seq.{seq._fields[0]}", rows, 2)
@@ -122,6 +231,8 @@ def _check_linear_domain(seq, domain):
 def round_params(seq):
     """The per-round leaves (scanned over), and a function f(params_t, x)."""
     check_seq(seq)
+    if isinstance(seq, FunctionSeq):
+        return seq.params, seq.loss
     if isinstance(seq, QuadraticSeq):
         return seq.centers, lambda c, x: 0.5 * seq.curvature * jnp.sum((x - c) ** 2)
     if isinstance(seq, LogSumExpSeq):
@@ -184,7 +295,12 @@ def fixed_comparator_loss(seq, domain, num_iters: int = 500) -> Array:
     _check_linear_domain(seq, domain)
     params, f = round_params(seq)
     total = lambda x: jnp.sum(jax.vmap(f, (0, None))(params, x))  # noqa: E731
-    if isinstance(seq, QuadraticSeq):
+    if isinstance(seq, FunctionSeq):
+        if seq.smoothness is None:
+            raise ValueError("`seq.smoothness` must be given (loss_sequence(..., smoothness=L))"
+                             " for the numerical comparator.")
+        smooth = jnp.float32(seq.smoothness)
+    elif isinstance(seq, QuadraticSeq):
         smooth = seq.curvature
     elif isinstance(seq, LogSumExpSeq):
         smooth = seq.sharpness
@@ -195,7 +311,7 @@ def fixed_comparator_loss(seq, domain, num_iters: int = 500) -> Array:
     else:
         raise ValueError("`seq` must be a smooth family (linear losses have the exact "
                          "`prefix_comparator_losses`).")
-    step = 1.0 / (params.shape[0] * smooth)
+    step = 1.0 / (num_rounds(seq) * smooth)
     x = jax.lax.fori_loop(0, num_iters,
                           lambda _, x: domain.project(x - step * jax.grad(total)(x)),
                           domain.center)
@@ -295,6 +411,8 @@ def _check(num_rounds, dim, curvature=None, **non_negative):
 
 
 def _closed_form_only(seq, what):
+    if isinstance(seq, FunctionSeq):
+        raise ValueError(f"`seq` (FunctionSeq) has no closed-form {what}.")
     if isinstance(seq, SMOOTH_FAMILIES):
         raise ValueError(f"`seq` ({type(seq).__name__}) has no closed-form {what}; use "
                          "`fixed_comparator_loss` (final horizon, numerical).")
@@ -306,6 +424,12 @@ def prefix_comparator_losses(seq, domain) -> Array:
     Returns:
       [T] the cumulative loss of the best fixed point in hindsight for each horizon.
     """
+    if isinstance(seq, FunctionSeq):
+        if seq.comparator is None:
+            raise ValueError("`seq.comparator` must be given (loss_sequence(..., comparator=fn)"
+                             ") for the prefix regret; without one, `fixed_comparator_loss` "
+                             "gives the final horizon's comparator numerically.")
+        return seq.comparator(seq.params, domain)
     _closed_form_only(seq, "prefix comparator")
     _check_linear_domain(seq, domain)
     if isinstance(seq, QuadraticSeq):
@@ -324,6 +448,12 @@ def prefix_comparator_losses(seq, domain) -> Array:
 
 def per_round_minima(seq, domain) -> tuple[Array, Array]:
     """(u_t = argmin_X f_t [T, d], f_t(u_t) [T]): the moving comparator of dynamic regret."""
+    if isinstance(seq, FunctionSeq):
+        if seq.minimiser is None:
+            raise ValueError("`seq.minimiser` must be given (loss_sequence(..., minimiser=fn)) "
+                             "for the dynamic regret.")
+        u = jax.vmap(lambda p: seq.minimiser(p, domain))(seq.params)
+        return u, jax.vmap(seq.loss)(seq.params, u)
     _closed_form_only(seq, "per-round minimiser")
     _check_linear_domain(seq, domain)
     if isinstance(seq, QuadraticSeq):

@@ -31,7 +31,8 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
         (experiments/bench_bco.py, d = 16, T = 2e4): 1.6-1.8x faster for one run and
         1.3-1.5x under ``vmap`` over 64 seeds; at load average ~14 the vmapped run was
         slower (0.4x, the [seeds, T, d] buffer competing for memory), hence the switch.
-      seq: a QuadraticSeq or LinearSeq with T rounds.
+      seq: a loss sequence with T rounds: a shipped family (``losses``) or your own
+        ``losses.loss_sequence(params, loss)``.
       x0: [d] starting point.
 
     Returns:
@@ -44,9 +45,12 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
     if not isinstance(predraw, bool):
         raise TypeError(f"`predraw` must be a bool, got {type(predraw).__name__}.")
     params, f = losses.round_params(seq)
-    validation.check_shape("x0", x0, (params.shape[-1],))
+    if isinstance(seq, losses.FunctionSeq):
+        validation.check_ndim("x0", x0, 1)
+    else:
+        validation.check_shape("x0", x0, (params.shape[-1],))
     validation.check_finite("x0", x0)
-    keys = jax.random.split(key, params.shape[0])
+    keys = jax.random.split(key, losses.num_rounds(seq))
     step = learner.step
     if predraw and isinstance(step, PredrawnStep):
         # Every round's direction in one vectorised call (the same values as drawing
@@ -62,7 +66,16 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
 
 
 def regret(info: RoundInfo, seq, domain) -> Array:
-    """[T] static regret of every prefix against its best fixed point in X."""
+    """[T] static regret of every prefix against its best fixed point in X.
+
+    Args:
+      info: ``run``'s RoundInfo ([T] losses).
+      seq: the loss sequence (a ``FunctionSeq`` needs its ``comparator``).
+      domain: the learner's domain X.
+
+    Returns:
+      [T]: sum_{s<=t} loss_s - min_X sum_{s<=t} f_s.
+    """
     _check_rounds(info, seq)
     return jnp.cumsum(info.loss) - losses.prefix_comparator_losses(seq, domain)
 
@@ -75,7 +88,7 @@ def dynamic_regret(info: RoundInfo, seq, domain) -> Array:
 
 
 def _check_rounds(info, seq):
-    params, _ = losses.round_params(seq)
-    if info.loss.shape[-1:] != params.shape[:1]:
-        raise ValueError(f"`info` must hold one round per round of `seq` ({params.shape[0]}), "
+    t = losses.num_rounds(seq)
+    if info.loss.shape[-1:] != (t,):
+        raise ValueError(f"`info` must hold one round per round of `seq` ({t}), "
                          f"got losses of shape {info.loss.shape}.")

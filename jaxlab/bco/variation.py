@@ -79,7 +79,8 @@ def played_gradients(info, seq) -> Array:
     """a_t = grad f_t(x_t) at the played points: [T, d] (``info.x`` [T, d], ``seq`` T rounds)."""
     params, f = losses.round_params(seq)
     if not isinstance(info.x, jax.core.Tracer):
-        validation.check_shape("info.x", info.x, (params.shape[0], params.shape[-1]))
+        d = None if isinstance(seq, losses.FunctionSeq) else params.shape[-1]
+        validation.check_shape("info.x", info.x, (losses.num_rounds(seq), d))
     return jax.vmap(jax.grad(lambda x, p: f(p, x)))(info.x, params)
 
 

@@ -24,10 +24,25 @@ Modules: ``tasks`` (verifiable reasoning tasks), ``model`` (LLaDA architecture),
 ``decoding`` (policies, schedules, Path LL), ``path_smc`` (best-of-N, SMC, POKE-SMC),
 ``sr_smc`` (self-rewarding SMC as in its official code: blocks, threshold commits,
 block-end resampling; the baseline POKE-SMC is compared with),
-``poke`` (POKE value head), ``config`` (experiment-config validation).
+``poke`` (POKE value head), ``evaluation`` (pass@N, pass@k, best-of-N of N sampled
+answers), ``config`` (experiment-config validation).
+
+Your own task: any object with ``tasks.Task``'s fields; ``tasks.register_task`` (or
+``config.task_refs``) makes the study binaries take it.
 """
 
-from jaxlab.dllm import config, decoding, loading, model, path_smc, poke, sr_smc, tasks, train
+from jaxlab.dllm import (
+    config,
+    decoding,
+    evaluation,
+    loading,
+    model,
+    path_smc,
+    poke,
+    sr_smc,
+    tasks,
+    train,
+)
 from jaxlab.dllm.decoding import (
     DecodeInfo,
     DecodeResult,
@@ -37,6 +52,7 @@ from jaxlab.dllm.decoding import (
     decoder,
     path_log_likelihood,
 )
+from jaxlab.dllm.evaluation import best_of_n_correct, particle_correctness, pass_at_k, pass_at_n
 from jaxlab.dllm.path_smc import (
     Info,
     State,
@@ -50,9 +66,9 @@ from jaxlab.dllm.path_smc import (
 )
 
 __all__ = [
-    "DecodeInfo", "DecodeResult", "DecodeState", "Info", "State", "best_of_n", "best_particle",
-    "config", "decode", "decode_threshold", "decoder", "decoding", "init", "loading", "model",
-    "path_log_likelihood", "path_smc", "poke", "run_particles", "smc", "smc_decode", "sr_smc",
-    "step",
-    "tasks", "train",
+    "DecodeInfo", "DecodeResult", "DecodeState", "Info", "State", "best_of_n",
+    "best_of_n_correct", "best_particle", "config", "decode", "decode_threshold", "decoder",
+    "decoding", "evaluation", "init", "loading", "model", "particle_correctness", "pass_at_k",
+    "pass_at_n", "path_log_likelihood", "path_smc", "poke", "run_particles", "smc",
+    "smc_decode", "sr_smc", "step", "tasks", "train",
 ]

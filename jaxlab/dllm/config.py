@@ -8,8 +8,11 @@ Checks: every numeric field against its range (``check_fields`` rules below, fin
 the float ones); ``config.num_problems`` >= 2 and ``config.bootstrap`` >= 2 (the accuracy
 CIs are percentile bootstraps over problems; there is one seed per study, so no seed
 minimum); ``config.particles`` / ``config.throughput_particles`` non-empty tuples of
-positive ints; ``config.tasks`` non-empty known task names whose ``config.task_kwargs``
-build; per-task ``config.task_train`` overrides checked like ``config.train``; ``steps``
+positive ints; ``config.task_refs`` (name -> ``"package.module:attr"``, the user's tasks)
+import and are registered (``tasks.register_refs``) before ``config.tasks``, non-empty known
+task names whose ``config.task_kwargs`` build; ``config.decoders`` empty or known decoder
+names / families (``decoder_selection``); per-task ``config.task_train`` overrides checked
+like ``config.train``; ``steps``
 divisible by ``num_chunks`` for training and the POKE head; ``config.sale.taus`` >= 0;
 ``config.sale.task`` empty or a known task (a warning when it is not one of
 ``config.tasks``: the SALE check is then skipped); the protocol: ``config.resample_schedule``
@@ -23,7 +26,7 @@ import warnings
 import numpy as np
 
 from jaxlab.core import validation as V
-from jaxlab.dllm import path_smc
+from jaxlab.dllm import decoding, path_smc
 from jaxlab.dllm import tasks as tasks_lib
 
 PARTICLE_BLOCKS = ("coarse", "semi_ar", "one")
@@ -79,6 +82,51 @@ def _check_steps_chunks(prefix: str, section) -> None:
                          f"`{prefix}.num_chunks`={chunks}.")
 
 
+GREEDY_DECODERS = (*decoding.POLICIES, "semi_ar", "threshold")
+PARTICLE_FAMILIES = ("best_of", "smc", "sr_smc", "poke_smc")
+
+
+def all_decoders(particles) -> list[str]:
+    """Every decoder of the study, in its order: the greedy ones, then per N in
+    ``particles`` best-of-N, Path-LL SMC, SR-SMC and POKE-SMC (``<family>_<N>``)."""
+    return [*GREEDY_DECODERS, *(f"{f}_{n}" for n in particles for f in PARTICLE_FAMILIES)]
+
+
+def decoder_selection(decoders, particles) -> list[str]:
+    """The study's decoders picked by ``config.decoders``, in the study's order.
+
+    Args:
+      decoders: names (``"confidence"``, ``"poke_smc_4"``) or particle families
+        (``"poke_smc"``: every N); empty = every decoder.
+      particles: ``config.particles``.
+
+    Returns:
+      The decoder names, a subsequence of ``all_decoders(particles)``.
+
+    Raises:
+      ValueError: an entry that is neither a decoder nor a family, naming
+        ``config.decoders``.
+
+    Example:
+      >>> from jaxlab.dllm import config
+      >>> config.decoder_selection(("confidence", "poke_smc"), (2, 4))
+      ['confidence', 'poke_smc_2', 'poke_smc_4']
+    """
+    every = all_decoders(particles)
+    if isinstance(decoders, str):
+        decoders = (decoders,)
+    wanted = tuple(decoders or ())
+    if not wanted:
+        return every
+    for d in wanted:
+        if d not in every and d not in PARTICLE_FAMILIES:
+            raise ValueError(f"`config.decoders` entry {d!r} must be one of {every} or a family "
+                             f"{list(PARTICLE_FAMILIES)}.")
+    return [d for d in every
+            if d in wanted or any(d == f"{f}_{d.rsplit('_', 1)[-1]}" for f in wanted
+                                  if f in PARTICLE_FAMILIES)]
+
+
 def validate_config(config) -> None:
     """Raises ValueError naming ``config.<field>`` for the first bad field (module docstring).
 
@@ -98,6 +146,7 @@ def validate_config(config) -> None:
                           "bootstrap resamples for a percentile CI")
     _check_int_tuple("config.particles", _get(config, "particles"))
     _check_int_tuple("config.throughput_particles", _get(config, "throughput_particles"))
+    tasks_lib.register_refs(_get(config, "task_refs"))
     names = tuple(_get(config, "tasks") or ())
     if not names:
         raise ValueError("`config.tasks` must name at least one task.")
@@ -108,6 +157,8 @@ def validate_config(config) -> None:
             tasks_lib.make_task(name, **kwargs)
         except (TypeError, ValueError) as e:
             raise ValueError(f"`config.task_kwargs.{name}` is invalid: {e}") from e
+    if _get(config, "decoders") is not None and _get(config, "particles") is not None:
+        decoder_selection(config.decoders, config.particles)
     if _get(config, "train") is not None:
         _check_steps_chunks("config.train", config.train)
     for name, over in dict(_get(config, "task_train") or {}).items():

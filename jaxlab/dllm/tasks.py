@@ -27,11 +27,20 @@ Checks: each task's ``__post_init__`` validates its size fields (``Sudoku4.min_c
 [n, prompt_len] and ``answer`` [n, answer_len] (also under jit); ``make_task`` names an
 unknown ``name``. Hard variants (``HARD_VARIANTS``): ``countdown_hard`` (4 numbers up to
 10), ``addition_hard`` (10 digits), ``star_graph_hard`` (degree 4, arms of 4, 20 labels).
+
+Your own task: any object with the ``Task`` fields works with the library functions
+(``train.train``, ``poke.fit``, the decoders, ``evaluation``). For the study binaries,
+``register_task(name, factory)`` in your code, or ``config.task_refs = {name:
+"package.module:attr"}`` in the config, adds it (then ``config.tasks = (name,)``) without
+editing jaxlab.
 """
 
 import dataclasses
 import functools
+import importlib
 import itertools
+import re
+import typing
 
 import jax
 import jax.numpy as jnp
@@ -362,12 +371,12 @@ def _add_digits(a: Array, b: Array) -> Array:
 BASE_TASKS = {"sudoku": Sudoku4, "countdown": Countdown, "star_graph": StarGraph,
               "addition": Addition}
 
-# Hard variants (issue 20: tasks where the unmasking path matters more): the base task
-# with larger sizes, under its own name (its own shipped denoiser). No sudoku variant: the
-# 4x4 carving already stops at a minimal unique clue set (>= 4 clues), so "fewer clues" is
-# not available without a larger grid. Sizes: one step up from the easy variants (3 -> 4
-# numbers; degree and arms 3 -> 4), which the tiny denoiser learns on a CPU; the session-10
-# sizes (4 numbers to 25; degree 5 x arms of 5 over 32 labels) did not train at that budget.
+# Hard variants (tasks where the unmasking path matters more): the base task with larger
+# sizes, under its own name (its own shipped denoiser). No sudoku variant: the 4x4 carving
+# already stops at a minimal unique clue set (>= 4 clues), so "fewer clues" is not available
+# without a larger grid. Sizes: one step up from the easy variants (3 -> 4 numbers; degree
+# and arms 3 -> 4), which the tiny denoiser learns on a CPU; larger sizes (4 numbers to 25;
+# degree 5 x arms of 5 over 32 labels) did not train at that budget.
 HARD_VARIANTS = {
     "countdown_hard": ("countdown", {"n_numbers": 4, "max_number": 10}),
     "addition_hard": ("addition", {"n_digits": 10}),
@@ -375,12 +384,238 @@ HARD_VARIANTS = {
 }
 TASKS = {**BASE_TASKS, **{v: BASE_TASKS[base] for v, (base, _) in HARD_VARIANTS.items()}}
 
+# What a task must provide (module docstring); ``check_task`` tests an object against it.
+TASK_FIELDS = ("sample", "verify", "prompt_len", "answer_len", "vocab_size", "mask_id")
+
+
+@typing.runtime_checkable
+class Task(typing.Protocol):
+    """What ``train.train``, ``poke.fit``, the decoders and the study binaries need of a task.
+
+    Any object with these attributes works (a frozen dataclass like the shipped tasks is
+    the easy way): ``sample(key, n) -> (prompt [n, prompt_len] int32, answer [n,
+    answer_len] int32)`` and ``verify(prompt, answer) -> [n] bool``, both jittable;
+    ``vocab_size`` includes the mask token ``mask_id`` (conventionally ``vocab_size - 1``);
+    ``name`` labels logs and progress bars.
+    """
+
+    name: str
+    vocab_size: int
+    prompt_len: int
+    answer_len: int
+
+    @property
+    def mask_id(self) -> int: ...
+
+    def sample(self, key: PRNGKey, n: int) -> tuple[Array, Array]: ...
+
+    def verify(self, prompt: Array, answer: Array) -> Array: ...
+
+
+def check_task(task, name: str = "task") -> None:
+    """Raises ValueError naming ``name`` unless ``task`` has the ``Task`` fields.
+
+    Checks that ``sample`` and ``verify`` are callable, that the sizes are positive ints and
+    that ``mask_id`` is a token id in ``[0, vocab_size)``.
+
+    Args:
+      task: the object to check.
+      name: how the error names it.
+
+    Example:
+      >>> from jaxlab.dllm import tasks
+      >>> tasks.check_task(tasks.Addition(n_digits=2))
+      >>> tasks.check_task(object())  # doctest: +ELLIPSIS
+      Traceback (most recent call last):
+      ...
+      ValueError: `task` must have the attributes sample, verify, ... object misses sample, ...
+    """
+    missing = [f for f in TASK_FIELDS if not hasattr(task, f)]
+    if missing:
+        raise ValueError(f"`{name}` must have the attributes {', '.join(TASK_FIELDS)} "
+                         f"(jaxlab.dllm.tasks.Task); {type(task).__name__} misses "
+                         f"{', '.join(missing)}.")
+    for f in ("sample", "verify"):
+        if not callable(getattr(task, f)):
+            raise ValueError(f"`{name}.{f}` must be callable, got {getattr(task, f)!r}.")
+    for f in ("prompt_len", "answer_len", "vocab_size"):
+        validation.check_positive_int(f"{name}.{f}", getattr(task, f))
+    mask = task.mask_id
+    if not isinstance(mask, int | np.integer) or not 0 <= mask < task.vocab_size:
+        raise ValueError(f"`{name}.mask_id` must be an int in [0, vocab_size={task.vocab_size})"
+                         f", got {mask!r}.")
+
+
+def register_task(name: str, factory, *, overwrite: bool = False) -> None:
+    """Makes ``make_task(name, **kwargs)`` build ``factory(**kwargs)``.
+
+    After this call the study binaries (``experiments/dllm.py``, ``dllm_train.py``,
+    ``poke_train.py``) accept ``name`` in ``config.tasks`` like a shipped task. Without any
+    code of yours running first, a config does the same with ``config.task_refs = {name:
+    "package.module:attr"}`` (``validate_config`` registers them). Registering the same
+    factory twice under one name is a no-op (a module imported twice).
+
+    Args:
+      name: the task name (letters, digits and ``_ -``; it names the model folders, result
+        units and ``config.task_kwargs`` / ``config.task_train`` entries).
+      factory: a callable returning a task (``Task``), e.g. a task class; the keyword
+        arguments of ``make_task`` (``config.task_kwargs[name]``) are passed on. Also a
+        ready task object (then it takes no keyword arguments) or a string
+        ``"package.module:attr"`` naming either (imported now; dotted ``attr`` allowed).
+      overwrite: replace another registration of ``name`` (never a shipped task).
+
+    Raises:
+      ValueError: a bad or shipped ``name``, ``name`` taken by another factory without
+        ``overwrite``, a ``factory`` that is neither callable nor a task, or a reference
+        that does not import.
+
+    Example:
+      >>> import dataclasses
+      >>> import jax
+      >>> import jax.numpy as jnp
+      >>> from jaxlab.dllm import tasks
+      >>> @dataclasses.dataclass(frozen=True)
+      ... class Copy:  # answer = the prompt; tokens 0..3, 4 = mask
+      ...     length: int = 3
+      ...     name: str = "copy"
+      ...     vocab_size: int = 5
+      ...     mask_id: int = 4
+      ...     @property
+      ...     def prompt_len(self): return self.length
+      ...     @property
+      ...     def answer_len(self): return self.length
+      ...     def sample(self, key, n):
+      ...         p = jax.random.randint(key, (n, self.length), 0, 4)
+      ...         return p, p
+      ...     def verify(self, prompt, answer):
+      ...         return jnp.all(prompt == answer, axis=1)
+      >>> tasks.register_task("copy", Copy)
+      >>> task = tasks.make_task("copy", length=5)
+      >>> prompt, answer = task.sample(jax.random.key(0), 2)
+      >>> task.verify(prompt, answer).tolist()
+      [True, True]
+      >>> tasks.unregister_task("copy")
+      >>> tasks.register_task("add2", "jaxlab.dllm.tasks:Addition")  # by reference
+      >>> tasks.make_task("add2", n_digits=2).answer_len
+      3
+      >>> tasks.unregister_task("add2")
+    """
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_-]+", name):
+        raise ValueError("`name` must be a non-empty string of letters, digits, '_' and '-', "
+                         f"got {name!r}.")
+    if name in BASE_TASKS or name in HARD_VARIANTS:
+        raise ValueError(f"`name`={name!r} is a shipped task; pick another name.")
+    factory = _as_factory(factory, name)
+    if name in TASKS and TASKS[name] is not factory and not overwrite:
+        raise ValueError(f"`name`={name!r} is already registered to {TASKS[name]!r}; pass "
+                         "overwrite=True to replace it.")
+    TASKS[name] = factory
+
+
+def register_refs(refs) -> None:
+    """``register_task(name, ref)`` for each item of ``refs`` (a dict ``name ->
+    "package.module:attr"``, e.g. ``config.task_refs``); None or empty does nothing.
+
+    Raises:
+      ValueError: as ``register_task``, naming ``task_refs.<name>``.
+    """
+    for name, ref in dict(refs or {}).items():
+        try:
+            register_task(name, ref)
+        except ValueError as e:
+            raise ValueError(f"`task_refs.{name}` is invalid: {e}") from e
+
+
+def unregister_task(name: str) -> None:
+    """Removes a task added by ``register_task`` (shipped tasks stay).
+
+    Raises:
+      ValueError: ``name`` is shipped or not registered.
+    """
+    if name in BASE_TASKS or name in HARD_VARIANTS:
+        raise ValueError(f"`name`={name!r} is a shipped task and cannot be removed.")
+    if name not in TASKS:
+        raise ValueError(f"`name`={name!r} is not a registered task.")
+    del TASKS[name]
+    _INSTANCES.pop(name, None)
+
+
+_INSTANCES: dict = {}  # name -> the wrapper of a ready task object (identity for re-registering)
+
+
+def _import_ref(ref: str):
+    module, _, attr = ref.partition(":")
+    if not module or not attr:
+        raise ValueError(f"the reference {ref!r} must be 'package.module:attr'.")
+    try:
+        obj = importlib.import_module(module)
+    except ImportError as e:
+        raise ValueError(f"the reference {ref!r}: cannot import {module!r} ({e}); is it on "
+                         "PYTHONPATH?") from e
+    for part in attr.split("."):
+        if not hasattr(obj, part):
+            raise ValueError(f"the reference {ref!r}: {module!r} has no attribute {attr!r}.")
+        obj = getattr(obj, part)
+    return obj
+
+
+def _as_factory(obj, name: str):
+    """A factory from a callable, a ready task object or a "package.module:attr" string."""
+    if isinstance(obj, str):
+        obj = _import_ref(obj)
+    if isinstance(obj, type) or (callable(obj) and not hasattr(obj, "sample")):
+        return obj
+    if hasattr(obj, "sample"):
+        check_task(obj, name)
+        prev = _INSTANCES.get(name)
+        if prev is not None and prev.task is obj:
+            return prev
+
+        def instance(**kwargs):
+            if kwargs:
+                raise ValueError(f"task {name!r} is a task object, not a factory: it takes no "
+                                 f"keyword arguments, got {sorted(kwargs)}.")
+            return obj
+
+        instance.task = obj
+        _INSTANCES[name] = instance
+        return instance
+    raise ValueError(f"`factory` must be a callable returning a task, a task or "
+                     f"'package.module:attr', got {type(obj).__name__}.")
+
+
+def task_names() -> tuple[str, ...]:
+    """Sorted names ``make_task`` accepts now (shipped, hard variants, registered)."""
+    return tuple(sorted(TASKS))
+
 
 def make_task(name: str, **kwargs):
-    """Builds a task by name: ``sudoku``, ``countdown``, ``star_graph``, ``addition`` or a
-    hard variant (``HARD_VARIANTS``: its sizes by default, ``kwargs`` override them)."""
+    """Builds a task by name.
+
+    Args:
+      name: ``sudoku``, ``countdown``, ``star_graph``, ``addition``, a hard variant
+        (``HARD_VARIANTS``: its sizes by default, ``kwargs`` override them) or a name added
+        by ``register_task``.
+      **kwargs: passed to the task's constructor (factory).
+
+    Returns:
+      The task (checked by ``check_task``).
+
+    Raises:
+      ValueError: an unknown ``name`` or a factory that does not return a task.
+
+    Example:
+      >>> from jaxlab.dllm import tasks
+      >>> task = tasks.make_task("addition", n_digits=3)
+      >>> task.prompt_len, task.answer_len, task.mask_id
+      (6, 4, 10)
+    """
     if name not in TASKS:
-        raise ValueError(f"unknown task {name!r}: `name` must be one of {sorted(TASKS)}.")
+        raise ValueError(f"unknown task {name!r}: `name` must be one of {sorted(TASKS)} or a "
+                         "name added by tasks.register_task (config.task_refs).")
     if name in HARD_VARIANTS:
         return TASKS[name](**{**HARD_VARIANTS[name][1], **kwargs, "name": name})
-    return TASKS[name](**kwargs)
+    task = TASKS[name](**kwargs)
+    if name not in BASE_TASKS:
+        check_task(task, f"make_task({name!r})")
+    return task

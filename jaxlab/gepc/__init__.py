@@ -14,10 +14,11 @@ KDE per (t, g) residual) is our extension.
 take the score function and settings as arguments. Modules: ``residual`` (the GEPC
 residual, the public code's per-t features, the exact blind spot of self-inverse
 elements), ``scoring`` (t selection, KDEs, GMMs; ``fit_official`` and ``fit``),
-``baselines`` (score norm, MSMA, DiffPath, denoising-error maps), ``groups``,
+``baselines`` (score norm, MSMA, DiffPath, denoising-error maps; ``baselines.fit`` /
+``baselines.score`` fit and score every method on your features), ``groups``,
 ``schedule``, ``model`` (the UNet eps-model, flax linen: see its docstring), ``train``
 (DDPM training, ``ScoreTrainState``), ``data`` (offline images, the stratified split),
-``ood`` (this API).
+``ood`` (this API, and ``auroc_with_ci``: AUROC with a bootstrap CI).
 
 What follows what: the residual, the per-t features (``gepc_s``, ``gepc_s_cos``,
 ``gepc_s_pair``), the group, rho, the candidate times and the official scorer follow the
@@ -27,7 +28,18 @@ testbed and the denoising-error localisation baseline are ours.
 """
 
 from jaxlab.gepc import baselines, data, groups, model, ood, residual, schedule, scoring, train
-from jaxlab.gepc.ood import SCORERS, SQRT_ABARS, Info, State, detector, init, step
+from jaxlab.gepc.baselines import Fitted
+from jaxlab.gepc.ood import (
+    SCORERS,
+    SQRT_ABARS,
+    AurocCI,
+    Info,
+    State,
+    auroc_with_ci,
+    detector,
+    init,
+    step,
+)
 from jaxlab.gepc.residual import (
                                   OFFICIAL_FEATURES,
                                   consistency_features,
@@ -37,7 +49,8 @@ from jaxlab.gepc.residual import (
 )
 from jaxlab.gepc.train import ScoreTrainState
 
-__all__ = ["OFFICIAL_FEATURES", "SCORERS", "SQRT_ABARS", "Info", "ScoreTrainState", "State",
+__all__ = ["OFFICIAL_FEATURES", "SCORERS", "SQRT_ABARS", "AurocCI", "Fitted", "Info",
+           "ScoreTrainState", "State", "auroc_with_ci",
            "baselines", "consistency_features", "data", "detector", "gepc_residuals",
            "groups", "init", "model", "ood", "residual", "schedule", "score_from_eps",
            "scoring", "step", "top_rho_pool", "train"]

@@ -30,9 +30,17 @@ Checks (eager, before ``jit``): ``x0`` [B, H, W, C] finite; ``score_norm``: ``t`
 ``num_noise`` >= 1; ``msma_features``: ``ts`` in (0, 1]; ``msma_times``: 0 < ``sigma_min``
 <= ``sigma_max`` < inf, ``levels`` >= 1; ``diffpath_features`` and ``ddim_inversion_eps``:
 ``num_steps`` >= 1, ``t0`` in (0, 1 - 1e-3); ``denoising_error_map``: ``ts`` in (0, 1].
+
+Every method on your own features: ``fit(method, id_features, ...) -> Fitted`` and
+``score(fitted, features) -> [N]`` (``METHODS``, ``METHOD_FEATURES``), as the GEPC study
+fits and scores them; ``ood.auroc_with_ci`` compares the scores of ID and OOD images.
+``eps_fn(x_t, t)`` everywhere takes t in [0, 1] on jaxlab's cosine VP schedule
+(``schedule``); a model trained on another schedule needs a wrapper mapping t to its own
+time and scaling.
 """
 
 import functools
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -40,7 +48,7 @@ import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
-from jaxlab.gepc import schedule
+from jaxlab.gepc import residual, schedule, scoring
 
 
 def _check_x0(x0):
@@ -185,3 +193,125 @@ def _denoising_error_map(eps_fn, x0, key, ts):
         return ((x0_hat - x0) ** 2).mean(-1)
 
     return jnp.moveaxis(jax.lax.map(at, (ts, eps)), 0, 1)
+
+
+# --- fitting and scoring every method the same way ------------------------------------
+
+#: The methods ``fit`` / ``score`` know, with the features each takes.
+METHODS = ("official", "per_element", "score_norm", "msma", "diffpath")
+METHOD_FEATURES = {
+    "official": "[N, T, 3] residual.consistency_features' per-t features",
+    "per_element": "[N, T, G] residuals (residual.consistency_features)",
+    "score_norm": "[N] score_norm",
+    "msma": "[N, levels] msma_features",
+    "diffpath": "[N, 6] diffpath_features",
+}
+#: Display names of the methods (the study's tables).
+METHOD_LABELS = {"official": "GEPC (official)", "per_element": "GEPC per-element (ours)",
+                 "score_norm": "score norm", "msma": "MSMA", "diffpath": "DiffPath-6D"}
+
+
+class Fitted(NamedTuple):
+    """A method's scorer fitted on ID (calibration) features.
+
+    Attributes:
+      method: one of ``METHODS``.
+      model: ``scoring.KDEScorer`` (GEPC), ``scoring.GMMSearch`` (MSMA, DiffPath) or None
+        (score norm needs no fit).
+      columns: the per-t feature columns the official scorer reads (empty otherwise).
+    """
+
+    method: str
+    model: object
+    columns: tuple[int, ...] = ()
+
+
+def _check_method(method):
+    validation.check_one_of("method", method, METHODS)
+
+
+def fit(method: str, features, *, num_t: int = 2, official_features=("gepc_s",),
+        agg_feat: str = "sum", gmm_components=(1, 2, 4, 8),
+        gmm_covariances=("full", "diag"), gmm_folds: int = 5, seed: int = 0) -> Fitted:
+    """Fits one method's OOD scorer on ID features, as the GEPC study does.
+
+    Args:
+      method: one of ``METHODS``; ``features`` must be its array (``METHOD_FEATURES``).
+      features: the ID images' features of ``method``.
+      num_t: GEPC: how many times (lowest CV) are kept (``scoring.fit_official`` /
+        ``scoring.fit``).
+      official_features: GEPC (official): the per-t features used, names of
+        ``residual.OFFICIAL_FEATURES``.
+      agg_feat: GEPC (official): "sum" or "mean" over features.
+      gmm_components, gmm_covariances, gmm_folds, seed: MSMA / DiffPath: the
+        cross-validated GMM grid (``scoring.fit_gmm_search``).
+
+    Returns:
+      ``Fitted``; ``score(fitted, features)`` scores new images.
+
+    Raises:
+      ValueError: an unknown ``method`` or feature name, or the fitting function's checks
+        (shapes, too few rows).
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxlab.gepc import baselines
+      >>> rng = np.random.default_rng(0)
+      >>> id_feats = rng.normal(size=(200, 6)).astype(np.float32)    # e.g. DiffPath-6D
+      >>> ood_feats = id_feats[:50] + 3.0
+      >>> f = baselines.fit("diffpath", id_feats, gmm_components=(1, 2), gmm_folds=3)
+      >>> s_id, s_ood = baselines.score(f, id_feats[:50]), baselines.score(f, ood_feats)
+      >>> bool(s_ood.mean() > s_id.mean())
+      True
+    """
+    _check_method(method)
+    if method == "official":
+        names = tuple(official_features)
+        for n in names:
+            validation.check_one_of("official_features", n, residual.OFFICIAL_FEATURES)
+        validation.check_ndim("features", features, 3)
+        cols = tuple(residual.OFFICIAL_FEATURES.index(n) for n in names)
+        model = scoring.fit_official(np.asarray(features)[..., list(cols)], num_t, agg_feat)
+        return Fitted(method, model, cols)
+    if method == "per_element":
+        return Fitted(method, scoring.fit(features, num_t))
+    if method == "score_norm":
+        validation.check_ndim("features", features, 1)
+        return Fitted(method, None)
+    validation.check_ndim("features", features, 2)
+    return Fitted(method, scoring.fit_gmm_search(
+        features, components=tuple(gmm_components), covariance_types=tuple(gmm_covariances),
+        folds=gmm_folds, seed=seed))
+
+
+def score(fitted: Fitted, features) -> np.ndarray:
+    """OOD scores (larger = more OOD) of new images under a ``fit`` result.
+
+    Args:
+      fitted: from ``fit``.
+      features: the images' features of ``fitted.method`` (``METHOD_FEATURES``), [N, ...].
+
+    Returns:
+      [N] float scores: GEPC's -sum_t w_t log KDE, the score norm itself, the GMM negative
+      log-likelihood for MSMA and DiffPath.
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxlab.gepc import baselines
+      >>> norms = np.array([1.0, 2.0, 3.0], np.float32)
+      >>> baselines.score(baselines.fit("score_norm", norms), norms).tolist()
+      [1.0, 2.0, 3.0]
+    """
+    if not isinstance(fitted, Fitted):
+        raise ValueError(f"`fitted` must come from baselines.fit, got {type(fitted).__name__}.")
+    _check_method(fitted.method)
+    if fitted.method == "official":
+        validation.check_ndim("features", features, 3)
+        return np.asarray(scoring.score(fitted.model,
+                                        np.asarray(features)[..., list(fitted.columns)]))
+    if fitted.method == "per_element":
+        return np.asarray(scoring.score(fitted.model, features))
+    if fitted.method == "score_norm":
+        validation.check_ndim("features", features, 1)
+        return np.asarray(features)
+    return np.asarray(scoring.gmm_search_nll(fitted.model, features))

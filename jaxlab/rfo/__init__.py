@@ -22,15 +22,37 @@ blackjax/optax style)::
 ``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared.
 
 Tasks: ``make_task(name)`` for ``task_names()`` (pendulum, cartpole, hopper, bouncing_ball);
-``register_task(name, factory)`` adds an MJCF task (``envs.Task``, ``envs.load_mjcf``). The
+``register_task(name, factory)`` adds an MJCF task (``new_task`` / ``envs.Task``,
+``load_mjcf``; MJCF angles are in degrees unless ``<compiler angle="radian"/>``; brax fuses
+bodies without a joint into their parent: look bodies and sites up with ``body_index`` /
+``site_index``, see ``fused_bodies``). ``check_nonfinite_grad_share`` fails a run with too
+many non-finite gradients. The
 functional forms ``init(key, task, cfg)`` and ``step(key, state, task, cfg)`` take the
 static arguments last. Different keys give different initial weights; the same key gives
 the same run.
 """
 
-from jaxlab.rfo.envs import TASK_NAMES, EnvState, Task, make_task, register_task, task_names
+from jaxlab.rfo.envs import (
+    TASK_NAMES,
+    EnvState,
+    Task,
+    body_index,
+    fused_bodies,
+    load_mjcf,
+    make_task,
+    new_task,
+    register_task,
+    site_index,
+    task_names,
+)
 from jaxlab.rfo.ppo import PPOConfig, PPOState
-from jaxlab.rfo.train import Info, RFOState, TrainConfig, validate_config
+from jaxlab.rfo.train import (
+    Info,
+    RFOState,
+    TrainConfig,
+    check_nonfinite_grad_share,
+    validate_config,
+)
 from jaxlab.rfo.trainers import (
     Config,
     State,
@@ -44,6 +66,7 @@ from jaxlab.rfo.trainers import (
 
 __all__ = [
     "TASK_NAMES", "Config", "EnvState", "Info", "PPOConfig", "PPOState", "RFOState", "State",
-    "Task", "TrainConfig", "env_steps_per_update", "init", "make_task", "make_trainer", "run",
-    "register_task", "scan_steps", "step", "task_names", "validate_config",
+    "Task", "TrainConfig", "body_index", "check_nonfinite_grad_share", "env_steps_per_update",
+    "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
+    "register_task", "scan_steps", "site_index", "step", "task_names", "validate_config",
 ]

@@ -28,6 +28,10 @@ concrete, finite.
 import contextlib
 import dataclasses
 import functools
+import io
+import re
+import sys
+import xml.etree.ElementTree as ElementTree
 from collections.abc import Callable
 from typing import Any, NamedTuple
 
@@ -36,6 +40,27 @@ import jax.numpy as jnp
 
 from jaxlab.core import extras, validation
 from jaxlab.core.types import Array, PRNGKey
+
+
+def _import_mujoco_quietly() -> None:
+    """Imports ``mujoco.mjx`` once, dropping its "Failed to import warp" / "mujoco_warp"
+    lines (printed on every import without the optional GPU backend ``warp``, which MJX on
+    JAX does not use); any other output is passed on. The one place this is done."""
+    if "mujoco.mjx" in sys.modules:
+        return
+    buf = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(buf):
+            import mujoco.mjx  # noqa: F401
+    except ImportError:  # the rfo extra is not installed: the loaders raise later
+        pass
+    rest = [line for line in buf.getvalue().splitlines()
+            if not re.match(r"Failed to import (mujoco_)?warp", line)]
+    if rest:
+        print("\n".join(rest))
+
+
+_import_mujoco_quietly()
 
 PENDULUM_XML = """
 <mujoco model="pendulum">
@@ -107,6 +132,11 @@ class Task:
     ``done_fn(ps1) -> {0., 1.}`` the termination flag of the state reached (``None``: the
     task never terminates); ``reset_fn(key) -> (q, qd)`` the initial positions and
     velocities (``None``: ``init_q`` plus uniform noise of ``reset_noise``, zero velocity).
+    With a ``reset_fn``, ``init_q`` and ``reset_noise`` may be None (``new_task`` takes
+    every field by keyword and leaves them out).
+
+    Raises:
+      ValueError: neither ``reset_fn`` nor both ``init_q`` and ``reset_noise``.
     """
 
     name: str
@@ -120,6 +150,11 @@ class Task:
     act_dim: int
     done_fn: Callable[[Any], Array] | None = None
     reset_fn: Callable[[PRNGKey], tuple[Array, Array]] | None = None
+
+    def __post_init__(self):
+        if self.reset_fn is None and (self.init_q is None or self.reset_noise is None):
+            raise ValueError(f"task {self.name!r}: `init_q` and `reset_noise` are needed when "
+                             "there is no `reset_fn`.")
 
     @property
     def terminates(self) -> bool:
@@ -331,10 +366,154 @@ def register_task(name: str, factory: Callable[[], Task]) -> None:
     _TASKS[name] = factory
 
 
-def load_mjcf(xml: str | None = None, path=None):
+def new_task(name: str, sys, *, n_frames: int, obs_fn, reward_fn, obs_dim: int,
+             act_dim: int, reset_fn=None, init_q=None, reset_noise: float | None = None,
+             done_fn=None) -> Task:
+    """A ``Task`` with every field by keyword; ``init_q`` / ``reset_noise`` only without
+    ``reset_fn``.
+
+    Example:
+      >>> import jax, jax.numpy as jnp
+      >>> from jaxlab.rfo import envs
+      >>> sys = envs.load_mjcf(envs.PENDULUM_XML)
+      >>> task = envs.new_task(
+      ...     "my_pendulum", sys, n_frames=2, obs_dim=2, act_dim=1,
+      ...     obs_fn=lambda ps: jnp.concatenate([ps.q, ps.qd]),
+      ...     reward_fn=lambda ps0, ps1, a: jnp.cos(ps1.q[0]),
+      ...     reset_fn=lambda key: (jax.random.uniform(key, (1,)), jnp.zeros(1)))
+      >>> envs.reset(jax.random.key(0), task).obs.shape
+      (2,)
+    """
+    return Task(name, sys, n_frames, init_q, reset_noise, obs_fn, reward_fn, obs_dim, act_dim,
+                done_fn, reset_fn)
+
+
+def _mjcf_root(xml, path):
+    if (xml is None) == (path is None):
+        raise ValueError("give exactly one of `xml` and `path`.")
+    text = xml if path is None else open(path, encoding="utf-8").read()  # noqa: SIM115
+    return ElementTree.fromstring(text)
+
+
+def fused_bodies(xml: str | None = None, path=None) -> dict[str, str]:
+    """The bodies brax's MJCF loader merges into their parent, and the parent each ends in.
+
+    brax (``brax.io.mjcf``) fuses every body without a joint into its parent (geoms, sites
+    and child bodies move to the parent, offset by the body's pose), so such a body has no
+    index of its own in the loaded ``System``: body indices counted in the MJCF file then
+    point at other bodies. ``body_index`` and ``load_mjcf(require_bodies=...)`` raise on
+    these names instead.
+
+    Args:
+      xml: an MJCF string, or
+      path: an MJCF file.
+
+    Returns:
+      {fused body name (``"<unnamed #i>"`` without a name): the surviving ancestor's name
+      (``"world"`` for the world body)}.
+
+    Example:
+      >>> from jaxlab.rfo import envs
+      >>> envs.fused_bodies(xml='''<mujoco><worldbody><body name="arm">
+      ...   <joint name="j" type="hinge"/><geom size="0.1"/>
+      ...   <body name="tip" pos="0.5 0 0"><site name="tip_site"/></body>
+      ... </body></worldbody></mujoco>''')
+      {'tip': 'arm'}
+    """
+    root = _mjcf_root(xml, path)
+    out, count = {}, [0]
+
+    def walk(elem, survivor):
+        for child in elem:
+            if child.tag != "body":
+                continue
+            count[0] += 1
+            name = child.attrib.get("name", f"<unnamed #{count[0]}>")
+            jointless = child.find("joint") is None and child.find("freejoint") is None
+            if jointless:
+                out[name] = survivor
+            walk(child, survivor if jointless else name)
+
+    for wb in root.iter("worldbody"):
+        walk(wb, "world")
+    return out
+
+
+def load_mjcf(xml: str | None = None, path=None, *, require_bodies=()):
     """A brax ``System`` from an MJCF string ``xml`` or file ``path``, with one solver
-    iteration (reverse-mode gradients through ``mjx.step``, DESIGN.md)."""
+    iteration (reverse-mode gradients through ``mjx.step``, DESIGN.md).
+
+    MJCF conventions to keep in mind: angles (``euler``, ``axisangle``, hinge ``range``,
+    ``ref``) are in *degrees* unless the file sets ``<compiler angle="radian"/>``; brax
+    fuses every body without a joint into its parent (``fused_bodies``), so look bodies
+    and sites up by name in the loaded system (``body_index``, ``site_index``), never by
+    their order in the file.
+
+    Args:
+      xml: an MJCF string, or
+      path: an MJCF file.
+      require_bodies: names of bodies your task reads (positions, velocities); a body
+        that brax fuses away raises here instead of being silently replaced.
+
+    Returns:
+      The brax ``System``.
+
+    Raises:
+      ValueError: a body of ``require_bodies`` is fused into its parent (naming both and
+        the sites it carried) or is not in the file.
+    """
+    if require_bodies:
+        fused = fused_bodies(xml, path)
+        root = _mjcf_root(xml, path)
+        names = {b.attrib.get("name") for b in root.iter("body")}
+        for b in require_bodies:
+            if b in fused:
+                body = next(e for e in root.iter("body") if e.attrib.get("name") == b)
+                sites = [s.attrib.get("name", "?") for s in body.findall("site")]
+                raise ValueError(
+                    f"`require_bodies`: body {b!r} has no joint, so brax fuses it into "
+                    f"{fused[b]!r}" + (f" (its sites {sites} move there)" if sites else "")
+                    + "; give it a joint, or read the parent body with the child's offset "
+                    "(or a site by envs.site_index).")
+            if b not in names:
+                raise ValueError(f"`require_bodies`: no body named {b!r} in the MJCF.")
     return _load(xml, path)
+
+
+def _names(mj_model, kind: str) -> list[str]:
+    import mujoco
+
+    obj = {"body": mujoco.mjtObj.mjOBJ_BODY, "site": mujoco.mjtObj.mjOBJ_SITE}[kind]
+    n = {"body": mj_model.nbody, "site": mj_model.nsite}[kind]
+    return [mujoco.mj_id2name(mj_model, obj, i) for i in range(n)]
+
+
+def body_index(sys, name: str) -> int:
+    """Index of body ``name`` in a loaded brax ``System`` (``ps.x.pos[i]`` is its position;
+    brax's ``x`` skips the world body, so this is the MuJoCo id minus one).
+
+    Raises:
+      ValueError: no such body in ``sys``, e.g. because brax fused it into its parent
+        (``fused_bodies``), naming the bodies that exist.
+    """
+    names = _names(sys.mj_model, "body")
+    if name not in names:
+        raise ValueError(f"body {name!r} is not in the loaded system (bodies: "
+                         f"{[n for n in names[1:]]}); brax fuses a body without a joint into "
+                         "its parent (envs.fused_bodies).")
+    return names.index(name) - 1
+
+
+def site_index(sys, name: str) -> int:
+    """Index of site ``name`` in a loaded brax ``System`` (``ps.site_xpos[i]``).
+
+    Raises:
+      ValueError: no such site, naming the sites that exist.
+    """
+    names = _names(sys.mj_model, "site")
+    if name not in names:
+        raise ValueError(f"site {name!r} is not in the loaded system (sites: {names}).")
+    return names.index(name)
 
 
 @functools.cache

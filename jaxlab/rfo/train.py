@@ -511,6 +511,44 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
     return Algorithm(init, step)
 
 
+def check_nonfinite_grad_share(grad_norm, limit: float, what: str = "run") -> float:
+    """Fails a run whose share of updates with a non-finite policy gradient exceeds
+    ``limit``.
+
+    Non-finite gradient entries (near contacts) are zeroed inside the update, so a run goes
+    on; ``Info.grad_norm`` (the norm before zeroing) is then non-finite for that update.
+    This turns too many such updates into an error instead of a quietly degraded run
+    (``config.max_nonfinite_grad_share`` of ``experiments/rfo.py``).
+
+    Args:
+      grad_norm: ``Info.grad_norm`` of the updates, any shape (e.g. [seeds, U]).
+      limit: the largest allowed share in [0, 1] (1 never fails).
+      what: names the run in the error.
+
+    Returns:
+      The share of non-finite entries.
+
+    Raises:
+      FloatingPointError: the share exceeds ``limit``.
+      ValueError: ``limit`` outside [0, 1].
+
+    Example:
+      >>> import numpy as np
+      >>> from jaxlab.rfo import train
+      >>> train.check_nonfinite_grad_share(np.array([1.0, np.nan, 2.0, 3.0]), 0.5)
+      0.25
+    """
+    validation.check_in_range("limit", limit, 0.0, 1.0)
+    g = np.asarray(grad_norm)
+    share = float(np.mean(~np.isfinite(g))) if g.size else 0.0
+    if share > limit:
+        raise FloatingPointError(
+            f"{what}: {share:.1%} of updates ({int((~np.isfinite(g)).sum())} of {g.size}) had "
+            f"non-finite policy gradients, more than the limit {limit:.1%} "
+            "(max_nonfinite_grad_share); try a smaller lr, grad_clip or horizon.")
+    return share
+
+
 def make_optimizer(cfg: TrainConfig) -> optax.GradientTransformation:
     """The policy optimizer: clip (global norm, or element-wise as brax APG's
     ``optax.clip``), then Adam(b1=0.7, b2=0.95) at ``lr * lr_decay ** update``.
@@ -566,6 +604,9 @@ def validate_config(config) -> None:
         "ppo.epochs": pint, "ppo.minibatches": pint,
         "ppo.lr": pos,
     })
+    limit = config.get("max_nonfinite_grad_share")
+    if limit is not None:
+        validation.check_in_range("config.max_nonfinite_grad_share", limit, 0.0, 1.0)
     for name in ("common.lr", "ppo.lr", "rfo.stability_coef", "rfo.exploration_coef",
                  "apg.lr", "apg.grad_clip"):
         group, field = name.split(".")

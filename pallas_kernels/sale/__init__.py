@@ -7,7 +7,9 @@ attention, then the log-space keep test on int8/int4 codes, compact kept-tile li
 backends chosen per call by ``config.KernelConfig(backend=...)``: ``"triton"`` (GPU),
 ``"mosaic_gpu"`` (Hopper) and ``"tpu"``; ``estimate.sale_attention_pallas`` chains them
 (the attention kernel starts from the estimation kernel's always-kept pass). All run on
-CPU with ``interpret=True``; tests lower each for ``cuda`` and ``tpu`` on CPU.
+CPU with ``interpret=True``; tests lower each for ``cuda`` and ``tpu`` on CPU. What the
+kernels share (tile lists, partial state, layouts, ``Selection``) is in ``common``, which
+the backends import instead of one another.
 """
 
 from pallas_kernels.sale import reference

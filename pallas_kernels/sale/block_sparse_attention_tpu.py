@@ -30,10 +30,12 @@ from jax.experimental import pallas as pl
 from jax.experimental.pallas import tpu as pltpu
 
 from pallas_kernels.sale import config as C
-from pallas_kernels.sale.block_sparse_attention import (
+from pallas_kernels.sale.common import (
     MASK_VALUE,
     PartialState,
+    Selection,
     TileLists,
+    block_grid_masks,
     check_block_mask,
     compact_block_lists,
     dot_f32,
@@ -231,8 +233,6 @@ def static_tile_lists(plan: C.Plan, mask_nq_nk):
 
 def estimate(p, plan: C.Plan, causal: bool, interpret: bool):
     """Estimation + selection (``estimate.estimate_triton``'s contract) on TPU."""
-    from pallas_kernels.sale.estimate import Selection, block_grid_masks
-
     b, hq, n_pad, d = p.q.shape
     base, cand = block_grid_masks(plan, causal)
     base_bits = tile_bits(jnp.broadcast_to(base, (b, hq, *base.shape)), plan)
@@ -286,7 +286,17 @@ def block_sparse_attention_tpu(q, k, v, block_mask, sizes: BlockSizes = BlockSiz
     """Same contract as ``block_sparse_attention``; TPU grid with scalar prefetch."""
     _check_qkv(q, k, v, sizes)
     check_block_mask(block_mask, q, sizes)
-    from pallas_kernels.sale.block_sparse_attention import _block_sparse_attention
+    return _block_sparse_attention_tpu(q, k, v, block_mask, sizes, causal, interpret)
 
-    return _block_sparse_attention(q, k, v, block_mask, sizes, causal, interpret,
-                                   C.KernelConfig(backend="tpu"))
+
+@functools.partial(jax.jit, static_argnames=("sizes", "causal", "interpret"))
+def _block_sparse_attention_tpu(q, k, v, block_mask, sizes, causal, interpret):
+    """``block_sparse_attention._block_sparse_attention`` with the TPU backend's ``attend``
+    (the same padding, tile lists and slicing)."""
+    plan = C.make_plan(q.shape, k.shape, sizes, C.KernelConfig(backend="tpu"), q.dtype)
+    mask = jnp.pad(block_mask, ((0, 0), (0, 0), (0, plan.num_q_blocks - block_mask.shape[2]),
+                                (0, plan.num_k_blocks - block_mask.shape[3])))
+    lists = lists_from_bits(tile_bits(mask, plan))
+    qp, kp, vp = (C.pad_to(x, plan.n_pad, plan.d_pad) for x in (q, k, v))
+    out = attend(qp, kp, vp, lists, None, plan, causal, interpret)
+    return out[:, :, :plan.n, :plan.d]

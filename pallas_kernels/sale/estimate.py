@@ -44,11 +44,14 @@ from jax.experimental import pallas as pl
 from pallas_kernels.sale import _checks
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as ref
-from pallas_kernels.sale.block_sparse_attention import (
+from pallas_kernels.sale.block_sparse_attention import attend
+from pallas_kernels.sale.common import (
     MASK_VALUE,
     PartialState,
+    Selection,
     TileLists,
-    attend,
+    base_range,
+    candidate_tiles,
     dot_f32,
     kv_spec,
     list_specs,
@@ -59,17 +62,6 @@ from pallas_kernels.sale.block_sparse_attention import (
     store_rows,
 )
 from pallas_kernels.sale.reference import BlockSizes
-
-
-class Selection(NamedTuple):
-    """What the estimation kernel hands to the attention kernel.
-
-    lists: kept candidate tiles per program (``TileLists``; always-kept blocks excluded).
-    state: exact attention over the always-kept blocks (``PartialState``), None without v.
-    """
-
-    lists: TileLists
-    state: PartialState | None
 
 
 class Prepared(NamedTuple):
@@ -106,40 +98,6 @@ def prepare(q, k, v, tau, plan: C.Plan, bits: int) -> Prepared:
         C.pad_to(q, n_pad, d_pad), C.pad_to(k, n_pad, d_pad),
         None if v is None else C.pad_to(v, n_pad, d_pad), qc, kc, kscale,
         jnp.pad(c * plan.scale2, pad), rcoef, jnp.pad(rbias, pad, constant_values=jnp.inf))
-
-
-def base_range(plan: C.Plan, i):
-    """(lo, diag_end): always-kept blocks of row block i are {0} U [lo, diag_end)."""
-    lo = (jnp.maximum(i * plan.block_q - plan.local, 0) + plan.block_k - 1) // plan.block_k
-    return lo, (i + 1) * (plan.block_q // plan.block_k)
-
-
-def candidate_tiles(plan: C.Plan, lo, diag_end, causal: bool):
-    """(trip1, start2, trip): candidate tiles are u < trip1 -> u, else start2 + u - trip1.
-
-    Candidates: blocks [1, lo) and, when not causal, [diag_end, real blocks); tiles in
-    increasing order, each once.
-    """
-    r = plan.sub
-    trip1 = jnp.where(lo > 1, (lo - 1) // r + 1, 0)
-    if causal:
-        return trip1, trip1, trip1
-    end = -(-plan.n // plan.tile)
-    start2 = jnp.maximum(diag_end // r, trip1)
-    return trip1, start2, trip1 + jnp.maximum(end - start2, 0)
-
-
-def block_grid_masks(plan: C.Plan, causal: bool):
-    """(always-kept, candidate) [nq, nk] bool masks on the plan's padded grid (static)."""
-    i = jnp.arange(plan.num_q_blocks)[:, None]
-    j = jnp.arange(plan.num_k_blocks)[None, :]
-    lo, diag_end = base_range(plan, i)
-    real = j * plan.block_k < plan.n
-    base = ((j == 0) | ((j >= lo) & (j < diag_end))) & real
-    cand = (j >= 1) & (j < lo)
-    if not causal:
-        cand = cand | (j >= diag_end)
-    return base, cand & real
 
 
 def keep_bits(val, head, plan: C.Plan):
@@ -330,7 +288,25 @@ def _estimate_and_select(q, k, v, tau, sizes, bits, causal, interpret, config):
 
 def kept_block_mask(selection: Selection, q_shape, k_shape, sizes: BlockSizes = BlockSizes(),
                     causal: bool = False, config: C.KernelConfig = C.DEFAULT_CONFIG):
-    """[B, Hq, ceil(N / b_q), nk] bool: always-kept blocks plus the selected ones."""
+    """The block mask a kernel ``Selection`` stands for: always-kept blocks plus the
+    selected ones, comparable with ``reference.block_keep_mask``.
+
+    Args:
+      selection: from ``estimate_and_select`` / ``sale_attention_pallas``.
+      q_shape, k_shape: the [B, Hq, N, D] / [B, Hk, N, D] shapes of that call.
+      sizes, causal, config: those of that call.
+
+    Returns:
+      [B, Hq, ceil(N / b_q), nk] bool, nk = ceil(N / b_q) * b_q / b_k key blocks.
+
+    Example:
+      >>> import jax
+      >>> from pallas_kernels.sale import BlockSizes, kept_block_mask, sale_attention_pallas
+      >>> q = k = v = jax.random.normal(jax.random.key(0), (1, 2, 32, 8))  # [B, H, N, D]
+      >>> _, sel = sale_attention_pallas(q, k, v, 0.05, BlockSizes(8, 8, 8), interpret=True)
+      >>> kept_block_mask(sel, q.shape, k.shape, BlockSizes(8, 8, 8)).shape
+      (1, 2, 4, 4)
+    """
     config = C.check_config(config)
     programs = selection.lists.index.shape[1]  # P = Hq / h_p of the plan that made it
     plan = C.make_plan(q_shape, k_shape, sizes, config, heads_per_program=q_shape[1] // programs)

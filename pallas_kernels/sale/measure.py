@@ -25,7 +25,8 @@ import numpy as np
 from pallas_kernels import _compat
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
-from pallas_kernels.sale.block_sparse_attention import attend, lists_from_bits, tile_bits
+from pallas_kernels.sale.block_sparse_attention import attend
+from pallas_kernels.sale.common import lists_from_bits, tile_bits
 from pallas_kernels.sale.estimate import estimate_and_select, kept_block_mask, sale_attention_pallas
 
 

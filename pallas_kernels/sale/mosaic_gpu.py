@@ -24,7 +24,14 @@ from jax.experimental.pallas import mosaic_gpu as plgpu
 
 from pallas_kernels import _compat
 from pallas_kernels.sale import config as C
-from pallas_kernels.sale.block_sparse_attention import MASK_VALUE, PartialState, TileLists
+from pallas_kernels.sale.common import (
+    MASK_VALUE,
+    PartialState,
+    Selection,
+    TileLists,
+    base_range,
+    candidate_tiles,
+)
 
 _ROW = plgpu.Layout.WGMMA.reduce(1)
 _COL = plgpu.Layout.WGMMA.reduce(0)
@@ -241,8 +248,6 @@ def estimate(p, plan: C.Plan, config: C.KernelConfig, causal: bool, interpret: b
     so their shared-memory buffers (bf16 Q / K / V tiles and the float32 output tile; int8
     codes and per-key vectors) reuse the same space.
     """
-    from pallas_kernels.sale.estimate import Selection, base_range, candidate_tiles
-
     del config
     check_plan(plan)
     dtype = jnp.bfloat16 if p.q.dtype == jnp.float32 else p.q.dtype

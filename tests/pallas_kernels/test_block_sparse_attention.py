@@ -4,15 +4,15 @@ import pytest
 
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
-from pallas_kernels.sale.block_sparse_attention import (
+from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
+from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
+from pallas_kernels.sale.common import (
     bits_to_block_mask,
-    block_sparse_attention,
     compact_block_lists,
     lists_from_bits,
     lists_to_block_mask,
     tile_bits,
 )
-from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
 from tests.pallas_kernels.test_sale_reference import structured
 
 

@@ -8,9 +8,8 @@ import pytest
 
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
-from pallas_kernels.sale.block_sparse_attention import MASK_VALUE
+from pallas_kernels.sale.common import MASK_VALUE, block_grid_masks
 from pallas_kernels.sale.estimate import (
-    block_grid_masks,
     estimate_and_select,
     kept_block_mask,
     sale_attention_pallas,

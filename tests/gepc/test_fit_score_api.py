@@ -1,0 +1,73 @@
+"""The public fit / score of every method and the AUROC with CI, against the scoring
+functions they wrap and an independent AUROC (scipy's Mann-Whitney U)."""
+
+import jax
+import numpy as np
+import pytest
+from scipy import stats
+
+from jaxlab.gepc import baselines, ood, residual, scoring
+
+
+@pytest.fixture(scope="module")
+def feats():
+    rng = np.random.default_rng(0)
+    n, t, g = 60, 3, 4
+    return {
+        "official": np.abs(rng.normal(size=(n, t, 3))).astype(np.float32) + 0.1,
+        "per_element": np.abs(rng.normal(size=(n, t, g))).astype(np.float32) + 0.1,
+        "score_norm": rng.normal(size=n).astype(np.float32),
+        "msma": rng.normal(size=(n, 5)).astype(np.float32),
+        "diffpath": rng.normal(size=(n, 6)).astype(np.float32),
+    }
+
+
+def test_fit_and_score_match_the_scoring_functions(feats):
+    train = {k: v[:40] for k, v in feats.items()}
+    test = {k: v[40:] for k, v in feats.items()}
+    cols = [residual.OFFICIAL_FEATURES.index(n) for n in ("gepc_s", "gepc_s_pair")]
+    want = {
+        "official": scoring.score(scoring.fit_official(train["official"][..., cols], 2, "mean"),
+                                  test["official"][..., cols]),
+        "per_element": scoring.score(scoring.fit(train["per_element"], 2),
+                                     test["per_element"]),
+        "score_norm": test["score_norm"],
+        "msma": scoring.gmm_search_nll(scoring.fit_gmm_search(
+            train["msma"], components=(1, 2), covariance_types=("diag",), folds=3, seed=1),
+            test["msma"]),
+        "diffpath": scoring.gmm_search_nll(scoring.fit_gmm_search(
+            train["diffpath"], components=(1, 2), covariance_types=("diag",), folds=3,
+            seed=1), test["diffpath"]),
+    }
+    for m in baselines.METHODS:
+        f = baselines.fit(m, train[m], num_t=2, official_features=("gepc_s", "gepc_s_pair"),
+                          agg_feat="mean", gmm_components=(1, 2), gmm_covariances=("diag",),
+                          gmm_folds=3, seed=1)
+        assert f.method == m
+        got = baselines.score(f, test[m])
+        assert got.shape == (20,), m
+        np.testing.assert_allclose(got, np.asarray(want[m]), rtol=1e-5, err_msg=m)
+
+
+def test_bad_method_features_and_fitted_are_named(feats):
+    with pytest.raises(ValueError, match="`method`"):
+        baselines.fit("mahalanobis", feats["msma"])
+    with pytest.raises(ValueError, match="`official_features`"):
+        baselines.fit("official", feats["official"], official_features=("gepc_x",))
+    with pytest.raises(ValueError, match="`features` must be 2-D"):
+        baselines.fit("msma", feats["official"])
+    with pytest.raises(ValueError, match="`fitted` must come from baselines.fit"):
+        baselines.score(("msma", None), feats["msma"])
+
+
+def test_auroc_with_ci_matches_mann_whitney_and_covers_it():
+    rng = np.random.default_rng(1)
+    id_s, ood_s = rng.normal(size=150), rng.normal(size=90) + 1.0
+    r = ood.auroc_with_ci(jax.random.key(0), id_s, ood_s, num_resamples=300)
+    u = stats.mannwhitneyu(ood_s, id_s).statistic / (len(id_s) * len(ood_s))
+    assert r.auroc == pytest.approx(u, rel=1e-5)
+    assert r.low < r.auroc < r.high and r.high - r.low < 0.25
+    wide = ood.auroc_with_ci(jax.random.key(0), id_s, ood_s, num_resamples=300, level=0.99)
+    assert wide.low <= r.low and wide.high >= r.high
+    with pytest.raises(ValueError, match="`id_scores` must be 1-D"):
+        ood.auroc_with_ci(jax.random.key(0), id_s[:, None], ood_s)

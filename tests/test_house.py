@@ -1,0 +1,47 @@
+"""The plumbing knows no method: nothing under experiments/lib imports a method binary,
+and each study declares its own TensorBoard series."""
+
+import ast
+import pathlib
+
+import pytest
+
+from experiments.lib import registry
+
+ROOT = pathlib.Path(__file__).resolve().parents[1]
+BINARIES = {f"experiments.{n}" for n in registry.METHODS} | {"experiments.dllm_models"}
+
+
+def _imports(path):
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            yield from (a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            yield node.module
+            yield from (f"{node.module}.{a.name}" for a in node.names)
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "experiments" / "lib").glob("*.py")),
+                         ids=lambda p: p.name)
+def test_plumbing_imports_no_method_binary(path):
+    assert not set(_imports(path)) & BINARIES, path.name
+
+
+@pytest.mark.parametrize("name", sorted(registry.METHODS))
+def test_each_study_declares_its_scalars(name):
+    assert callable(registry.experiment(name).scalars)
+
+
+SALE = ROOT / "pallas_kernels" / "sale"
+SHARED = {"pallas_kernels._compat", "pallas_kernels.sale._checks", "pallas_kernels.sale.common",
+          "pallas_kernels.sale.config", "pallas_kernels.sale.reference"}
+
+
+@pytest.mark.parametrize("backend", ["block_sparse_attention_tpu", "mosaic_gpu"])
+def test_sale_backends_import_only_the_common_modules(backend):
+    """No import cycle among the kernels: the backends read what they share from
+    ``common`` (and config / reference), never from the front ends that dispatch to them."""
+    bad = {m for m in _imports(SALE / f"{backend}.py") if m.startswith("pallas_kernels.sale.")
+           and ".".join(m.split(".")[:3]) not in SHARED}
+    assert not bad
