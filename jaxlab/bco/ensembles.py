@@ -163,7 +163,7 @@ def dynamic_ensemble(domain, delta: float, num_rounds: int, num_bases: int | Non
     if num_bases is None:
         num_bases = int(np.ceil(0.5 * np.log2(num_rounds))) + 1
     validation.check_positive_int("num_bases", num_bases)
-    eta0 = float(domain.diameter) / np.sqrt(num_rounds)
+    eta0 = domain.diameter / np.sqrt(num_rounds)
     inf = jnp.float32(jnp.inf)
     rules = [StepRule(inf, jnp.float32(0.0), jnp.float32(eta0 * 2.0**i))
              for i in range(num_bases)]
