@@ -207,6 +207,8 @@ def two_point(domain, delta: float, rule: StepRule, optimistic: bool = True) -> 
         m = _current_hint(state, hint)
         eta = rule(state.sum_var, state.t + 1)
         x = play_domain.project(state.xhat - eta * m)
+        checked.check((delta > 0) & (delta < domain.inner_radius),
+                      "`delta` must lie in (0, inner radius of the domain), got {d}.", d=delta)
         fp, fm = f(x + delta * u), f(x - delta * u)
         _check_loss_value("f", fp)
         _check_loss_value("f", fm)
@@ -308,6 +310,7 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
                               low_inclusive=False, high_inclusive=False)
     if hint == "previous":
         raise ValueError("`hint` must be 'ema' or 'none' for one_point_box.")
+    domains.shrunk(domain, delta)  # checks delta (resolution) before the default beta
     d = domain.dim
     if beta is None:
         beta = jnp.minimum(1.0, delta**2 / (d**2 * domain.diameter**2) * 4.0)

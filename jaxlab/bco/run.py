@@ -60,6 +60,7 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
         return step(k, state, functools.partial(f, p))
 
     def scan(state, params, keys):
+        checked.check(jnp.all(jnp.isfinite(params)), "`seq` parameters must be finite.")
         _, info = jax.lax.scan(body, state, (params, keys))
         checked.check(_all_finite(info), "the rounds of `seq` gave non-finite losses, points "
                       "or gradient estimates (rescale the losses or the domain).")

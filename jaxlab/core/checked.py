@@ -102,6 +102,7 @@ def check(pred, msg: str, **fmt) -> None:
       **fmt: values for the message's fields.
     """
     if _tracing_checked():
+        fmt = {k: jax.numpy.asarray(v) for k, v in fmt.items()}
         _checkify.check(pred, f"{_state.where[-1]}: {msg}", **fmt)
 
 

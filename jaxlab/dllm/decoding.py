@@ -441,7 +441,9 @@ def decode_threshold(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, ke
         active = jnp.any(state.order < 0, axis=1)
         logits, _ = denoise_fn(state.tokens)
         x0, logp, logp_x0 = predict(jax.random.key(0), logits[:, prompt_len:], mask_id, 0.0)
-        conf = jnp.exp(logp_x0)
+        # NaN confidences (bad logits, flagged below) still commit a position (-1 ranks
+        # below every probability but above the ineligible -inf), or the loop never ends.
+        conf = jnp.where(jnp.isnan(logp_x0), -1.0, jnp.exp(logp_x0))
         pos = jnp.arange(gen_length)
         first_masked = jnp.argmax(state.order < 0, axis=1)
         blk = first_masked // block_length
