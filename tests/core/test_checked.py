@@ -18,18 +18,19 @@ W = np.array([0.2, 0.3, 0.5], np.float32)
 
 
 def test_setter_and_context_manager():
-    assert not checked.enabled()
+    before = checked.enabled()
     with checks(True):
         assert checked.enabled()
         with checks(False):
             assert not checked.enabled()
         assert checked.enabled()
-    assert not checked.enabled()
-    checks(True)
+    assert checked.enabled() == before
+    setter = checks(not before)
     try:
-        assert checked.enabled()
+        assert checked.enabled() == (not before)
     finally:
-        checks(False)
+        checks(setter.previous)
+    assert checked.enabled() == before
     with pytest.raises(TypeError, match="`enabled`"):
         checks(1)
 
@@ -80,7 +81,8 @@ def test_decode_unchanged_and_flagged_under_jit():
             checked.checkify(jax.jit(lambda p: run(p, jnp.nan)))(prompt)
     np.testing.assert_array_equal(plain, ok)
     # Without checked mode the jitted call is not inspected (documented): no error.
-    jax.block_until_ready(jax.jit(lambda p: run(p, jnp.nan))(prompt))
+    with checks(False):
+        jax.block_until_ready(jax.jit(lambda p: run(p, jnp.nan))(prompt))
 
 
 def test_eager_decode_flag_is_in_the_info():

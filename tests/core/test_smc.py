@@ -153,6 +153,7 @@ def test_checked_mode_flags_traced_bad_weights(name):
     from jaxlab.core import checked
 
     fn = checked.checkify(jax.jit(lambda w: smc.RESAMPLERS[name](jax.random.key(0), w, 4)))
+    before = checked.enabled()
     with checked.checks(True):
         with pytest.raises(checked.CheckError, match=f"smc.{name}: `weights` must"):
             fn(np.array([0.5, np.nan, 0.5], np.float32))
@@ -160,4 +161,4 @@ def test_checked_mode_flags_traced_bad_weights(name):
             fn(np.array([0.5, -1.0, 0.5], np.float32))
         np.testing.assert_array_equal(fn(WEIGHTS.astype(np.float32)),
                                       smc.RESAMPLERS[name](jax.random.key(0), WEIGHTS, 4))
-    assert not checked.enabled()
+    assert checked.enabled() == before
