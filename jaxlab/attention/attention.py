@@ -17,7 +17,8 @@ keep test, keep padded query rows from voting for a block and drop them from the
 Checks (static shapes / dtypes, so they also hold under ``jit``; values only when concrete):
 ``impl`` one of ``IMPLS``; q, k, v 4-D with a floating dtype (TypeError naming the argument);
 k and v of shape (B, N, Hk, D) matching q's batch, length and head dim; N >= 1 and D >= 1;
-Hq a multiple of Hk; for ``impl="sale"``: ``sizes`` a ``BlockSizes`` (TypeError), ``tau`` a
+Hq a multiple of Hk; q, k, v finite when concrete (ValueError naming the argument; traced
+values are not inspected); for ``impl="sale"``: ``sizes`` a ``BlockSizes`` (TypeError), ``tau`` a
 scalar or [Hq] in [0, inf) without NaN, ``bits`` 8 or 4, ``interpret`` None or a bool.
 """
 
@@ -54,6 +55,8 @@ def _check_inputs(q, k, v, impl, tau, sizes, bits, interpret):
             raise ValueError(f"`{name}` must have shape ({b}, {n}, Hk, {d}) to match `q` "
                              f"{tuple(q.shape)} ([B, N, H, D]), got {tuple(x.shape)}.")
     validation.check_shape("v", v, k.shape)
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        validation.check_finite(name, x)
     if n == 0 or d == 0:
         raise ValueError(f"`q` must have N >= 1 and D >= 1 ([B, N, H, D]), got shape "
                          f"{tuple(q.shape)}.")

@@ -93,6 +93,7 @@ def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30
     """Hits@k and MRR averaged over both directions on nodes where ``eval_mask`` is True."""
     _check_scores("plan", plan, truth)
     validation.check_shape("eval_mask", eval_mask, (np.shape(plan)[0],))
+    _check_nonempty_mask(eval_mask)
     return _pair_average(*ranks_of_truth(plan, truth), eval_mask, ks)
 
 
@@ -135,7 +136,17 @@ def pair_metrics(plan: Array, src: Array, tgt: Array, eval_mask: Array,
     where ``eval_mask`` [k] is True: MRR and Hits@k of the true partner in its row (among
     n2 targets) and in its column (among n1 sources), averaged over both directions."""
     validation.check_shape("eval_mask", eval_mask, (np.shape(src)[-1],))
+    _check_nonempty_mask(eval_mask)
     return _pair_average(*ranks_of_pairs(plan, src, tgt), eval_mask, ks)
+
+
+def _check_nonempty_mask(eval_mask) -> None:
+    """ValueError if a concrete ``eval_mask`` selects nothing (the metrics would be 0/0)."""
+    if isinstance(eval_mask, jax.core.Tracer):
+        return
+    if not np.any(np.asarray(eval_mask)):
+        raise ValueError("`eval_mask` selects no node: the metrics of an empty set are "
+                         "undefined.")
 
 
 def _check_scores(name, scores, truth):

@@ -172,15 +172,8 @@ def graph_task(adj1, adj2, feat1, feat2, pairs, restart: float = 0.2,
     validation.check_shape("adj1", adj1, (n1, n1))
     validation.check_shape("adj2", adj2, (n2, n2))
     for name, a in (("adj1", adj1), ("adj2", adj2)):
-        if not np.all(np.isfinite(a.data)) or np.any(a.data < 0):
-            raise ValueError(f"`{name}` must have finite, non-negative entries.")
-        if abs(a - a.T).max() > 1e-12 * max(1.0, abs(a).max()):
-            raise ValueError(f"`{name}` must be symmetric (an undirected graph).")
-    feat1, feat2 = np.asarray(feat1, np.float64), np.asarray(feat2, np.float64)
-    validation.check_shape("feat1", feat1, (n1, None))
-    validation.check_shape("feat2", feat2, (n2, feat1.shape[1]))
-    validation.check_finite("feat1", feat1)
-    validation.check_finite("feat2", feat2)
+        _check_adjacency(name, a)
+    feat1, feat2 = _check_features(feat1, feat2, n1, n2)
     pairs = np.asarray(pairs)
     validation.check_shape("pairs", pairs, (None, 2))
     validation.check_int_range("pairs[:, 0]", pairs[:, 0], 0, n1)
@@ -195,6 +188,26 @@ def graph_task(adj1, adj2, feat1, feat2, pairs, restart: float = 0.2,
         adj1=to_bcoo(sym_norm_adjacency(adj1)), adj2=to_bcoo(sym_norm_adjacency(adj2)),
         src=pairs[:, 0].astype(np.int32), tgt=pairs[:, 1].astype(np.int32),
         degree=np.asarray(adj1.sum(1)).ravel(), betweenness=_betweenness(adj1))
+
+
+def _check_adjacency(name: str, a) -> None:
+    """ValueError unless the adjacency (scipy.sparse or dense, square) is finite,
+    non-negative and symmetric."""
+    a = scipy.sparse.csr_matrix(a, dtype=np.float64)
+    if not np.all(np.isfinite(a.data)) or np.any(a.data < 0):
+        raise ValueError(f"`{name}` must have finite, non-negative entries.")
+    if a.nnz and abs(a - a.T).max() > 1e-12 * max(1.0, abs(a).max()):
+        raise ValueError(f"`{name}` must be symmetric (an undirected graph).")
+
+
+def _check_features(feat1, feat2, n1: int, n2: int) -> tuple[np.ndarray, np.ndarray]:
+    """``feat1`` [n1, p] and ``feat2`` [n2, p], finite; returned as float64 arrays."""
+    feat1, feat2 = np.asarray(feat1, np.float64), np.asarray(feat2, np.float64)
+    validation.check_shape("feat1", feat1, (n1, None))
+    validation.check_shape("feat2", feat2, (n2, feat1.shape[1]))
+    validation.check_finite("feat1", feat1)
+    validation.check_finite("feat2", feat2)
+    return feat1, feat2
 
 
 def as_graph_task(task: AlignmentTask) -> GraphTask:
@@ -320,12 +333,24 @@ def task_from_adjacency(adj1: np.ndarray, adj2: np.ndarray, feat1: np.ndarray,
       adj1, adj2: [n, n] adjacency of the source / target graph.
       feat1, feat2: [n, p] node features (p may be 0).
       truth: [n] permutation, source node i <-> target node truth[i].
+
+    Raises:
+      ValueError / TypeError: as ``graph_task``: a non-square, non-symmetric, negative or
+        non-finite adjacency, ``feat`` not [n, p] or not finite, ``truth`` not an integer
+        permutation of [0, n).
     """
+    adj1, adj2 = np.asarray(adj1, np.float64), np.asarray(adj2, np.float64)
+    validation.check_ndim("adj1", adj1, 2)
     n = adj1.shape[0]
+    validation.check_shape("adj1", adj1, (n, n))
     validation.check_shape("adj2", adj2, (n, n))
+    _check_adjacency("adj1", adj1)
+    _check_adjacency("adj2", adj2)
+    feat1, feat2 = _check_features(feat1, feat2, n, n)
     validation.check_shape("truth", truth, (n,))
-    feat1 = np.asarray(feat1, np.float64).reshape(n, -1)
-    feat2 = np.asarray(feat2, np.float64).reshape(n, -1)
+    validation.check_int_range("truth", np.asarray(truth), 0, n)
+    if len(np.unique(np.asarray(truth))) != n:
+        raise ValueError("`truth` must be a permutation of [0, n) (one-to-one).")
     dist1, lap1 = _graph_arrays(adj1)
     dist2, lap2 = _graph_arrays(adj2)
     return AlignmentTask(

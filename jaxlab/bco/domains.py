@@ -4,8 +4,12 @@ Two-point methods play on the shrunk domain (1 - delta / r) X so that x +- delta
 in X for every unit u; r is the radius of the largest centred ball inside X.
 
 Checks (eager): ``dim`` >= 1, ``radius`` > 0 and finite, ``low`` / ``high`` finite [d] with
-``high > low``; ``shrunk`` needs a ``Ball`` / ``Box`` (``domain``) and 0 < ``delta`` < r;
-``check_inside`` rejects a concrete start point outside X (``x0``).
+``high > low``; a diameter up to ``MAX_DIAMETER`` (~4.6e18: its square, and the squared
+gradients of a quadratic across it, stay finite in float32); ``shrunk`` needs a ``Ball`` /
+``Box`` (``domain``) and 0 < ``delta`` < r with delta resolvable next to the domain's
+coordinates in float32 (``delta`` >= ``DELTA_RESOLUTION`` times the largest |coordinate|,
+else x +- delta u rounds to x); ``check_inside`` rejects a concrete start point outside X
+(``x0``). A traced ``delta`` or domain is not checked (and never crashes a check).
 """
 
 from typing import NamedTuple
@@ -16,6 +20,10 @@ import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array
+
+F32_MAX = float(np.finfo(np.float32).max)
+MAX_DIAMETER = float(np.sqrt(F32_MAX)) / 4.0
+DELTA_RESOLUTION = 16.0 * float(np.finfo(np.float32).eps)
 
 
 class Ball(NamedTuple):
@@ -79,8 +87,7 @@ class Box(NamedTuple):
 def ball(dim: int, radius: float = 1.0) -> Ball:
     """The centred ball of ``radius`` in R^dim."""
     validation.check_positive_int("dim", dim)
-    validation.check_in_range("radius", radius, 0.0, np.inf, low_inclusive=False,
-                              high_inclusive=False)
+    validation.check_in_range("radius", radius, 0.0, MAX_DIAMETER / 2, low_inclusive=False)
     return Ball(jnp.zeros(dim, jnp.float32), jnp.float32(radius))
 
 
@@ -94,6 +101,10 @@ def box(low, high) -> Box:
     if not any(isinstance(v, jax.core.Tracer) for v in (low, high)) and not bool(
             jnp.all(high > low)):  # traced bounds (a box built inside jit) are not checked
         raise ValueError("`high` must exceed `low` in every coordinate.")
+    span = np.linalg.norm(np.asarray(high, np.float64) - np.asarray(low, np.float64))
+    if span > MAX_DIAMETER:
+        raise ValueError(f"`low` / `high` span a box of diameter {span:.3g}, too large for "
+                         f"float32 arithmetic (at most {MAX_DIAMETER:.3g}); rescale the domain.")
     return Box(low, high)
 
 
@@ -104,13 +115,27 @@ def shrunk(domain, delta) -> Ball | Box:
     traced) the range of ``delta`` is not checked.
     """
     check_domain(domain)
-    r = domain.inner_radius
-    if isinstance(r, jax.core.Tracer):
-        validation.check_in_range("delta", delta, 0.0, low_inclusive=False)
-    else:
-        validation.check_in_range("delta", delta, 0.0, float(r), low_inclusive=False,
-                                  high_inclusive=False)
+    validation.check_in_range("delta", delta, 0.0,
+                              validation.concrete_float(domain.inner_radius),
+                              low_inclusive=False, high_inclusive=False)
+    scale = _coordinate_scale(domain)
+    if scale is not None and validation.concrete_float(delta) is not None \
+            and float(delta) < DELTA_RESOLUTION * max(scale, float(np.finfo(np.float32).tiny)):
+        raise ValueError(f"`delta`={float(delta):g} is below float32 resolution at this "
+                         f"domain's coordinates (|x| up to {scale:.3g}): x +- delta u would "
+                         f"round to x; use delta >= {DELTA_RESOLUTION * scale:.3g}.")
     return domain.shrink(1.0 - delta / domain.inner_radius)
+
+
+def _coordinate_scale(domain) -> float | None:
+    """Largest |coordinate| of a concrete domain (None when traced)."""
+    if any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(domain)):
+        return None
+    if isinstance(domain, Ball):
+        return float(np.max(np.abs(np.asarray(domain.center)), initial=0.0)
+                     + float(domain.radius))
+    return float(max(np.max(np.abs(np.asarray(domain.low))),
+                     np.max(np.abs(np.asarray(domain.high)))))
 
 
 def check_domain(domain, name: str = "domain") -> None:

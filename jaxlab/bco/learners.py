@@ -60,7 +60,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.bco import domains, estimators
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 # M_t = 0, g_{t-1}, or an EMA of g (one-point). "previous" is the EMA with beta = 1.
@@ -132,6 +132,21 @@ class RoundInfo(NamedTuple):
 
 State = BanditState
 Info = RoundInfo
+
+
+def _static(x):
+    """A concrete scalar as a Python float (kept traced under a caller's ``jit``)."""
+    value = validation.concrete_float(x)
+    return x if value is None else value
+
+
+def _check_loss_value(name: str, value) -> None:
+    """A round's loss value: a scalar (static, ValueError naming ``name``); finite when
+    concrete (an eager step) and, in checked mode, when traced."""
+    if jnp.shape(value) != ():
+        raise ValueError(f"`{name}` must return a scalar loss, got shape {jnp.shape(value)}.")
+    validation.check_finite(name, value)
+    checked.check(jnp.isfinite(value), f"`{name}` returned a non-finite loss " "{v}.", v=value)
 
 
 def _check_common(domain, delta, hint, beta):
@@ -225,7 +240,11 @@ def two_point(domain, delta: float, rule: StepRule,
             m = jnp.where(optimistic, m, jnp.zeros_like(m))
         eta = rule(state.sum_var, state.t + 1)
         x = play_domain.project(state.xhat - eta * m)
+        checked.check((delta > 0) & (delta < domain.inner_radius),
+                      "`delta` must lie in (0, inner radius of the domain), got {d}.", d=delta)
         fp, fm = f(x + delta * u), f(x - delta * u)
+        _check_loss_value("f", fp)
+        _check_loss_value("f", fm)
         g = estimators.two_point(fp, fm, u, delta)
         return _advance(state, g, m, eta, 1.0, play_domain), RoundInfo(x, 0.5 * (fp + fm), g)
 
@@ -237,7 +256,7 @@ def gradient_variation(domain, delta: float, rule: StepRule | None = None) -> Al
 
     Default rule: eta_t = D / sqrt(1 + sum ||g_s - g_{s-1}||^2), D the diameter.
     """
-    rule = step_rule(domain.diameter) if rule is None else rule
+    rule = step_rule(_static(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic=True)
 
 
@@ -252,14 +271,14 @@ def ogd_sqrt_d_step(domain, delta: float, rule: StepRule | None = None) -> Algor
     algorithm and constants are not implemented and no number of this learner is a number
     of that paper. The 1/sqrt(d) factor is our stand-in for a d^2 sqrt(V_T) tuning.
     """
-    rule = step_rule(domain.diameter) if rule is None else rule
+    rule = step_rule(_static(domain.diameter)) if rule is None else rule
     rule = rule._replace(scale=rule.scale / jnp.sqrt(float(domain.dim)))
     return two_point(domain, delta, rule, optimistic=True)
 
 
 def agarwal2010(domain, delta: float, rule: StepRule | None = None) -> Algorithm:
     """Plain two-point OGD (Agarwal, Dekel, Xiao 2010), AdaGrad-norm step by default."""
-    rule = step_rule(domain.diameter) if rule is None else rule
+    rule = step_rule(_static(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic=False)
 
 
@@ -298,7 +317,7 @@ def step(key: PRNGKey, state: BanditState, f, domain, delta: float,
     Returns:
       (next ``BanditState``, ``RoundInfo`` of the round).
     """
-    rule = step_rule(domain.diameter) if rule is None else rule
+    rule = step_rule(_static(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic).step(key, state, f)
 
 
@@ -319,11 +338,16 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
     """
     if not isinstance(domain, domains.Box):
         raise ValueError(f"`domain` must be a Box for one-point BLO, got {type(domain).__name__}.")
+    validation.check_in_range("delta", delta, 0.0,
+                              validation.concrete_float(domain.inner_radius),
+                              low_inclusive=False, high_inclusive=False)
     if hint == "previous":
         raise ValueError("`hint` must be 'ema' or 'none' for one_point_box.")
+    domains.shrunk(domain, delta)  # checks delta (resolution) before the default beta
     d = domain.dim
     if beta is None:
         beta = jnp.minimum(1.0, delta**2 / (d**2 * domain.diameter**2) * 4.0)
+        beta = _static(beta)
     play_domain = _check_common(domain, delta, hint, beta)
 
     def step(key: PRNGKey, state: BanditState, f) -> tuple[BanditState, RoundInfo]:
@@ -333,6 +357,7 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
         i, s = estimators.coordinate_query(key, d)
         y = x + s * delta * jax.nn.one_hot(i, d)
         fy = f(y)
+        _check_loss_value("f", fy)
         g = estimators.one_point_box(fy, y, i, s, delta, m)
         return _advance(state, g, m, eta, beta, play_domain), RoundInfo(x, fy, g)
 

@@ -130,6 +130,28 @@ def update(state: MsMwCState, loss: Array, hint: Array, eta: Array) -> MsMwCStat
                       state.sum_dev2 + dev**2, jnp.maximum(state.max_dev, jnp.abs(dev)))
 
 
+# The update's sum of squared deviations over T rounds and its correction 32 eta (l - m)^2
+# must stay below this (a quarter of float32's max).
+MAX_ACCUMULATED = float(np.finfo(np.float32).max) / 4.0
+
+
+def _check_scale(losses, hints, eta) -> None:
+    """ValueError naming ``losses`` when concrete losses / hints are non-finite or so large
+    that (l - m)^2 summed over the rounds (or 32 eta (l - m)^2) overflows float32."""
+    if isinstance(losses, jax.core.Tracer) or isinstance(hints, jax.core.Tracer):
+        return
+    validation.check_finite("losses", losses)
+    validation.check_finite("hints", hints)
+    dev = np.abs(np.asarray(losses, np.float64) - np.asarray(hints, np.float64))
+    if dev.size == 0:
+        return
+    worst = float(dev.max()) ** 2 * max(dev.shape[0], CORRECTION * float(np.max(eta)), 1.0)
+    if worst > MAX_ACCUMULATED:
+        raise ValueError(f"`losses` are too large for float32: max |l - m| = {dev.max():.3g} "
+                         f"over {dev.shape[0]} rounds makes the accumulated (l - m)^2 "
+                         f"overflow; rescale `losses` and `hints` (e.g. to [0, 1]).")
+
+
 def run(prior, eta, losses, hints) -> Array:
     """MsMwC with fixed rates over a whole loss sequence (one ``lax.scan``; jittable).
 
@@ -141,6 +163,10 @@ def run(prior, eta, losses, hints) -> Array:
 
     Returns:
       [T, N] the played distributions p_t.
+
+    Raises:
+      ValueError: a bad ``prior`` / ``eta``, or (concrete) non-finite ``losses`` / ``hints``
+        or ones so large that the accumulated (l - m)^2 overflows float32.
     """
     eta = np.asarray(eta, np.float64)
     if eta.ndim != 1 or eta.size < 1 or not np.all(np.isfinite(eta)) or np.any(eta <= 0):
@@ -151,6 +177,7 @@ def run(prior, eta, losses, hints) -> Array:
         raise ValueError(f"`prior` has {state.log_pp.shape[0]} experts but `eta` has {n}.")
     validation.check_shape("losses", losses, (None, n))
     validation.check_shape("hints", hints, np.shape(losses))
+    _check_scale(losses, hints, eta)
     eta = jnp.asarray(eta, jnp.float32)
 
     def round_(st, lm):

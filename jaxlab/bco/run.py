@@ -3,7 +3,9 @@
 Checks (eager; traced values skipped): ``seq`` is a known loss family with finite
 parameters (``losses.check_seq``), ``x0`` has shape [d], is finite and inside the learner's
 domain (checked by ``learner.init``); ``predraw`` a bool (TypeError); ``regret`` /
-``dynamic_regret`` need ``info`` with as many rounds as ``seq``.
+``dynamic_regret`` need ``info`` with as many rounds as ``seq``. After the scan, a run whose
+losses, played points or estimates are non-finite raises a ValueError naming ``seq`` (when
+concrete; in checked mode, ``jaxlab.core.checks(True)``, also when traced).
 """
 
 import functools
@@ -13,7 +15,7 @@ import jax.numpy as jnp
 
 from jaxlab.bco import losses
 from jaxlab.bco.learners import PredrawnStep, RoundInfo
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 
@@ -61,8 +63,22 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
         p, k = inp
         return step(k, state, functools.partial(f, p))
 
-    _, info = jax.lax.scan(body, learner.init(key, x0), (params, keys))
+    def scan(state, params, keys):
+        checked.check(jnp.all(jnp.isfinite(params)), "`seq` parameters must be finite.")
+        _, info = jax.lax.scan(body, state, (params, keys))
+        checked.check(_all_finite(info), "the rounds of `seq` gave non-finite losses, points "
+                      "or gradient estimates (rescale the losses or the domain).")
+        return info
+
+    info = checked.run("jaxlab.bco.run", scan, learner.init(key, x0), params, keys)
+    if not isinstance(info.loss, jax.core.Tracer) and not bool(_all_finite(info)):
+        raise ValueError("jaxlab.bco.run: the rounds of `seq` gave non-finite losses, points or "
+                         "gradient estimates (rescale the losses or the domain).")
     return info
+
+
+def _all_finite(info: RoundInfo) -> Array:
+    return jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(info)]))
 
 
 def regret(info: RoundInfo, seq, domain) -> Array:

@@ -4,23 +4,32 @@ Resampling functions follow the blackjax convention ``(key, weights, num_samples
 with ``weights`` normalised, non-negative, shape [N]; the returned ancestor indices
 have shape [num_samples] and dtype int32. All are jittable (``num_samples`` static).
 
-Checks (eager, at the Python boundary, before the jitted body; nothing is added to compiled
-code): ``num_samples`` a positive int; ``weights`` 1-D, non-empty, floating or integer; and,
-when concrete, finite, non-negative with a positive sum (they need not be normalised).
+Weights are used relative to their largest entry, so any scale works: float32 weights near
+3e38, integer weights up to 2^31 - 1 (converted to floats, exact to the float's precision) and
+subnormal weights (which XLA on CPU flushes to zero) resample as their NumPy float64
+normalisation would. Concrete weights are normalised by their max on the host in float64,
+then passed in their own floating dtype (float64 kept when ``jax_enable_x64`` is on; integer,
+float16 and bfloat16 weights become float32); traced weights are divided by their max inside
+the compiled body, in their floating dtype.
+
+Checks (eager, at the Python boundary, before the jitted body): ``num_samples`` a positive
+int; ``weights`` 1-D, non-empty, floating or integer; and, when concrete, finite,
+non-negative with a positive sum (they need not be normalised).
 ``log_weights`` of ``normalize_log_weights`` / ``ess``: 1-D, non-empty and, when concrete,
 free of NaN and +inf with at least one finite entry (-inf marks a zero weight). Traced
-weights (inside a caller's ``jit`` / ``vmap`` / ``scan``) cannot be inspected: callers that
-build weights in compiled loops flag non-finite ones themselves (``jaxlab.dllm.path_smc`` returns
+weights (inside a caller's ``jit`` / ``vmap`` / ``scan``) are checked in checked mode
+(``jaxlab.core.checks(True)``: finite, non-negative, a positive largest entry after XLA's
+flush of subnormals); otherwise callers that build weights in compiled loops flag
+non-finite ones themselves (``jaxlab.dllm.path_smc`` returns
 ``path_smc.Info.nonfinite_weights`` and raises on it at its Python entry point).
 """
 
-import functools
 
 import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, ArrayLike, PRNGKey
 
 
@@ -28,26 +37,57 @@ def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
 
 
+def _float_dtype(dtype) -> np.dtype:
+    """The floating dtype resampling computes in: the input's float32 / float64 (float64
+    only when JAX keeps it), float32 for integers and half precision."""
+    if dtype in (jnp.float64, jnp.float32):
+        return jnp.dtype(jax.dtypes.canonicalize_dtype(dtype))
+    return jnp.dtype(jnp.float32)
+
+
 def _check_weights(weights, num_samples) -> Array:
-    """Validates resampling inputs (see the module docstring); returns ``weights`` as an array."""
+    """Validates resampling inputs (see the module docstring); returns ``weights`` as an
+    array (concrete weights divided by their max in float64 on the host)."""
     validation.check_positive_int("num_samples", num_samples)
-    weights = jnp.asarray(weights)
-    validation.check_ndim("weights", weights, 1)
-    if weights.shape[0] == 0:
-        raise ValueError("`weights` must hold at least one particle, got shape (0,).")
-    if not (jnp.issubdtype(weights.dtype, jnp.floating)
-            or jnp.issubdtype(weights.dtype, jnp.integer)):
-        raise TypeError(f"`weights` must be a real (float or int) array, got {weights.dtype}.")
     if _is_concrete(weights):
-        validation.check_finite("weights", weights)
         w = np.asarray(weights)
-        if np.any(w < 0):
-            raise ValueError(f"`weights` must be non-negative, got {int((w < 0).sum())} "
-                             f"negative entries (min {w.min():g}).")
-        if not w.sum() > 0:
-            raise ValueError("`weights` must have a positive sum (at least one particle with "
-                             "non-zero weight), got all zeros.")
-    return weights
+    else:
+        w = weights
+    validation.check_ndim("weights", w, 1)
+    if w.shape[0] == 0:
+        raise ValueError("`weights` must hold at least one particle, got shape (0,).")
+    if not (jnp.issubdtype(w.dtype, jnp.floating) or jnp.issubdtype(w.dtype, jnp.integer)) \
+            or w.dtype == jnp.bool_:
+        raise TypeError(f"`weights` must be a real (float or int) array, got {w.dtype}.")
+    if not _is_concrete(weights):
+        return weights
+    validation.check_finite("weights", w)
+    w64 = w.astype(np.float64)
+    if np.any(w64 < 0):
+        raise ValueError(f"`weights` must be non-negative, got {int((w64 < 0).sum())} "
+                         f"negative entries (min {w64.min():g}).")
+    top = w64.max()
+    if not top > 0:
+        raise ValueError("`weights` must have a positive sum (at least one particle with "
+                         "non-zero weight), got all zeros.")
+    return jnp.asarray(w64 / top, _float_dtype(w.dtype))
+
+
+def _relative(weights: Array) -> Array:
+    """Weights scaled so that their max lies in [0.5, 1), in their floating dtype (checked
+    in checked mode)."""
+    w = weights.astype(_float_dtype(weights.dtype))
+    checked.check(jnp.all(jnp.isfinite(w)), "`weights` must be finite.")
+    checked.check(jnp.all(w >= 0), "`weights` must be non-negative, got min {m}.", m=jnp.min(w))
+    top = jnp.max(w)
+    checked.check(top > 0, "`weights` must have a positive sum (at least one particle with "
+                  "a non-zero weight; XLA flushes subnormal weights to zero), got max {m}.",
+                  m=top)
+    # Scaled by the power of two of the max (exact; the max lands in [0.5, 1)): XLA turns
+    # w / max into w * (1 / max), and 1 / max is subnormal (flushed to zero) for a float32
+    # max above ~8.5e37.
+    _, exponent = jnp.frexp(jnp.where(top > 0, top, 1.0))
+    return jnp.ldexp(w, -exponent)
 
 
 def _check_log_weights(log_weights) -> Array:
@@ -69,48 +109,31 @@ def _check_log_weights(log_weights) -> Array:
 
 
 def _sorted_uniforms_to_idx(weights: Array, u: Array) -> Array:
-    """Inverse-CDF lookup of uniforms ``u`` in [0, 1) (sorted in, sorted out)."""
+    """Inverse-CDF lookup of uniforms ``u`` in [0, 1) (sorted in, sorted out); ``weights``
+    non-negative with max 1 (so the cumulative sum cannot overflow)."""
     cdf = jnp.cumsum(weights)
     cdf = cdf / cdf[-1]
     idx = jnp.searchsorted(cdf, u, side="right")
     return jnp.clip(idx, 0, weights.shape[0] - 1).astype(jnp.int32)
 
 
-@functools.partial(jax.jit, static_argnames="num_samples")
-def _systematic(key: PRNGKey, weights: Array, num_samples: int) -> Array:
+def _systematic(key: PRNGKey, weights: Array, *, num_samples: int) -> Array:
     u = (jnp.arange(num_samples) + jax.random.uniform(key)) / num_samples
-    return _sorted_uniforms_to_idx(weights, u)
+    return _sorted_uniforms_to_idx(_relative(weights), u.astype(_float_dtype(weights.dtype)))
 
 
-def systematic(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
-    """Systematic resampling: one uniform, u_i = (i + U) / M."""
-    return _systematic(key, _check_weights(weights, num_samples), num_samples)
-
-
-@functools.partial(jax.jit, static_argnames="num_samples")
-def _stratified(key: PRNGKey, weights: Array, num_samples: int) -> Array:
+def _stratified(key: PRNGKey, weights: Array, *, num_samples: int) -> Array:
     u = (jnp.arange(num_samples) + jax.random.uniform(key, (num_samples,))) / num_samples
-    return _sorted_uniforms_to_idx(weights, u)
+    return _sorted_uniforms_to_idx(_relative(weights), u.astype(_float_dtype(weights.dtype)))
 
 
-def stratified(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
-    """Stratified resampling: u_i = (i + U_i) / M with independent U_i."""
-    return _stratified(key, _check_weights(weights, num_samples), num_samples)
-
-
-@functools.partial(jax.jit, static_argnames="num_samples")
-def _multinomial(key: PRNGKey, weights: Array, num_samples: int) -> Array:
+def _multinomial(key: PRNGKey, weights: Array, *, num_samples: int) -> Array:
     u = jnp.sort(jax.random.uniform(key, (num_samples,)))
-    return _sorted_uniforms_to_idx(weights, u)
+    return _sorted_uniforms_to_idx(_relative(weights), u.astype(_float_dtype(weights.dtype)))
 
 
-def multinomial(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
-    """Multinomial resampling: i.i.d. draws from Categorical(weights)."""
-    return _multinomial(key, _check_weights(weights, num_samples), num_samples)
-
-
-@functools.partial(jax.jit, static_argnames="num_samples")
-def _residual(key: PRNGKey, weights: Array, num_samples: int) -> Array:
+def _residual(key: PRNGKey, weights: Array, *, num_samples: int) -> Array:
+    weights = _relative(weights)
     weights = weights / jnp.sum(weights)
     scaled = num_samples * weights
     counts = jnp.floor(scaled).astype(jnp.int32)
@@ -121,9 +144,34 @@ def _residual(key: PRNGKey, weights: Array, num_samples: int) -> Array:
     # All weight mass may be deterministic (n_det == M); guard the 0/0.
     res = jnp.where(jnp.sum(res) > 0, res, jnp.ones_like(res))
     # Unsorted i.i.d. draws: slots past n_det must not take the largest order statistics.
-    rand_idx = _sorted_uniforms_to_idx(res, jax.random.uniform(key, (num_samples,)))
+    rand_idx = _sorted_uniforms_to_idx(res / jnp.max(res), jax.random.uniform(key, (num_samples,)))
     idx = jnp.where(slots < n_det, det_idx, rand_idx)
     return jnp.clip(idx, 0, weights.shape[0] - 1).astype(jnp.int32)
+
+
+_JITTED = {fn: jax.jit(fn, static_argnames="num_samples")
+           for fn in (_systematic, _stratified, _multinomial, _residual)}
+
+
+def _resample(name: str, body, key, weights, num_samples):
+    weights = _check_weights(weights, num_samples)
+    return checked.run(f"jaxlab.core.smc.{name}", body, key, weights, num_samples=num_samples,
+                       fast=_JITTED[body])
+
+
+def systematic(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
+    """Systematic resampling: one uniform, u_i = (i + U) / M."""
+    return _resample("systematic", _systematic, key, weights, num_samples)
+
+
+def stratified(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
+    """Stratified resampling: u_i = (i + U_i) / M with independent U_i."""
+    return _resample("stratified", _stratified, key, weights, num_samples)
+
+
+def multinomial(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
+    """Multinomial resampling: i.i.d. draws from Categorical(weights)."""
+    return _resample("multinomial", _multinomial, key, weights, num_samples)
 
 
 def residual(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
@@ -133,7 +181,7 @@ def residual(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
     particle whose cumulative floor count first exceeds j; the remaining slots are
     filled by multinomial draws from the residual weights M w_i - floor(M w_i).
     """
-    return _residual(key, _check_weights(weights, num_samples), num_samples)
+    return _resample("residual", _residual, key, weights, num_samples)
 
 
 RESAMPLERS = {

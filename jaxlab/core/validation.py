@@ -43,10 +43,12 @@ def check_in_range(
 ) -> None:
     """Raises ValueError unless every entry of a concrete ``value`` lies in the interval.
 
-    Traced values are not checked.
+    Traced values are not checked; a traced bound (``low`` / ``high``) is skipped.
     """
     if not _is_concrete(value):
         return
+    low = low if _is_concrete(low) else None
+    high = high if _is_concrete(high) else None
     v = np.asarray(value)
     bad = np.zeros(v.shape, bool)
     if low is not None:
@@ -60,6 +62,11 @@ def check_in_range(
         hi = "inf" if high is None else f"{high:g}"
         shown = v if v.size <= 8 else f"array with {int(bad.sum())} bad entries"
         raise ValueError(f"`{name}` must lie in {lb}{lo}, {hi}{rb}, got {shown}.")
+
+
+def concrete_float(x) -> float | None:
+    """``float(x)`` for a concrete scalar, None for a traced one (for bounds of checks)."""
+    return float(x) if _is_concrete(x) else None
 
 
 def check_positive_int(name: str, value) -> None:

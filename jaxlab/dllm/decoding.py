@@ -34,7 +34,15 @@ dtypes are static so they also hold under ``jit``, values only when concrete):
 * ``gen_length``, ``steps``, ``block_length`` positive ints with block_length dividing
   gen_length, steps divisible by the number of blocks and <= gen_length.
 
-Nothing is checked on traced values inside the loops.
+* ``denoise_fn``'s output (abstract evaluation, no forward pass): logits of shape [B, L, V]
+  for tokens [B, L] with a floating dtype.
+
+Inside the loops the denoiser's logits are flagged: ``DecodeInfo.nonfinite_logits`` [B]
+marks a step where a problem's predicted token has a non-finite log-probability (NaN or
++inf logits, or every non-mask logit at -inf; single -inf logits for banned tokens are
+fine). ``decode``, ``decode_threshold`` and ``path_log_likelihood`` raise a ValueError naming
+``denoise_fn`` on that flag when they run eagerly; under a caller's ``jit`` the flag is
+traced, and checked mode (``jaxlab.core.checks(True)``) turns it into an error.
 """
 
 from collections.abc import Callable
@@ -44,7 +52,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 Denoiser = Callable[[Array], tuple[Array, Array]]
@@ -66,9 +74,12 @@ class DecodeState(NamedTuple):
 
 
 class DecodeInfo(NamedTuple):
-    """Per step: path_ll_increment [B], log p of the tokens committed by the step."""
+    """Per step: path_ll_increment [B], log p of the tokens committed by the step;
+    nonfinite_logits [B] bool, the denoiser's logits gave a non-finite log p of a predicted
+    token (see the module docstring)."""
 
     path_ll_increment: Array
+    nonfinite_logits: Array
 
 
 class DecodeResult(NamedTuple):
@@ -250,10 +261,53 @@ def check_prompt(prompt, vocab_size: int, mask_id: int, name: str = "prompt") ->
     validation.check_int_range(name, prompt, 0, vocab_size, exclude=mask_id)
 
 
+def check_denoiser_output(denoise_fn: Denoiser, shape: tuple[int, int]):
+    """The abstract logits of ``denoise_fn`` on int32 tokens of ``shape`` [B, L], checked to
+    be [B, L, V] with a floating dtype (``jax.eval_shape``: no forward pass).
+
+    Raises:
+      ValueError / TypeError: naming ``denoise_fn``, for another output structure, shape or
+        dtype.
+    """
+    out = jax.eval_shape(denoise_fn, jax.ShapeDtypeStruct(tuple(shape), jnp.int32))
+    if not isinstance(out, tuple | list) or len(out) != 2:
+        raise TypeError(f"`denoise_fn` must return (logits [B, L, V], hidden), got "
+                        f"{type(out).__name__}.")
+    logits = out[0]
+    if len(logits.shape) != 3 or tuple(logits.shape[:2]) != tuple(shape):
+        raise ValueError(f"`denoise_fn` must return logits of shape ({shape[0]}, {shape[1]}, V) "
+                         f"for tokens of shape {tuple(shape)}, got {tuple(logits.shape)}.")
+    if not jnp.issubdtype(logits.dtype, jnp.floating):
+        raise TypeError(f"`denoise_fn` must return floating logits, got {logits.dtype}.")
+    return logits
+
+
 def vocab_of(denoise_fn: Denoiser, batch: int, length: int) -> int:
-    """Logits width of ``denoise_fn`` on [batch, length] tokens (abstract evaluation only)."""
-    logits, _ = jax.eval_shape(denoise_fn, jax.ShapeDtypeStruct((batch, length), jnp.int32))
-    return logits.shape[-1]
+    """Logits width of ``denoise_fn`` on [batch, length] tokens (abstract evaluation only;
+    the output is checked by ``check_denoiser_output``)."""
+    return check_denoiser_output(denoise_fn, (batch, length)).shape[-1]
+
+
+def nonfinite_logp(logp_x0: Array) -> Array:
+    """[B] bool: a predicted token's log-prob [B, A] is NaN or +-inf (bad logits)."""
+    return jnp.any(~jnp.isfinite(logp_x0), axis=-1)
+
+
+def raise_if_nonfinite_logits(flag, where: str) -> None:
+    """ValueError naming ``denoise_fn`` if a concrete flag ([..., B] bool) is set."""
+    if isinstance(flag, jax.core.Tracer):
+        return
+    flag = np.asarray(flag)
+    if flag.any():
+        probs = np.nonzero(flag.reshape(-1, flag.shape[-1]).any(0))[0]
+        raise ValueError(f"{where}: `denoise_fn` returned non-finite logits (NaN, +inf, or -inf "
+                         f"for every token) at a decoded position for {len(probs)} problem(s) "
+                         f"(first: {probs[0]}).")
+
+
+def _check_logits_flag(flag: Array) -> None:
+    checked.check(~jnp.any(flag), "`denoise_fn` returned non-finite logits (NaN, +inf, or "
+                  "-inf for every token) at a decoded position.")
 
 
 def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size: int | None,
@@ -267,7 +321,7 @@ def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
     check_prompt(prompt, vocab_size, mask_id)
     shape = (prompt.shape[0], prompt.shape[1] + gen_length)
-    logits, _ = jax.eval_shape(denoise_fn, jax.ShapeDtypeStruct(shape, jnp.int32))
+    logits = check_denoiser_output(denoise_fn, shape)
     if logits.shape[-1] != vocab_size:
         raise ValueError(f"denoiser returns {logits.shape[-1]} logits per position but the "
                          f"vocabulary `vocab_size` is {vocab_size}.")
@@ -275,13 +329,18 @@ def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size
 
 def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mask_id: int,
                 prompt_len: int, policy: str, temperature: float, block_length: int):
-    """One denoising step from precomputed ``logits`` [B, L, V]. -> (state, increment [B])."""
+    """One denoising step from precomputed ``logits`` [B, L, V].
+
+    Returns:
+      (state, Path LL increment [B], non-finite logits flag [B] (``nonfinite_logp``)).
+    """
     k_pred, k_pol = jax.random.split(key)
     x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
     scores = policy_scores(k_pol, logp, x0, policy)
     eligible = block_eligible(state.order, step_block, block_length)
     select = select_top_k(scores, eligible, k)
-    return commit(state, select, x0, logp_x0, t, prompt_len)
+    state, inc = commit(state, select, x0, logp_x0, t, prompt_len)
+    return state, inc, nonfinite_logp(logp_x0)
 
 
 def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
@@ -307,11 +366,12 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
     def step(key: PRNGKey, state: DecodeState) -> tuple[DecodeState, DecodeInfo]:
         t = steps_done(state.order)
         logits, _ = denoise_fn(state.tokens)
-        state, inc = decode_step(
+        state, inc, bad = decode_step(
             key, state, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
             mask_id=mask_id, prompt_len=state.tokens.shape[1] - gen_length, policy=policy,
             temperature=temperature, block_length=block_length)
-        return state, DecodeInfo(inc)
+        _check_logits_flag(bad)
+        return state, DecodeInfo(inc, bad)
 
     return Algorithm(init, step)
 
@@ -335,14 +395,24 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
 
     Returns:
       DecodeResult with nfe = steps for every sequence.
+
+    Raises:
+      ValueError: bad arguments (module docstring) and, when run eagerly, non-finite
+        logits from ``denoise_fn`` (``DecodeInfo.nonfinite_logits``).
     """
     alg = decoder(denoise_fn, gen_length=gen_length, mask_id=mask_id, vocab_size=vocab_size,
                   policy=policy, steps=steps, block_length=block_length,
                   temperature=temperature)
     steps = gen_length if steps is None else steps
     state = alg.init(key, prompt)
-    state, _ = jax.lax.scan(lambda s, k: (alg.step(k, s)[0], None), state,
-                            jax.random.split(key, steps))
+
+    def run(state, key):
+        state, info = jax.lax.scan(lambda s, k: alg.step(k, s), state,
+                                   jax.random.split(key, steps))
+        return state, jnp.any(info.nonfinite_logits, axis=0)
+
+    state, bad = checked.run("jaxlab.dllm.decode", run, state, key)
+    raise_if_nonfinite_logits(bad, "jaxlab.dllm.decode")
     nfe = jnp.full(prompt.shape[0], steps, jnp.int32)
     return DecodeResult(state.tokens[:, prompt.shape[1]:], state.path_ll, state.order, nfe)
 
@@ -363,15 +433,17 @@ def decode_threshold(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, ke
     b = prompt.shape[0]
 
     def cond(carry):
-        state, _, _ = carry
+        state, _, _, _ = carry
         return jnp.any(state.order < 0)
 
     def body(carry):
-        state, nfe, t = carry
+        state, nfe, t, bad = carry
         active = jnp.any(state.order < 0, axis=1)
         logits, _ = denoise_fn(state.tokens)
         x0, logp, logp_x0 = predict(jax.random.key(0), logits[:, prompt_len:], mask_id, 0.0)
-        conf = jnp.exp(logp_x0)
+        # NaN confidences (bad logits, flagged below) still commit a position (-1 ranks
+        # below every probability but above the ineligible -inf), or the loop never ends.
+        conf = jnp.where(jnp.isnan(logp_x0), -1.0, jnp.exp(logp_x0))
         pos = jnp.arange(gen_length)
         first_masked = jnp.argmax(state.order < 0, axis=1)
         blk = first_masked // block_length
@@ -380,11 +452,18 @@ def decode_threshold(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, ke
         select = (eligible & (conf > threshold)) | best
         select = select & active[:, None]
         state, _ = commit(state, select, x0, logp_x0, t, prompt_len)
-        return state, nfe + active.astype(jnp.int32), t + 1
+        bad = bad | (nonfinite_logp(logp_x0) & active)
+        return state, nfe + active.astype(jnp.int32), t + 1, bad
 
-    state = init_state(prompt, gen_length, mask_id)
-    state, nfe, _ = jax.lax.while_loop(cond, body, (state, jnp.zeros(b, jnp.int32),
-                                                    jnp.int32(0)))
+    def run(state):
+        state, nfe, _, bad = jax.lax.while_loop(
+            cond, body, (state, jnp.zeros(b, jnp.int32), jnp.int32(0), jnp.zeros(b, bool)))
+        _check_logits_flag(bad)
+        return state, nfe, bad
+
+    state, nfe, bad = checked.run("jaxlab.dllm.decode_threshold", run,
+                                  init_state(prompt, gen_length, mask_id))
+    raise_if_nonfinite_logits(bad, "jaxlab.dllm.decode_threshold")
     return DecodeResult(state.tokens[:, prompt_len:], state.path_ll, state.order, nfe)
 
 
@@ -422,4 +501,7 @@ def path_log_likelihood(denoise_fn: Denoiser, prompt: Array, answer: Array, orde
         lp = jnp.take_along_axis(logp, answer[..., None], -1)[..., 0]
         return jnp.sum(jnp.where(order == t, lp, 0.0), axis=1)
 
-    return jnp.sum(jax.lax.map(at_step, jnp.arange(num_steps)), axis=0)
+    out = jnp.sum(jax.lax.map(at_step, jnp.arange(num_steps)), axis=0)
+    # -inf is a legal Path LL (a token the model rules out); NaN means bad logits.
+    raise_if_nonfinite_logits(jnp.isnan(out), "jaxlab.dllm.path_log_likelihood")
+    return out

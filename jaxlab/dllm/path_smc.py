@@ -98,8 +98,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab.core import checked, validation
 from jaxlab.core import smc as smc_lib
-from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
@@ -178,6 +178,20 @@ def _nonfinite(log_w: Array) -> Array:
     """[B] bool: a NaN / +inf log weight, or every particle of the problem at -inf."""
     return (jnp.any(jnp.isnan(log_w) | jnp.isposinf(log_w), axis=1)
             | jnp.all(jnp.isneginf(log_w), axis=1))
+
+
+def check_value_fn(value_fn, denoise_fn, shape: tuple[int, int]) -> None:
+    """``value_fn(hidden, tokens)`` returns [M] floats for tokens [M, L] (abstract
+    evaluation, no forward pass); raises ValueError / TypeError naming ``value_fn``."""
+    tokens = jax.ShapeDtypeStruct(tuple(shape), jnp.int32)
+    _, hidden = jax.eval_shape(denoise_fn, tokens)
+    out = jax.eval_shape(value_fn, hidden, tokens)
+    if not hasattr(out, "shape") or tuple(out.shape) not in ((shape[0],), (shape[0], 1)):
+        raise ValueError(f"`value_fn` must return one value per sequence, shape ({shape[0]},), "
+                         f"for tokens of shape {tuple(shape)}, got "
+                         f"{getattr(out, 'shape', type(out).__name__)}.")
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise TypeError(f"`value_fn` must return floating values, got {out.dtype}.")
 
 
 def raise_if_nonfinite(info: Info) -> None:
@@ -260,7 +274,7 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
     else:
         info = Info(jnp.broadcast_to(jnp.arange(n), (b, n)), _ess(lw_before),
                     jnp.zeros(b, bool), jnp.zeros(b), jnp.zeros(b, bool))
-    dec, inc = decoding.decode_step(
+    dec, inc, _ = decoding.decode_step(
         k_step, state.decode, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
         mask_id=mask_id, prompt_len=state.decode.tokens.shape[1] - gen_length, policy=policy,
         temperature=temperature, block_length=block_length)
@@ -322,6 +336,9 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
     def init_fn(key: PRNGKey, prompt: Array) -> State:
         validation.check_ndim("prompt", prompt, 2)
         decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+        if value_fn is not None:
+            check_value_fn(value_fn, denoise_fn,
+                           (prompt.shape[0] * int(num_particles), prompt.shape[1] + gen_length))
         return init(key, prompt, gen_length=gen_length, num_particles=int(num_particles),
                     mask_id=mask_id)
 
@@ -355,7 +372,16 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
               vocab_size=vocab_size, steps=steps, **settings)
     steps = gen_length if steps is None else steps
     state = alg.init(key, prompt)
-    state, info = jax.lax.scan(lambda s, k: alg.step(k, s), state, jax.random.split(key, steps))
+
+    def run(state, key):
+        state, info = jax.lax.scan(lambda s, k: alg.step(k, s), state,
+                                   jax.random.split(key, steps))
+        checked.check(~jnp.any(info.nonfinite_weights), "SMC log weights became non-finite "
+                      "(NaN, +inf or all -inf); check the `value_fn` outputs, the `denoise_fn` "
+                      "logits and `weight_scale`.")
+        return state, info
+
+    state, info = checked.run("jaxlab.dllm.path_smc.run_particles", run, state, key)
     raise_if_nonfinite(info)
     return state, info
 

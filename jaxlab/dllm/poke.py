@@ -127,7 +127,7 @@ def _collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, 
         logits, hidden = denoise_fn(state.tokens)
         masked = state.order < 0
         before = state.path_ll
-        state, _ = decoding.decode_step(key_t, state, logits, k, 0, t, mask_id=mask_id,
+        state, _, _ = decoding.decode_step(key_t, state, logits, k, 0, t, mask_id=mask_id,
                                         prompt_len=prompt_len, policy=policy,
                                         temperature=temperature, block_length=gen_length)
         return state, (hidden[:, prompt_len:], masked, before)

@@ -56,12 +56,34 @@ def _check_x0(x0):
     validation.check_finite("x0", x0)
 
 
+def check_eps_fn(eps_fn, x0) -> None:
+    """``eps_fn(x [B, H, W, C], t [B])`` returns floats of x's shape (abstract evaluation,
+    no forward pass); ValueError / TypeError naming ``eps_fn``."""
+    x = jax.ShapeDtypeStruct(tuple(np.shape(x0)), jnp.float32)
+    t = jax.ShapeDtypeStruct((np.shape(x0)[0],), jnp.float32)
+    out = jax.eval_shape(eps_fn, x, t)
+    if getattr(out, "shape", None) != x.shape:
+        raise ValueError(f"`eps_fn` must map x {x.shape} and t {t.shape} to eps of shape "
+                         f"{x.shape}, got {getattr(out, 'shape', type(out).__name__)}.")
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise TypeError(f"`eps_fn` must return floats, got {out.dtype}.")
+
+
+def _finite_output(out, name: str = "eps_fn"):
+    """Raises ValueError naming ``name`` if a concrete output holds NaN / inf."""
+    if not isinstance(out, jax.core.Tracer) and not np.all(np.isfinite(np.asarray(out))):
+        raise ValueError(f"`{name}` returned non-finite values: the output holds "
+                         f"{int((~np.isfinite(np.asarray(out))).sum())} NaN/inf entries.")
+    return out
+
+
 def score_norm(eps_fn, x0: Array, key: PRNGKey, t: float = 0.01, num_noise: int = 1) -> Array:
     """[B] mean ||s(x_t)|| at time t in (0, 1], over ``num_noise`` >= 1 noise draws."""
     _check_x0(x0)
     validation.check_in_range("t", t, 0.0, 1.0, low_inclusive=False)
     validation.check_positive_int("num_noise", num_noise)
-    return _score_norm(eps_fn, x0, key, t, num_noise)
+    check_eps_fn(eps_fn, x0)
+    return _finite_output(_score_norm(eps_fn, x0, key, t, num_noise))
 
 
 @functools.partial(jax.jit, static_argnames=("eps_fn", "t", "num_noise"))
@@ -81,7 +103,8 @@ def msma_features(eps_fn, x0: Array, ts) -> Array:
     """[B, L] ||eps_theta(sqrt(abar_t) x0, t)|| at each of the L times ``ts`` in (0, 1]."""
     _check_x0(x0)
     validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
-    return _msma_features(eps_fn, x0, ts)
+    check_eps_fn(eps_fn, x0)
+    return _finite_output(_msma_features(eps_fn, x0, ts))
 
 
 @functools.partial(jax.jit, static_argnames="eps_fn")
@@ -125,7 +148,8 @@ def diffpath_features(eps_fn, x0: Array, num_steps: int = 10, t0: float = 1e-3) 
       eps_k) (the deps sums are 0 when ``num_steps`` = 1).
     """
     _check_path(x0, num_steps, t0)
-    return _diffpath_features(eps_fn, x0, num_steps, t0)
+    check_eps_fn(eps_fn, x0)
+    return _finite_output(_diffpath_features(eps_fn, x0, num_steps, t0))
 
 
 def _check_path(x0, num_steps, t0) -> None:

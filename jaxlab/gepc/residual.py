@@ -37,6 +37,7 @@ from collections.abc import Callable
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
@@ -76,6 +77,19 @@ def _check_score_fn(score_fn, x0):
     if getattr(out, "shape", None) != x.shape:
         raise ValueError(f"`score_fn` must map x {x.shape} and t {t.shape} to a score of shape "
                          f"{x.shape}, got {getattr(out, 'shape', type(out).__name__)}.")
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise TypeError(f"`score_fn` must return floats, got {out.dtype}.")
+
+
+def _check_outputs(*arrays) -> None:
+    """ValueError naming ``score_fn`` when concrete residuals / features are not finite
+    (a NaN / inf score; the residuals of finite scores are finite)."""
+    for a in arrays:
+        if a is None or isinstance(a, jax.core.Tracer):
+            continue
+        if not np.all(np.isfinite(np.asarray(a))):
+            raise ValueError("`score_fn` returned non-finite scores: the residuals hold "
+                             f"{int((~np.isfinite(np.asarray(a))).sum())} NaN/inf entries.")
 
 
 #: Names of the public code's per-t features, the columns of ``consistency_features``.
@@ -100,6 +114,7 @@ def consistency_features(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts,
     noise = jax.random.normal(key, (ts.shape[0],) + tuple(x0.shape))
     r, f, maps = _consistency(score_fn, jnp.asarray(x0, jnp.float32), noise, ts, tuple(elems),
                               rho, with_maps, "id" in tuple(group))
+    _check_outputs(r, f)
     return (r, f, maps) if with_maps else (r, f)
 
 
@@ -129,6 +144,7 @@ def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.
     validation.check_shape("noise", noise, (ts.shape[0],) + tuple(x0.shape))
     r, _, maps = _consistency(score_fn, jnp.asarray(x0, jnp.float32), noise, ts, tuple(elems),
                               rho, with_maps, "id" in tuple(group))
+    _check_outputs(r)
     return (r, maps) if with_maps else r
 
 

@@ -32,6 +32,7 @@ log-likelihood; ``gmm_search_nll``: ``x`` [M, D] finite with the fitted D.
 ``experiment.train_and_evaluate``).
 """
 
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -98,10 +99,24 @@ def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScore
         raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
     t_index = jnp.argsort(_cv(raw.mean(-1)))[:num_t]
     sel = raw[:, t_index].reshape(raw.shape[0], -1)
+    _warn_zero_spread(sel, "features")
     weights = 1.0 / jnp.maximum(_cv(sel), 1e-6)
     train = _transform(sel, log_features)
     return KDEScorer(t_index, train, silverman_bandwidth(train), weights / weights.sum(),
                      log_features)
+
+
+def _warn_zero_spread(columns: Array, name: str) -> None:
+    """RuntimeWarning naming ``name`` when a concrete KDE column has zero spread (its
+    bandwidth falls back to a tiny constant and any other value scores as extreme)."""
+    if isinstance(columns, jax.core.Tracer):
+        return
+    std = np.std(np.asarray(columns, np.float64), axis=0)
+    if np.any(std == 0):
+        warnings.warn(f"`{name}` has {int((std == 0).sum())} selected column(s) with zero "
+                      "spread on ID-train (constant values): their KDE bandwidth falls back "
+                      "to a constant and the OOD scores of other values become extreme.",
+                      RuntimeWarning, stacklevel=3)
 
 
 def official_bandwidth(x: Array) -> Array:

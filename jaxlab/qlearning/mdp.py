@@ -21,7 +21,11 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
   * ``stationary_distribution``: a valid MDP; raises ValueError when the uniform
     behaviour policy's chain is reducible (some state has probability < 1e-9), since
     trajectory sampling then never visits some (s, a) and xi = 0.
-No check runs inside compiled code.
+  * ``make_mdp`` / ``check_mdp`` also need S >= 1, A >= 1, a scalar ``gamma`` and rewards
+    small enough for float32 Q-values: max |r| / (1 - gamma) <= ``MAX_Q`` (~8.5e37, so a
+    TD error cannot overflow).
+In checked mode (``jaxlab.core.checks(True)``) the runs of ``periodic_q`` check a traced
+MDP's rewards the same way and that Q stays finite (``check_mdp_traced``).
 """
 
 from typing import NamedTuple
@@ -30,8 +34,12 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, PRNGKey
+
+# Largest |Q| allowed: a TD error (r + gamma max Q' - Q) and its square-free update then
+# stay below float32's max (3.4e38).
+MAX_Q = float(np.finfo(np.float32).max) / 4.0
 
 
 class TabularMDP(NamedTuple):
@@ -73,14 +81,50 @@ def make_mdp(transitions, rewards, gamma) -> TabularMDP:
     """
     validation.check_ndim("transitions", transitions, 3)
     s, a, s2 = np.shape(transitions)
-    if s != s2:
-        raise ValueError(f"`transitions` must have shape (S, A, S), got {(s, a, s2)}.")
+    if s != s2 or s < 1 or a < 1:
+        raise ValueError(f"`transitions` must have shape (S, A, S) with S, A >= 1, got "
+                         f"{(s, a, s2)}.")
     validation.check_shape("rewards", rewards, (s, a))
+    _check_gamma("gamma", gamma)
     validation.check_in_range("gamma", gamma, 0.0, 1.0, high_inclusive=False)
     _check_transitions("transitions", transitions)
     validation.check_finite("rewards", rewards)
+    _check_reward_scale("rewards", rewards, gamma)
     return TabularMDP(jnp.asarray(transitions, jnp.float32), jnp.asarray(rewards, jnp.float32),
                       jnp.asarray(gamma, jnp.float32))
+
+
+def _check_gamma(name: str, gamma) -> None:
+    """TypeError unless ``gamma`` is a real scalar (a list or an array of them is not)."""
+    if isinstance(gamma, bool) or np.ndim(gamma) != 0 or isinstance(gamma, list | tuple):
+        raise TypeError(f"`{name}` must be a real scalar, got {type(gamma).__name__} "
+                        f"of shape {np.shape(gamma)}.")
+    dtype = gamma.dtype if hasattr(gamma, "dtype") else np.asarray(gamma).dtype
+    if not (np.issubdtype(dtype, np.floating) or np.issubdtype(dtype, np.integer)):
+        raise TypeError(f"`{name}` must be a real scalar, got dtype {dtype}.")
+
+
+def _check_reward_scale(name: str, rewards, gamma) -> None:
+    """ValueError if max |r| / (1 - gamma) exceeds ``MAX_Q`` (concrete values only)."""
+    if isinstance(rewards, jax.core.Tracer) or isinstance(gamma, jax.core.Tracer):
+        return
+    g = float(gamma)
+    r = float(np.max(np.abs(np.asarray(rewards, np.float64)), initial=0.0))
+    if g < 1.0 and r / (1.0 - g) > MAX_Q:
+        raise ValueError(f"`{name}` are too large for float32 Q-values: max |r| / (1 - gamma) "
+                         f"= {r / (1.0 - g):.3g} > {MAX_Q:.3g}; rescale the rewards.")
+
+
+def check_mdp_traced(mdp: TabularMDP) -> None:
+    """Checked-mode checks of a (possibly traced) MDP: finite rewards within ``MAX_Q``
+    (1 - gamma) and rows of ``mdp.transitions`` summing to one (no-op outside checked mode)."""
+    r = jnp.max(jnp.abs(mdp.rewards))
+    checked.check(jnp.all(jnp.isfinite(mdp.rewards)), "`mdp.rewards` must be finite.")
+    checked.check(r <= MAX_Q * (1.0 - jnp.minimum(mdp.gamma, 1.0)),
+                  "`mdp.rewards` are too large for float32 Q-values: max |r| = {r}.", r=r)
+    rows = jnp.sum(mdp.transitions, -1)
+    checked.check(jnp.all(mdp.transitions >= 0) & jnp.all(jnp.abs(rows - 1.0) <= 1e-5),
+                  "`mdp.transitions` must be non-negative with rows summing to 1.")
 
 
 def _check_transitions(name: str, transitions) -> None:
@@ -103,12 +147,15 @@ def check_mdp(mdp: TabularMDP) -> None:
     """
     validation.check_ndim("mdp.transitions", mdp.transitions, 3)
     s, a, s2 = np.shape(mdp.transitions)
-    if s != s2:
-        raise ValueError(f"`mdp.transitions` must have shape (S, A, S), got {(s, a, s2)}.")
+    if s != s2 or s < 1 or a < 1:
+        raise ValueError(f"`mdp.transitions` must have shape (S, A, S) with S, A >= 1, got "
+                         f"{(s, a, s2)}.")
     validation.check_shape("mdp.rewards", mdp.rewards, (s, a))
+    _check_gamma("mdp.gamma", mdp.gamma)
     validation.check_in_range("mdp.gamma", mdp.gamma, 0.0, 1.0)
     _check_transitions("mdp.transitions", mdp.transitions)
     validation.check_finite("mdp.rewards", mdp.rewards)
+    _check_reward_scale("mdp.rewards", mdp.rewards, mdp.gamma)
     if mdp.bernoulli is not None and not isinstance(mdp.rewards, jax.core.Tracer):
         r = np.asarray(mdp.rewards)
         if bool(np.asarray(mdp.bernoulli)) and (r.min() < 0 or r.max() > 1):

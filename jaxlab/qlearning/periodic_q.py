@@ -63,9 +63,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
-from jaxlab.qlearning.mdp import TabularMDP, check_mdp, stationary_distribution
+from jaxlab.qlearning.mdp import TabularMDP, check_mdp, check_mdp_traced, stationary_distribution
 from jaxlab.qlearning.schedules import PolynomialStep, SGDStep, inverse_count_step, sgd_step
 
 SAMPLING_MODES = ("generative", "trajectory")
@@ -303,11 +303,25 @@ def run_uniforms(state: PeriodicQState, mdp: TabularMDP, schedule, uniforms: Arr
     return _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll)
 
 
-def _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll):
+def _scan_body(state, mdp, schedule, uniforms, *, sampling, step_size, unroll,
+               static_schedule=None):
+    schedule = static_schedule if static_schedule is not None else schedule
+    check_mdp_traced(mdp)
     kernel = build_kernel(mdp, sampling, step_size)
     state, _ = jax.lax.scan(lambda st, u: (kernel(st, schedule, u), None), state, uniforms,
                             unroll=unroll)
+    checked.check(jnp.all(jnp.isfinite(state.q)), "Q became non-finite; check `mdp.rewards` "
+                  "and `step_size`.")
     return state
+
+
+def _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll):
+    arrays = all(isinstance(x, jax.Array | np.ndarray | float | int)
+                 for x in jax.tree.leaves(schedule))
+    return checked.run("jaxlab.qlearning.run_steps", _scan_body, state, mdp,
+                       schedule if arrays else None, uniforms, sampling=sampling,
+                       step_size=step_size, unroll=unroll,
+                       static_schedule=None if arrays else schedule)
 
 
 def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,

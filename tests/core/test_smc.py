@@ -92,3 +92,73 @@ def test_ess_rejects_bad_log_weights(log_weights):
 
 def test_ess_accepts_zero_weight_particles():
     assert float(smc.ess(jnp.array([0.0, -jnp.inf, 0.0]))) == pytest.approx(2.0)
+
+
+# Legal weights at the edges of their dtype: the resamplers must match a NumPy float64
+# normalisation of the same numbers.
+EXTREME = {
+    "float32_near_max": (WEIGHTS * 6e38).astype(np.float32),
+    "int32_near_2^31": np.round(WEIGHTS / WEIGHTS.max() * (2**31 - 1)).astype(np.int32),
+    "float32_subnormal": (WEIGHTS * 1e-39).astype(np.float32),
+    "float64_tiny": WEIGHTS * 1e-300,
+    "float64_huge": WEIGHTS * 1e300,
+}
+
+
+def _numpy_inverse_cdf(weights, u):
+    w = np.asarray(weights, np.float64)
+    cdf = np.cumsum(w / w.sum())
+    return np.minimum(np.searchsorted(cdf / cdf[-1], u, side="right"), len(w) - 1)
+
+
+@pytest.mark.parametrize("kind", sorted(EXTREME))
+def test_extreme_weights_match_numpy_float64(kind):
+    """Same key, same uniforms: the ancestors equal an inverse-CDF lookup in float64."""
+    w, m = EXTREME[kind], 16
+    for seed in range(3):
+        key = jax.random.key(seed)
+        u_sys = (np.arange(m) + float(jax.random.uniform(key))) / m
+        u_str = (np.arange(m) + np.asarray(jax.random.uniform(key, (m,)), np.float64)) / m
+        u_mul = np.sort(np.asarray(jax.random.uniform(key, (m,)), np.float64))
+        for name, u in (("systematic", u_sys), ("stratified", u_str), ("multinomial", u_mul)):
+            got = np.asarray(smc.RESAMPLERS[name](key, w, m))
+            np.testing.assert_array_equal(got, _numpy_inverse_cdf(w, u), err_msg=name)
+
+
+@pytest.mark.parametrize("kind", sorted(EXTREME))
+def test_extreme_weights_residual_counts(kind):
+    """Residual resampling of extreme weights keeps floor(M p_i) copies of particle i,
+    p the float64 normalisation (the rest are random)."""
+    w, m = EXTREME[kind], 20
+    p = np.asarray(w, np.float64) / np.asarray(w, np.float64).sum()
+    for seed in range(3):
+        counts = np.bincount(np.asarray(smc.residual(jax.random.key(seed), w, m)),
+                             minlength=len(p))
+        assert counts.sum() == m
+        assert np.all(counts >= np.floor(m * p)), (counts, m * p)
+
+
+@pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
+def test_traced_extreme_weights(name):
+    """Inside jit the weights are divided by their max in the compiled body."""
+    w = EXTREME["float32_near_max"]
+    fn = jax.jit(lambda w: smc.RESAMPLERS[name](jax.random.key(0), w, 8))
+    np.testing.assert_array_equal(fn(w), smc.RESAMPLERS[name](jax.random.key(0), w, 8))
+    counts = np.bincount(np.asarray(fn(w)), minlength=len(w))
+    assert (counts > 0).sum() > 1  # not every particle from one ancestor
+
+
+@pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
+def test_checked_mode_flags_traced_bad_weights(name):
+    from jaxlab.core import checked
+
+    fn = checked.checkify(jax.jit(lambda w: smc.RESAMPLERS[name](jax.random.key(0), w, 4)))
+    before = checked.enabled()
+    with checked.checks(True):
+        with pytest.raises(checked.CheckError, match=f"smc.{name}: `weights` must"):
+            fn(np.array([0.5, np.nan, 0.5], np.float32))
+        with pytest.raises(checked.CheckError, match="`weights` must be non-negative"):
+            fn(np.array([0.5, -1.0, 0.5], np.float32))
+        np.testing.assert_array_equal(fn(WEIGHTS.astype(np.float32)),
+                                      smc.RESAMPLERS[name](jax.random.key(0), WEIGHTS, 4))
+    assert checked.enabled() == before

@@ -1,0 +1,192 @@
+"""Checked mode: value checks inside compiled code (``jit`` / ``vmap`` / ``scan``).
+
+Eager checks (``jaxlab.core.validation``) look at concrete inputs at the Python boundary;
+a value that is traced (built inside a caller's ``jit``, ``vmap`` or ``scan``) cannot be
+inspected there. Checked mode adds the same checks to the compiled code with
+``jax.experimental.checkify``: a method's entry point (SMC resampling, ``dllm.decode``,
+Q-learning runs, ``bco.run`` and ``bco.msmwc.run``) then traces its body through
+``checkify.checkify`` and each ``check(pred, msg)`` of the body becomes a checkify check
+naming the argument; the error is raised naming the function.
+
+Switch it on with ``jaxlab.core.checks(True)`` (a setter, and a context manager that
+restores the previous setting on exit: ``with jaxlab.core.checks(True): ...``) or with the
+environment variable ``JAXLAB_CHECKS=1`` (read once, at import). Off by default: a checked
+body carries an error value through every loop and costs compile time.
+
+Where the error surfaces:
+
+* entry point called eagerly (its arguments concrete): it raises ``CheckError`` (a
+  ``ValueError``) right away, e.g. "jaxlab.core.smc.systematic: `weights` must be ...";
+* entry point called inside ``jaxlab.core.checked.checkify(f)`` (a caller's ``jit`` /
+  ``vmap`` wrapped once at the top): the error is handed to that outer checkify, which
+  raises ``CheckError`` when ``f`` returns;
+* entry point called inside a plain ``jit``: a host callback raises when the compiled
+  code runs; JAX reports it as ``jax.errors.JaxRuntimeError`` (a RuntimeError) whose
+  message ends with the check's text. Under a plain eager ``vmap`` the callback raises
+  checkify's ``JaxRuntimeError`` (a ValueError).
+
+Only the checks written into the bodies run (``checkify.user_checks``); checkify's
+automatic NaN checks are not enabled, since several bodies produce a NaN on purpose in an
+unused ``jnp.where`` branch. A function jitted by the caller keeps the trace of its first
+call: switch the mode before the first call of a jitted function, not between calls.
+"""
+
+import functools
+import os
+import threading
+from collections.abc import Callable
+
+import jax
+from jax.experimental import checkify as _checkify
+
+ENV_VAR = "JAXLAB_CHECKS"
+ERRORS = _checkify.user_checks
+
+_state = threading.local()
+_enabled = os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on")
+
+
+class CheckError(ValueError):
+    """A check failed in checked mode (the message names the function and the argument)."""
+
+
+def enabled() -> bool:
+    """Whether checked mode is on."""
+    return _enabled
+
+
+class checks:  # noqa: N801 - used like a function: ``jaxlab.core.checks(True)``
+    """Switches checked mode on or off; also a context manager restoring the old setting.
+
+    Args:
+      enabled: True to check values inside compiled code (see the module docstring).
+
+    Raises:
+      TypeError: ``enabled`` is not a bool.
+    """
+
+    def __init__(self, enabled: bool = True):
+        global _enabled
+        if not isinstance(enabled, bool):
+            raise TypeError(f"`enabled` must be a bool, got {type(enabled).__name__}.")
+        self.previous = _enabled
+        _enabled = enabled
+
+    def __enter__(self) -> "checks":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        global _enabled
+        _enabled = self.previous
+
+    def __bool__(self) -> bool:
+        return _enabled
+
+
+def _tracing_checked() -> bool:
+    return bool(getattr(_state, "where", ()))
+
+
+def _is_traced(tree) -> bool:
+    return any(isinstance(leaf, jax.core.Tracer) for leaf in jax.tree.leaves(tree))
+
+
+def check(pred, msg: str, **fmt) -> None:
+    """A named value check inside a checked body (a no-op outside checked tracing).
+
+    Args:
+      pred: bool scalar (traced or concrete); the check fails when it is False.
+      msg: the error message, naming the argument; ``{name}`` fields are filled from
+        ``fmt`` (arrays, formatted at run time). The innermost entry point's name is
+        put in front of it.
+      **fmt: values for the message's fields.
+    """
+    if _tracing_checked():
+        fmt = {k: jax.numpy.asarray(v) for k, v in fmt.items()}
+        _checkify.check(pred, f"{_state.where[-1]}: {msg}", **fmt)
+
+
+def _raise(err) -> None:
+    try:
+        err.throw()
+    except _checkify.JaxRuntimeError as e:
+        text = str(e).replace(" (`check` failed)", "")
+        raise CheckError(f"{text} [checked mode]") from None
+
+
+def _surface(err) -> None:
+    """Raises (concrete ``err``), forwards to an outer ``checkify`` or adds a host callback."""
+    if not _is_traced(err):
+        _raise(err)
+    elif getattr(_state, "outer", 0) > 0:
+        _checkify.check_error(err)
+    else:
+        jax.debug.callback(_raise, err)
+
+
+def _body(where: str, fn: Callable, kwargs: dict) -> Callable:
+    def traced(*args):
+        _state.where = (*getattr(_state, "where", ()), where)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _state.where = _state.where[:-1]
+
+    return traced
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(where: str, fn: Callable, items: tuple) -> Callable:
+    return jax.jit(_checkify.checkify(_body(where, fn, dict(items)), errors=ERRORS))
+
+
+def run(where: str, fn: Callable, *args, fast: Callable | None = None, **kwargs):
+    """``fn(*args, **kwargs)``, with ``fn``'s ``check`` calls live when checked mode is on.
+
+    Args:
+      where: the public function's name for the message (e.g. "jaxlab.core.smc.systematic").
+      fn: the (un-jitted) body; its array arguments positional, its static (non-array)
+        arguments as keywords.
+      *args, **kwargs: its arguments.
+      fast: what runs outside checked mode (default ``fn``), e.g. ``jax.jit(fn)``. Never
+        pass a jitted ``fn``: its cached trace would keep (or lack) the checks.
+
+    Returns:
+      ``fn``'s output. Outside checked mode this is ``(fast or fn)(*args, **kwargs)``; inside
+      another checked body the checks join that body's.
+    """
+    if not _enabled:
+        return (fn if fast is None else fast)(*args, **kwargs)
+    if _tracing_checked():
+        return _body(where, fn, kwargs)(*args)
+    items = tuple(sorted(kwargs.items()))
+    try:
+        hash(items)
+        checked_fn = _compiled(where, fn, items)
+    except TypeError:  # unhashable static arguments: trace without the cache
+        checked_fn = _checkify.checkify(_body(where, fn, kwargs), errors=ERRORS)
+    err, out = checked_fn(*args)
+    _surface(err)
+    return out
+
+
+def checkify(fn: Callable) -> Callable:
+    """Wraps a caller's (jitted / vmapped) function so checked-mode errors raised inside
+    it become one ``CheckError`` when it returns.
+
+    Use it once around the outermost transformation, e.g.
+    ``checked.checkify(jax.jit(jax.vmap(f)))(xs)``. Outside checked mode it returns
+    ``fn``'s output unchanged (the wrapper still works, it just finds nothing to check).
+    """
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        _state.outer = getattr(_state, "outer", 0) + 1
+        try:
+            err, out = _checkify.checkify(fn, errors=ERRORS)(*args, **kwargs)
+        finally:
+            _state.outer -= 1
+        _raise(err)
+        return out
+
+    return wrapped

@@ -1,0 +1,119 @@
+"""Checked mode (``jaxlab.core.checks``): value checks inside jit / vmap / scan."""
+
+import os
+import subprocess
+import sys
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+
+from jaxlab import bco, qlearning
+from jaxlab.core import CheckError, checked, checks, smc
+from jaxlab.dllm import decoding
+
+KEY = jax.random.key(0)
+W = np.array([0.2, 0.3, 0.5], np.float32)
+
+
+def test_setter_and_context_manager():
+    before = checked.enabled()
+    with checks(True):
+        assert checked.enabled()
+        with checks(False):
+            assert not checked.enabled()
+        assert checked.enabled()
+    assert checked.enabled() == before
+    setter = checks(not before)
+    try:
+        assert checked.enabled() == (not before)
+    finally:
+        checks(setter.previous)
+    assert checked.enabled() == before
+    with pytest.raises(TypeError, match="`enabled`"):
+        checks(1)
+
+
+def test_env_var_switches_it_on():
+    code = "from jaxlab.core import checked; print(checked.enabled())"
+    env = {**os.environ, "JAXLAB_CHECKS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True, cwd=os.path.dirname(os.path.dirname(
+                             os.path.dirname(os.path.abspath(__file__)))))
+    assert out.stdout.strip() == "True"
+
+
+def test_check_is_a_noop_outside_checked_bodies():
+    # No checkify around: a failing check must not raise or stage anything.
+    checked.check(jnp.bool_(False), "never raised")
+    assert jax.jit(lambda x: (checked.check(x > 0, "x"), x)[1])(-1.0) == -1.0
+
+
+@pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
+def test_results_unchanged_by_checked_mode(name):
+    fn = smc.RESAMPLERS[name]
+    plain = fn(KEY, W, 6)
+    with checks(True):
+        eager = fn(KEY, W, 6)
+        traced = checked.checkify(jax.jit(lambda w: fn(KEY, w, 6)))(W)
+    np.testing.assert_array_equal(plain, eager)
+    np.testing.assert_array_equal(plain, traced)
+
+
+def _denoiser(tokens, scale=1.0):
+    m, n = tokens.shape
+    base = jnp.log(jnp.array([0.5, 0.3, 0.2, 1e-9])) * scale
+    return jnp.broadcast_to(base, (m, n, 4)), jax.nn.one_hot(tokens, 4)
+
+
+def test_decode_unchanged_and_flagged_under_jit():
+    prompt = np.zeros((2, 1), np.int32)
+
+    def run(p, scale):
+        return decoding.decode(lambda t: _denoiser(t, scale), p, 2, key=KEY, mask_id=3,
+                               vocab_size=4).answer
+
+    plain = run(prompt, 1.0)
+    with checks(True):
+        ok = checked.checkify(jax.jit(lambda p: run(p, 1.0)))(prompt)
+        with pytest.raises(CheckError, match="jaxlab.dllm.decode: `denoise_fn`"):
+            checked.checkify(jax.jit(lambda p: run(p, jnp.nan)))(prompt)
+    np.testing.assert_array_equal(plain, ok)
+    # Without checked mode the jitted call is not inspected (documented): no error.
+    with checks(False):
+        jax.block_until_ready(jax.jit(lambda p: run(p, jnp.nan))(prompt))
+
+
+def test_eager_decode_flag_is_in_the_info():
+    alg = decoding.decoder(lambda t: _denoiser(t, jnp.nan), gen_length=2, mask_id=3)
+    state = alg.init(KEY, np.zeros((2, 1), np.int32))
+    _, info = alg.step(KEY, state)
+    np.testing.assert_array_equal(info.nonfinite_logits, [True, True])
+
+
+def test_qlearning_and_bco_runs_unchanged():
+    mdp = qlearning.garnet(KEY, num_states=3, num_actions=2, branching=2, gamma=0.9)
+    state = qlearning.init(KEY, mdp)
+    sched = qlearning.schedules.constant(4)
+    seq = bco.losses.drifting_quadratic(KEY, 8, 2, 0.1)
+    learner = bco.gradient_variation(bco.ball(2), 0.1)
+    plain_q = qlearning.run_steps(state, mdp, sched, 16).q
+    plain_l = bco.run(learner, KEY, seq, jnp.zeros(2)).loss
+    with checks(True):
+        q = qlearning.run_steps(state, mdp, sched, 16).q
+        loss = bco.run(learner, KEY, seq, jnp.zeros(2)).loss
+    np.testing.assert_array_equal(plain_q, q)
+    np.testing.assert_array_equal(plain_l, loss)
+
+
+def test_traced_delta_does_not_crash_checks():
+    ball = bco.ball(2)
+    seq = bco.losses.drifting_quadratic(KEY, 4, 2, 0.1)
+
+    def run(delta):
+        return bco.run(bco.gradient_variation(ball, delta), KEY, seq, jnp.zeros(2)).loss
+
+    np.testing.assert_allclose(jax.jit(run)(0.1), run(0.1), rtol=1e-6)
+    box = bco.box(-np.ones(2), np.ones(2))
+    jax.jit(lambda d: bco.one_point_box(box, d, bco.step_rule()).init(KEY).xhat)(0.1)
