@@ -98,8 +98,9 @@ def box(low, high) -> Box:
     validation.check_shape("high", high, low.shape)
     validation.check_finite("low", low)
     validation.check_finite("high", high)
-    if not any(isinstance(v, jax.core.Tracer) for v in (low, high)) and not bool(
-            jnp.all(high > low)):  # traced bounds (a box built inside jit) are not checked
+    if any(isinstance(v, jax.core.Tracer) for v in (low, high)):
+        return Box(low, high)  # traced bounds (a box built inside jit) are not checked
+    if not bool(jnp.all(high > low)):
         raise ValueError("`high` must exceed `low` in every coordinate.")
     span = np.linalg.norm(np.asarray(high, np.float64) - np.asarray(low, np.float64))
     if span > MAX_DIAMETER:

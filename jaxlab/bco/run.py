@@ -64,7 +64,7 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
         return step(k, state, functools.partial(f, p))
 
     def scan(state, params, keys):
-        checked.check(jnp.all(jnp.isfinite(params)), "`seq` parameters must be finite.")
+        checked.check(_all_finite(params), "`seq` parameters must be finite.")
         _, info = jax.lax.scan(body, state, (params, keys))
         checked.check(_all_finite(info), "the rounds of `seq` gave non-finite losses, points "
                       "or gradient estimates (rescale the losses or the domain).")
@@ -77,8 +77,9 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
     return info
 
 
-def _all_finite(info: RoundInfo) -> Array:
-    return jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(info)]))
+def _all_finite(tree) -> Array:
+    """True when every leaf of ``tree`` (round infos, or a user family's params) is finite."""
+    return jnp.all(jnp.array([jnp.all(jnp.isfinite(x)) for x in jax.tree.leaves(tree)]))
 
 
 def regret(info: RoundInfo, seq, domain) -> Array:
