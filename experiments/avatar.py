@@ -68,7 +68,7 @@ def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:
     """The task called ``name`` at the sizes of config ``c``."""
     if name == "synthetic_graph":
         return tasks.synthetic_graph_pair(c.graph_nodes, seed=c.task_seed)
-    if name == "synthetic_hard":  # no features, 20% edge noise (issue 19's hard setting)
+    if name == "synthetic_hard":  # no features, 20% edge noise (the hard setting)
         return tasks.synthetic_graph_pair(c.hard_nodes, seed=c.task_seed,
                                           edge_noise=c.hard_edge_noise, feat_dim=0)
     if name in datasets.DATASETS:

@@ -8,7 +8,7 @@ the tests run. Eight units (``vs_dim``, ``vs_rounds``, ``vs_variation``, ``famil
 array; all (learner, seed) runs of a unit are vmapped inside one jitted scan, and a
 finished unit is never recomputed when the run is resumed.
 
-Declared before the runs (issue 21):
+Declared before the runs:
   * ``vs_dim``: optimistic two-point OGD (ours) and plain two-point OGD (agarwal2010), each
     at every step multiplier of ``config.step_grid`` (times the default scale D) and at
     1/sqrt(d) (the ``ogd_sqrt_d_step`` control). The multiplier of each (learner, d) is
@@ -24,7 +24,7 @@ Declared before the runs (issue 21):
   * ``variation``: S_T = sum ||g~_t - g~_{t-1}||^2 of the optimistic learner against the
     true V_T (switching quadratics with period 1) over d and V_T, with the refined (slope 1
     in d) and worst-case (slope 2) predictions of ``jaxlab.bco.variation``.
-  * ``dynamic`` (meta-learners; MsMwC added in session 10, declared before its first run):
+  * ``dynamic`` (meta-learners; MsMwC declared before its first run):
     the dynamic ensemble (dynamic regret) and the universal ensemble (static regret) with
     Hedge, optimistic Hedge and MsMwC (``jaxlab.bco.msmwc``) on switching quadratics at
     every ``config.switch_periods``, default rates, no tuning; paired differences

@@ -13,7 +13,7 @@ decoding with SALE attention in the denoiser, when ``config.sale.task`` is a tas
 models come from ``experiments/dllm_models.py`` (shipped, else trained in the workdir by
 the first unit that needs them) and are loaded once per run.
 
-**Protocol (declared here before any run of session 8; issue 20).**
+**Protocol (declared here before any run).**
 
 * Problems: validation = ``task.sample(key(seed + 4_242), config.protocol.validation_problems)``,
   test = ``task.sample(key(seed + 7_777), config.num_problems)`` (disjoint keys; the
@@ -22,7 +22,7 @@ the first unit that needs them) and are loaded once per run.
   temperature T and the semi-AR blocks (``config.particle_blocks``: "coarse" =
   ``decoding.coarse_block``, at most four blocks of >= 2 tokens, the default since session
   12; "semi_ar" = the ``semi_ar`` decoder's blocks; "one" = the whole answer).
-  *Amended in session 12, before any run of that session:* sessions 8-11 used "semi_ar",
+  *Amended (2026-12-04), before any run under it:* earlier runs used "semi_ar",
   whose block is the largest proper divisor of the answer length: 1 token on prime
   lengths (addition A = 5, addition_hard A = 11, star graph A = 3), i.e. a fixed
   left-to-right order, so the particle decoders there had no unmasking path to choose
@@ -369,7 +369,7 @@ def _throughput(config, models, ctx: study.Context) -> dict:
     * ``sampled_batched``: the same with T = 1 sampling (SMC's proposal without weights,
       ESS or resampling).
 
-    ``smc_over_greedy`` = smc / greedy_batched seconds (issue 20: <= 1.2);
+    ``smc_over_greedy`` = smc / greedy_batched seconds (<= 1.2);
     ``smc_over_sampled`` isolates the SMC bookkeeping; ``batching_efficiency`` = tokens/s at
     N over tokens/s at the smallest N, per contender (when greedy falls as much as SMC, the
     larger batch, not SMC, is what costs).

@@ -1,4 +1,4 @@
-"""GEPC OOD benchmark in blocks declared before any run (issue 17):
+"""GEPC OOD benchmark in blocks declared before any run:
 
   (a) semantic_far: held-out digit classes, the other digit dataset, textures, faces,
       uniform noise, against ID-test digits (the model's own ID classes);

@@ -1,4 +1,4 @@
-"""Does a POKE head trained on sibling particles rank particles better? (issue 20, item 3)
+"""Does a POKE head trained on sibling particles rank particles better?
 
   python -m experiments.poke_siblings --config=experiments/configs/dllm.py:cpu_hard \
       --workdir=results/poke_siblings
@@ -10,7 +10,7 @@ more heads on *sibling* rollouts (``config.poke.rollouts / siblings`` fresh trai
 prompts, ``siblings`` proposal rollouts each; prompts from a key used nowhere else) and
 compares the three on the held-out test problems of the study (key ``seed + 7777``).
 
-Declared before the first run (session 11), nothing tuned on the test problems:
+Declared before the first run, nothing tuned on the test problems:
   * heads: ``shipped`` (the study's head), ``sibling_mse`` (MSE on the sibling rollouts:
     same data, plain loss) and ``sibling`` (``poke.sibling_loss`` with weight
     ``SIBLING_WEIGHT`` = 10, fixed a priori); the hidden size, steps and learning rate of

@@ -1,5 +1,5 @@
 """Periodic Q-learning: samples to reach ||Q_target - Q*||_inf <= eps for the best constant
-period vs the theory schedule K_n ~ gamma^(-2n/3), on several MDP families (issue 21).
+period vs the theory schedule K_n ~ gamma^(-2n/3), on several MDP families.
 
   python -m experiments.qlearning --config=experiments/configs/qlearning.py:quick \
       --workdir=results/qlearning

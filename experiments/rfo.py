@@ -5,7 +5,7 @@ Methods (``METHODS``): ``rfo`` (flow policy, both regularisers, SHAC critic when
 ``rfo_none`` / ``rfo_stability`` / ``rfo_exploration`` (``rfo`` with no regulariser /
 only the buffer-based stability term / only the exploration term; ``rfo`` is "both"),
 ``shac_gaussian`` (a Gaussian policy trained by the same short-horizon loss with the SHAC
-critic: SHAC with a Gaussian policy, called "apg" before session 8), ``apg`` (critic-free
+critic: SHAC with a Gaussian policy, called "apg" formerly), ``apg`` (critic-free
 brax-style APG: Gaussian policy, -mean reward of a whole ``episode_length`` rollout from
 fresh resets, element-wise clip, Adam(0.7, 0.95), exponentially decayed lr) and ``ppo``.
 
@@ -42,7 +42,7 @@ from jaxlab.rfo import envs, train
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
            "shac_gaussian", "apg", "ppo")
-# Comparisons declared before any ablation run (session 9): RFO with both regularisers
+# Comparisons declared before any ablation run: RFO with both regularisers
 # minus each ablation and each baseline, paired by seed (every method on a task sees the
 # same seed keys), final eval return, Student-t 95% CI over seeds. Reported for every pair
 # present in a run; nothing else is compared in the summary.
@@ -413,7 +413,7 @@ def tb_scalars(config, unit, result, workdir):
     elif isinstance(result.get("env_steps_per_s"), dict):
         by_backend = result["env_steps_per_s"]
         if by_backend and not isinstance(next(iter(by_backend.values())), dict):
-            by_backend = {"mjx": {"forward": by_backend}}  # before session 11: MJX forward
+            by_backend = {"mjx": {"forward": by_backend}}  # formerly: MJX forward
         for backend, by_mode in by_backend.items():
             for mode, rates in by_mode.items():
                 bs = sorted(rates, key=int)

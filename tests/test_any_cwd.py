@@ -1,4 +1,4 @@
-"""The README snippet and the notebooks' install cell work from outside the checkout (#23).
+"""The README snippet and the notebooks' install cell work from outside the checkout.
 
 Each check runs in a fresh interpreter whose working directory is a temporary folder, so
 nothing is importable through the current directory: ``experiments``, ``jaxlab`` and the

@@ -1,4 +1,4 @@
-"""Shared figure helpers (issue 24): distinguishable coinciding series, readable log-axis
+"""Shared figure helpers: distinguishable coinciding series, readable log-axis
 tick labels, band captions, a warning for bands without a caption."""
 
 import numpy as np

@@ -1,4 +1,4 @@
-"""results/report.html (issue 24): the suite writes it beside REPORT.md, with the headline
+"""results/report.html: the suite writes it beside REPORT.md, with the headline
 tables, every figure inline and the provenance; headless Chromium loads every figure and
 the page is not blank.
 

@@ -1,5 +1,5 @@
 """TensorBoard event files: the writer, the per-method extractors and the study hook
-(issue 24). Events are read back with tbparse (TensorBoard's own event reader)."""
+. Events are read back with tbparse (TensorBoard's own event reader)."""
 
 import json
 import os

@@ -1,6 +1,6 @@
 """Configs for experiments/avatar.py: get_config("smoke" | "quick" | "full").
 
-quick (the suite; 155 s user CPU measured on the shared 2-core CPU): issue 19's hard
+quick (the suite; 155 s user CPU measured on the shared 2-core CPU): the hard
 synthetic setting (no features, 20% edge noise, 5% initial anchors) and 150-node snowball
 subsamples of ACM-DBLP and Foursquare-Twitter, the paper protocol, 8 seeds, sq_l2 utility
 (the paper's default for network alignment), official / gain scores vs random / entropy /

@@ -44,8 +44,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.temperature = 1.0  # the frozen T when protocol.temperatures has < 2 entries
     c.resample_schedule = "every_step"  # likewise, for Path-LL SMC and POKE-SMC
     # Blocks of every particle decoder (experiments/dllm.py docstring): "coarse" = at most 4
-    # semi-AR blocks of >= 2 tokens (session 12); "semi_ar" = the semi_ar decoder's blocks
-    # (sessions 8-11: one-token blocks, i.e. a fixed left-to-right order, on prime lengths).
+    # semi-AR blocks of >= 2 tokens; "semi_ar" = the semi_ar decoder's blocks
+    # (one-token blocks, i.e. a fixed left-to-right order, on prime answer lengths).
     c.particle_blocks = "coarse"
     c.threshold = 0.9
     # The decoders to run: names ("confidence", "poke_smc_4") or particle families
@@ -116,7 +116,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
 
 # The hard variants with a shipped denoiser. star_graph_hard (degree 4 x arms of 4) is not
 # among them: 5000 steps of this denoiser left its eval loss at 2.0 (the easy star graph
-# drops to 0.33 by 3000 steps), as the session-10 size (5 x 5: 2.70) before it.
+# drops to 0.33 by 3000 steps), as the size (5 x 5: 2.70) before it.
 HARD_TASKS = ("countdown_hard", "addition_hard")
 
 

@@ -1,6 +1,6 @@
 """Configs for experiments/qlearning.py: get_config("smoke" | "quick" | "full" | "cpu_long").
 
-Headline setting (issue 21): the paper's SGD inner loop (``inner_loop="sgd"``) under
+Headline setting: the paper's SGD inner loop (``inner_loop="sgd"``) under
 asynchronous trajectory sampling on several MDP families. Per family: a geometric grid
 of constant periods K (``constant_grid`` = (K_min, K_max, points per doubling), times
 the family's ``scale``) and the growth family K_n = base gamma^(-p n) for every p in

@@ -1,6 +1,6 @@
 """Matplotlib (Agg) helpers for result figures.
 
-Conventions every figure follows (issue 24), enforced here where a helper can:
+Conventions every figure follows, enforced here where a helper can:
 
 - the caption says what a band or error bar is (CI level and kind: Student-t or
   bootstrap) and over how many seeds / problems / images: ``t_band``, ``bootstrap_band``;

@@ -11,7 +11,7 @@ T: [n, n] plan, a = T 1, P = T / a (row-normalised), C: [n, n] cost, G: [n, n].
 (``get_adjoint_grad_scores_sparse``, used by ``query_anchors``): each utility's score is
 L2-normalised over the nodes, then a weighted sum over utilities (``combine``). Both the
 ``abs`` and ``official`` scores carry a P^2-like factor, so confident rows (often already
-correct) rank high — the defect issue 19 measured.
+correct) rank high — a measured defect.
 
 ``gain`` (ours) is a first-order estimate of the utility change caused by supervising
 node i, in expectation over its plausible partners j ~ P_i. Labelling i <-> j changes the

@@ -14,7 +14,7 @@ delta, rule=None, optimistic=True)`` are the two-point learner with its hyperpar
 passed explicitly (blackjax style).
 
 All learners share one core, optimistic projected OGD on the shrunk domain
-X_delta = (1 - delta / r) X (arXiv 2602.04761; the round in DESIGN.md):
+X_delta = (1 - delta / r) X (arXiv 2602.04761, the round of its algorithm):
 
     x_t        = Proj_{X_delta}[xhat_t - eta_t M_t]              (play, with hint M_t)
     g_t        = bandit estimate of grad f_t around x_t
@@ -34,7 +34,7 @@ for the plain one sum ||g_s||^2. ``StepRule(lam > 0)`` gives eta_t = 1 / (lam t)
 lam-strongly convex losses; ``eta_max`` caps the step (fixed-step dynamic-regret bases).
 ``one_point_box`` is the one-point linear learner on hyper-rectangles (estimators.py).
 
-Provenance. From arXiv 2602.04761 (as summarised in DESIGN.md; the paper's text is not in
+Provenance. From arXiv 2602.04761 (as summarised in our design notes; the paper's text is not in
 our corpora): the round (optimistic play with M_t = g_{t-1}, two-point estimate from an
 independent direction, lazy projected update on X_delta) and the *shape* of the steps,
 eta_t proportional to D / sqrt(1 + S_t) (convex) and 1 / (lam t) (strongly convex). Ours:

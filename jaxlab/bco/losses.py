@@ -10,7 +10,7 @@ Checks (eager; traced parameters such as a vmapped ``drift`` are skipped): ``num
 ``dim``, ``period`` >= 1; ``curvature`` > 0; ``radius``, ``offset``, ``sigma``, ``scale``
 >= 0 and finite; ``drift`` finite. ``check_seq`` (used by ``run``) rejects an unknown loss
 family (``seq``), non-finite ``seq.centers`` / ``seq.thetas`` and ``seq.curvature`` <= 0;
-the linear comparators need a ``Box`` (``domain``). New families (issue 21): ``family``
+the linear comparators need a ``Box`` (``domain``). New families: ``family``
 known, ``param`` > 0 and finite (``stochastic_family``); ``seq.<param>`` > 0 (``check_seq``);
 ``num_iters`` >= 1 (``fixed_comparator_loss``); the closed-form comparators and V_T reject
 the smooth families (``seq``).
@@ -323,7 +323,7 @@ def _circle(key, num_rounds, dim, radius, omega):
 
     (e1, e2) is a uniformly random orthonormal pair by Gram-Schmidt on two Gaussian
     vectors (no QR: XLA:CPU was seen to hang on jitted, vmapped ``jnp.linalg.qr`` at
-    d >= 32, issue 21); e2 = 0 when dim = 1.
+    d >= 32); e2 = 0 when dim = 1.
     """
     k1, k2 = jax.random.split(key)
     e1 = _unit(k1, dim)

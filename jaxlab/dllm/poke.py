@@ -185,7 +185,7 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
     is held out; the params with the lowest held-out loss over the chunk ends are returned
     (single-sample remaining Path LLs are noisy and the head overfits them otherwise).
 
-    Sibling loss (ours, issue 20: the MSE head learned which problems are hard, not which
+    Sibling loss (ours: the MSE head learned which problems are hard, not which
     particle will do better). With ``siblings`` = K > 1 the rollouts come in groups of K
     consecutive rollouts of the same prompt (``collect_sibling_rollouts``); a batch row is
     one (group, step) with its K sibling partial states, and the loss is

@@ -129,7 +129,7 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
     (``loops.run_chunks``; the experiments pass a resumable, checkpointing runner).
 
     A Python loop of jitted steps (on XLA:CPU faster than a scan around a network step,
-    see WORKSPACE_NOTES); the whole DenoiserTrainState is checkpointed after each chunk.
+    see WORKSPACE_NOTES.md); the whole DenoiserTrainState is checkpointed after each chunk.
 
     Returns:
       (graphdef, params, history) with history = {"step", "train_loss", "eval_loss"} lists.

@@ -29,14 +29,14 @@ Inner loops (the step size, ``schedules``):
   * the paper's: SGD on the squared Bellman error with the strongly-convex SGD step
     alpha_k = 2 / (xi (k + 2 / xi)) on the inner loop's global clock k
     (``paper_sgd_step``; xi = min (s, a) sampling probability). What follows the paper
-    (arXiv 2602.03911, abstract and DESIGN.md): SGD on the squared Bellman error toward
+    (arXiv 2602.03911, abstract): SGD on the squared Bellman error toward
     r + gamma max Q_target under asynchronous sampling, K_n inner steps per target.
     Not retrievable from our corpora: the paper's exact step-size constants and its
     K_0 formula (only its first page is stored). Ours: the textbook xi-strongly-convex
     step 2 / (xi (k + k_0)) with k_0 = 2 / xi, and K_0 picked on validation seeds.
   * the running mean (``inverse_count_step``: alpha = 1 / visits of (s, a) since the
     last target update): the inner loop returns the empirical Bellman backup; kept as a
-    labelled variant (it was the default before issue 21).
+    labelled variant (it was the default formerly).
   There is no official code for the paper.
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass, and

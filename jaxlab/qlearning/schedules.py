@@ -5,7 +5,7 @@ A *period schedule* is any pytree that is callable as ``schedule(n) -> K_n`` (in
 pytree, a stack of schedules of one family vmaps (see ``stack``). Users add their own
 by writing a NamedTuple with a ``__call__``.
 
-Theory (arXiv 2602.03911, DESIGN.md): with a constant period the sample complexity has
+Theory (arXiv 2602.03911): with a constant period the sample complexity has
 an extra log(1/((1-gamma) eps)) factor; growing the period geometrically,
 K_n proportional to gamma^(-2n/3), removes it. So the theory schedule's *period grows*
 and the target-update *frequency* falls.

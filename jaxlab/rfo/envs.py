@@ -4,7 +4,7 @@ Each task is a frozen ``Task`` (hashable, a static argument of jitted code) with
 ``reset(key, task)`` and ``step(task, state, action)``; rewards are smooth functions of the
 physics state so that ``jax.grad`` of a rollout's return is informative. Reverse-mode
 gradients through ``mjx.step`` need ``opt.iterations == 1`` (otherwise the solver is a
-``while_loop``), which ``make_task`` sets (DESIGN.md, MJX facts).
+``while_loop``), which ``make_task`` sets.
 
 Tasks: ``pendulum`` (torque-limited swing-up), ``cartpole`` (balance a pole on a cart from
 a tilted start), ``hopper`` (brax's ``Hopper`` v5 reward, health test and termination on
@@ -441,7 +441,7 @@ def fused_bodies(xml: str | None = None, path=None) -> dict[str, str]:
 
 def load_mjcf(xml: str | None = None, path=None, *, require_bodies=()):
     """A brax ``System`` from an MJCF string ``xml`` or file ``path``, with one solver
-    iteration (reverse-mode gradients through ``mjx.step``, DESIGN.md).
+    iteration (reverse-mode gradients through ``mjx.step``).
 
     MJCF conventions to keep in mind: angles (``euler``, ``axisangle``, hinge ``range``,
     ``ref``) are in *degrees* unless the file sets ``<compiler angle="radian"/>``; brax

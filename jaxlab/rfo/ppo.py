@@ -1,6 +1,6 @@
 """PPO baseline (Schulman et al. 2017) on the same MJX tasks, written for jax 0.10.
 
-brax 0.14.2's trainers call the removed ``jax.device_put_replicated`` (DESIGN.md), so this
+brax 0.14.2's trainers call the removed ``jax.device_put_replicated`` on jax >= 0.10, so this
 is our own loop with the same interface as ``train.make_trainer``: ``make_trainer(task, cfg)``
 returns ``Algorithm(init, step)`` with ``init(key) -> PPOState`` (actor-critic weights and
 the first environments drawn from ``key``) and ``step(key, state) -> (PPOState,

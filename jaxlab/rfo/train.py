@@ -1,7 +1,7 @@
 """RFO and the Gaussian analytic-policy-gradient (APG) baseline: training by backpropagating
 the return of a short MJX rollout through the policy and the dynamics.
 
-Per update (DESIGN.md): reset ``num_envs`` environments (or, with
+Per update: reset ``num_envs`` environments (or, with
 ``episode_length`` > 0, continue them), roll out ``horizon`` steps in a ``lax.scan``
 (vmapped over environments), and minimise
 
@@ -62,7 +62,7 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     names, and ``num_seeds`` >= 2 (the summary computes confidence intervals); called
     first thing by the ``experiments/rfo.py`` study.
 Inside the compiled update nothing is checked: non-finite gradient entries (known near
-contacts, DESIGN.md) are zeroed before the optimizer step, and ``Info.grad_norm`` (the
+contacts) are zeroed before the optimizer step, and ``Info.grad_norm`` (the
 norm before zeroing) is then non-finite: that is the flag the caller turns into an error.
 """
 

@@ -192,7 +192,7 @@ CASES = [
          "config.utility"),
     Case("avatar/config/scaling_sizes_zero", lambda: _train(scaling_sizes=[0, 50]),
          "config.scaling_sizes"),
-    # --- issue 19: scores, protocols, multi-utility, real data -----------------------------
+    # --- scores, protocols, multi-utility, real data -----------------------------
     Case("avatar/run_active/score_unknown", lambda: _run(score="oracle"), "score"),
     Case("avatar/run_active/protocol_unknown", lambda: _run(protocol="transductive"),
          "protocol"),

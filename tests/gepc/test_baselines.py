@@ -1,5 +1,5 @@
 """DiffPath-6D and MSMA against independent numpy references; the GMM component search;
-the experiment's settings and the full preset's sizes (issue 17)."""
+the experiment's settings and the full preset's sizes."""
 
 import jax
 import jax.numpy as jnp

@@ -1,4 +1,4 @@
-"""Issue 21: the paper's SGD inner loop, trajectory sampling and the MDP families, checked
+"""The paper's SGD inner loop, trajectory sampling and the MDP families, checked
 against independent NumPy references (matrix powers, direct Bellman backups, counts)."""
 
 import jax
