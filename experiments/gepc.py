@@ -556,8 +556,8 @@ def _evaluate(config, feats):
         if s["fit"] not in fitted:
             fitted[s["fit"]] = _fit_all(config, feats[s["fit"]])
         fit = fitted[s["fit"]]
-        gmm[block] = {m: {"n_components": fit[k].n_components,
-                          "covariance_type": fit[k].covariance_type}
+        gmm[block] = {m: {"n_components": fit[k].model.n_components,
+                          "covariance_type": fit[k].model.covariance_type}
                       for m, k in (("MSMA", "msma"), ("DiffPath-6D", "diffpath"))}
         id_scores = _method_scores(config, fit, feats[s["test"]])
         table[block] = {}
