@@ -246,7 +246,7 @@ def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch
     assert avatar_experiment.build_task("foursquare_twitter", c) == "foursquare_twitter"
     assert calls == ["acm_dblp", "foursquare_twitter"]
     units = avatar_experiment.EXPERIMENT.units(c, str(tmp_path))
-    assert [u.name for u in units] == [*c.tasks, "scaling"]
+    assert [u.name for u in units] == [*c.tasks, "scaling", "scaling_hard"]
     # the masks are over the ground-truth pairs: the budget is checked against them
     assert datasets.SIZES["acm_dblp"][2] == 6325
     # avatar-gain is the one strategy skipped on the full graphs
