@@ -566,7 +566,7 @@ def _evaluate(config, feats):
             table[block][name] = {m: _auroc_ci(key, id_scores[m], o[m], config.bootstrap)
                                   for m in METHODS}
         if s["maps"]:
-            t_loc = int(np.asarray(fit["official"].t_index)[0])
+            t_loc = int(np.asarray(fit["official"].model.t_index)[0])
             loc[block] = {"sqrt_abar": float(sqrt_abars[t_loc])}
             for name in s["ood"]:
                 mk = masks[name.removeprefix(CLUTTER_MODEL_PREFIX)]
@@ -584,7 +584,7 @@ def _evaluate(config, feats):
             "auroc": table, "mean_auroc": mean_auroc, "localisation_pixel_auroc": loc,
             "gmm_selected": gmm,
             "selected_sqrt_abar": {
-                k: [float(sqrt_abars[i]) for i in np.asarray(v["official"].t_index)]
+                k: [float(sqrt_abars[i]) for i in np.asarray(v["official"].model.t_index)]
                 for k, v in fitted.items()},
             "sizes": {k: int(v["score_norm"].shape[0]) for k, v in feats.items()}}
 
