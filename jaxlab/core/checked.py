@@ -147,7 +147,8 @@ def run(where: str, fn: Callable, *args, fast: Callable | None = None, **kwargs)
       where: the public function's name for the message (e.g. "jaxlab.core.smc.systematic").
       fn: the (un-jitted) body; its array arguments positional, its static (non-array)
         arguments as keywords.
-      *args, **kwargs: its arguments.
+      *args: its positional (array) arguments.
+      **kwargs: its keyword (static) arguments.
       fast: what runs outside checked mode (default ``fn``), e.g. ``jax.jit(fn)``. Never
         pass a jitted ``fn``: its cached trace would keep (or lack) the checks.
 
