@@ -426,9 +426,12 @@ def tb_scalars(config, unit, result, workdir):
     return out
 
 
+CAPTION = ("Final test MRR after the active rounds per selection strategy (higher is better); "
+           "paired differences are AvAtar minus the baseline, so positive favours AvAtar.")
+
 EXPERIMENT = study.Experiment(name="avatar", validate=loop.validate_config, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,
-                              scalars=tb_scalars)
+                              scalars=tb_scalars, caption=CAPTION)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/avatar.py:quick")

@@ -578,7 +578,7 @@ def _plot(config, summary, out, workdir):
                 ax.errorbar(x, y, yerr=err, marker=marker, ls="none" if fam == "greedy" else "-",
                             label=fam, capsize=2, ms=8 if fam == "poke_smc" else 5, alpha=0.85)
                 for xi, yi, nm in zip(x, y, names, strict=True):
-                    ax.annotate(nm, (xi, yi), fontsize=6, xytext=(3, 3 if j % 2 else -8),
+                    ax.annotate(nm, (xi, yi), fontsize=7, xytext=(3, 3 if j % 2 else -8),
                                 textcoords="offset points")
             ax.set_xscale("log")
             ax.xaxis.set_major_locator(ticker.LogLocator(base=2))
@@ -595,7 +595,7 @@ def _plot(config, summary, out, workdir):
     for ax, (name, t) in zip(axes, tasks.items(), strict=True):
         for k, v in t["decoders"].items():
             ax.scatter(v["path_ll"], v["accuracy"], marker=styles[v["family"]])
-            ax.annotate(k, (v["path_ll"], v["accuracy"]), fontsize=6)
+            ax.annotate(k, (v["path_ll"], v["accuracy"]), fontsize=7)
         r = t["path_ll_correlation"]["pearson_across_decoders"]
         ax.set(xlabel="mean Path LL of the output", ylabel="accuracy", title=f"{name}: r = {r:.2f}")
     plots.save(fig, os.path.join(workdir, "path_ll_vs_accuracy.png"))
@@ -647,7 +647,7 @@ def _plot_smc_diagnostics(config, tasks, workdir):
                ylabel="top particle correct (mixed problems)")
         for row in range(3):
             if axes[row][col].get_legend_handles_labels()[0]:
-                axes[row][col].legend(fontsize=6)
+                axes[row][col].legend(fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     plots.save(fig, os.path.join(workdir, "smc_diagnostics.png"),
                caption=f"{config.num_problems} test problems per task. Row 2: N = {n_max}; "
@@ -787,9 +787,13 @@ def _validate(config) -> None:
     artifacts.pretrained_root(config)
 
 
+CAPTION = ("Accuracy of the decoders on held-out problems with exact verifiers (higher is "
+           "better); POKE-SMC differences are POKE-SMC minus the rival in points, paired "
+           "bootstrap CIs.")
+
 EXPERIMENT = study.Experiment(name="dllm", validate=_validate, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,
-                              scalars=tb_scalars)
+                              scalars=tb_scalars, caption=CAPTION)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/dllm.py:quick")

@@ -423,9 +423,12 @@ def tb_scalars(config, unit, result, workdir):
     return out
 
 
+CAPTION = ("Evaluation return at equal environment steps (higher is better), mean +- t 95% CI "
+           "over seeds; declared differences are RFO minus the rival, paired by seed.")
+
 EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,
-                              scalars=tb_scalars)
+                              scalars=tb_scalars, caption=CAPTION)
 
 if __name__ == "__main__":
     common.launch(EXPERIMENT, "experiments/configs/rfo.py:quick")

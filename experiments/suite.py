@@ -123,31 +123,34 @@ def _key(summary):
 
 def _write_report(preset, workdir, methods, summaries, timings):
     prov = summaries[methods[0]]["provenance"] if methods else provenance.record({})
-    git, pk, mach = prov["git"], prov["packages"], prov["machine"]
-    commit = ("not a git checkout" if git["commit"] is None
-              else f"{git['commit'][:12]}{' (uncommitted changes)' if git['dirty'] else ''}")
-    procs = mach["process_count"]
     title = f"jaxlab results ({preset} preset)"
     prov_lines = [
-        f"Machine: {mach['machine']}, {mach['cpu_count']} CPU cores, {mach['platform']}; "
-        f"JAX {pk['jax']} on {mach['backend']} ({mach['device_count']} device(s) of kind "
-        f"{mach['device_kind']}{f' over {procs} processes' if procs > 1 else ''}).",
-        f"Code: jaxlab {prov['code_version']}, git commit {commit}. Packages: "
-        + ", ".join(f"{k} {v}" for k, v in pk.items() if v is not None) + "."]
+        "Machine: " + provenance.machine_line(prov["machine"]) + " (each method's load "
+        "average is in its section).",
+        "Code: " + provenance.code_line(prov["git"], prov["packages"], prov["code_version"])
+        + "."]
     lines = [f"# {title}", "", prov_lines[0], "", prov_lines[1], ""]
     sections = []
     for name in methods:
         wall = ("not recorded" if timings[name] is None else f"{timings[name]:.0f} s")
         p = summaries[name]["provenance"]
-        meta = (f"Wall time of the run that wrote this summary: {wall}. Config hash "
+        load = (_read_json(os.path.join(workdir, name, "suite_wall_time.json")) or {}).get(
+            "load_avg")
+        load = ("" if not load else " Load average when it ended: "
+                + " / ".join(f"{x:.1f}" for x in load) + " (1 / 5 / 15 min).")
+        meta = (f"Wall time of the run that wrote this summary: {wall}.{load} Config hash "
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
                 f"{p['code_version']}.{_compile_share(os.path.join(workdir, name), p)}")
-        rows = list(registry.experiment(name).headline(summaries[name]))
-        lines += [f"## {name}", "", meta, "", "| metric | value |", "| --- | --- |"]
+        experiment = registry.experiment(name)
+        rows = list(experiment.headline(summaries[name]))
+        lines += [f"## {name}", "", meta, ""]
+        lines += [experiment.caption, ""] if experiment.caption else []
+        lines += ["| metric | value |", "| --- | --- |"]
         lines += [f"| {k} | {v} |" for k, v in rows]
         lines.append("")
         sections.append(report.Section(name, METHODS[name].title, meta, rows,
-                                       sorted(glob.glob(os.path.join(workdir, name, "*.png")))))
+                                       sorted(glob.glob(os.path.join(workdir, name, "*.png"))),
+                                       experiment.caption))
     if sharding.is_main_process():
         os.makedirs(workdir, exist_ok=True)
         with open(os.path.join(workdir, "REPORT.md"), "w") as f:

@@ -66,3 +66,23 @@ def _write_peak_rss(terminalreporter):
     peaks = _PEAK_RSS or {"main": _peak_rss_gb()}  # no workers: this process ran the tests
     terminalreporter.write_line("peak memory per test process: " + ", ".join(
         f"{k} {v:.2f} GB" for k, v in sorted(peaks.items())))
+
+
+# JAXLAB_TEST_MEMORY=<file>: each test process appends "<resident GB after> <growth GB>
+# <test id>" per test to <file>.<worker>, to find the tests that make a worker grow.
+def _rss_gb() -> float:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
+
+
+_MEMORY_LOG = os.environ.get("JAXLAB_TEST_MEMORY")
+_LAST_RSS = [0.0]
+
+
+def pytest_runtest_teardown(item):
+    if _MEMORY_LOG:
+        now = _rss_gb()
+        worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
+        with open(f"{_MEMORY_LOG}.{worker}", "a") as f:
+            f.write(f"{now:.3f} {now - _LAST_RSS[0]:+.3f} {item.nodeid}\n")
+        _LAST_RSS[0] = now

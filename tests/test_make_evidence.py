@@ -10,7 +10,8 @@ from experiments.lib import provenance, registry
 
 def _fake_method(monkeypatch, rows):
     exp = types.ModuleType("exp")
-    exp.EXPERIMENT = types.SimpleNamespace(headline=lambda summary: rows(summary))
+    exp.EXPERIMENT = types.SimpleNamespace(headline=lambda summary: rows(summary),
+                                           caption="What the fake rows show.")
     monkeypatch.setitem(sys.modules, "experiments.fake", exp)
     monkeypatch.setattr(registry, "METHODS",
                         {"fake": registry.Method("fake", "Fake", "dev", "-")})
@@ -30,7 +31,7 @@ def test_pages_carry_table_provenance_and_figures(tmp_path, monkeypatch):
     page = (out / "fake.rst").read_text()
     assert "2.50" in page and "Preset ``quick``" in page and "Wall time 12 s" in page
     assert prov["machine"]["cpu_model"].split()[0] in page and "load average 1.5" in page
-    assert prov["config_hash"] in page
+    assert prov["config_hash"] in page and "What the fake rows show." in page
     assert r"ratio \|a\|\* \[x\]\_y" in page and r"\- starts a list" in page
     assert ".. figure:: evidence/fake/curve.png" in page and (out / "fake" / "curve.png").exists()
     sale = (out / "sale.rst").read_text()  # no SALE results: says so and how to make them

@@ -1,6 +1,7 @@
 """results/report.html: the suite writes it beside REPORT.md, with the headline
-tables, every figure inline and the provenance; headless Chromium loads every figure and
-the page is not blank.
+tables, every figure inline and the provenance; headless Chromium loads every figure, the
+smallest text of every figure is legible at the width the page shows it, and the page is
+not blank.
 
 Chromium is Debian's ``chromium`` (``.ci/run`` installs it); without it the browser tests
 skip, unless ``JAXLAB_REQUIRE_CHROMIUM=1`` (set by ``.ci/run``) makes that a failure.
@@ -59,6 +60,8 @@ def _fake_suite_run(tmp_path, monkeypatch):
         _figure(tmp_path / m / "b.png", i + 1)
 
     class Exp:
+        caption = "What the rows show <and> which way is better."
+
         @staticmethod
         def headline(summary):
             return [("headline <value>", f"{summary['value']:.2f}")]
@@ -74,6 +77,8 @@ def test_suite_writes_report_html_with_tables_figures_and_provenance(tmp_path, m
     assert page.count("<img ") == 4 and page.count("data:image/png;base64,") == 4
     assert page.count("<table>") == 2
     assert "headline &lt;value&gt;" in page  # escaped, not markup
+    assert page.count("What the rows show &lt;and&gt; which way is better.") == 2
+    assert (tmp_path / "REPORT.md").read_text().count("What the rows show") == 2
     assert "0.1.0+src.test" in page and "x86_64" in page and "jax 0.10.2" in page
     assert "tensorboard --logdir" in page
 
@@ -101,12 +106,38 @@ def test_a_real_runs_report_page_loads_every_figure(tmp_path):
     _check_page(path, tmp_path, n)
 
 
-def _check_page(path, tmp_path, n_images):
-    """Every one of the ``n_images`` figures loads, and a screenshot is not blank."""
-    dom = _browser("--virtual-time-budget=10000", "--dump-dom", path.as_uri())
+def test_a_figure_too_wide_for_its_text_is_marked_illegible(tmp_path, monkeypatch):
+    path = _fake_suite_run(tmp_path, monkeypatch)
+    fig, axes = plots.figure(4, max_cols=None)  # four panels in one row: 2400 px wide
+    for ax in axes:
+        plots.line_with_band(ax, np.arange(5), np.arange(5.0), label="tiny")
+        ax.legend(fontsize=6)
+    wide = plots.save(fig, tmp_path / "wide.png")
+    assert plots.text_px_of_png(wide) == pytest.approx(6 * plots.DPI / 72)
+    page = report.render("t", [], [report.Section("m", "T", "", [], [wide])])
+    bad = tmp_path / "wide.html"
+    bad.write_text(page)
+    body = _body(bad)
+    assert 'data-images-illegible="wide.png"' in body, body
+    shown = float(re.search(r'data-min-text-px="([0-9.]+)"', body).group(1))
+    assert shown < plots.MIN_TEXT_PX
+    _check_page(path, tmp_path, 4)  # the fake run's single-panel figures are legible
+
+
+def _body(path):
+    dom = _browser("--window-size=1200,1400", "--virtual-time-budget=10000", "--dump-dom",
+                   path.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    body = re.search(r"<body[^>]*>", dom.stdout).group(0)
+    return re.search(r"<body[^>]*>", dom.stdout).group(0)
+
+
+def _check_page(path, tmp_path, n_images):
+    """Every one of the ``n_images`` figures loads, each figure's smallest text is at least
+    ``plots.MIN_TEXT_PX`` high as shown in a 1200-px window, and a screenshot is not blank."""
+    body = _body(path)
     assert f'data-images="{n_images}"' in body and 'data-images-broken="0"' in body, body
+    assert 'data-images-illegible=""' in body, body
+    assert float(re.search(r'data-min-text-px="([0-9.]+)"', body).group(1)) >= plots.MIN_TEXT_PX
 
     shot = tmp_path / "shot.png"
     res = _browser("--window-size=1000,1400", f"--screenshot={shot}", path.as_uri())

@@ -11,7 +11,12 @@ Conventions every figure follows, enforced here where a helper can:
 - log axes have readable tick labels: ``save`` (through ``readable_log_axes``) drops
   minor-tick labels when an axis shows two or more decades, labels every minor tick of a
   narrow axis (at most 6 in view) and only the 2 and 5 multiples otherwise, writes plain
-  numbers between 1e-3 and 1e5, and tilts x labels that would overlap.
+  numbers between 1e-3 and 1e5, and tilts x labels that would overlap;
+- every figure is legible at the results page's width: ``figure`` wraps panels into rows
+  of at most ``MAX_COLS``; ``save`` measures the smallest text (``min_text_px``: its height
+  in pixels once the PNG is shrunk to ``PAGE_WIDTH_PX``) and warns below ``MIN_TEXT_PX``;
+  it stores that text's height at the PNG's own size in the PNG (``PNG_TEXT_KEY``), from
+  which ``report.html`` computes it at the width the browser shows.
 """
 
 import os
@@ -24,18 +29,58 @@ import numpy as np  # noqa: E402
 from absl import logging  # noqa: E402
 from matplotlib import collections as mcollections  # noqa: E402
 from matplotlib import container as mcontainer  # noqa: E402
+from matplotlib import text as mtext  # noqa: E402
 from matplotlib import ticker  # noqa: E402
 
 from jaxlab.core import sharding  # noqa: E402
 
 MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
 LINESTYLES = ("-", "--", "-.", ":")
+DPI = 120
+MAX_COLS = 2
+PAGE_WIDTH_PX = 1100  # report.html's content width (its ``max-width``)
+MIN_TEXT_PX = 8.0  # smallest legible text height once shrunk to the page, in pixels
+PNG_TEXT_KEY = "jaxlab-min-text-px"
 
 
-def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8):
-    """A new figure with ``ncols`` axes side by side; returns (fig, axes list)."""
-    fig, axes = plt.subplots(1, ncols, figsize=(width * ncols, height), squeeze=False)
-    return fig, list(axes[0])
+def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8,
+           max_cols: int | None = MAX_COLS):
+    """A new figure with ``ncols`` panels of ``width`` x ``height`` inches each.
+
+    Args:
+      ncols: number of panels.
+      width, height: one panel's size in inches.
+      max_cols: panels per row (more wrap onto further rows, spare axes hidden), so a
+        figure stays legible at the page's width; None: one row (image strips).
+
+    Returns:
+      (fig, list of the ``ncols`` axes in reading order).
+    """
+    cols = ncols if max_cols is None else max(1, min(ncols, max_cols))
+    rows = -(-ncols // cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    flat = list(axes.ravel())
+    for ax in flat[ncols:]:
+        ax.set_visible(False)
+    return fig, flat[:ncols]
+
+
+def min_text_px(fig, page_width_px: int | None = PAGE_WIDTH_PX, dpi: int = DPI) -> float:
+    """Height in pixels of the smallest visible text of ``fig`` (tick labels, legends,
+    titles, captions) once its PNG at ``dpi`` is shown at most ``page_width_px`` wide
+    (None: at its natural size)."""
+    sizes = [t.get_fontsize() for t in fig.findobj(mtext.Text)
+             if t.get_visible() and t.get_text().strip() and _shown(t)]
+    if not sizes:
+        return float("inf")
+    shrink = 1.0 if page_width_px is None else min(1.0, page_width_px / (fig.get_figwidth() * dpi))
+    return min(sizes) * dpi / 72.0 * shrink
+
+
+def _shown(text) -> bool:
+    """False for text inside a hidden axes (``figure``'s spare panels)."""
+    ax = text.axes
+    return ax is None or ax.get_visible()
 
 
 def line_with_band(ax, x, mean, half_width=None, label=None, **kwargs):
@@ -127,6 +172,22 @@ def readable_log_axes(fig) -> None:
                 t.set_horizontalalignment("right")
 
 
+def _rows(fig) -> int:
+    """Rows of panels (``figure``'s grid), for the caption's share of the height."""
+    spec = next((ax.get_subplotspec() for ax in fig.axes if ax.get_subplotspec()), None)
+    return spec.get_gridspec().nrows if spec is not None else 1
+
+
+def text_px_of_png(path: str | os.PathLike) -> float | None:
+    """The smallest text's height in pixels at the PNG's own size, as ``save`` stored it;
+    None for a PNG without it."""
+    from PIL import Image
+
+    with Image.open(path) as im:
+        value = im.info.get(PNG_TEXT_KEY)
+    return None if value is None else float(value)
+
+
 def _has_intervals(fig) -> bool:
     for ax in fig.axes:
         if any(isinstance(c, mcontainer.ErrorbarContainer) for c in ax.containers):
@@ -157,10 +218,16 @@ def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         fig.canvas.draw()
         readable_log_axes(fig)
-        fig.tight_layout(rect=(0, 0.05 if caption else 0, 1, 1))
+        fig.tight_layout(rect=(0, 0.05 / _rows(fig) if caption else 0, 1, 1))
+        small = min_text_px(fig)
+        if small < MIN_TEXT_PX:
+            logging.warning("figure %s: its smallest text is %.1f px high at the results "
+                            "page's width (%d px); legible needs >= %.0f px",
+                            os.path.basename(path), small, PAGE_WIDTH_PX, MIN_TEXT_PX)
         # Atomic: a run killed while saving leaves no truncated PNG under ``path``.
         tmp = f"{path}.tmp"
-        fig.savefig(tmp, dpi=120, format="png")
+        natural = min_text_px(fig, page_width_px=None)
+        fig.savefig(tmp, dpi=DPI, format="png", metadata={PNG_TEXT_KEY: f"{natural:.2f}"})
         os.replace(tmp, path)
     plt.close(fig)
     return path

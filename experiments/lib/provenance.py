@@ -262,3 +262,34 @@ def is_current(summary: dict, config) -> bool:
     """Whether ``summary`` was written by this code under ``config`` (else it is stale)."""
     prov = summary.get("provenance") if isinstance(summary, dict) else None
     return bool(prov) and prov.get("unit_key") == unit_key(config)
+
+
+def machine_line(machine: dict | None, load_avg=None) -> str:
+    """The machine by CPU model, cores and load (whatever of it the results recorded):
+    one line for REPORT.md, report.html and the docs' evidence pages."""
+    machine = machine or {}
+    cpu = (machine.get("cpu_model")
+           or f"{machine.get('machine', 'unknown')} CPU (model not recorded)")
+    parts = [f"{cpu}, {machine.get('cpu_count', '?')} cores"]
+    if load_avg:
+        parts.append("load average " + " / ".join(f"{x:.1f}" for x in load_avg)
+                     + " (1 / 5 / 15 min) when the run ended")
+    else:
+        parts.append("load not recorded")
+    if "backend" in machine:
+        procs = machine.get("process_count", 1)
+        parts.append(f"JAX on {machine['backend']} ({machine.get('device_count', '?')} "
+                     f"device(s) of kind {machine.get('device_kind', '?')}"
+                     + (f", {procs} processes" if procs and procs > 1 else "") + ")")
+    return "; ".join(parts)
+
+
+def code_line(git: dict | None, packages: dict | None, code_version=None) -> str:
+    """The code by jaxlab version, git commit and package versions, in one line."""
+    git, packages = git or {}, packages or {}
+    commit = git.get("commit")
+    commit = ("not a git checkout" if not commit
+              else commit[:12] + (" (uncommitted changes)" if git.get("dirty") else ""))
+    head = f"jaxlab {code_version}, " if code_version else ""
+    pk = ", ".join(f"{k} {v}" for k, v in sorted(packages.items()) if v is not None)
+    return f"{head}git commit {commit}; packages: {pk}"

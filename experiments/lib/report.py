@@ -3,8 +3,10 @@
 One HTML file beside ``REPORT.md`` with the same headline tables, every figure of every
 method inline (PNG as base64 data URIs, so the page can be mailed or attached as one
 file), and the provenance of the run (versions, commit, machine). A small script marks
-each figure that fails to load (the page says so at the top; ``tests/test_report_html.py``
-reads the marks in headless Chromium).
+each figure that fails to load (the page says so at the top) and each whose smallest text
+is under ``plots.MIN_TEXT_PX`` pixels high at the width the browser shows it (from the
+height ``plots.save`` stored in the PNG); ``tests/test_report_html.py`` reads the marks
+in headless Chromium.
 """
 
 import base64
@@ -13,6 +15,7 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
+from experiments.lib import plots
 from jaxlab.core import sharding
 
 _STYLE = """
@@ -32,17 +35,28 @@ nav a { margin-right: 1em; }
 #broken { color: #b00; font-weight: bold; }
 """
 
-# Marks every <img>: loaded (naturalWidth > 0) or broken; a visible line lists broken ones.
+# Marks every <img>: loaded (naturalWidth > 0) or broken, and the height in pixels of its
+# smallest text as shown (its data-text-px at natural size x shown width / natural width);
+# a visible line lists broken ones.
 _SCRIPT = """
 window.addEventListener('load', function () {
-  var imgs = Array.prototype.slice.call(document.images), bad = [];
+  var imgs = Array.prototype.slice.call(document.images), bad = [], small = [], least = 1e9;
   imgs.forEach(function (im) {
     var ok = im.complete && im.naturalWidth > 0;
     im.setAttribute('data-loaded', ok ? 'yes' : 'no');
     if (!ok) bad.push(im.alt || im.src.slice(0, 80));
+    var natural = parseFloat(im.getAttribute('data-text-px'));
+    if (ok && isFinite(natural)) {
+      var shown = natural * im.width / im.naturalWidth;
+      im.setAttribute('data-shown-text-px', shown.toFixed(2));
+      least = Math.min(least, shown);
+      if (shown < MIN_TEXT_PX) small.push(im.alt);
+    }
   });
   document.body.setAttribute('data-images', imgs.length);
   document.body.setAttribute('data-images-broken', bad.length);
+  document.body.setAttribute('data-min-text-px', least.toFixed(2));
+  document.body.setAttribute('data-images-illegible', small.join(' '));
   if (bad.length) document.getElementById('broken').textContent =
       bad.length + ' figure(s) failed to load: ' + bad.join(', ');
 });
@@ -58,6 +72,7 @@ class Section(NamedTuple):
       meta: one paragraph (wall time, config hash, code version).
       rows: ``[(metric, value)]`` headline rows.
       figures: PNG paths.
+      caption: one sentence above the table: what it shows and which way is better.
     """
 
     name: str
@@ -65,13 +80,16 @@ class Section(NamedTuple):
     meta: str
     rows: Sequence[tuple[str, str]]
     figures: Sequence[str]
+    caption: str = ""
 
 
 def _img(path: str) -> str:
     with open(path, "rb") as f:
         data = base64.b64encode(f.read()).decode()
     alt = html.escape(os.path.basename(path))
-    return (f'<figure><img alt="{alt}" src="data:image/png;base64,{data}">'
+    text_px = plots.text_px_of_png(path)
+    text = "" if text_px is None else f' data-text-px="{text_px:.2f}"'
+    return (f'<figure><img alt="{alt}"{text} src="data:image/png;base64,{data}">'
             f"<figcaption>{alt}</figcaption></figure>")
 
 
@@ -82,7 +100,8 @@ def render(title: str, provenance: Sequence[str], sections: Sequence[Section],
     esc = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{esc(title)}</title><style>{_STYLE}</style>",
-           f"<script>{_SCRIPT}</script></head><body>", f"<h1>{esc(title)}</h1>",
+           f"<script>{_SCRIPT.replace('MIN_TEXT_PX', str(plots.MIN_TEXT_PX))}</script>"
+           "</head><body>", f"<h1>{esc(title)}</h1>",
            '<p id="broken"></p>']
     out += [f'<p class="meta">{esc(p)}</p>' for p in provenance]
     out += [f"<p>{esc(n)}</p>" for n in notes]
@@ -92,6 +111,8 @@ def render(title: str, provenance: Sequence[str], sections: Sequence[Section],
     for s in sections:
         out += [f'<h2 id="{esc(s.name)}">{esc(s.name)}: {esc(s.title)}</h2>',
                 f'<p class="meta">{esc(s.meta)}</p>']
+        if s.caption:
+            out.append(f"<p>{esc(s.caption)}</p>")
         if s.rows:
             out.append("<table><thead><tr><th>metric</th><th>value</th></tr></thead><tbody>")
             out += [f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in s.rows]

@@ -119,6 +119,8 @@ class Experiment(NamedTuple):
         result}``; the summary must be JSON-able (``results.write_json``).
       plot: ``plot(config, summary, results, workdir)`` writes the PNGs.
       headline: ``headline(summary) -> [(metric, value)]`` rows for REPORT.md.
+      caption: one sentence printed above the headline table (REPORT.md, report.html, the
+        docs' evidence): what the rows show and which way is better.
       scalars: optional ``scalars(config, unit, result, workdir) -> {tag: (steps,
         values)}``, the unit's TensorBoard series (each study declares its own; ``None``:
         no series).
@@ -131,6 +133,7 @@ class Experiment(NamedTuple):
     plot: Callable[[Any, dict, dict, str], None]
     headline: Callable[[dict], list[tuple[str, str]]]
     scalars: Callable[[Any, str, Any, str], dict] | None = None
+    caption: str = ""
 
 
 def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLike, *,
