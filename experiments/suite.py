@@ -125,8 +125,8 @@ def _write_report(preset, workdir, methods, summaries, timings):
     prov = summaries[methods[0]]["provenance"] if methods else provenance.record({})
     title = f"jaxlab results ({preset} preset)"
     prov_lines = [
-        "Machine: " + provenance.machine_line(prov["machine"]) + " (each method's load "
-        "average is in its section).",
+        "Machine: " + provenance.machine_line(prov["machine"]).replace(
+            "; load not recorded", "") + " (each method's load average is in its section).",
         "Code: " + provenance.code_line(prov["git"], prov["packages"], prov["code_version"])
         + "."]
     lines = [f"# {title}", "", prov_lines[0], "", prov_lines[1], ""]

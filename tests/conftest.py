@@ -1,9 +1,16 @@
 import os
 
+import pytest
+
 from experiments.lib import compile_cache
 
 # Tests run on the CPU (interpret-mode kernels included), whatever the machine has.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
+# Checked mode (jaxlab.core.checks) is on in the test run: a NaN or a bound violation inside
+# jit / vmap / scan at an entry point raises there instead of passing silently. Tests of
+# the unchecked behaviour (flags) switch it off with ``checks(False)``. JAXLAB_CHECKS=0 runs
+# the tests as a user's default run.
+os.environ.setdefault("JAXLAB_CHECKS", "1")
 
 # JAX's persistent compilation cache in a folder of its own (beside the user cache), so a
 # repeated test run loads its programs instead of compiling them; set through JAX's own
@@ -86,3 +93,24 @@ def pytest_runtest_teardown(item):
         with open(f"{_MEMORY_LOG}.{worker}", "a") as f:
             f.write(f"{now:.3f} {now - _LAST_RSS[0]:+.3f} {item.nodeid}\n")
         _LAST_RSS[0] = now
+
+
+# Memory per test process: after each test file, drop JAX's in-memory caches of compiled
+# programs (a later file that needs one loads it from the persistent cache above) and hand
+# freed heap pages back to the system, so a worker's resident memory follows the file it
+# runs instead of growing with every program the run has compiled.
+@pytest.fixture(scope="module", autouse=True)
+def _release_memory_after_each_file():
+    yield
+    import gc
+    import sys
+
+    if "jax" in sys.modules:
+        sys.modules["jax"].clear_caches()
+    gc.collect()
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):  # not glibc
+        pass

@@ -97,7 +97,7 @@ def test_two_hosts(tmp_path):
     two = _load(tmp_path / "suite" / "qlearning" / "summary.json")
     _assert_same_results(two, _load(tmp_path / "single" / "summary.json"), rtol=0, atol=0)
     report = (tmp_path / "suite" / "REPORT.md").read_text()
-    assert "4 device(s) of kind cpu over 2 processes" in report and "## qlearning" in report
+    assert "4 device(s) of kind cpu, 2 processes" in report and "## qlearning" in report
 
 
 # (method, preset overrides that make the batch axis divide over 4 devices)

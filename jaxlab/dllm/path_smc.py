@@ -263,6 +263,8 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
     logits, hidden = denoise_fn(state.decode.tokens)
     if value_fn is not None:
         v = value_fn(hidden, state.decode.tokens).reshape(b, n)
+        checked.check(jnp.all(jnp.isfinite(v)), "`value_fn` returned non-finite values "
+                      "(NaN or inf).")
         state = state._replace(log_weights=state.log_weights
                                + weight_scale * (v - state.value), value=v)
     lw_before = state.log_weights

@@ -117,3 +117,15 @@ def test_traced_delta_does_not_crash_checks():
     np.testing.assert_allclose(jax.jit(run)(0.1), run(0.1), rtol=1e-6)
     box = bco.box(-np.ones(2), np.ones(2))
     jax.jit(lambda d: bco.one_point_box(box, d, bco.step_rule()).init(KEY).xhat)(0.1)
+
+
+def test_a_check_under_vmap_raises_from_the_compiled_batch():
+    """Outside a ``checked.checkify`` wrapper, a failed check in one element of a jitted
+    vmap raises when the batch runs (the host callback maps over the batch)."""
+    keys = jax.random.split(jax.random.key(0), 64)
+    weights = jnp.ones((64, 4)).at[37, 1].set(jnp.nan)
+    batch = jax.jit(jax.vmap(lambda k, w: smc.systematic(k, w, 4)))
+    with checks(True), pytest.raises(Exception, match="`weights` must be finite"):
+        jax.block_until_ready(batch(keys, weights))
+    with checks(True):  # the same batch without the NaN runs through
+        assert batch(keys, jnp.ones((64, 4))).shape == (64, 4)

@@ -7,6 +7,7 @@ import jax.numpy as jnp
 import numpy as np
 import pytest
 
+from jaxlab.core import checks
 from jaxlab.dllm import decoding, path_smc
 
 MASK, V = 3, 4
@@ -132,12 +133,18 @@ def _nan_after_first_step(hidden, tokens):
 def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
     prompt = jnp.zeros((3, 1), jnp.int32)
     kw = dict(mask_id=MASK, vocab_size=V, num_particles=4, value_fn=_nan_after_first_step)
-    _, info = jax.jit(lambda k: path_smc.run_particles(toy_denoiser, prompt, 2, key=k, **kw))(
-        jax.random.key(0))
-    np.testing.assert_array_equal(np.asarray(info.nonfinite_weights),
-                                  [[False] * 3, [True] * 3])
-    with pytest.raises(ValueError, match="step 1 .*`value_fn`"):
-        path_smc.smc_decode(toy_denoiser, prompt, 2, key=jax.random.key(0), **kw)
+    run = jax.jit(lambda k: path_smc.run_particles(toy_denoiser, prompt, 2, key=k, **kw))
+    with checks(False):  # outside checked mode: a flag per step, raised by the entry point
+        _, info = run(jax.random.key(0))
+        np.testing.assert_array_equal(np.asarray(info.nonfinite_weights),
+                                      [[False] * 3, [True] * 3])
+        with pytest.raises(ValueError, match="step 1 .*`value_fn`"):
+            path_smc.smc_decode(toy_denoiser, prompt, 2, key=jax.random.key(0), **kw)
+    with checks(True):  # checked mode: the compiled run itself raises, naming `value_fn`
+        with pytest.raises(Exception, match="`value_fn` returned non-finite"):
+            jax.block_until_ready(
+                jax.jit(lambda k: path_smc.run_particles(toy_denoiser, prompt, 2, key=k,
+                                                         **kw))(jax.random.key(0)))
     # A healthy run flags nothing.
     _, info = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(0), mask_id=MASK,
                                 vocab_size=V, num_particles=4)
