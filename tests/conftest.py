@@ -95,16 +95,22 @@ def pytest_runtest_teardown(item):
         _LAST_RSS[0] = now
 
 
-# Memory per test process: after each test file, drop JAX's in-memory caches of compiled
-# programs (a later file that needs one loads it from the persistent cache above) and hand
-# freed heap pages back to the system, so a worker's resident memory follows the file it
-# runs instead of growing with every program the run has compiled.
+# Memory per test process: after a test file that leaves the process above
+# _RELEASE_ABOVE_GB resident, drop JAX's in-memory caches of compiled programs (a later
+# file that needs one loads it from the persistent cache above) and hand freed heap pages
+# back to the system, so a worker's memory follows the files it runs instead of growing
+# with every program the run has compiled (6 GB per worker without this).
+_RELEASE_ABOVE_GB = 2.0
+
+
 @pytest.fixture(scope="module", autouse=True)
 def _release_memory_after_each_file():
     yield
     import gc
     import sys
 
+    if _rss_gb() < _RELEASE_ABOVE_GB:
+        return
     if "jax" in sys.modules:
         sys.modules["jax"].clear_caches()
     gc.collect()
