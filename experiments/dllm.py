@@ -558,16 +558,15 @@ def _plot(config, summary, out, workdir):
     families joined over N, coinciding series offset (x multiplied by 1.04^j) with distinct
     markers; plain tick labels. path_ll_vs_accuracy.png: mean Path LL vs accuracy."""
     del out
-    from matplotlib import pyplot as plt
     from matplotlib import ticker
 
     tasks = summary["tasks"]
     styles = {"greedy": "o", "best_of_n": "s", "smc": "^", "sr_smc": "D", "poke_smc": "*"}
-    fig, axes = plt.subplots(2, len(tasks), figsize=(4.4 * len(tasks), 7.2), squeeze=False)
+    fig, axes = plots.item_grid(len(tasks), 2, width=4.4, height=3.6)
     for col, (name, t) in enumerate(tasks.items()):
         for row, (key, xlabel) in enumerate((("nfe", "NFE per problem (per-particle passes)"),
                                              ("nfe_batched", "batched denoiser passes"))):
-            ax = axes[row][col]
+            ax = axes[col][row]
             for j, (fam, marker) in enumerate(styles.items()):
                 pts = sorted((v[key] * 1.04 ** j, v["accuracy"], v["accuracy_ci"], k)
                              for k, v in t["decoders"].items() if v["family"] == fam)
@@ -607,15 +606,14 @@ def _plot_smc_diagnostics(config, tasks, workdir):
     least once, per SMC family and N; (2) histogram of the per-problem minimum ESS / N at
     the largest N (Path-LL SMC, POKE-SMC, SR-SMC); (3) within-problem ranking accuracy on
     mixed problems over the path (line style: random, Path LL, Path LL + POKE; colour: N)."""
-    from matplotlib import pyplot as plt
 
     fams = ("smc", "poke_smc", "sr_smc")
     ns = sorted(config.particles)
     n_max = ns[-1]
-    fig, axes = plt.subplots(3, len(tasks), figsize=(4.4 * len(tasks), 10.5), squeeze=False)
+    fig, axes = plots.item_grid(len(tasks), 3, width=4.4, height=3.5)
     for col, (name, t) in enumerate(tasks.items()):
         dec = t["decoders"]
-        ax = axes[0][col]
+        ax = axes[col][0]
         width, top = 0.8 / len(fams), 0.0
         for j, fam in enumerate(fams):
             share = [dec[f"{fam}_{n}"]["resampling"]["problems_resampled_share"]
@@ -625,7 +623,7 @@ def _plot_smc_diagnostics(config, tasks, workdir):
         ax.set_xticks(np.arange(len(ns)), [f"N={n}" for n in ns])
         ax.set_ylim(0, max(0.05, 1.15 * top))  # an all-zero row still reads as zero
         ax.set(ylabel="share of problems that resampled", title=name)
-        ax = axes[1][col]
+        ax = axes[col][1]
         centres = (MIN_ESS_BINS[:-1] + MIN_ESS_BINS[1:]) / 2
         width = (MIN_ESS_BINS[1] - MIN_ESS_BINS[0]) / 4
         for j, fam in enumerate(fams):
@@ -634,7 +632,7 @@ def _plot_smc_diagnostics(config, tasks, workdir):
                        width, label=f"{fam}_{n_max}")
         ax.axvline(0.5, color="k", lw=0.8, ls=":", label="ESS = N/2")
         ax.set(xlabel=f"min ESS / N over the path (N = {n_max})", ylabel="problems")
-        ax = axes[2][col]
+        ax = axes[col][2]
         for i, (n, p) in enumerate(sorted(t["preconditions"].items(), key=lambda kv: int(kv[0]))):
             fr = sorted(p["ranking_on_mixed"], key=float)
             for sel, ls in (("random", ":"), ("path_ll", "-"), ("path_ll_plus_poke", "--")):
@@ -646,8 +644,8 @@ def _plot_smc_diagnostics(config, tasks, workdir):
         ax.set(xlabel="fraction of the path decoded", ylim=(0, 1),
                ylabel="top particle correct (mixed problems)")
         for row in range(3):
-            if axes[row][col].get_legend_handles_labels()[0]:
-                axes[row][col].legend(fontsize=7)
+            if axes[col][row].get_legend_handles_labels()[0]:
+                axes[col][row].legend(fontsize=7)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
     plots.save(fig, os.path.join(workdir, "smc_diagnostics.png"),
                caption=f"{config.num_problems} test problems per task. Row 2: N = {n_max}; "

@@ -3,6 +3,7 @@ import os
 import pytest
 
 from experiments.lib import compile_cache
+from tests import memory
 
 # Tests run on the CPU (interpret-mode kernels included), whatever the machine has.
 os.environ.setdefault("JAX_PLATFORMS", "cpu")
@@ -77,18 +78,13 @@ def _write_peak_rss(terminalreporter):
 
 # JAXLAB_TEST_MEMORY=<file>: each test process appends "<resident GB after> <growth GB>
 # <test id>" per test to <file>.<worker>, to find the tests that make a worker grow.
-def _rss_gb() -> float:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**30
-
-
 _MEMORY_LOG = os.environ.get("JAXLAB_TEST_MEMORY")
 _LAST_RSS = [0.0]
 
 
 def pytest_runtest_teardown(item):
     if _MEMORY_LOG:
-        now = _rss_gb()
+        now = memory.rss_gb()
         worker = os.environ.get("PYTEST_XDIST_WORKER", "main")
         with open(f"{_MEMORY_LOG}.{worker}", "a") as f:
             f.write(f"{now:.3f} {now - _LAST_RSS[0]:+.3f} {item.nodeid}\n")
@@ -96,27 +92,12 @@ def pytest_runtest_teardown(item):
 
 
 # Memory per test process: after a test file that leaves the process above
-# _RELEASE_ABOVE_GB resident, drop JAX's in-memory caches of compiled programs (a later
-# file that needs one loads it from the persistent cache above) and hand freed heap pages
-# back to the system, so a worker's memory follows the files it runs instead of growing
-# with every program the run has compiled (6 GB per worker without this).
-_RELEASE_ABOVE_GB = 2.0
-
-
+# tests.memory.RELEASE_ABOVE_GB resident, JAX's in-memory program caches are dropped (a later
+# file that needs a program loads it from the persistent cache above) and freed heap pages
+# go back to the system, so a worker's memory follows the files it runs instead of growing
+# with every program the run has compiled (6 GB per worker without this). tests/rfo, whose
+# MJX programs are large, does the same after each test.
 @pytest.fixture(scope="module", autouse=True)
 def _release_memory_after_each_file():
     yield
-    import gc
-    import sys
-
-    if _rss_gb() < _RELEASE_ABOVE_GB:
-        return
-    if "jax" in sys.modules:
-        sys.modules["jax"].clear_caches()
-    gc.collect()
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):  # not glibc
-        pass
+    memory.release_if_above()

@@ -65,6 +65,27 @@ def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8,
     return fig, flat[:ncols]
 
 
+def item_grid(num_items: int, panels_per_item: int, width: float = 4.4, height: float = 3.6,
+              max_cols: int = MAX_COLS):
+    """A figure of ``num_items`` items (e.g. tasks), each a column of ``panels_per_item``
+    panels, at most ``max_cols`` items side by side (more wrap below).
+
+    Returns:
+      (fig, axes) with ``axes[item][panel]``.
+    """
+    cols = max(1, min(num_items, max_cols))
+    blocks = -(-num_items // cols)
+    rows = blocks * panels_per_item
+    fig, grid = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
+    axes = [[grid[(i // cols) * panels_per_item + r][i % cols] for r in range(panels_per_item)]
+            for i in range(num_items)]
+    used = {id(ax) for item in axes for ax in item}
+    for ax in grid.ravel():
+        if id(ax) not in used:
+            ax.set_visible(False)
+    return fig, axes
+
+
 def min_text_px(fig, page_width_px: int | None = PAGE_WIDTH_PX, dpi: int = DPI) -> float:
     """Height in pixels of the smallest visible text of ``fig`` (tick labels, legends,
     titles, captions) once its PNG at ``dpi`` is shown at most ``page_width_px`` wide
