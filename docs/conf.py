@@ -21,10 +21,10 @@ copyright = "2026, jaxlab contributors"  # noqa: A001 - Sphinx's name
 extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
 exclude_patterns = ["_build", "_quickstart", "evidence", "*.md"]
 html_theme = "alabaster"
-# Body about 1000 px wide: a two-panel evidence figure (1200 px) keeps its smallest text
+# Body up to 1120 px wide: a two-panel evidence figure (1200 px) keeps its smallest text
 # legible (tests/test_docs_pages.py).
-html_theme_options = {"page_width": "1300px", "sidebar_width": "230px",
-                      "body_max_width": "1040px"}
+html_theme_options = {"page_width": "1400px", "sidebar_width": "230px",
+                      "body_max_width": "1120px"}
 html_static_path = ["_static"]
 html_js_files = ["figure_marks.js"]
 napoleon_google_docstring = True

@@ -44,7 +44,7 @@ def _attrs(tag: str) -> dict:
 def test_docs_page_renders_with_loaded_legible_figures(html_dir, page, tmp_path):
     path = html_dir / f"{page}.html"
     assert path.exists(), f"{path} was not built"
-    dom = _browser("--window-size=1400,1600", "--virtual-time-budget=10000", "--dump-dom",
+    dom = _browser("--window-size=1600,1600", "--virtual-time-budget=10000", "--dump-dom",
                    path.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
     body = _attrs(re.search(r"<body[^>]*>", dom.stdout).group(0))
@@ -64,7 +64,7 @@ def test_docs_page_renders_with_loaded_legible_figures(html_dir, page, tmp_path)
     assert not illegible, (page, illegible)
 
     shot = tmp_path / "shot.png"
-    res = _browser("--window-size=1400,1600", f"--screenshot={shot}", path.as_uri())
+    res = _browser("--window-size=1600,1600", f"--screenshot={shot}", path.as_uri())
     assert res.returncode == 0 and shot.exists(), res.stderr[-2000:]
     import matplotlib.image
 
