@@ -125,8 +125,8 @@ def _write_report(preset, workdir, methods, summaries, timings):
     prov = summaries[methods[0]]["provenance"] if methods else provenance.record({})
     title = f"jaxlab results ({preset} preset)"
     prov_lines = [
-        "Machine: " + provenance.machine_line(prov["machine"]).replace(
-            "; load not recorded", "") + " (each method's load average is in its section).",
+        "Machine: " + provenance.machine_line(prov["machine"], with_load=False)
+        + " (each method's load average is in its section).",
         "Code: " + provenance.code_line(prov["git"], prov["packages"], prov["code_version"])
         + "."]
     lines = [f"# {title}", "", prov_lines[0], "", prov_lines[1], ""]
@@ -134,11 +134,9 @@ def _write_report(preset, workdir, methods, summaries, timings):
     for name in methods:
         wall = ("not recorded" if timings[name] is None else f"{timings[name]:.0f} s")
         p = summaries[name]["provenance"]
-        load = (_read_json(os.path.join(workdir, name, "suite_wall_time.json")) or {}).get(
-            "load_avg")
-        load = ("" if not load else " Load average when it ended: "
-                + " / ".join(f"{x:.1f}" for x in load) + " (1 / 5 / 15 min).")
-        meta = (f"Wall time of the run that wrote this summary: {wall}.{load} Config hash "
+        load = provenance.load_text((_read_json(os.path.join(
+            workdir, name, "suite_wall_time.json")) or {}).get("load_avg"))
+        meta = (f"Wall time of the run that wrote this summary: {wall}; {load}. Config hash "
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
                 f"{p['code_version']}.{_compile_share(os.path.join(workdir, name), p)}")
         experiment = registry.experiment(name)

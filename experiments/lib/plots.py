@@ -56,13 +56,8 @@ def figure(ncols: int = 1, width: float = 5.0, height: float = 3.8,
     Returns:
       (fig, list of the ``ncols`` axes in reading order).
     """
-    cols = ncols if max_cols is None else max(1, min(ncols, max_cols))
-    rows = -(-ncols // cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
-    flat = list(axes.ravel())
-    for ax in flat[ncols:]:
-        ax.set_visible(False)
-    return fig, flat[:ncols]
+    fig, axes = item_grid(ncols, 1, width, height, ncols if max_cols is None else max_cols)
+    return fig, [panels[0] for panels in axes]
 
 
 def item_grid(num_items: int, panels_per_item: int, width: float = 4.4, height: float = 3.6,
@@ -94,8 +89,12 @@ def min_text_px(fig, page_width_px: int | None = PAGE_WIDTH_PX, dpi: int = DPI) 
              if t.get_visible() and t.get_text().strip() and _shown(t)]
     if not sizes:
         return float("inf")
-    shrink = 1.0 if page_width_px is None else min(1.0, page_width_px / (fig.get_figwidth() * dpi))
-    return min(sizes) * dpi / 72.0 * shrink
+    return min(sizes) * dpi / 72.0 * _shrink(fig, page_width_px, dpi)
+
+
+def _shrink(fig, page_width_px: int | None = PAGE_WIDTH_PX, dpi: int = DPI) -> float:
+    """The factor by which a page ``page_width_px`` wide shrinks ``fig``'s PNG (<= 1)."""
+    return 1.0 if page_width_px is None else min(1.0, page_width_px / (fig.get_figwidth() * dpi))
 
 
 def _shown(text) -> bool:
@@ -240,14 +239,14 @@ def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
         fig.canvas.draw()
         readable_log_axes(fig)
         fig.tight_layout(rect=(0, 0.05 / _rows(fig) if caption else 0, 1, 1))
-        small = min_text_px(fig)
+        natural = min_text_px(fig, page_width_px=None)
+        small = natural * _shrink(fig)
         if small < MIN_TEXT_PX:
             logging.warning("figure %s: its smallest text is %.1f px high at the results "
                             "page's width (%d px); legible needs >= %.0f px",
                             os.path.basename(path), small, PAGE_WIDTH_PX, MIN_TEXT_PX)
         # Atomic: a run killed while saving leaves no truncated PNG under ``path``.
         tmp = f"{path}.tmp"
-        natural = min_text_px(fig, page_width_px=None)
         fig.savefig(tmp, dpi=DPI, format="png", metadata={PNG_TEXT_KEY: f"{natural:.2f}"})
         os.replace(tmp, path)
     plt.close(fig)

@@ -264,18 +264,24 @@ def is_current(summary: dict, config) -> bool:
     return bool(prov) and prov.get("unit_key") == unit_key(config)
 
 
-def machine_line(machine: dict | None, load_avg=None) -> str:
+def load_text(load_avg) -> str:
+    """The load averages (1, 5, 15 min) recorded when a run ended, in words."""
+    if not load_avg:
+        return "load not recorded"
+    return ("load average " + " / ".join(f"{x:.1f}" for x in load_avg)
+            + " (1 / 5 / 15 min) when the run ended")
+
+
+def machine_line(machine: dict | None, load_avg=None, *, with_load: bool = True) -> str:
     """The machine by CPU model, cores and load (whatever of it the results recorded):
-    one line for REPORT.md, report.html and the docs' evidence pages."""
+    one line for REPORT.md, report.html and the docs' evidence pages; ``with_load=False``
+    leaves the load out (REPORT.md gives it per method)."""
     machine = machine or {}
     cpu = (machine.get("cpu_model")
            or f"{machine.get('machine', 'unknown')} CPU (model not recorded)")
     parts = [f"{cpu}, {machine.get('cpu_count', '?')} cores"]
-    if load_avg:
-        parts.append("load average " + " / ".join(f"{x:.1f}" for x in load_avg)
-                     + " (1 / 5 / 15 min) when the run ended")
-    else:
-        parts.append("load not recorded")
+    if with_load:
+        parts.append(load_text(load_avg))
     if "backend" in machine:
         procs = machine.get("process_count", 1)
         parts.append(f"JAX on {machine['backend']} ({machine.get('device_count', '?')} "

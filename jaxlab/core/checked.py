@@ -37,8 +37,8 @@ import threading
 from collections.abc import Callable
 
 import jax
-from jax.experimental import io_callback as _io_callback
 from jax.experimental import checkify as _checkify
+from jax.experimental import io_callback as _io_callback
 
 ENV_VAR = "JAXLAB_CHECKS"
 ERRORS = _checkify.user_checks
@@ -125,12 +125,7 @@ def _surface(err) -> None:
         # io_callback, not jax.debug.callback: under vmap the debug callback is unrolled
         # once per batch element at trace time (1500 seeds: minutes of compiling and GBs),
         # while io_callback's batching rule maps over the batch in one loop.
-        _io_callback(_raise_host, None, err)
-
-
-def _raise_host(err) -> None:
-    _raise(err)
-    return None
+        _io_callback(_raise, None, err)
 
 
 def _body(where: str, fn: Callable, kwargs: dict) -> Callable:
