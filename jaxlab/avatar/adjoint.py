@@ -51,7 +51,9 @@ def _operator(plan):
 
     def matvec(y):
         ya, yb = y[:n], y[n:]
-        return jnp.concatenate([a * ya + plan @ yb, plan.T @ ya + b * yb])
+        # ya @ plan, not plan.T @ ya: the same product, but XLA:CPU reads the row-major
+        # plan in order (measured 0.03 s vs 0.22 s on a 9,872 x 9,916 plan, 2-core CPU)
+        return jnp.concatenate([a * ya + plan @ yb, ya @ plan + b * yb])
 
     return matvec, a, b
 
@@ -116,6 +118,29 @@ def check_adjoint(info: AdjointInfo, tol, maxiter, where: str = "") -> bool:
     return False
 
 
+def solve_adjoint(plan: Array, grad_plan: Array, tol: float = 1e-6, maxiter: int = 500,
+                  x0: Array | None = None) -> tuple[Array, AdjointInfo]:
+    """[n + m] adjoint solution y = [ya; yb] of H y = [rowsum(T * G); colsum(T * G)] by
+    Jacobi-preconditioned CG from ``x0`` (a warm start, e.g. the previous round's y; None:
+    0), with its report. No input checks (for compiled loops; ``cost_gradient_and_info``
+    checks). ``gradient_from_adjoint`` turns y into grad_C f."""
+    tg = plan * grad_plan
+    rhs = jnp.concatenate([tg.sum(1), tg.sum(0)])
+    matvec, a, b = _operator(plan)
+    diag = jnp.concatenate([a, b])
+    y, iters, converged = _pcg(matvec, rhs, lambda v: v / diag, tol, maxiter, x0)
+    norm = jnp.linalg.norm(rhs)
+    residual = jnp.where(norm > 0, jnp.linalg.norm(matvec(y) - rhs) / jnp.where(norm > 0, norm,
+                                                                                 1.0), 0.0)
+    return y, AdjointInfo(converged, residual, jnp.asarray(iters, jnp.int32))
+
+
+def gradient_from_adjoint(plan: Array, grad_plan: Array, y: Array, epsilon) -> Array:
+    """[n, m] grad_C f = (1 / eps) T * (ya 1^T + 1 yb^T - G) from ``solve_adjoint``'s y."""
+    n = plan.shape[0]
+    return plan * (y[:n, None] + y[None, n:] - grad_plan) / epsilon
+
+
 def cost_gradient(plan: Array, grad_plan: Array, epsilon, method: str = "cg",
                   tol: float = 1e-6, maxiter: int = 500) -> Array:
     """grad_C f for f(T(C)), given T and G = grad_T f at T.
@@ -143,9 +168,10 @@ def _vdot(x, y):
     return jnp.vdot(x, y, precision=jax.lax.Precision.HIGHEST)
 
 
-def _pcg(matvec, rhs, precond, tol, maxiter):
-    """Preconditioned CG from x0 = 0, step for step as ``jax.scipy.sparse.linalg.cg``,
-    also returning the iteration count and whether the recursive residual met ``tol``."""
+def _pcg(matvec, rhs, precond, tol, maxiter, x0=None):
+    """Preconditioned CG from ``x0`` (None: 0, step for step as
+    ``jax.scipy.sparse.linalg.cg``), also returning the iteration count and whether the
+    recursive residual met ``tol`` (relative to ||rhs||)."""
     atol2 = jnp.square(tol) * _vdot(rhs, rhs)
 
     def cond(v):
@@ -162,10 +188,10 @@ def _pcg(matvec, rhs, precond, tol, maxiter):
         gamma_new = _vdot(r, z)
         return x, r, gamma_new, z + (gamma_new / gamma) * p, k + 1
 
-    r0 = rhs
+    r0 = rhs if x0 is None else rhs - matvec(x0)
+    x0 = jnp.zeros_like(rhs) if x0 is None else x0
     z0 = precond(r0)
-    x, r, _, _, k = jax.lax.while_loop(cond, body,
-                                       (jnp.zeros_like(rhs), r0, _vdot(r0, z0), z0, 0))
+    x, r, _, _, k = jax.lax.while_loop(cond, body, (x0, r0, _vdot(r0, z0), z0, 0))
     return x, k, _vdot(r, r) <= atol2
 
 
