@@ -23,7 +23,7 @@ import sys
 
 from absl import app, flags
 
-from experiments.lib import registry
+from experiments.lib import registry, wholegraph_study
 from experiments.lib.provenance import code_line, machine_line
 
 _RESULTS = flags.DEFINE_string("results", "results", "Results folder (the suite's --workdir).")
@@ -161,6 +161,30 @@ def sale_page(results_dir: str, out: str) -> list[str]:
     return lines
 
 
+def wholegraph_page(results_dir: str, out: str) -> list[str]:
+    """The evidence lines of the whole-graph AvAtar study
+    (``<results>/avatar_wholegraph/summary.json``, experiments/avatar_wholegraph.py)."""
+    name = wholegraph_study.FOLDER
+    src_dir = os.path.join(results_dir, name)
+    record = _read_json(os.path.join(src_dir, "summary.json"))
+    if record is None:
+        _copy_figures(os.path.join(results_dir, "__none__"), out, name)
+        return _missing(name, f"``{name}/summary.json``",
+                        f"python -m experiments.avatar_wholegraph --workdir=results/{name}")
+    cfg = record.get("config", {})
+    lines = [rst_text(f"python -m experiments.avatar_wholegraph: datasets "
+                      f"{', '.join(cfg.get('datasets', []))}; seeds 0..{cfg.get('seeds', 0) - 1}; "
+                      f"strategies {', '.join(cfg.get('strategies', []))}; wall time "
+                      f"{record.get('wall_s', float('nan')) / 3600:.1f} h."), "",
+             "- Machine: " + rst_text(machine_line(record.get("machine"), None,
+                                                  with_load=False)),
+             "- Code: " + rst_text(code_line(record.get("git"), record.get("packages"))), ""]
+    lines += list_table(wholegraph_study.CAPTION, ("metric", "value"),
+                        wholegraph_study.headline(record), widths=(55, 45))
+    lines += _figure_lines(name, _copy_figures(src_dir, out, name), out)
+    return lines
+
+
 def write_all(results_dir: str, out: str) -> list[str]:
     """Writes ``<out>/<method>.rst`` for every method and SALE; returns the names whose
     summary existed but failed to render."""
@@ -169,6 +193,7 @@ def write_all(results_dir: str, out: str) -> list[str]:
     pages = {name: (lambda n=name: method_page(n, results_dir, out)) for name in
              registry.METHODS}
     pages["sale"] = lambda: sale_page(results_dir, out)
+    pages[wholegraph_study.FOLDER] = lambda: wholegraph_page(results_dir, out)
     for name, build in pages.items():
         src = (os.path.join(results_dir, _SALE_FILE) if name == "sale"
                else os.path.join(results_dir, name, "summary.json"))

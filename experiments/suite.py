@@ -30,6 +30,7 @@ from absl import app, flags, logging
 
 from experiments import common
 from experiments.lib import compile_cache, locks, provenance, registry, report, results
+from experiments.lib import wholegraph_study as avatar_wholegraph
 from jaxlab.core import sharding
 
 METHODS = registry.METHODS
@@ -149,6 +150,21 @@ def _write_report(preset, workdir, methods, summaries, timings):
         sections.append(report.Section(name, METHODS[name].title, meta, rows,
                                        sorted(glob.glob(os.path.join(workdir, name, "*.png"))),
                                        experiment.caption))
+    whole = _read_json(os.path.join(workdir, avatar_wholegraph.FOLDER, "summary.json"))
+    if whole is not None:  # written by experiments/avatar_wholegraph.py, not by a preset
+        folder = os.path.join(workdir, avatar_wholegraph.FOLDER)
+        meta = ("From python -m experiments.avatar_wholegraph --workdir=" + folder + ": "
+                + provenance.machine_line(whole.get("machine"), None, with_load=False)
+                + f"; wall time {whole.get('wall_s', float('nan')) / 3600:.1f} h; code "
+                + provenance.code_line(whole.get("git"), whole.get("packages")) + ".")
+        rows = avatar_wholegraph.headline(whole)
+        lines += ["## avatar (whole graphs)", "", meta, "", avatar_wholegraph.CAPTION, "",
+                  "| metric | value |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in rows] + [""]
+        sections.append(report.Section(avatar_wholegraph.FOLDER, "AvAtar (whole graphs)",
+                                       meta, rows,
+                                       sorted(glob.glob(os.path.join(folder, "*.png"))),
+                                       avatar_wholegraph.CAPTION))
     if sharding.is_main_process():
         os.makedirs(workdir, exist_ok=True)
         with open(os.path.join(workdir, "REPORT.md"), "w") as f:

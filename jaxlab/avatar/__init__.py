@@ -13,7 +13,9 @@ settings as arguments; ``avatar.evaluate(state, task)`` measures the current anc
 ``solvers`` (ott-jax Sinkhorn / FGW, imported lazily), ``utilities`` and ``adjoint`` (the
 adjoint-CG cost gradient), ``scores`` (node scores: ``official``, ``abs``, ``gain``),
 ``datasets`` (ACM-DBLP / Foursquare-Twitter loaders and subsamples), ``loop`` (the active
-loop: this API; ``protocol="paper"`` or ``"fixed"``).
+loop: this API; ``protocol="paper"`` or ``"fixed"``). Whole graphs: ``parrot_official``
+(PARROT as its official code runs it), ``wholegraph`` (AvAtar's protocol round by round,
+warm starts, per-round checkpoints), ``task_cache`` (task builds cached on disk).
 """
 
 from jaxlab.avatar import (
@@ -23,10 +25,13 @@ from jaxlab.avatar import (
     datasets,
     loop,
     parrot,
+    parrot_official,
     scores,
     solvers,
+    task_cache,
     tasks,
     utilities,
+    wholegraph,
 )
 from jaxlab.avatar.adjoint import cost_gradient
 from jaxlab.avatar.loop import (
@@ -51,5 +56,6 @@ from jaxlab.avatar.tasks import AlignmentTask
 __all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask", "Info",
            "State", "active", "adjoint", "align", "alignment", "check_result", "cost_gradient",
            "datasets", "evaluate", "scores",
-           "informativeness", "init", "loop", "parrot", "baselines", "run_active",
-           "run_active_switch", "solvers", "step", "tasks", "utilities"]
+           "informativeness", "init", "loop", "parrot", "parrot_official", "baselines",
+           "run_active", "run_active_switch", "solvers", "step", "task_cache", "tasks",
+           "utilities", "wholegraph"]

@@ -218,6 +218,29 @@ def _cost_only(task, g, stats, anchors, s, host):
     return parrot_official.cost(task, g, stats, anchors, s, None, host)
 
 
+@jax.jit
+def tie_aware_metrics(plan, src, tgt, test):
+    """MRR with ties in the plan broken in a uniformly random order (the expectation, exact):
+    a truth with r strictly better and e tied candidates has expected reciprocal rank
+    (H(r + e + 1) - H(r)) / (e + 1), H the harmonic numbers (torch's argsort, which
+    PlanetAlign ranks with, orders ties arbitrarily). Returns {"mrr_random_ties": both
+    directions, "mrr_st_random_ties": source -> target} on the pairs where ``test``."""
+    true = plan[src, tgt]
+
+    def expected_rr(better, tied):
+        r, e = better.astype(jnp.float32), tied.astype(jnp.float32)
+        return (jax.scipy.special.digamma(r + e + 2.0)
+                - jax.scipy.special.digamma(r + 1.0)) / (e + 1.0)
+
+    rows, cols = plan[src], plan[:, tgt]
+    st = expected_rr(jnp.sum(rows > true[:, None], 1), jnp.sum(rows == true[:, None], 1) - 1)
+    ts = expected_rr(jnp.sum(cols > true[None, :], 0), jnp.sum(cols == true[None, :], 0) - 1)
+    w = test.astype(jnp.float32)
+    denom = jnp.maximum(w.sum(), 1.0)
+    return {"mrr_random_ties": 0.5 * jnp.sum(w * (st + ts)) / denom,
+            "mrr_st_random_ties": jnp.sum(w * st) / denom}
+
+
 # ----------------------------------------------------------------------------- checkpoints
 
 

@@ -1,0 +1,299 @@
+"""The whole-graph AvAtar study (``experiments/avatar_wholegraph.py`` is its command line):
+the runs (``run_study``), the summary with the declared paired differences, the REPORT.md /
+docs rows (``headline``), the markdown table and the figure. No flags here, so the suite
+and the docs generator import it freely."""
+
+import os
+import time
+
+import numpy as np
+
+from experiments.lib import provenance, results
+from jaxlab.avatar import datasets, parrot_official, task_cache, wholegraph
+from jaxlab.core import metrics
+
+# The AvAtar paper, Table 3 (MRR after 10 rounds, PARROT aligner): random, entropy, AvAtar.
+PAPER = {"acm_dblp": {"random": 0.829, "entropy": 0.926, "avatar": 0.936}}
+CAPTION = ("AvAtar's protocol on the whole graphs with PARROT (official settings): test MRR "
+           "(both directions) after each round per selection strategy; higher is better.")
+FOLDER = "avatar_wholegraph"  # its folder in a suite results folder (REPORT.md, docs)
+METRICS = ("mrr", "mrr_st", "mrr_ts", "mrr_st_ties_against", "hits@1", "hits@10", "hits@30",
+           "hits@50")
+
+
+
+def _paired(a, b) -> dict:
+    d = np.asarray(a) - np.asarray(b)
+    mean, half = metrics.mean_and_ci(d)
+    return {"mean": float(mean), "ci95": [float(mean - half), float(mean + half)],
+            "per_seed": d.tolist()}
+
+
+def summarize(runs: dict, seeds: int, strategies, rounds: int) -> dict:
+    """Final-round means, the declared paired differences, warm-start savings and solver
+    diagnostics per dataset (``runs[dataset][strategy][seed]`` = the records of a run)."""
+    out = {}
+    for name, per in runs.items():
+        done = {s: [per[s][k] for k in range(seeds) if k in per[s]
+                    and len(per[s][k]) == rounds + 1] for s in strategies if s in per}
+        table = {}
+        for s, rs in done.items():
+            if not rs:
+                continue
+            final = {m: [r[-1][m] for r in rs] for m in METRICS}
+            table[s] = {m: float(np.mean(v)) for m, v in final.items()}
+            table[s]["seeds"] = len(rs)
+            table[s]["mrr_per_seed"] = final["mrr"]
+            table[s]["round0_mrr"] = float(np.mean([r[0]["mrr"] for r in rs]))
+            for m in ("mrr_random_ties", "mrr_st_random_ties"):
+                if all(m in r[-1] for r in rs):
+                    table[s][m] = float(np.mean([r[-1][m] for r in rs]))
+                    table[s][m + "_per_seed"] = [r[-1][m] for r in rs]
+                if all(m in r[0] for r in rs):
+                    table[s]["round0_" + m] = float(np.mean([r[0][m] for r in rs]))
+            later = [x for r in rs for x in r[1:]]
+            table[s]["round_s_mean"] = float(np.mean([x["round_s"] for x in later]))
+            table[s]["round_s_max"] = float(np.max([x["round_s"] for x in later]))
+            table[s]["prod_steps_mean"] = float(np.mean([x["prod_steps"] for x in later]))
+            table[s]["cg_iterations_mean"] = float(np.mean([x["cg_iterations"] for x in later]))
+        diffs = {}
+        for other in ("random", "entropy"):
+            a, b = done.get("avatar", []), done.get(other, [])
+            n = min(len(a), len(b))
+            if n >= 2:
+                diffs[f"avatar-{other}"] = _paired([r[-1]["mrr"] for r in a[:n]],
+                                                   [r[-1]["mrr"] for r in b[:n]])
+                if all("mrr_random_ties" in r[-1] for r in a[:n] + b[:n]):
+                    diffs[f"avatar-{other}, random tie order"] = _paired(
+                        [r[-1]["mrr_random_ties"] for r in a[:n]],
+                        [r[-1]["mrr_random_ties"] for r in b[:n]])
+        recs = [x for per_s in per.values() for r in per_s.values() for x in r[1:]]
+        cmp_ = [x for x in recs if "prod_steps_cold" in x]
+        cg_cmp = [x for x in recs if "cg_iterations_cold" in x]
+        r0 = [r[0] for per_s in per.values() for r in per_s.values()]
+        loads = [x["load_avg_1min"] for x in recs if "load_avg_1min" in x]
+        warm_starts = {
+            "rounds_compared": len(cmp_),
+            "prod_steps_cold": float(np.mean([x["prod_steps_cold"] for x in cmp_])) if cmp_
+            else None,
+            "prod_steps_warm": float(np.mean([x["prod_steps"] for x in cmp_])) if cmp_ else None,
+            "cost_gap_max": float(max(x["cost_gap_cold"] for x in cmp_)) if cmp_ else None,
+            "cg_cold": float(np.mean([x["cg_iterations_cold"] for x in cg_cmp])) if cg_cmp
+            else None,
+            "cg_warm": float(np.mean([x["cg_iterations"] for x in cg_cmp])) if cg_cmp else None,
+            "round0_prod_steps": float(np.mean([x["prod_steps"] for x in r0])) if r0 else None,
+        }
+        solver = {
+            "peak_rss_gb": float(max(x["peak_rss_gb"] for x in recs + r0)) if recs else None,
+            "column_error_max": float(max(x["column_error"] for x in recs + r0)) if recs
+            else None,
+            "cg_not_converged": int(sum(not x["cg_converged"] for x in recs)),
+            "prod_rwr_capped": int(sum(x["prod_change"] > x.get("prod_tol", 1e-2)
+                                       for x in recs + r0)),
+            "round0_s": float(np.mean([x["solve_s"] for x in r0])) if r0 else None,
+            "load_avg_1min": [float(min(loads)), float(max(loads))] if loads else None,
+        }
+        out[name] = {"table": table, "paired": diffs, "paper": PAPER.get(name),
+                     "warm_starts": warm_starts, "solver": solver}
+    return out
+
+
+def headline(summary: dict) -> list[tuple[str, str]]:
+    """(metric, value) rows for REPORT.md and the docs: per dataset the final MRR of every
+    strategy beside the paper's, the declared paired differences, round times, warm-start
+    savings, memory and solver diagnostics (from ``summary.json``'s ``summary``)."""
+    rows = []
+    for name, s in summary["summary"].items():
+        t = s["table"]
+        order = [x for x in ("random", "entropy", "density", "avatar") if x in t]
+        if not order:
+            rows.append((f"{name}", "no finished run"))
+            continue
+        seeds = min(t[x]["seeds"] for x in order)
+        rows.append((f"{name}: test MRR after the last round ({' / '.join(order)})",
+                     " / ".join(f"{t[x]['mrr']:.3f}" for x in order)
+                     + f" ({seeds} seeds, both directions)"))
+        if s.get("paper"):
+            rows.append((f"{name}: the AvAtar paper, Table 3 (random / entropy / AvAtar, "
+                         "PARROT)", " / ".join(f"{s['paper'][x]:.3f}"
+                                              for x in ("random", "entropy", "avatar"))))
+        if all("mrr_random_ties" in t[x] for x in order):
+            rows.append((f"{name}: the same MRR with ties in the plan in random order "
+                         "(expected; the headline above ranks the truth first among ties)",
+                         " / ".join(f"{t[x]['mrr_random_ties']:.3f}" for x in order)))
+        rows.append((f"{name}: source->target MRR, and with ties counted against the truth",
+                     " / ".join(f"{t[x]['mrr_st']:.3f} ({t[x]['mrr_st_ties_against']:.3f})"
+                                for x in order)))
+        for k, d in s["paired"].items():
+            rows.append((f"{name}: {k} MRR (paired over seeds, 95% CI)",
+                         f"{d['mean']:+.4f} [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]"))
+        rows.append((f"{name}: MRR of the initial anchors (round 0)",
+                     f"{np.mean([t[x]['round0_mrr'] for x in order]):.3f}"))
+        rows.append((f"{name}: seconds per round after round 0, mean (max)",
+                     ", ".join(f"{x} {t[x]['round_s_mean']:.0f} ({t[x]['round_s_max']:.0f})"
+                               for x in order)
+                     + f"; round 0 (shared) {s['solver']['round0_s']:.0f}"))
+        w = s["warm_starts"]
+        if w["rounds_compared"]:
+            cg = (f"; adjoint CG iterations {w['cg_cold']:.0f} from 0, {w['cg_warm']:.0f} warm"
+                  if w["cg_cold"] is not None else "")
+            rows.append((f"{name}: warm starts, side by side in {w['rounds_compared']} rounds",
+                         f"product-RWR steps {w['prod_steps_cold']:.1f} from 0, "
+                         f"{w['prod_steps_warm']:.1f} warm (max |cost difference| "
+                         f"{w['cost_gap_max']:.1e}){cg}; CPOT's 10 x 5 Sinkhorn sweeps are "
+                         "PARROT's fixed schedule"))
+        v = s["solver"]
+        rows.append((f"{name}: peak memory; CPOT column-marginal error (max); CG not "
+                     "converged", f"{v['peak_rss_gb']:.1f} GB; {v['column_error_max']:.2g}; "
+                     f"{v['cg_not_converged']} rounds"))
+    return rows
+
+
+def table_markdown(summary: dict) -> str:
+    lines = []
+    for name, s in summary.items():
+        lines += [f"### {name}", "",
+                  "| strategy | MRR after 10 rounds (both directions) | source->target | "
+                  "ties counted against | Hits@1 | paper | seeds | s / round (mean, max) |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+        for strat, t in s["table"].items():
+            paper = (s["paper"] or {}).get(strat)
+            lines.append(f"| {strat} | {t['mrr']:.3f} | {t['mrr_st']:.3f} | "
+                         f"{t['mrr_st_ties_against']:.3f} | {t['hits@1']:.3f} | "
+                         f"{'' if paper is None else f'{paper:.3f}'} | {t['seeds']} | "
+                         f"{t['round_s_mean']:.0f}, {t['round_s_max']:.0f} |")
+        for k, d in s["paired"].items():
+            lines.append(f"\n{k}: {d['mean']:+.4f} MRR, 95% CI [{d['ci95'][0]:+.4f}, "
+                         f"{d['ci95'][1]:+.4f}] (paired over {len(d['per_seed'])} seeds)")
+        lines.append("")
+    return "\n".join(lines)
+
+
+def plot(runs: dict, path: str, rounds: int) -> None:
+    """``mrr.png``: test MRR per round, mean over the finished seeds with a 95% t band."""
+    from matplotlib.ticker import MaxNLocator
+
+    from experiments.lib import plots
+
+    names = list(runs)
+    fig, axes = plots.figure(len(names), width=5.0, height=3.8)
+    for ax, name in zip(np.ravel(axes), names, strict=False):
+        for strat, per in runs[name].items():
+            rs = [r for r in per.values() if len(r) == rounds + 1]
+            if len(rs) < 2:
+                continue
+            y = np.array([[x["mrr"] for x in r] for r in rs])
+            mean, half = metrics.mean_and_ci(y)
+            plots.line_with_band(ax, np.arange(y.shape[1]), mean, half, label=strat)
+        ax.set_title(name)
+        ax.set_xlabel("round")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.set_ylabel("test MRR (both directions)")
+        ax.legend(fontsize=8)
+    seeds = min((len(per) for r in runs.values() for per in r.values()), default=0)
+    plots.save(fig, path, caption=plots.t_band(seeds))
+
+
+def _add_tie_metrics(record: dict, path: str, key: str, task) -> None:
+    """Adds ``wholegraph.tie_aware_metrics`` of the plan in a checkpoint to ``record`` (the
+    record of the round that checkpoint holds)."""
+    import jax.numpy as jnp
+
+    got = wholegraph.load_checkpoint(path, key)
+    if got is None:
+        return
+    _, anchors, rnd, _ = got
+    m = wholegraph.tie_aware_metrics(rnd.plan, jnp.asarray(task.src), jnp.asarray(task.tgt),
+                                     jnp.asarray(~anchors))
+    record.update({k: float(v) for k, v in m.items()})
+
+
+def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds: int = 3,
+              strategies=("avatar", "random", "entropy", "density"), rounds: int = 10,
+              warm: bool = True, cg_tol: float = 1e-4, compare_cold_rounds: int = 3,
+              log=print) -> dict:
+    """Runs (or resumes) the whole-graph study into ``workdir`` and writes its outputs.
+
+    Args:
+      workdir: output folder (``summary.json``, ``table.md``, ``mrr.png``, checkpoints/).
+      datasets_: shipped dataset names, in order; seeds: seeds 0 .. seeds - 1;
+      strategies: ``wholegraph.STRATEGIES`` names, run in this order per seed;
+      rounds: query rounds; warm: warm starts; cg_tol: AvAtar's CG tolerance;
+      compare_cold_rounds: rounds of seed 0 also run from 0 (the warm-start saving).
+      log: callable taking one progress line.
+
+    Returns:
+      The dict written to ``summary.json``.
+
+    Raises:
+      ValueError: an unknown dataset or strategy, ``seeds`` < 1, a bad protocol field.
+    """
+    for s in strategies:
+        if s not in wholegraph.STRATEGIES:
+            raise ValueError(f"`strategies`: {s!r} is not one of {wholegraph.STRATEGIES}.")
+    for d in datasets_:
+        if d not in parrot_official.SETTINGS:
+            raise ValueError(f"`datasets`: {d!r} is not one of "
+                             f"{tuple(parrot_official.SETTINGS)}.")
+    if not isinstance(seeds, int) or isinstance(seeds, bool) or seeds < 1:
+        raise ValueError(f"`seeds` must be an int >= 1, got {seeds!r}.")
+    strategies, datasets_ = list(strategies), list(datasets_)
+    ckpt = os.path.join(workdir, "checkpoints")
+    os.makedirs(ckpt, exist_ok=True)
+    p = wholegraph.Protocol(rounds=rounds, cg_tol=cg_tol, warm=warm)
+    wholegraph.check_protocol(p)
+    config = {"datasets": datasets_, "seeds": seeds, "strategies": strategies,
+              "protocol": p._asdict(), "compare_cold_rounds": compare_cold_rounds}
+    runs: dict = {}
+    build_s = {}
+    t_start = time.time()
+    for name in datasets_:
+        s = parrot_official.SETTINGS[name]
+        config[f"settings_{name}"] = s._asdict()
+        t0 = time.perf_counter()
+        pair = datasets.load_pair(name)
+        task = datasets.full_task(name, restart=s.restart, log=log)
+        g = parrot_official.prepare(task, pair.adj1, pair.adj2, s)
+        host = parrot_official.host_products(g)
+        build_s[name] = time.perf_counter() - t0
+        data_key = task_cache.digest(pair, s.restart)
+        log(f"{name}: task ready in {build_s[name]:.1f} s")
+        runs[name] = {st: {} for st in strategies}
+        for seed in range(seeds):
+            r0_key = wholegraph.run_key(data_key, s, p, "round0", seed)
+            r0_path = os.path.join(ckpt, f"{name}-round0-seed{seed}.npz")
+            got = wholegraph.load_checkpoint(r0_path, r0_key)
+            if got is None:
+                log(f"{name} seed {seed}: round 0 (initial anchors, shared by strategies)")
+                anchors, rnd, rec = wholegraph.solve_round0(task, g, s, p, seed, host)
+                wholegraph.save_checkpoint(r0_path, r0_key, 0, anchors, rnd, [rec])
+                log(f"  round 0: MRR {rec['mrr']:.4f} ({rec['solve_s']:.1f} s)")
+            else:
+                _, anchors, rnd, recs = got
+                rec = recs[0]
+            for strat in strategies:
+                folder = os.path.join(ckpt, name)
+                compare = seed == 0 and compare_cold_rounds > 0
+                recs = wholegraph.run(task, g, s, p, strat, seed, folder, data_key,
+                                      round0=(anchors, rnd, rec), compare_cold=compare,
+                                      compare_rounds=compare_cold_rounds, host=host, log=log)
+                if len(recs) == p.rounds + 1:  # the final plan is in the run's checkpoint
+                    path = os.path.join(folder, f"run-{strat}-seed{seed}.npz")
+                    _add_tie_metrics(recs[-1], path,
+                                     wholegraph.run_key(data_key, s, p, strat, seed), task)
+                    recs[0] = dict(recs[0])
+                    _add_tie_metrics(recs[0], r0_path, r0_key, task)
+                runs[name][strat][seed] = recs
+                results.write_json(os.path.join(workdir, "progress.json"),
+                                   {"config": config, "runs": runs, "build_s": build_s})
+    summary = summarize(runs, seeds, strategies, rounds)
+    out = {"config": config, "summary": summary, "runs": runs, "build_s": build_s,
+           "wall_s": time.time() - t_start, "machine": provenance.machine(),
+           "environment": provenance.environment(), "git": provenance.git_state(),
+           "packages": provenance.package_versions()}
+    results.write_json(os.path.join(workdir, "summary.json"), out)
+    md = table_markdown(summary)
+    results.atomic_write_text(os.path.join(workdir, "table.md"), md + "\n")
+    plot(runs, os.path.join(workdir, "mrr.png"), rounds)
+    log(md)
+    return out

@@ -1,0 +1,115 @@
+"""experiments/lib/wholegraph_study.py and its pages: the declared paired differences,
+the warm-start rows, the evidence page and REPORT.md section from a summary.json."""
+
+import json
+
+import numpy as np
+import pytest
+
+from experiments import make_evidence
+from experiments.lib import provenance
+from experiments.lib import wholegraph_study as ws
+
+
+def _record(rnd, mrr, cold=False, cg=0):
+    r = {"round": rnd, "mrr": mrr, "mrr_st": mrr - 0.01, "mrr_ts": mrr + 0.01,
+         "mrr_st_ties_against": mrr - 0.1, "hits@1": mrr - 0.05, "hits@10": mrr,
+         "hits@30": mrr, "hits@50": mrr, "prod_steps": 3, "prod_change": 0.005,
+         "column_error": 0.01, "solve_s": 50.0, "round_s": 55.0, "peak_rss_gb": 7.5,
+         "load_avg_1min": 2.0, "cg_iterations": cg, "cg_converged": True}
+    if cold:
+        r.update(prod_steps_cold=5, cost_gap_cold=1e-3)
+        if cg:  # the CG runs (and is compared) for AvAtar only
+            r["cg_iterations_cold"] = cg + 100
+    return r
+
+
+def _runs(rounds=2, seeds=3):
+    runs = {"acm_dblp": {}}
+    for strat, lift in (("random", 0.0), ("entropy", 0.02), ("avatar", 0.03)):
+        runs["acm_dblp"][strat] = {
+            k: [_record(0, 0.9)] + [_record(r, 0.9 + lift * r / rounds + 0.001 * k,
+                                            cold=(k == 0 and r == 1),
+                                            cg=50 if strat == "avatar" else 0)
+                                    for r in range(1, rounds + 1)]
+            for k in range(seeds)}
+    return runs
+
+
+def test_paired_differences_and_rows():
+    s = ws.summarize(_runs(), 3, ["random", "entropy", "avatar"], rounds=2)
+    d = s["acm_dblp"]["paired"]["avatar-random"]
+    assert d["mean"] == pytest.approx(0.03) and d["ci95"][0] == pytest.approx(0.03)
+    assert s["acm_dblp"]["paired"]["avatar-entropy"]["mean"] == pytest.approx(0.01)
+    assert s["acm_dblp"]["warm_starts"]["prod_steps_cold"] == 5.0
+    assert s["acm_dblp"]["warm_starts"]["cg_cold"] == 150.0
+    rows = dict(ws.headline({"summary": s}))
+    key = "acm_dblp: test MRR after the last round (random / entropy / avatar)"
+    assert rows[key].startswith("0.901 / 0.921 / 0.931 (3 seeds")
+    assert "0.829 / 0.926 / 0.936" in rows[
+        "acm_dblp: the AvAtar paper, Table 3 (random / entropy / AvAtar, PARROT)"]
+    assert "+0.0300" in rows["acm_dblp: avatar-random MRR (paired over seeds, 95% CI)"]
+
+
+def test_unfinished_runs_are_not_counted():
+    runs = _runs()
+    runs["acm_dblp"]["avatar"][2] = runs["acm_dblp"]["avatar"][2][:2]  # stopped in round 2
+    s = ws.summarize(runs, 3, ["random", "entropy", "avatar"], rounds=2)
+    assert s["acm_dblp"]["table"]["avatar"]["seeds"] == 2
+    assert len(s["acm_dblp"]["paired"]["avatar-random"]["per_seed"]) == 2
+
+
+def test_evidence_page_and_missing_page(tmp_path):
+    res, out = tmp_path / "results", tmp_path / "evidence"
+    s = ws.summarize(_runs(), 3, ["random", "entropy", "avatar"], rounds=2)
+    rec = {"config": {"datasets": ["acm_dblp"], "seeds": 3,
+                      "strategies": ["random", "entropy", "avatar"]},
+           "summary": s, "wall_s": 7200.0, "machine": provenance.machine(),
+           "git": provenance.git_state(), "packages": provenance.package_versions()}
+    assert make_evidence.write_all(str(res), str(out)) == []
+    assert "No results" in (out / "avatar_wholegraph.rst").read_text()
+    (res / ws.FOLDER).mkdir(parents=True)
+    (res / ws.FOLDER / "summary.json").write_text(json.dumps(rec))
+    assert make_evidence.write_all(str(res), str(out)) == []
+    page = (out / "avatar_wholegraph.rst").read_text()
+    assert "0.829" in page and "+0.0300" in page and "2.0 h" in page
+    assert np.isfinite(s["acm_dblp"]["solver"]["peak_rss_gb"])
+
+
+def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
+    import sys
+
+    sys.path.insert(0, "tests/avatar")
+    from test_wholegraph import P, _problem
+
+    from jaxlab.avatar import wholegraph
+
+    task, g, s = _problem()
+    recs = wholegraph.run(task, g, s, P, "entropy", 0, str(tmp_path), "k", log=print)
+    key = wholegraph.run_key("k", s, P, "entropy", 0)
+    last = dict(recs[-1])
+    ws._add_tie_metrics(last, str(tmp_path / "run-entropy-seed0.npz"), key, task)
+    # random tie order lies between ties-for and ties-against, source -> target
+    lo, hi = last["mrr_st_ties_against"] - 1e-6, last["mrr_st"] + 1e-6
+    assert lo <= last["mrr_st_random_ties"] <= hi
+    before = dict(recs[-1])
+    ws._add_tie_metrics(before, str(tmp_path / "run-entropy-seed0.npz"), "another key", task)
+    assert "mrr_random_ties" not in before  # a checkpoint of another run is not read
+
+
+@pytest.mark.slow
+def test_the_binary_runs_and_resumes(tmp_path):
+    import subprocess
+    import sys
+
+    cmd = [sys.executable, "-m", "experiments.avatar_wholegraph", f"--workdir={tmp_path}",
+           "--datasets=foursquare_twitter", "--seeds=2", "--strategies=random,avatar",
+           "--rounds=1", "--compare_cold_rounds=1"]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=1800)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rec = json.loads((tmp_path / "summary.json").read_text())
+    t = rec["summary"]["foursquare_twitter"]["table"]
+    assert t["avatar"]["seeds"] == 2 and "mrr_random_ties" in t["random"]
+    assert (tmp_path / "mrr.png").exists() and (tmp_path / "table.md").exists()
+    again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert again.returncode == 0 and "resumed after round 1" in again.stdout
