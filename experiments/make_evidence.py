@@ -28,6 +28,8 @@ from experiments.lib.provenance import code_line, machine_line
 
 _RESULTS = flags.DEFINE_string("results", "results", "Results folder (the suite's --workdir).")
 _OUT = flags.DEFINE_string("out", "docs/evidence", "Folder of the generated .rst files.")
+_PAGES = flags.DEFINE_list("pages", [], "Only these pages (default: every page), e.g. "
+                           "avatar_wholegraph after a whole-graph run.")
 
 # What SALE's accuracy table shows (the methods' own captions are ``Experiment.caption``).
 SALE_CAPTION = ("SALE against dense attention: density of the kept blocks (lower is sparser), "
@@ -185,15 +187,24 @@ def wholegraph_page(results_dir: str, out: str) -> list[str]:
     return lines
 
 
-def write_all(results_dir: str, out: str) -> list[str]:
-    """Writes ``<out>/<method>.rst`` for every method and SALE; returns the names whose
-    summary existed but failed to render."""
+def write_all(results_dir: str, out: str, only=()) -> list[str]:
+    """Writes ``<out>/<method>.rst`` for every method, SALE and the whole-graph AvAtar
+    study (only the pages named in ``only`` when it is not empty); returns the names whose
+    summary existed but failed to render.
+
+    Raises:
+      ValueError: ``only`` names an unknown page.
+    """
     os.makedirs(out, exist_ok=True)
     failed = []
     pages = {name: (lambda n=name: method_page(n, results_dir, out)) for name in
              registry.METHODS}
     pages["sale"] = lambda: sale_page(results_dir, out)
     pages[wholegraph_study.FOLDER] = lambda: wholegraph_page(results_dir, out)
+    unknown = sorted(set(only) - set(pages))
+    if unknown:
+        raise ValueError(f"`pages`: unknown page(s) {unknown}; choose from {sorted(pages)}.")
+    pages = {k: v for k, v in pages.items() if not only or k in only}
     for name, build in pages.items():
         src = (os.path.join(results_dir, _SALE_FILE) if name == "sale"
                else os.path.join(results_dir, name, "summary.json"))
@@ -212,7 +223,7 @@ def write_all(results_dir: str, out: str) -> list[str]:
 
 def main(argv):
     del argv
-    failed = write_all(_RESULTS.value, _OUT.value)
+    failed = write_all(_RESULTS.value, _OUT.value, _PAGES.value)
     print(f"wrote {_OUT.value}/<method>.rst from {_RESULTS.value}"
           + (f"; FAILED: {', '.join(failed)}" if failed else ""))
     if failed:

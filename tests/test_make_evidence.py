@@ -56,3 +56,13 @@ def test_the_generated_pages_build_as_rst(tmp_path):
     doc = docutils.core.publish_doctree("\n".join(lines), settings_overrides={
         "report_level": docutils.utils.Reporter.WARNING_LEVEL, "halt_level": 2})
     assert "a |b| *c* `d` _e_ [f] <g>:" in doc.astext()
+
+
+def test_only_the_named_pages_are_written(tmp_path):
+    import pytest
+
+    assert make_evidence.write_all(str(tmp_path), str(tmp_path / "out"),
+                                   only=["avatar_wholegraph"]) == []
+    assert sorted(p.name for p in (tmp_path / "out").glob("*.rst")) == ["avatar_wholegraph.rst"]
+    with pytest.raises(ValueError, match="pages"):
+        make_evidence.write_all(str(tmp_path), str(tmp_path / "out"), only=["nope"])

@@ -16,7 +16,8 @@ def _record(rnd, mrr, cold=False, cg=0):
          "mrr_st_ties_against": mrr - 0.1, "hits@1": mrr - 0.05, "hits@10": mrr,
          "hits@30": mrr, "hits@50": mrr, "prod_steps": 3, "prod_change": 0.005,
          "column_error": 0.01, "solve_s": 50.0, "round_s": 55.0, "peak_rss_gb": 7.5,
-         "load_avg_1min": 2.0, "cg_iterations": cg, "cg_converged": True}
+         "load_avg_1min": 2.0, "cg_iterations": cg, "cg_converged": True,
+         "picked_correct": 0.5}
     if cold:
         r.update(prod_steps_cold=5, cost_gap_cold=1e-3)
         if cg:  # the CG runs (and is compared) for AvAtar only
@@ -49,6 +50,8 @@ def test_paired_differences_and_rows():
     assert "0.829 / 0.926 / 0.936" in rows[
         "acm_dblp: the AvAtar paper, Table 3 (random / entropy / AvAtar, PARROT)"]
     assert "+0.0300" in rows["acm_dblp: avatar-random MRR (paired over seeds, 95% CI)"]
+    assert any(k.startswith("acm_dblp: share of queries") and v == "0.50 / 0.50 / 0.50"
+               for k, v in rows.items())
 
 
 def test_unfinished_runs_are_not_counted():

@@ -56,6 +56,8 @@ def summarize(runs: dict, seeds: int, strategies, rounds: int) -> dict:
             table[s]["round_s_max"] = float(np.max([x["round_s"] for x in later]))
             table[s]["prod_steps_mean"] = float(np.mean([x["prod_steps"] for x in later]))
             table[s]["cg_iterations_mean"] = float(np.mean([x["cg_iterations"] for x in later]))
+            if all("picked_correct" in x for x in later):
+                table[s]["picked_correct"] = float(np.mean([x["picked_correct"] for x in later]))
         diffs = {}
         for other in ("random", "entropy"):
             a, b = done.get("avatar", []), done.get(other, [])
@@ -127,6 +129,10 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         for k, d in s["paired"].items():
             rows.append((f"{name}: {k} MRR (paired over seeds, 95% CI)",
                          f"{d['mean']:+.4f} [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]"))
+        if all("picked_correct" in t[x] for x in order):
+            rows.append((f"{name}: share of queries the plan already matched right (pick "
+                         "quality: lower means the labels go where the plan is wrong)",
+                         " / ".join(f"{t[x]['picked_correct']:.2f}" for x in order)))
         rows.append((f"{name}: MRR of the initial anchors (round 0)",
                      f"{np.mean([t[x]['round0_mrr'] for x in order]):.3f}"))
         rows.append((f"{name}: seconds per round after round 0, mean (max)",
@@ -296,4 +302,33 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
     results.atomic_write_text(os.path.join(workdir, "table.md"), md + "\n")
     plot(runs, os.path.join(workdir, "mrr.png"), rounds)
     log(md)
+    return out
+
+
+# PARROT's plain ACM-DBLP script (experiments/ACM_DBLP_P.m: the graphs without attributes).
+# AvAtar's code runs PARROT without attributes unless --use_attr is given; this variant
+# measures what that changes (``round0_variants``).
+ACM_DBLP_PLAIN = parrot_official.Settings(alpha=0.1, restart=0.5, gamma=0.9, lambda_p=1e-3,
+                                          lambda_n=4e-4, lambda_a=1e-2, lambda_e=1e-5)
+
+
+def round0_variants(seed: int = 0, log=print) -> dict:
+    """Round-0 test MRR of ACM-DBLP (20% anchors of ``seed``) with PARROT's attributed
+    script (the study's aligner) and with its plain script on the graphs without
+    attributes: what AvAtar's default (no ``--use_attr``) would align with."""
+    pair = datasets.load_pair("acm_dblp")
+    out = {}
+    for label, s, attributed in (("attributed (ACM_DBLP_A.m)", parrot_official.ACM_DBLP,
+                                  True), ("plain (ACM_DBLP_P.m)", ACM_DBLP_PLAIN, False)):
+        p = pair if attributed else pair._replace(feat1=pair.feat1[:, :0],
+                                                  feat2=pair.feat2[:, :0])
+        task = task_cache.cached_task(p, s.restart, log=log)
+        g = parrot_official.prepare(task, p.adj1, p.adj2, s)
+        anchors, rnd, rec = wholegraph.solve_round0(task, g, s, wholegraph.Protocol(), seed,
+                                                    parrot_official.host_products(g))
+        tie = wholegraph.tie_aware_metrics(rnd.plan, task.src, task.tgt, ~anchors)
+        rec.update({k: float(v) for k, v in tie.items()})
+        out[label] = rec
+        log(f"{label}: MRR {rec['mrr']:.4f}, random tie order {rec['mrr_random_ties']:.4f}, "
+            f"source->target {rec['mrr_st']:.4f} ({rec['solve_s']:.0f} s)")
     return out
