@@ -82,3 +82,36 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
         assert key in prov
     assert {"jax", "jaxlib", "flax", "ott-jax", "brax"} <= set(prov["packages"])
     assert {"device_kind", "device_count"} <= set(prov["machine"])
+
+
+def test_report_carries_the_whole_graph_table_when_its_summary_exists(tmp_path, monkeypatch):
+    """results/avatar_wholegraph/summary.json (experiments/avatar_wholegraph.py) becomes a
+    REPORT.md section beside the methods' sections."""
+    import json
+    import sys
+    import types
+
+    sys.path.insert(0, "tests")
+    from test_wholegraph_study import _runs
+
+    from experiments.lib import provenance, registry
+    from experiments.lib import wholegraph_study as ws
+
+    fake = _FakeMethod()
+    config_mod, exp_mod = types.ModuleType("cfg"), types.ModuleType("exp")
+    config_mod.get_config, exp_mod.EXPERIMENT = fake.get_config, fake.experiment()
+    monkeypatch.setitem(sys.modules, "experiments.configs.fake", config_mod)
+    monkeypatch.setitem(sys.modules, "experiments.fake", exp_mod)
+    monkeypatch.setitem(registry.METHODS, "fake", registry.Method("fake", "Fake", "dev", "-"))
+    suite.run_suite("smoke", str(tmp_path), ["fake"])
+    assert "whole graphs" not in (tmp_path / "REPORT.md").read_text()
+    summary = ws.summarize(_runs(), 3, ["random", "entropy", "avatar"], rounds=2)
+    (tmp_path / ws.FOLDER).mkdir()
+    (tmp_path / ws.FOLDER / "summary.json").write_text(json.dumps(
+        {"summary": summary, "wall_s": 3600.0, "machine": provenance.machine(),
+         "git": provenance.git_state(), "packages": provenance.package_versions()}))
+    suite.run_suite("smoke", str(tmp_path), ["fake"])
+    report = (tmp_path / "REPORT.md").read_text()
+    assert "## avatar (whole graphs)" in report and "0.829 / 0.926 / 0.936" in report
+    assert "+0.0300" in report and "| value | 10 |" in report
+    assert "avatar_wholegraph" in (tmp_path / "report.html").read_text()
