@@ -65,7 +65,8 @@ class Protocol(NamedTuple):
       rounds: query rounds (AvAtar: 10).
       init_frac: share of the ground-truth pairs given as initial anchors (0.2).
       budget_frac: share of them queried over all rounds (0.2).
-      cg_tol: relative residual of the adjoint CG (AvAtar: 1e-9 in float64; float32 here).
+      cg_tol: relative residual of the adjoint CG (AvAtar: 1e-9 in float64; float32 here;
+        1e-4 as the square-task loop).
       cg_maxiter: CG cap.
       warm: warm starts between rounds (module docstring).
     """
@@ -73,7 +74,7 @@ class Protocol(NamedTuple):
     rounds: int = 10
     init_frac: float = 0.2
     budget_frac: float = 0.2
-    cg_tol: float = 1e-5
+    cg_tol: float = 1e-4
     cg_maxiter: int = 2000
     warm: bool = True
 
