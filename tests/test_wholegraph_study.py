@@ -30,7 +30,7 @@ def _runs(rounds=2, seeds=3):
     for strat, lift in (("random", 0.0), ("entropy", 0.02), ("avatar", 0.03)):
         runs["acm_dblp"][strat] = {
             k: [_record(0, 0.9)] + [_record(r, 0.9 + lift * r / rounds + 0.001 * k,
-                                            cold=(k == 0 and r == 1),
+                                            cold=(k == 0 and r <= 2),
                                             cg=50 if strat == "avatar" else 0)
                                     for r in range(1, rounds + 1)]
             for k in range(seeds)}
@@ -43,7 +43,8 @@ def test_paired_differences_and_rows():
     assert d["mean"] == pytest.approx(0.03) and d["ci95"][0] == pytest.approx(0.03)
     assert s["acm_dblp"]["paired"]["avatar-entropy"]["mean"] == pytest.approx(0.01)
     assert s["acm_dblp"]["warm_starts"]["prod_steps_cold"] == 5.0
-    assert s["acm_dblp"]["warm_starts"]["cg_cold"] == 150.0
+    assert s["acm_dblp"]["warm_starts"]["cg_cold"] == 150.0  # round 2 only: round 1 had
+    assert s["acm_dblp"]["warm_starts"]["rounds_compared"] == 6  # no previous CG solution
     rows = dict(ws.headline({"summary": s}))
     key = ("acm_dblp: test MRR after the last round, the truth first among ties (random / "
            "entropy / avatar)")
