@@ -19,6 +19,7 @@ another configuration or code version are not read). The task builds are cached
   python -m experiments.avatar_wholegraph --workdir=results/avatar_wholegraph
   python -m experiments.avatar_wholegraph --workdir=/tmp/wg --datasets=foursquare_twitter \\
       --seeds=2 --strategies=random,avatar --rounds=2
+  python -m experiments.avatar_wholegraph --workdir=/tmp/wg --round0_variants
 """
 
 import sys
@@ -36,6 +37,9 @@ _STRATEGIES = flags.DEFINE_list("strategies", ["avatar", "random", "entropy", "d
 _ROUNDS = flags.DEFINE_integer("rounds", 10, "Query rounds (the paper: 10).")
 _WARM = flags.DEFINE_bool("warm", True, "Warm starts between rounds.")
 _CG_TOL = flags.DEFINE_float("cg_tol", 1e-4, "Relative residual of AvAtar's adjoint CG.")
+_VARIANTS = flags.DEFINE_bool(
+    "round0_variants", False, "Instead: round-0 MRR of ACM-DBLP (seed 0) with PARROT's "
+    "attributed and plain scripts (<workdir>/round0_variants.json).")
 _COMPARE_ROUNDS = flags.DEFINE_integer(
     "compare_cold_rounds", 3, "On seed 0, also run the product RWR and the CG from zero in "
     "the first this many rounds (the warm-start saving, side by side).")
@@ -46,6 +50,14 @@ def main(argv):
     if not _WORKDIR.value:
         print("--workdir is required.", file=sys.stderr)
         sys.exit(2)
+    if _VARIANTS.value:
+        import os
+
+        from experiments.lib import results
+
+        out = wholegraph_study.round0_variants(0, log=lambda msg: print(msg, flush=True))
+        results.write_json(os.path.join(_WORKDIR.value, "round0_variants.json"), out)
+        return
     wholegraph_study.run_study(
         _WORKDIR.value, _DATASETS.value, _SEEDS.value, _STRATEGIES.value, _ROUNDS.value,
         _WARM.value, _CG_TOL.value, _COMPARE_ROUNDS.value,
