@@ -176,8 +176,7 @@ def wholegraph_page(results_dir: str, out: str) -> list[str]:
     cfg = record.get("config", {})
     lines = [rst_text(f"python -m experiments.avatar_wholegraph: datasets "
                       f"{', '.join(cfg.get('datasets', []))}; seeds 0..{cfg.get('seeds', 0) - 1}; "
-                      f"strategies {', '.join(cfg.get('strategies', []))}; wall time "
-                      f"{record.get('wall_s', float('nan')) / 3600:.1f} h."), "",
+                      f"strategies {', '.join(cfg.get('strategies', []))}."), "",
              "- Machine: " + rst_text(machine_line(record.get("machine"), None,
                                                   with_load=False)),
              "- Code: " + rst_text(code_line(record.get("git"), record.get("packages"))), ""]

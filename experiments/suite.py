@@ -155,7 +155,7 @@ def _write_report(preset, workdir, methods, summaries, timings):
         folder = os.path.join(workdir, avatar_wholegraph.FOLDER)
         meta = ("From python -m experiments.avatar_wholegraph --workdir=" + folder + ": "
                 + provenance.machine_line(whole.get("machine"), None, with_load=False)
-                + f"; wall time {whole.get('wall_s', float('nan')) / 3600:.1f} h; code "
+                + "; code "
                 + provenance.code_line(whole.get("git"), whole.get("packages")) + ".")
         rows = avatar_wholegraph.headline(whole)
         lines += ["## avatar (whole graphs)", "", meta, "", avatar_wholegraph.CAPTION, "",
