@@ -208,7 +208,7 @@ def plot(runs: dict, path: str, rounds: int) -> None:
         ax.set_title(name)
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("test MRR (both directions)")
+        ax.set_ylabel("test MRR, truth first among ties")
         ax.legend(fontsize=8)
     seeds = min((len(per) for r in runs.values() for per in r.values()), default=0)
     plots.save(fig, path, caption=plots.t_band(seeds))
