@@ -46,13 +46,12 @@ class _FakeMethod:
             plot=lambda *a: None, headline=lambda s: [("value", str(s["value"]))])
 
 
-def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
-    """The audit's case: a smoke summary on disk was titled "quick preset". A summary from
-    another config or code version is rerun; a current one is kept."""
+def _install_fake_method(monkeypatch) -> _FakeMethod:
+    """Registers a ``_FakeMethod`` as the suite's method "fake" (config, experiment, entry)."""
     import sys
     import types
 
-    from experiments.lib import provenance, registry
+    from experiments.lib import registry
 
     fake = _FakeMethod()
     config_mod, exp_mod = types.ModuleType("cfg"), types.ModuleType("exp")
@@ -60,6 +59,16 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     monkeypatch.setitem(sys.modules, "experiments.configs.fake", config_mod)
     monkeypatch.setitem(sys.modules, "experiments.fake", exp_mod)
     monkeypatch.setitem(registry.METHODS, "fake", registry.Method("fake", "Fake", "dev", "-"))
+    return fake
+
+
+def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
+    """The audit's case: a smoke summary on disk was titled "quick preset". A summary from
+    another config or code version is rerun; a current one is kept."""
+
+    from experiments.lib import provenance
+
+    fake = _install_fake_method(monkeypatch)
 
     suite.run_suite("smoke", str(tmp_path), ["fake"])
     suite.run_suite("smoke", str(tmp_path), ["fake"])
@@ -88,21 +97,12 @@ def test_report_carries_the_whole_graph_table_when_its_summary_exists(tmp_path, 
     """results/avatar_wholegraph/summary.json (experiments/avatar_wholegraph.py) becomes a
     REPORT.md section beside the methods' sections."""
     import json
-    import sys
-    import types
 
-    sys.path.insert(0, "tests")
-    from test_wholegraph_study import _runs
-
-    from experiments.lib import provenance, registry
+    from experiments.lib import provenance
     from experiments.lib import wholegraph_study as ws
+    from tests.test_wholegraph_study import _runs
 
-    fake = _FakeMethod()
-    config_mod, exp_mod = types.ModuleType("cfg"), types.ModuleType("exp")
-    config_mod.get_config, exp_mod.EXPERIMENT = fake.get_config, fake.experiment()
-    monkeypatch.setitem(sys.modules, "experiments.configs.fake", config_mod)
-    monkeypatch.setitem(sys.modules, "experiments.fake", exp_mod)
-    monkeypatch.setitem(registry.METHODS, "fake", registry.Method("fake", "Fake", "dev", "-"))
+    _install_fake_method(monkeypatch)
     suite.run_suite("smoke", str(tmp_path), ["fake"])
     assert "whole graphs" not in (tmp_path / "REPORT.md").read_text()
     summary = ws.summarize(_runs(), 3, ["random", "entropy", "avatar"], rounds=2)

@@ -82,12 +82,8 @@ def test_evidence_page_and_missing_page(tmp_path):
 
 
 def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
-    import sys
-
-    sys.path.insert(0, "tests/avatar")
-    from test_wholegraph import P, _problem
-
     from jaxlab.avatar import wholegraph
+    from tests.avatar.test_wholegraph import P, _problem
 
     task, g, s = _problem()
     recs = wholegraph.run(task, g, s, P, "entropy", 0, str(tmp_path), "k", log=print)

@@ -214,18 +214,22 @@ def plot(runs: dict, path: str, rounds: int) -> None:
     plots.save(fig, path, caption=plots.t_band(seeds))
 
 
-def _add_tie_metrics(record: dict, path: str, key: str, task) -> None:
-    """Adds ``wholegraph.tie_aware_metrics`` of the plan in a checkpoint to ``record`` (the
-    record of the round that checkpoint holds)."""
+def _tie_metrics(task, anchors, plan) -> dict:
+    """``wholegraph.tie_aware_metrics`` of ``plan`` on the pairs not in ``anchors``."""
     import jax.numpy as jnp
 
-    got = wholegraph.load_checkpoint(path, key)
-    if got is None:
-        return
-    _, anchors, rnd, _ = got
-    m = wholegraph.tie_aware_metrics(rnd.plan, jnp.asarray(task.src), jnp.asarray(task.tgt),
+    m = wholegraph.tie_aware_metrics(plan, jnp.asarray(task.src), jnp.asarray(task.tgt),
                                      jnp.asarray(~anchors))
-    record.update({k: float(v) for k, v in m.items()})
+    return {k: float(v) for k, v in m.items()}
+
+
+def _add_tie_metrics(record: dict, path: str, key: str, task) -> None:
+    """Adds ``_tie_metrics`` of the plan in a checkpoint to ``record`` (the record of the
+    round that checkpoint holds); nothing when the checkpoint is not this run's."""
+    got = wholegraph.load_checkpoint(path, key)
+    if got is not None:
+        _, anchors, rnd, _ = got
+        record.update(_tie_metrics(task, anchors, rnd.plan))
 
 
 def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds: int = 3,
@@ -291,6 +295,7 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
             else:
                 _, anchors, rnd, recs = got
                 rec = recs[0]
+            r0_ties = _tie_metrics(task, anchors, rnd.plan)  # shared by the strategies
             for strat in strategies:
                 folder = os.path.join(ckpt, name)
                 compare = seed == 0 and compare_cold_rounds > 0
@@ -301,8 +306,7 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
                     path = os.path.join(folder, f"run-{strat}-seed{seed}.npz")
                     _add_tie_metrics(recs[-1], path,
                                      wholegraph.run_key(data_key, s, p, strat, seed), task)
-                    recs[0] = dict(recs[0])
-                    _add_tie_metrics(recs[0], r0_path, r0_key, task)
+                    recs[0] = {**recs[0], **r0_ties}
                 runs[name][strat][seed] = recs
                 results.write_json(os.path.join(workdir, "progress.json"),
                                    {"config": config, "runs": runs, "build_s": build_s})

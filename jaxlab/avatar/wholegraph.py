@@ -42,7 +42,6 @@ import hashlib
 import inspect
 import json
 import os
-import tempfile
 import time
 import warnings
 from typing import NamedTuple
@@ -51,7 +50,16 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.avatar import adjoint, alignment, baselines, parrot, parrot_official, scores, tasks
+from jaxlab.avatar import (
+    adjoint,
+    alignment,
+    baselines,
+    parrot,
+    parrot_official,
+    scores,
+    task_cache,
+    tasks,
+)
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
@@ -270,16 +278,7 @@ def save_checkpoint(path: str, key: str, step: int, anchors, rnd: Round, records
               "y": np.asarray(rnd.y)}
     for name, v in rnd.stats._asdict().items():
         arrays[f"stats_{name}"] = np.asarray(v)
-    folder = os.path.dirname(path) or "."
-    os.makedirs(folder, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=folder, suffix=".npz.tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.remove(tmp)
+    task_cache.save_npz_atomic(path, arrays)
 
 
 def load_checkpoint(path: str, key: str):
