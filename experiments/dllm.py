@@ -18,26 +18,34 @@ the first unit that needs them) and are loaded once per run.
 * Problems: validation = ``task.sample(key(seed + 4_242), config.protocol.validation_problems)``,
   test = ``task.sample(key(seed + 7_777), config.num_problems)`` (disjoint keys; the
   training data come from the training seed's keys). Tuning reads only validation problems.
-* Particle decoders (best-of-N, Path-LL SMC, SR-SMC, POKE-SMC) share N, the proposal
-  temperature T and the semi-AR blocks (``config.particle_blocks``: "coarse" =
-  ``decoding.coarse_block``, at most four blocks of >= 2 tokens, the default since session
-  12; "semi_ar" = the ``semi_ar`` decoder's blocks; "one" = the whole answer).
-  *Amended (2026-12-04), before any run under it:* earlier runs used "semi_ar",
-  whose block is the largest proper divisor of the answer length: 1 token on prime
-  lengths (addition A = 5, addition_hard A = 11, star graph A = 3), i.e. a fixed
-  left-to-right order, so the particle decoders there had no unmasking path to choose
-  (and decoded addition and star graphs in their worst order). "coarse" keeps SR-SMC's
-  multi-block structure where the length allows it (it resamples at block ends) and
-  leaves the order free inside each block. The T grid of the held-out presets became
-  {0.7, 1, 1.5} (T < 1 untested before).
-  SR-SMC keeps its official commit rule (Fast-dLLM threshold, ``config.threshold``) and
-  block-end resampling, so its NFE is at most POKE-SMC's (both conventions reported).
-* Tuning (validation only, then frozen): T = the entry of ``protocol.temperatures`` with
-  the highest validation accuracy averaged over the four particle families and every N
-  (ties: the first); then for Path-LL SMC and POKE-SMC separately the resampling schedule
-  in ``protocol.schedules`` with the highest validation accuracy averaged over N (ties: the
-  first). A grid with fewer than two entries is not tuned: ``config.temperature`` and
-  ``config.resample_schedule`` are used (the quick preset: T = 1, every step).
+* Particle decoders: best-of-N, Path-LL SMC and POKE-SMC share N and the proposal
+  (``config.proposal``; ``"path"``: argmax tokens, the unmasking order drawn by
+  Gumbel-top-k over log-confidence / ``position_temperature``, so particles differ in
+  their order, not in tempered tokens) and, with ``config.greedy_reference``, particle 0
+  of every problem is greedy's (confidence) path, never replaced at resampling, so each of
+  them holds greedy's answer among its candidates. SR-SMC keeps its official sampler
+  (tokens drawn at ``sr_smc_temperature``, Fast-dLLM threshold commits at
+  ``config.threshold``, block-end resampling) on the same semi-AR blocks; its NFE is at
+  most the others' (both conventions reported). Blocks (``config.particle_blocks``):
+  "one" (the whole answer: the order is free), "coarse" (``decoding.coarse_block``, at
+  most four blocks of >= 2 tokens), "semi_ar" (the ``semi_ar`` decoder's blocks).
+* Tuning (validation only; each stage's argmax frozen before the next, ties to the
+  first entry; a grid with fewer than two entries keeps the config's value; every grid
+  run at N in ``protocol.tune_particles``):
+  1. the proposal: blocks in ``protocol.particle_blocks`` x position temperature in
+     ``protocol.position_temperatures`` (``"tokens"``: the token temperature in
+     ``protocol.temperatures``), by the mean validation accuracy of best-of-N and Path-LL
+     SMC;
+  2. SR-SMC's token temperature in ``protocol.temperatures``;
+  3. the POKE head: the shipped head trained on the chosen proposal, else one trained now
+     on rollouts of it (``dllm_models``), with its held-out fit;
+  4. for Path-LL SMC and POKE-SMC separately: beta in ``protocol.weight_scales`` x the ESS
+     threshold in ``protocol.ess_thresholds`` x the schedule in ``protocol.schedules``,
+     then the output selection in ``protocol.selections`` (highest Path LL, or highest
+     final weight).
+  The quick presets tune nothing: the config's values (path proposal, one block,
+  position temperature 1, argmax tokens, beta 1, ESS < N/2 at every step, Path-LL
+  selection; SR-SMC at T = 1).
 * Preconditions (test problems, per task and N, before reading any comparison): greedy
   (confidence) accuracy, pass@N and best-of-N of N independent particles at T, the share of
   problems whose minimum ESS under Path-LL SMC falls below N/2, and within-problem ranking
@@ -47,14 +55,18 @@ the first unit that needs them) and are loaded once per run.
   >= ``protocol.min_headroom`` (0.10) and greedy < ``protocol.max_greedy`` (0.9); the others
   are "ceiling" rows.
 * Declared comparisons (test problems, paired bootstrap CIs of the accuracy difference):
-  POKE-SMC(N) - SR-SMC(N), POKE-SMC(N) - best-of-N, POKE-SMC(N) - Path-LL SMC(N), for
-  every N in ``config.particles``. "POKE-SMC minus the best of all other decoders on the
-  test set" is kept only as a separately labelled post-hoc row (the rival is selected on
-  the test problems, a bias against POKE-SMC).
+  POKE-SMC(N) - SR-SMC(N), POKE-SMC(N) - best-of-N, POKE-SMC(N) - Path-LL SMC(N) and
+  POKE-SMC(N) - greedy (confidence), for every N in ``config.particles``. "POKE-SMC minus
+  the best of all other decoders on the test set" is kept only as a separately labelled
+  post-hoc row (the rival is selected on the test problems, a bias against POKE-SMC).
+* Goals (N >= 4, reported beside the table): no particle decoder below greedy, and
+  POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2 points with a paired CI above 0 on every
+  task with headroom (pass@N - best-of-N >= ``protocol.min_headroom``).
 """
 
 import dataclasses
 import functools
+import itertools
 import json
 import os
 import time
@@ -119,26 +131,43 @@ def decoder_names(config) -> list[str]:
     return config_lib.decoder_selection(config.get("decoders", ()), config.particles)
 
 
-def particle_block(config, task) -> int:
-    """Semi-AR block length of every particle decoder (``config.particle_blocks``)."""
-    rule = config.get("particle_blocks", "coarse")
-    if rule == "one":
-        return task.answer_len
-    if rule == "coarse":
-        return decoding.coarse_block(task.answer_len)
-    return decoding.semi_ar_block(task.answer_len)
+particle_block = dllm_models.particle_block
+SMC_FAMILIES = ("smc", "poke_smc")
+
+
+def default_tuning(config) -> dict:
+    """The untuned settings (the config's): the proposal (``particle_blocks``, token
+    ``temperature``, ``position_temperature``), SR-SMC's token temperature, and per SMC
+    family (Path-LL SMC, POKE-SMC) the weight scale beta, the ESS threshold, the resampling
+    schedule and the output selection."""
+    smc = {"weight_scale": float(config.get("weight_scale", 1.0)),
+           "ess_threshold": float(config.get("ess_threshold", 0.5)),
+           "schedule": config.resample_schedule, "select": config.get("select", "path_ll")}
+    return {"particle_blocks": config.get("particle_blocks", "one"),
+            "temperature": float(config.temperature),
+            "position_temperature": float(config.get("position_temperature", 1.0)),
+            "sr_smc_temperature": float(config.get("sr_smc_temperature", config.temperature)),
+            **{fam: dict(smc) for fam in SMC_FAMILIES}}
+
+
+def _smc_kwargs(settings: dict) -> dict:
+    return dict(weight_scale=settings["weight_scale"], ess_threshold=settings["ess_threshold"],
+                resample_schedule=settings["schedule"], select=settings["select"])
 
 
 def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
              particles=None, names=None) -> dict[str, Decoder]:
     """name -> Decoder, in the order of ``config_lib.all_decoders``.
 
-    ``tuned``: {"temperature": T, "schedule": {"smc": s, "poke_smc": s}} (default: the
-    grids' first entries); ``particles``: the N to build (default ``config.particles``);
-    ``names``: keep only these decoders (default: all).
+    ``tuned``: the settings (``default_tuning``'s layout; default: the config's);
+    ``particles``: the N to build (default ``config.particles``); ``names``: keep only
+    these decoders (default: all). Best-of-N, Path-LL SMC and POKE-SMC share the proposal
+    (``dllm_models.proposal_spec``) and, with ``config.greedy_reference``, greedy's path as
+    particle 0; SR-SMC keeps its official sampler (tokens at ``sr_smc_temperature``,
+    threshold commits, block-end resampling) on the same blocks.
     """
     tuned = tuned or default_tuning(config)
-    blk = particle_block(config, task)
+    spec = dllm_models.proposal_spec(config, task, tuned)
     kw = dict(gen_length=task.answer_len, mask_id=task.mask_id, vocab_size=task.vocab_size)
     dec = functools.partial(decoding.decode, denoise_fn, **kw)
     out = {pol: _greedy(functools.partial(dec, policy=pol)) for pol in decoding.POLICIES}
@@ -147,71 +176,126 @@ def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
     out["threshold"] = _greedy(functools.partial(
         decoding.decode_threshold, denoise_fn, threshold=config.threshold, **kw))
     for n in (config.particles if particles is None else particles):
-        pkw = dict(num_particles=n, temperature=tuned["temperature"], block_length=blk, **kw)
+        pkw = dict(num_particles=n, temperature=spec["temperature"],
+                   block_length=spec["block_length"], proposal=spec["proposal"],
+                   position_temperature=spec["position_temperature"],
+                   greedy_reference=bool(config.get("greedy_reference", False)), **kw)
         smc = functools.partial(path_smc.smc_decode, denoise_fn, **pkw)
         out[f"best_of_{n}"] = _particles("best_of_n", n, functools.partial(
             path_smc.best_of_n, denoise_fn, **pkw))
         out[f"smc_{n}"] = _particles("smc", n, functools.partial(
-            smc, resample_schedule=tuned["schedule"]["smc"]))
+            smc, **_smc_kwargs(tuned["smc"])))
         # Self-rewarding SMC as in its official sampler: the same semi-AR blocks, Fast-dLLM
-        # threshold commits, block-end resampling.
+        # threshold commits, block-end resampling, tokens drawn at its own temperature.
         out[f"sr_smc_{n}"] = _particles("sr_smc", n, functools.partial(
-            sr_smc.sr_smc_decode, denoise_fn, threshold=config.threshold, **pkw))
+            sr_smc.sr_smc_decode, denoise_fn, threshold=config.threshold, num_particles=n,
+            temperature=tuned["sr_smc_temperature"], block_length=spec["block_length"], **kw))
         out[f"poke_smc_{n}"] = _particles("poke_smc", n, functools.partial(
-            smc, value_fn=value_fn, resample_schedule=tuned["schedule"]["poke_smc"]))
+            smc, value_fn=value_fn, **_smc_kwargs(tuned["poke_smc"])))
     return out if names is None else {k: v for k, v in out.items() if k in set(names)}
 
 
-def default_tuning(config) -> dict:
-    """The untuned settings: ``config.temperature`` and ``config.resample_schedule``."""
-    return {"temperature": float(config.temperature),
-            "schedule": {"smc": config.resample_schedule,
-                         "poke_smc": config.resample_schedule}}
+def _grid(values, default) -> tuple:
+    """A tuning grid: its entries, or (default,) when it has fewer than two."""
+    values = tuple(values or ())
+    return values if len(values) > 1 else (default,)
 
 
-def _tune(config, task, denoise_fn, value_fn) -> dict:
-    """The declared tuning (module docstring) on the validation problems only."""
+def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
+    """The declared tuning (module docstring) on the validation problems only.
+
+    Args:
+      head_fn: proposal spec -> the POKE ``value_fn`` of a head trained on that proposal
+        (called once, after the proposal is tuned), or None for no POKE head.
+
+    Returns:
+      ({"tuned", "validation_problems", "grid", "proposal"}, the value_fn).
+    """
     pr, tuned = config.protocol, default_tuning(config)
     out = {"tuned": tuned, "validation_problems": pr.validation_problems, "grid": {}}
-    if len(pr.temperatures) <= 1 and len(pr.schedules) <= 1:
-        return out
-    prompt, _ = task.sample(jax.random.key(config.seed + 4_242), pr.validation_problems)
-    fams = ("best_of", "smc", "sr_smc", "poke_smc")
-    score = {}
-    for temp in pr.temperatures if len(pr.temperatures) > 1 else ():
-        t = {**tuned, "temperature": float(temp)}
-        decs = decoders(config, task, denoise_fn, value_fn, t)
-        accs = [_run_decoder(config, task, f"validation T={temp} {k}", decs[f"{k}_{n}"],
-                             prompt)["accuracy"] for k in fams for n in config.particles]
-        score[f"{float(temp):g}"] = float(np.mean(accs))  # str keys: the summary is JSON
-    if score:
-        out["grid"]["temperature"] = score
-        # dict order = grid order, so ties go to the first entry.
-        tuned["temperature"] = float(max(score, key=score.get))
-    for fam in ("smc", "poke_smc") if len(pr.schedules) > 1 else ():
-        sc = {}
-        for sched in pr.schedules:
-            t = {**tuned, "schedule": {**tuned["schedule"], fam: sched}}
-            decs = decoders(config, task, denoise_fn, value_fn, t)
-            sc[sched] = float(np.mean([_run_decoder(
-                config, task, f"validation {sched} {fam}", decs[f"{fam}_{n}"], prompt)["accuracy"]
-                for n in config.particles]))
-        out["grid"][f"schedule_{fam}"] = sc
-        tuned["schedule"][fam] = max(sc, key=sc.get)
-    return out
+    prompt = None
+    ns = tuple(pr.get("tune_particles", ()) or config.particles)
+
+    def score(settings, families, label, value_fn=None):
+        nonlocal prompt
+        if prompt is None:
+            prompt = task.sample(jax.random.key(config.seed + 4_242),
+                                 pr.validation_problems)[0]
+        names = [f"{f}_{n}" for f in families for n in ns]
+        decs = decoders(config, task, denoise_fn, value_fn, settings, names=names)
+        return float(np.mean([_run_decoder(config, task, f"validation {label} {k}", d,
+                                           prompt)["accuracy"] for k, d in decs.items()]))
+
+    def pick(name, grid):  # dict order = grid order, so ties go to the first entry
+        out["grid"][name] = {k: v for k, (v, _) in grid.items()}
+        return grid[max(grid, key=lambda k: grid[k][0])][1]
+
+    path = config.get("proposal", "tokens") == "path"
+    # 1. The proposal: blocks x position temperature (path) or the shared token
+    #    temperature (tokens), by best-of-N and Path-LL SMC.
+    blocks = _grid(pr.get("particle_blocks", ()), tuned["particle_blocks"])
+    temps = (_grid(pr.get("position_temperatures", ()), tuned["position_temperature"]) if path
+             else _grid(pr.temperatures, tuned["temperature"]))
+    if len(blocks) > 1 or len(temps) > 1:
+        field = "position_temperature" if path else "temperature"
+        grid = {}
+        for b in blocks:
+            for t in temps:
+                s = {**tuned, "particle_blocks": b, field: float(t)}
+                grid[f"{b}, {field} {float(t):g}"] = (
+                    score(s, ("best_of", "smc"), f"{b} {t}"), (b, float(t)))
+        tuned["particle_blocks"], tuned[field] = pick("proposal", grid)
+    if not path:
+        tuned["sr_smc_temperature"] = tuned["temperature"]
+    # 2. SR-SMC's own token temperature (path proposal: its sampler draws tokens).
+    if path and len(tuple(pr.temperatures)) > 1:
+        tuned["sr_smc_temperature"] = pick("sr_smc_temperature", {
+            f"{float(t):g}": (score({**tuned, "sr_smc_temperature": float(t)}, ("sr_smc",),
+                                    f"T={t}"), float(t)) for t in pr.temperatures})
+    # 3. The POKE head on the proposal just chosen.
+    out["proposal"] = dllm_models.proposal_spec(config, task, tuned)
+    value_fn = head_fn(out["proposal"]) if head_fn is not None else None
+    # 4. Per SMC family: beta x ESS threshold x schedule, then the output selection.
+    combos = list(itertools.product(
+        _grid(pr.get("weight_scales", ()), tuned["smc"]["weight_scale"]),
+        _grid(pr.get("ess_thresholds", ()), tuned["smc"]["ess_threshold"]),
+        _grid(pr.schedules, tuned["smc"]["schedule"])))
+    selections = tuple(pr.get("selections", ()))
+    for fam in SMC_FAMILIES:
+        if fam == "poke_smc" and value_fn is None:
+            continue
+        if len(combos) > 1:
+            grid = {}
+            for beta, ess, sched in combos:
+                s = {**tuned, fam: {**tuned[fam], "weight_scale": float(beta),
+                                    "ess_threshold": float(ess), "schedule": sched}}
+                grid[f"beta {float(beta):g}, ess {float(ess):g}, {sched}"] = (
+                    score(s, (fam,), f"{fam} {beta} {ess} {sched}", value_fn), s[fam])
+            tuned[fam] = pick(f"smc_settings_{fam}", grid)
+        if len(selections) > 1:
+            tuned[fam] = pick(f"select_{fam}", {
+                sel: (score({**tuned, fam: {**tuned[fam], "select": sel}}, (fam,),
+                            f"{fam} select {sel}", value_fn), {**tuned[fam], "select": sel})
+                for sel in selections})
+    return out, value_fn
 
 
 def _preconditions(config, task, denoise_fn, value_fn, tuned, prompt, greedy_acc,
                    min_ess) -> dict:
     """Per N: pass@N, best-of-N, ESS < N/2 share (from ``min_ess``: the Path-LL SMC
-    decoder's run) and within-problem ranking accuracy over the path (module docstring)."""
+    decoder's run) and within-problem ranking accuracy over the path (module docstring),
+    on N independent particles of the study's proposal (with greedy's path as particle 0
+    under ``config.greedy_reference``)."""
     pr, out = config.protocol, {}
-    blk = particle_block(config, task)
+    spec = dllm_models.proposal_spec(config, task, tuned)
     steps = task.answer_len
     for n in config.particles:
         alg = path_smc.smc(denoise_fn, gen_length=task.answer_len, num_particles=n,
                            mask_id=task.mask_id, vocab_size=task.vocab_size, value_fn=value_fn,
-                           resample=False, temperature=tuned["temperature"], block_length=blk)
+                           resample=False, temperature=spec["temperature"],
+                           block_length=spec["block_length"], proposal=spec["proposal"],
+                           position_temperature=spec["position_temperature"],
+                           greedy_reference=bool(config.get("greedy_reference", False)))
 
         @jax.jit
         def run(p, key, alg=alg):
@@ -331,11 +415,16 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
     held-out problems; each finished decoder's row is written at once (``_write_partial``).
     """
     m = models.denoiser(name, ctx)
-    head = models.poke_head(name, ctx)
-    value_fn = poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
-    poke_fit = poke.evaluate(*head, dllm_models.rollouts(
-        config, m, 2, min(512, config.poke.rollouts)))
-    tuning = _tune(config, m.task, m.denoise_fn, value_fn)
+    fits = {}
+
+    def head_fn(spec):
+        head = models.poke_head(name, ctx, spec)
+        fits["fit"] = poke.evaluate(*head, dllm_models.rollouts(
+            config, m, 2, min(512, config.poke.rollouts), spec))
+        return poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
+
+    tuning, value_fn = _tune(config, m.task, m.denoise_fn, head_fn)
+    poke_fit = fits["fit"]
     prompt, _ = m.task.sample(jax.random.key(config.seed + 7_777), config.num_problems)
     decs = decoders(config, m.task, m.denoise_fn, value_fn, tuning["tuned"],
                     names=decoder_names(config))
@@ -355,7 +444,7 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
                          greedy["accuracy"],
                          {k: v["_min_ess"] for k, v in rows.items() if k.startswith("smc_")})
     return {"task": name, "answer_len": m.task.answer_len, "poke_fit": poke_fit,
-            "particle_block_length": particle_block(config, m.task), "tuning": tuning,
+            "particle_block_length": tuning["proposal"]["block_length"], "tuning": tuning,
             "preconditions": pre, "decoders": rows}
 
 
@@ -491,7 +580,7 @@ def _compare(config, rows) -> dict:
     return out
 
 
-DECLARED_RIVALS = ("sr_smc", "best_of", "smc")
+DECLARED_RIVALS = ("sr_smc", "best_of", "smc", "confidence")
 
 
 def _versus(config, rows, rival: str) -> dict:
@@ -500,7 +589,8 @@ def _versus(config, rows, rival: str) -> dict:
     where both are among ``config.decoders``."""
     out = {}
     for n in config.particles:
-        ours, other = rows.get(f"poke_smc_{n}"), rows.get(f"{rival}_{n}")
+        ours = rows.get(f"poke_smc_{n}")
+        other = rows.get(rival if rival in config_lib.GREEDY_DECODERS else f"{rival}_{n}")
         if ours is None or other is None:
             continue
         a, b = (np.asarray(x, np.float32) for x in (ours["_correct"], other["_correct"]))
@@ -519,6 +609,40 @@ def _versus_sr_smc(config, rows) -> dict:
     return _versus(config, rows, "sr_smc")
 
 
+GOAL_MIN_PARTICLES = 4  # the goals apply at N >= 4
+GOAL_MARGIN = 0.02  # POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2 pts (the paper's claim)
+
+
+def _goals(config, rows, pre) -> dict:
+    """Per N >= 4: every particle decoder minus greedy (confidence), and POKE-SMC minus
+    the best of greedy, best-of-N and SR-SMC at that N (paired bootstrap CI), with
+    whether the task has headroom (pass@N - best-of-N >= ``protocol.min_headroom``)."""
+    out = {}
+    greedy = rows.get("confidence")
+    for n in config.particles:
+        ours = rows.get(f"poke_smc_{n}")
+        if n < GOAL_MIN_PARTICLES or greedy is None or ours is None:
+            continue
+        below = {k: float(v["accuracy"] - greedy["accuracy"]) for k, v in rows.items()
+                 if v["particles"] == n}
+        rivals = {k: rows[k] for k in ("confidence", f"best_of_{n}", f"sr_smc_{n}")
+                  if k in rows}
+        best = max(rivals, key=lambda k: rivals[k]["accuracy"])
+        a, b = (np.asarray(x, np.float32) for x in (ours["_correct"], rivals[best]["_correct"]))
+        _, lo, hi = metrics.bootstrap_ci(jax.random.key(config.seed),
+                                         lambda x, y: jnp.mean(x - y), (a, b), config.bootstrap)
+        p = pre.get(str(n), {})
+        out[str(n)] = {
+            "particle_minus_greedy": below,
+            "no_particle_decoder_below_greedy": bool(min(below.values()) >= 0),
+            "best_rival": best, "poke_minus_best_rival": float(np.mean(a - b)),
+            "poke_minus_best_rival_ci": [lo, hi],
+            "headroom": p.get("headroom"),
+            "has_headroom": bool(p.get("headroom", 0.0) >= config.protocol.min_headroom),
+            "poke_goal_met": bool(float(np.mean(a - b)) >= GOAL_MARGIN and lo > 0)}
+    return out
+
+
 def _summarize(config, out) -> dict:
     tasks = {}
     for name in config.tasks:
@@ -529,6 +653,7 @@ def _summarize(config, out) -> dict:
                        "post_hoc_poke_vs_best_on_test": _compare(config, rows),
                        "poke_vs_sr_smc": _versus_sr_smc(config, rows),
                        "declared": {r: _versus(config, rows, r) for r in DECLARED_RIVALS},
+                       "goals": _goals(config, rows, out[name]["preconditions"]),
                        "decoders": {k: {kk: vv for kk, vv in v.items() if not kk.startswith("_")}
                                     for k, v in rows.items()}}
     headline_mean = {}
@@ -552,9 +677,25 @@ def _summarize(config, out) -> dict:
     return summary
 
 
+def pareto_front(points) -> list[tuple[float, float]]:
+    """The (cost, accuracy) points no other point beats at lower or equal cost, by cost.
+
+    Example:
+      >>> pareto_front([(1, 0.5), (2, 0.4), (4, 0.7), (4, 0.6), (8, 0.7)])
+      [(1, 0.5), (4, 0.7)]
+    """
+    front, best = [], -np.inf
+    for x, y in sorted(points, key=lambda p: (p[0], -p[1])):
+        if y > best:
+            front.append((x, y))
+            best = y
+    return front
+
+
 def _plot(config, summary, out, workdir):
     """accuracy_vs_nfe.png: one column per task, rows = the two NFE conventions (per-particle
-    passes; batched passes, N particles = 1 pass); every greedy decoder labelled, particle
+    passes; batched passes, N particles = 1 pass), the Pareto front of accuracy against
+    NFE dashed; every greedy decoder labelled, particle
     families joined over N, coinciding series offset (x multiplied by 1.04^j) with distinct
     markers; plain tick labels. path_ll_vs_accuracy.png: mean Path LL vs accuracy."""
     del out
@@ -579,6 +720,10 @@ def _plot(config, summary, out, workdir):
                 for xi, yi, nm in zip(x, y, names, strict=True):
                     ax.annotate(nm, (xi, yi), fontsize=7, xytext=(3, 3 if j % 2 else -8),
                                 textcoords="offset points")
+            front = pareto_front([(v[key], v["accuracy"]) for v in t["decoders"].values()])
+            if len(front) > 1:
+                ax.step(*zip(*front, strict=True), where="post", color="0.5", lw=1, ls="--",
+                        zorder=0, label="Pareto front")
             ax.set_xscale("log")
             ax.xaxis.set_major_locator(ticker.LogLocator(base=2))
             ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
@@ -662,6 +807,25 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     comparisons, then the post-hoc row."""
     rows = []
     for name, t in summary["tasks"].items():
+        tu = t.get("tuning", {}).get("tuned")
+        if tu and "smc" in tu:
+            fam = lambda s: (f"beta {s['weight_scale']:g}, ESS < {s['ess_threshold']:g} N, "  # noqa: E731
+                             f"{s['schedule']}, by {s['select']}")
+            rows.append((f"settings {name} (validation-tuned where the preset has a grid): "
+                         "blocks, position T, SR-SMC T; Path-LL SMC; POKE-SMC",
+                         f"{tu['particle_blocks']} ({t['particle_block_length']} tokens), "
+                         f"{tu['position_temperature']:g}, {tu['sr_smc_temperature']:g}; "
+                         f"{fam(tu['smc'])}; {fam(tu['poke_smc'])}"))
+        shares = []
+        for n in t["preconditions"]:
+            got = [t["decoders"].get(f"{f}_{n}", {}).get("resampling") for f in
+                   ("smc", "poke_smc", "sr_smc")]
+            if any(got):
+                shares.append(f"N={n} " + " / ".join(
+                    "-" if g is None else f"{g['problems_resampled_share']:.2f}" for g in got))
+        if shares:
+            rows.append((f"resampled share {name}: problems with >= 1 resampling, Path-LL SMC "
+                         "/ POKE-SMC / SR-SMC", "; ".join(shares)))
         for n, p in t["preconditions"].items():
             r = p["ranking_on_mixed"].get("0.5") or next(iter(p["ranking_on_mixed"].values()))
             f = lambda x: "-" if x is None else f"{x:.2f}"  # noqa: E731
@@ -676,7 +840,8 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             rows.append((f"declared POKE-SMC - rivals, N={n}, mean over headline tasks",
                          "no task passes the preconditions"))
             continue
-        rows.append((f"declared POKE-SMC - SR-SMC / best-of-N / Path-LL SMC, N={n}, mean over "
+        rows.append((f"declared POKE-SMC - SR-SMC / best-of-N / Path-LL SMC / greedy, N={n}, "
+                     "mean over "
                      f"headline tasks ({', '.join(h['tasks'])}), pts",
                      " / ".join("-" if h[r] is None else _pct(h[r]) for r in DECLARED_RIVALS)))
     for n in summary["declared_mean_over_headline_tasks"]:
@@ -692,6 +857,17 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         if cells:
             rows.append((f"POKE-SMC - SR-SMC, N={n}, same T and blocks (paired, pts; NFE per "
                          "problem, per-particle passes)", "; ".join(cells)))
+    for name, t in summary["tasks"].items():
+        for n, g in t.get("goals", {}).items():
+            worst = min(g["particle_minus_greedy"], key=g["particle_minus_greedy"].get)
+            rows.append((
+                f"goals {name} N={n}: lowest particle decoder - greedy; POKE-SMC - best of "
+                "greedy / best-of-N / SR-SMC (paired, pts)",
+                f"{worst} {_pct(g['particle_minus_greedy'][worst])}; "
+                f"{_pct(g['poke_minus_best_rival'])} vs {g['best_rival']} "
+                f"[{_pct(g['poke_minus_best_rival_ci'][0])}, "
+                f"{_pct(g['poke_minus_best_rival_ci'][1])}]"
+                + ("" if g["has_headroom"] else " (no headroom)")))
     for n, g in summary["post_hoc_mean_gain_over_best_on_test"].items():
         rows.append((f"post hoc (rival chosen on the test set): POKE-SMC N={n} - best other "
                      "decoder at <= NFE, mean over all tasks", f"{_pct(g)} pts"))

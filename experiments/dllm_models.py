@@ -2,15 +2,23 @@
 trained now.
 
 Lookup (``experiments.lib.artifacts``): the shipped weights in ``config.pretrained_dir``
-first (part of the code version), then ``<workdir>/models/<task>`` (``<task>_poke`` for a
-head) if its ``trained_with.json`` holds ``model_key`` (task, architecture, training
-settings, seed, the POKE settings for a head, and the code version); otherwise the model is
-trained with resumable chunks in the caller's ``study.Context`` and exported there.
+first (part of the code version), then ``<workdir>/models/<task>`` if its
+``trained_with.json`` holds ``model_key`` (task, architecture, training settings, seed, the
+POKE settings for a head, and the code version); otherwise the model is trained with
+resumable chunks in the caller's ``study.Context`` and exported there.
+
+A POKE head belongs to the proposal its rollouts came from (``proposal_spec``: proposal,
+policy, token and position temperatures, blocks; the head learns the remaining Path LL
+*of that proposal*). A head folder holds its spec in ``proposal.json`` (a shipped folder
+without one is the token proposal of ``legacy_spec``); the lookup takes the first shipped
+head ``<task>_poke*`` trained on the wanted spec, then
+``<workdir>/models/<task>_poke_<spec hash>``, else trains one on that proposal.
 ``Models`` keeps what it loaded, so one run loads each task's models once.
 ``train_denoisers`` / ``train_poke_heads`` are experiments/dllm_train.py and poke_train.py.
 """
 
 import functools
+import json
 import os
 from typing import Any, NamedTuple
 
@@ -20,8 +28,8 @@ from absl import logging
 
 from experiments.lib import artifacts, provenance, results, study
 from jaxlab.dllm import config as config_lib
+from jaxlab.dllm import decoding, poke
 from jaxlab.dllm import model as model_lib
-from jaxlab.dllm import poke
 from jaxlab.dllm import tasks as tasks_lib
 from jaxlab.dllm import train as train_lib
 
@@ -51,8 +59,9 @@ def _train_kwargs(config, name: str) -> dict:
     return {**dict(config.train), **dict(config.get("task_train", {}).get(name, {}))}
 
 
-def model_key(config, name: str, head: bool = False) -> str:
-    """Key of a model trained in a workdir: what determines it and the code version."""
+def model_key(config, name: str, head: bool = False, proposal: dict | None = None) -> str:
+    """Key of a model trained in a workdir: what determines it and the code version
+    (``proposal``: a head's proposal spec)."""
     spec = {"task": name, "task_kwargs": dict(config.task_kwargs.get(name, {})),
             "model": dict(config.model), "train": _train_kwargs(config, name),
             "seed": config.seed}
@@ -61,7 +70,68 @@ def model_key(config, name: str, head: bool = False) -> str:
         spec["task_ref"] = ref
     if head:
         spec["poke"] = dict(config.poke)
+        if proposal is not None:
+            spec["proposal"] = proposal
     return provenance.unit_key(spec)
+
+
+def particle_block(config, task, rule: str | None = None) -> int:
+    """Semi-AR block length of every particle decoder: ``rule`` (default
+    ``config.particle_blocks``) "one" = the whole answer, "coarse" =
+    ``decoding.coarse_block``, "semi_ar" = the ``semi_ar`` decoder's block."""
+    rule = rule or config.get("particle_blocks", "one")
+    if rule == "one":
+        return task.answer_len
+    if rule == "coarse":
+        return decoding.coarse_block(task.answer_len)
+    if rule == "semi_ar":
+        return decoding.semi_ar_block(task.answer_len)
+    raise ValueError(f"`config.particle_blocks` must be one of {config_lib.PARTICLE_BLOCKS}, "
+                     f"got {rule!r}.")
+
+
+def proposal_spec(config, task, tuned: dict) -> dict:
+    """The particle decoders' proposal (what a POKE head is trained on): ``tuned`` holds
+    ``particle_blocks``, ``temperature`` (token) and ``position_temperature``."""
+    path = config.get("proposal", "tokens") == "path"
+    return {"proposal": config.get("proposal", "tokens"), "policy": "confidence",
+            "temperature": float(tuned["temperature"]),
+            "position_temperature": float(tuned["position_temperature"]) if path else 0.0,
+            "block_length": int(particle_block(config, task, tuned["particle_blocks"]))}
+
+
+def legacy_spec(config, task) -> dict:
+    """The proposal of a head folder without ``proposal.json``: tokens drawn at
+    ``config.poke.temperature``, one block."""
+    return {"proposal": "tokens", "policy": "confidence",
+            "temperature": float(config.poke.temperature), "position_temperature": 0.0,
+            "block_length": int(task.answer_len)}
+
+
+def _spec_of(path: str, config, task) -> dict:
+    marker = os.path.join(path, "proposal.json")
+    if os.path.exists(marker):
+        with open(marker) as f:
+            return json.load(f)
+    return legacy_spec(config, task)
+
+
+def spec_hash(spec: dict) -> str:
+    return provenance.unit_key({"proposal_spec": spec})[:10]
+
+
+def shipped_head_path(config, name: str, spec: dict) -> str:
+    """The first shipped head folder ``<name>_poke*`` trained on ``spec`` ("" if none)."""
+    root = shipped_path(config, "")
+    if not root:
+        return ""
+    task = make_task(config, name)
+    for d in sorted(os.listdir(root)):
+        path = os.path.join(root, d)
+        if ((d == f"{name}_poke" or d.startswith(f"{name}_poke_")) and os.path.isdir(path)
+                and _spec_of(path, config, task) == spec):
+            return path
+    return ""
 
 
 def shipped_path(config, name: str) -> str:
@@ -86,12 +156,15 @@ def _bind(task, graphdef, params) -> TaskModel:
                      jax.jit(functools.partial(model_lib.apply, graphdef, params)))
 
 
-def rollouts(config, m: TaskModel, seed_offset: int, num: int) -> poke.Rollouts:
-    """``num`` proposal rollouts of ``m`` on fresh prompts, in batches of 1024."""
+def rollouts(config, m: TaskModel, seed_offset: int, num: int,
+             proposal: dict | None = None) -> poke.Rollouts:
+    """``num`` rollouts of the ``proposal`` spec (default ``legacy_spec``) of ``m`` on
+    fresh prompts, in batches of 1024."""
+    spec = proposal or legacy_spec(config, m.task)
     prompt, _ = m.task.sample(jax.random.key(config.seed + seed_offset), num)
     chunks = [poke.collect_rollouts(
         m.denoise_fn, prompt[i:i + 1024], m.task.answer_len, jax.random.key(seed_offset + i),
-        mask_id=m.task.mask_id, temperature=config.poke.temperature)
+        mask_id=m.task.mask_id, **spec)
         for i in range(0, num, min(num, 1024))]
     return jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
 
@@ -113,16 +186,23 @@ def train_denoiser(config, ctx: study.Context, name: str) -> tuple[TaskModel, di
     return _bind(task, graphdef, params), history
 
 
-def train_poke(config, ctx: study.Context, m: TaskModel, name: str) -> tuple[Any, Any]:
-    """Fits the POKE head of ``m`` (task ``name``) on its rollouts (chunks in ``ctx``);
-    exports it."""
-    pc = config.poke
+def head_dir(name: str, spec: dict) -> str:
+    """Folder name of ``name``'s head trained on ``spec`` (in ``<workdir>/models``)."""
+    return f"{name}_poke_{spec_hash(spec)}"
+
+
+def train_poke(config, ctx: study.Context, m: TaskModel, name: str,
+               proposal: dict | None = None) -> tuple[Any, Any]:
+    """Fits the POKE head of ``m`` (task ``name``) on rollouts of ``proposal`` (default
+    ``legacy_spec``; chunks in ``ctx``); exports it with its ``proposal.json``."""
+    pc, spec = config.poke, proposal or legacy_spec(config, m.task)
     graphdef, params, _, _ = poke.fit(
-        rollouts(config, m, 1, pc.rollouts), hidden=pc.hidden, steps=pc.steps,
+        rollouts(config, m, 1, pc.rollouts, spec), hidden=pc.hidden, steps=pc.steps,
         batch_size=pc.batch_size, lr=pc.lr, seed=config.seed, num_chunks=pc.num_chunks,
-        runner=ctx.sub(f"poke_{name}").run_chunks)
-    artifacts.export(_workdir_path(ctx.workdir, f"{name}_poke"), pc.steps, params,
-                     model_key(config, name, head=True))
+        runner=ctx.sub(f"poke_{name}_{spec_hash(spec)}").run_chunks)
+    path = _workdir_path(ctx.workdir, head_dir(name, spec))
+    artifacts.export(path, pc.steps, params, model_key(config, name, True, spec))
+    results.write_json(os.path.join(path, "proposal.json"), spec)
     return graphdef, params
 
 
@@ -148,18 +228,23 @@ class Models:
                                   train_denoiser(c, self._ctx(ctx, name), name)[0])
         return self._loaded[name]
 
-    def poke_head(self, name: str, ctx: study.Context | None = None) -> tuple[Any, Any]:
-        """(graphdef, params) of ``name``'s POKE head, looked up like the denoiser."""
-        if f"{name}_poke" not in self._loaded:
-            c, m = self.config, self.denoiser(name, ctx)
+    def poke_head(self, name: str, ctx: study.Context | None = None,
+                  proposal: dict | None = None) -> tuple[Any, Any]:
+        """(graphdef, params) of ``name``'s POKE head trained on ``proposal`` (default
+        ``legacy_spec``), looked up like the denoiser (module docstring)."""
+        c, m = self.config, self.denoiser(name, ctx)
+        spec = proposal or legacy_spec(c, m.task)
+        slot = head_dir(name, spec)
+        if slot not in self._loaded:
             graphdef, template = poke.init(c.model.d_model, c.poke.hidden, c.seed)
             params = artifacts.restore_first(
-                [(shipped_path(c, f"{name}_poke"), None),
-                 (_workdir_path(self.workdir, f"{name}_poke"), model_key(c, name, head=True))],
+                [(shipped_head_path(c, name, spec), None),
+                 (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],
                 template, f"{name} POKE head")
-            self._loaded[f"{name}_poke"] = ((graphdef, params) if params is not None else
-                                            train_poke(c, self._ctx(ctx, name, True), m, name))
-        return self._loaded[f"{name}_poke"]
+            self._loaded[slot] = ((graphdef, params) if params is not None else train_poke(
+                c, ctx or _context(self.workdir, model_key(c, name, True, spec)), m, name,
+                spec))
+        return self._loaded[slot]
 
 
 def train_denoisers(config, workdir: str) -> dict:
@@ -170,14 +255,26 @@ def train_denoisers(config, workdir: str) -> dict:
                                  name)[1]["eval_loss"][-1] for name in config.tasks}
 
 
+def default_proposal(config, task) -> dict:
+    """The proposal of the study's untuned settings (``config.particle_blocks``,
+    ``config.temperature``, ``config.position_temperature``)."""
+    return proposal_spec(config, task, {
+        "particle_blocks": config.get("particle_blocks", "one"),
+        "temperature": config.temperature,
+        "position_temperature": config.get("position_temperature", 1.0)})
+
+
 def train_poke_heads(config, workdir: str) -> dict:
-    """experiments/poke_train.py: fits every task's POKE head on its (shipped) denoiser;
-    returns {task: held-out fit (``poke.evaluate``)}."""
+    """experiments/poke_train.py: fits every task's POKE head on its (shipped) denoiser and
+    the study's untuned proposal (``default_proposal``) into ``<workdir>/models/<task>_poke_
+    <spec hash>``; returns {task: held-out fit (``poke.evaluate``)}."""
     config_lib.validate_config(config)
     models, out = Models(config, workdir), {}
     for name in config.tasks:
         m = models.denoiser(name)
-        head = train_poke(config, _context(workdir, model_key(config, name, True)), m, name)
-        out[name] = poke.evaluate(*head, rollouts(config, m, 2, 512))
+        spec = default_proposal(config, m.task)
+        head = train_poke(config, _context(workdir, model_key(config, name, True, spec)), m,
+                          name, spec)
+        out[name] = poke.evaluate(*head, rollouts(config, m, 2, 512, spec))
         logging.info("%s POKE head held-out fit: %s", name, out[name])
     return out

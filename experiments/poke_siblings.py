@@ -44,9 +44,10 @@ def _fit_sibling_heads(config, m) -> dict:
     """{"sibling_mse": (graphdef, params), "sibling": ...} fitted on sibling rollouts."""
     pc = config.poke
     prompts, _ = m.task.sample(jax.random.key(config.seed + 31_337), pc.rollouts // SIBLINGS)
+    spec = dllm_models.default_proposal(config, m.task)  # the proposal the decoders use
     chunks = [poke.collect_sibling_rollouts(
         m.denoise_fn, prompts[i:i + 128], m.task.answer_len, jax.random.key(31_337 + i),
-        siblings=SIBLINGS, mask_id=m.task.mask_id, temperature=pc.temperature)
+        siblings=SIBLINGS, mask_id=m.task.mask_id, **spec)
         for i in range(0, prompts.shape[0], 128)]
     ro = jax.tree.map(lambda *x: jax.numpy.concatenate(x), *chunks)
     out = {}
@@ -72,7 +73,9 @@ def run(config, workdir: str) -> dict:
                "sibling_weight": SIBLING_WEIGHT, "particles": n, "tuned": tuned, "tasks": {}}
     for name in config.tasks:
         m = models.denoiser(name)
-        heads = {"shipped": models.poke_head(name), **_fit_sibling_heads(config, m)}
+        spec = dllm_models.default_proposal(config, m.task)
+        heads = {"shipped": models.poke_head(name, proposal=spec),
+                 **_fit_sibling_heads(config, m)}
         prompt, _ = m.task.sample(jax.random.key(config.seed + 7_777), config.num_problems)
         ranking, runs = {}, {}
         for h, head in heads.items():

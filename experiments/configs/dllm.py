@@ -41,12 +41,27 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.num_problems = 1000  # test problems per task (full preset)
     c.eval_batch = 500
     c.particles = (2, 4, 8)
-    c.temperature = 1.0  # the frozen T when protocol.temperatures has < 2 entries
-    c.resample_schedule = "every_step"  # likewise, for Path-LL SMC and POKE-SMC
-    # Blocks of every particle decoder (experiments/dllm.py docstring): "coarse" = at most 4
-    # semi-AR blocks of >= 2 tokens; "semi_ar" = the semi_ar decoder's blocks
-    # (one-token blocks, i.e. a fixed left-to-right order, on prime answer lengths).
-    c.particle_blocks = "coarse"
+    # The particle proposal (jaxlab.dllm.decoding): "path" draws the unmasking order
+    # (Gumbel-top-k over log-confidence / position_temperature) and commits argmax tokens
+    # (temperature 0); "tokens" draws every token at `temperature` and commits the most
+    # confident. The values below are the untuned settings (a grid of the protocol with
+    # fewer than two entries keeps them).
+    c.proposal = "path"
+    c.temperature = 0.0  # token temperature of the particle proposal
+    c.position_temperature = 1.0
+    c.sr_smc_temperature = 1.0  # SR-SMC's own sampler draws tokens
+    # Particle 0 of every problem follows greedy's path and survives every resampling.
+    c.greedy_reference = True
+    # Path-LL SMC and POKE-SMC: beta, ESS threshold, schedule, output selection.
+    c.weight_scale = 1.0
+    c.ess_threshold = 0.5
+    c.resample_schedule = "every_step"
+    c.select = "path_ll"
+    # Blocks of every particle decoder (experiments/dllm.py docstring): "one" = the whole
+    # answer (the order is free); "coarse" = at most 4 semi-AR blocks of >= 2 tokens;
+    # "semi_ar" = the semi_ar decoder's blocks (one-token blocks, i.e. a fixed left-to-right
+    # order, on prime answer lengths).
+    c.particle_blocks = "one"
     c.threshold = 0.9
     # The decoders to run: names ("confidence", "poke_smc_4") or particle families
     # ("poke_smc": every N); () = all (jaxlab.dllm.config.decoder_selection).
@@ -54,8 +69,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     # Pre-declared protocol (experiments/dllm.py docstring): tuning grids read only the
     # validation problems; headline eligibility from the preconditions.
     c.protocol = ml_collections.ConfigDict(dict(
-        validation_problems=256, temperatures=(1.0, 1.25, 1.5),
-        schedules=("every_step", "block_ends", "fractions"),
+        validation_problems=256, tune_particles=(4,),
+        particle_blocks=("one", "coarse"), position_temperatures=(0.5, 1.0, 2.0),
+        temperatures=(0.7, 1.0, 1.5), weight_scales=(1.0, 4.0), ess_thresholds=(0.5, 0.9),
+        schedules=(), selections=("path_ll", "weight"),
         rank_fractions=(0.25, 0.5, 0.75), min_headroom=0.10, max_greedy=0.9))
     c.bootstrap = 1000
     c.throughput_particles = (1, 4, 16)
@@ -76,7 +93,8 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.throughput_particles = (1, 2)
         c.sale.task = ""  # SALE in the model has its own test (tests/dllm/test_model.py)
         # No tuning at smoke size (tests/dllm/test_experiment.py tests ``_tune`` directly).
-        c.protocol.update(validation_problems=8, temperatures=(), schedules=())
+        _frozen(c)
+        c.protocol.update(validation_problems=8)
     elif arg == "quick":
         c.num_problems = 128
         c.eval_batch = 128
@@ -87,7 +105,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         # run's wall time; `full` keeps N = 16 and 128 SALE problems.
         c.throughput_particles = (1, 4)
         c.sale.num_problems = 16
-        c.protocol.update(temperatures=(), schedules=())  # frozen a priori: T = 1, every step
+        _frozen(c)  # the untuned settings above, frozen a priori
     elif arg in ("hard", "cpu_hard"):
         # The hard variants (jaxlab.dllm.tasks.HARD_VARIANTS; shipped denoisers + POKE heads
         # in experiments/pretrained/dllm/<task>*): `hard` is quick-sized, `cpu_hard` the
@@ -98,15 +116,13 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         if arg == "hard":
             c.num_problems, c.eval_batch, c.particles, c.bootstrap = 128, 128, (4,), 500
             c.sale.num_problems = 32
-            c.protocol.update(temperatures=(), schedules=())
+            _frozen(c)
         else:
             _held_out(c)
     elif arg == "cpu":  # held-out protocol at CPU size (binary only, not a suite preset)
+        _held_out(c)
         c.num_problems = 512
         c.eval_batch = 256
-        c.particles = (2, 4, 8)
-        c.protocol.update(validation_problems=128, temperatures=(1.0, 1.5),
-                          schedules=("every_step", "block_ends"))
     elif arg == "full":
         # The README headline: every task, hard variants first (the throughput unit times
         # tasks[0]), >= 1000 held-out test problems each.
@@ -124,10 +140,15 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
 HARD_TASKS = ("countdown_hard", "addition_hard")
 
 
+def _frozen(c: ml_collections.ConfigDict) -> None:
+    """No tuning: every grid emptied, so the untuned settings of the config are used."""
+    c.protocol.update(particle_blocks=(), position_temperatures=(), temperatures=(),
+                      weight_scales=(), ess_thresholds=(), schedules=(), selections=())
+
+
 def _held_out(c: ml_collections.ConfigDict) -> None:
-    """The held-out protocol of `cpu_hard` and `full` (experiments/dllm.py docstring): 1000
-    test problems, N = 2 / 4 / 8, T in {0.7, 1, 1.5} and the SMC schedules tuned on 128
-    validation problems (grids sized so that `full` runs on a 2-core CPU in about 1.5 h)."""
+    """The held-out protocol of `cpu`, `cpu_hard` and `full` (experiments/dllm.py
+    docstring): 1000 test problems, N = 2 / 4 / 8, the protocol's grids run at N = 4 on 128
+    validation problems."""
     c.num_problems, c.eval_batch, c.particles = 1000, 250, (2, 4, 8)
-    c.protocol.update(validation_problems=128, temperatures=(0.7, 1.0, 1.5),
-                      schedules=("every_step", "block_ends"))
+    c.protocol.update(validation_problems=128)

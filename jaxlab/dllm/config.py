@@ -17,8 +17,13 @@ divisible by ``num_chunks`` for training and the POKE head; ``config.sale.taus``
 ``config.sale.task`` empty or a known task (a warning when it is not one of
 ``config.tasks``: the SALE check is then skipped); the protocol: ``config.resample_schedule``
 and every ``config.protocol.schedules`` entry in ``path_smc.SCHEDULES``,
-``config.particle_blocks`` in ``PARTICLE_BLOCKS``, ``config.protocol.temperatures`` finite
-and >= 0, ``config.protocol.rank_fractions`` in (0, 1).
+``config.particle_blocks`` (and each ``config.protocol.particle_blocks``) in
+``PARTICLE_BLOCKS``, ``config.proposal`` in ``decoding.PROPOSALS``, ``config.select`` (and
+each ``config.protocol.selections``) in ``path_smc.SELECTIONS``, ``config.temperature``,
+``position_temperature``, ``sr_smc_temperature``, ``weight_scale`` finite and >= 0,
+``config.ess_threshold`` in [0, 1]; the grids ``config.protocol.temperatures``,
+``position_temperatures``, ``weight_scales`` finite and >= 0, ``ess_thresholds`` in [0, 1];
+``config.protocol.rank_fractions`` in (0, 1).
 """
 
 import warnings
@@ -46,13 +51,16 @@ RULES = {
     "poke.batch_size": V.POSITIVE_INT, "poke.lr": V.POSITIVE, "poke.num_chunks": V.POSITIVE_INT,
     "num_problems": V.POSITIVE_INT, "eval_batch": V.POSITIVE_INT,
     "temperature": V.NON_NEGATIVE, "threshold": V.UNIT_CLOSED, "bootstrap": V.POSITIVE_INT,
+    "position_temperature": V.NON_NEGATIVE, "sr_smc_temperature": V.NON_NEGATIVE,
+    "weight_scale": V.NON_NEGATIVE, "ess_threshold": V.UNIT_CLOSED,
     "sale.num_problems": V.POSITIVE_INT, "sale.block_q": V.POSITIVE_INT,
     "sale.block_k": V.POSITIVE_INT, "sale.local": V.POSITIVE_INT,
     "protocol.validation_problems": V.POSITIVE_INT, "protocol.min_headroom": V.UNIT_CLOSED,
     "protocol.max_greedy": V.UNIT_CLOSED,
 }
 FLOATS = ("model.rope_theta", "model.rms_norm_eps", "model.sale_tau", "train.lr",
-          "poke.temperature", "poke.lr", "temperature", "threshold")
+          "poke.temperature", "poke.lr", "temperature", "threshold", "position_temperature",
+          "sr_smc_temperature", "weight_scale", "ess_threshold")
 
 
 def _get(config, dotted):
@@ -146,6 +154,8 @@ def validate_config(config) -> None:
                           "bootstrap resamples for a percentile CI")
     _check_int_tuple("config.particles", _get(config, "particles"))
     _check_int_tuple("config.throughput_particles", _get(config, "throughput_particles"))
+    if tuple(_get(config, "protocol.tune_particles") or ()):
+        _check_int_tuple("config.protocol.tune_particles", config.protocol.tune_particles)
     tasks_lib.register_refs(_get(config, "task_refs"))
     names = tuple(_get(config, "tasks") or ())
     if not names:
@@ -168,18 +178,24 @@ def validate_config(config) -> None:
         _check_steps_chunks(f"config.task_train.{name}", merged)
     if _get(config, "poke") is not None:
         _check_steps_chunks("config.poke", config.poke)
-    for name in ("resample_schedule", "particle_blocks"):
+    choices = {"resample_schedule": path_smc.SCHEDULES, "particle_blocks": PARTICLE_BLOCKS,
+               "proposal": decoding.PROPOSALS, "select": path_smc.SELECTIONS}
+    for name, allowed in choices.items():
         value = _get(config, name)
         if value is not None:
-            V.check_one_of(f"config.{name}", value, path_smc.SCHEDULES
-                           if name == "resample_schedule" else PARTICLE_BLOCKS)
-    for sched in tuple(_get(config, "protocol.schedules") or ()):
-        V.check_one_of("config.protocol.schedules", sched, path_smc.SCHEDULES)
-    temps = _get(config, "protocol.temperatures")
-    if temps is not None and len(tuple(temps)):
-        arr = np.asarray(tuple(temps), np.float64)
-        V.check_in_range("config.protocol.temperatures", arr, 0.0)
-        V.check_finite("config.protocol.temperatures", arr)
+            V.check_one_of(f"config.{name}", value, allowed)
+    for name, allowed in (("schedules", path_smc.SCHEDULES),
+                          ("particle_blocks", PARTICLE_BLOCKS),
+                          ("selections", path_smc.SELECTIONS)):
+        for value in tuple(_get(config, f"protocol.{name}") or ()):
+            V.check_one_of(f"config.protocol.{name}", value, allowed)
+    for name, high in (("temperatures", None), ("position_temperatures", None),
+                       ("weight_scales", None), ("ess_thresholds", 1.0)):
+        values = _get(config, f"protocol.{name}")
+        if values is not None and len(tuple(values)):
+            arr = np.asarray(tuple(values), np.float64)
+            V.check_in_range(f"config.protocol.{name}", arr, 0.0, high)
+            V.check_finite(f"config.protocol.{name}", arr)
     fracs = _get(config, "protocol.rank_fractions")
     if fracs is not None:
         arr = np.asarray(tuple(fracs), np.float64)

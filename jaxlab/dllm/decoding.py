@@ -11,7 +11,21 @@ positions of the current semi-AR block (LLaDA ``generate``):
 * ``neg_entropy``: sum_v p_v log p_v;
 * ``random``: uniform scores.
 
-Predictions x0 are the argmax (``temperature=0``) or a sample from softmax(logits / T).
+Two proposals (``PROPOSALS``) say what is random in a sampled step:
+
+* ``"tokens"`` (LLaDA ``generate``): every masked position draws x0 ~ softmax(logits / T)
+  (argmax at ``temperature=0``) and the policy commits the highest-scoring positions, scored
+  on the drawn tokens; particles differ mostly in their tokens.
+* ``"path"`` (ours): the positions are drawn, the tokens are not (unless a token
+  temperature is set). The policy scores every eligible position on its argmax prediction
+  (``position_logits``: log-confidence for ``confidence``); the step commits the k_t
+  positions of a Gumbel-top-k draw over scores / ``position_temperature`` (a
+  Plackett-Luce draw without replacement; ``position_temperature=0`` is the policy's own
+  top-k), and writes x0 = argmax at ``temperature=0`` or x0 ~ softmax(logits / T) at those
+  positions only. Particles then share greedy's token quality and differ in their
+  unmasking order. ``deterministic`` rows [B] bool take the greedy step (top-k, argmax):
+  ``path_smc``'s greedy reference particle.
+
 The Path LL increment of a step is the sum of the *untempered* model log-probs of the
 committed tokens, log p(x_{Q_t} | x_{O_t}) (POKE-SMC eq. for log p(x; tau)); the mask
 token is excluded from the predictive distribution everywhere.
@@ -30,7 +44,8 @@ dtypes are static so they also hold under ``jit``, values only when concrete):
   abstract output shape (``jax.eval_shape``, no forward pass);
 * ``mask_id`` inside the vocabulary, ``vocab_size`` equal to the denoiser's logits width
   (``decoder`` and ``path_smc.smc`` read it from the denoiser when it is None);
-* ``policy`` one of ``POLICIES``; ``temperature`` >= 0 and not NaN; ``threshold`` in [0, 1];
+* ``policy`` one of ``POLICIES``; ``proposal`` one of ``PROPOSALS``; ``temperature`` and
+  ``position_temperature`` >= 0 and finite; ``threshold`` in [0, 1];
 * ``gen_length``, ``steps``, ``block_length`` positive ints with block_length dividing
   gen_length, steps divisible by the number of blocks and <= gen_length.
 
@@ -57,6 +72,7 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 Denoiser = Callable[[Array], tuple[Array, Array]]
 POLICIES = ("confidence", "margin", "neg_entropy", "random")
+PROPOSALS = ("tokens", "path")
 
 
 class DecodeState(NamedTuple):
@@ -201,6 +217,46 @@ def policy_scores(key: PRNGKey, logp: Array, x0: Array, policy: str) -> Array:
     raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
 
 
+def position_logits(key: PRNGKey, logp: Array, policy: str) -> Array:
+    """Plackett-Luce logits of the positions under the ``"path"`` proposal: the policy's
+    score of each position's argmax prediction, on the log scale for ``confidence``
+    (log max_v p_v, so the draw weights positions by p^(1 / position_temperature)).
+
+    Args:
+      key: PRNG key (``random`` policy).
+      logp: [B, A, V] log-probs (mask excluded).
+      policy: one of ``POLICIES``.
+
+    Returns:
+      [B, A] float32 logits (the order of ``policy_scores`` on the argmax tokens).
+    """
+    if policy == "confidence":
+        return jnp.max(logp, axis=-1)
+    return policy_scores(key, logp, jnp.argmax(logp, axis=-1), policy)
+
+
+def gumbel_top_k(key: PRNGKey, logits: Array, eligible: Array, k: Array,
+                 temperature: float, deterministic: Array | None = None) -> Array:
+    """Boolean [B, A]: ``k`` eligible positions drawn without replacement with probabilities
+    proportional to exp(logits / temperature) (Gumbel-top-k: the k largest of
+    logits / temperature + Gumbel noise); ``temperature`` 0, or a ``deterministic`` row [B],
+    takes the k largest logits (ties to the lower position)."""
+    if temperature == 0.0:
+        return select_top_k(logits, eligible, k)
+    keys = logits / temperature + jax.random.gumbel(key, logits.shape)
+    if deterministic is not None:
+        keys = jnp.where(deterministic[:, None], logits, keys)
+    return select_top_k(keys, eligible, k)
+
+
+def check_proposal(proposal: str, position_temperature) -> None:
+    """``proposal`` one of ``PROPOSALS``; ``position_temperature`` finite and >= 0."""
+    if proposal not in PROPOSALS:
+        raise ValueError(f"`proposal` must be one of {PROPOSALS}, got {proposal!r}.")
+    validation.check_in_range("position_temperature", position_temperature, 0.0)
+    validation.check_finite("position_temperature", position_temperature)
+
+
 def predict(key: PRNGKey, logits: Array, mask_id: int, temperature: float):
     """x0 predictions and their log-probs. logits [B, A, V] -> (x0 [B, A], logp, logp_x0)."""
     logp = log_probs(logits, mask_id)
@@ -328,17 +384,38 @@ def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size
 
 
 def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mask_id: int,
-                prompt_len: int, policy: str, temperature: float, block_length: int):
-    """One denoising step from precomputed ``logits`` [B, L, V].
+                prompt_len: int, policy: str, temperature: float, block_length: int,
+                proposal: str = "tokens", position_temperature: float = 1.0,
+                deterministic: Array | None = None):
+    """One denoising step from precomputed ``logits`` [B, L, V] (module docstring: the
+    proposals; ``deterministic`` [B] bool rows take the policy's greedy step: argmax tokens and,
+    under ``"path"``, the top-k positions; not meaningful for the ``random`` policy).
 
     Returns:
       (state, Path LL increment [B], non-finite logits flag [B] (``nonfinite_logp``)).
     """
     k_pred, k_pol = jax.random.split(key)
-    x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
-    scores = policy_scores(k_pol, logp, x0, policy)
     eligible = block_eligible(state.order, step_block, block_length)
-    select = select_top_k(scores, eligible, k)
+    if proposal == "path":
+        k_pos, k_rand = jax.random.split(k_pol)
+        logp = log_probs(logits[:, prompt_len:], mask_id)
+        greedy_x0 = jnp.argmax(logp, axis=-1).astype(jnp.int32)
+        if temperature == 0.0:
+            x0 = greedy_x0
+        else:
+            x0 = jax.random.categorical(k_pred, logp / temperature, axis=-1).astype(jnp.int32)
+            if deterministic is not None:
+                x0 = jnp.where(deterministic[:, None], greedy_x0, x0)
+        logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
+        select = gumbel_top_k(k_pos, position_logits(k_rand, logp, policy), eligible, k,
+                              position_temperature, deterministic)
+    else:
+        x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
+        if deterministic is not None and temperature != 0.0:
+            greedy_x0 = jnp.argmax(logp, axis=-1).astype(jnp.int32)
+            x0 = jnp.where(deterministic[:, None], greedy_x0, x0)
+            logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
+        select = select_top_k(policy_scores(k_pol, logp, x0, policy), eligible, k)
     state, inc = commit(state, select, x0, logp_x0, t, prompt_len)
     return state, inc, nonfinite_logp(logp_x0)
 
@@ -346,7 +423,8 @@ def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mas
 def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
             vocab_size: int | None = None, policy: str = "confidence",
             steps: int | None = None, block_length: int | None = None,
-            temperature: float = 0.0) -> Algorithm:
+            temperature: float = 0.0, proposal: str = "tokens",
+            position_temperature: float = 0.0) -> Algorithm:
     """Policy decoding of B sequences as an ``Algorithm`` (settings checked here).
 
     ``init(key, prompt [B, P]) -> DecodeState``: all-mask answers (``key`` unused; checks
@@ -356,6 +434,7 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
     """
     check_policy(policy)
     check_temperature(temperature)
+    check_proposal(proposal, position_temperature)
     _, block_length, schedule, blocks = step_plan(gen_length, steps, block_length)
 
     def init(key: PRNGKey, prompt: Array) -> DecodeState:
@@ -369,7 +448,8 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
         state, inc, bad = decode_step(
             key, state, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
             mask_id=mask_id, prompt_len=state.tokens.shape[1] - gen_length, policy=policy,
-            temperature=temperature, block_length=block_length)
+            temperature=temperature, block_length=block_length, proposal=proposal,
+            position_temperature=position_temperature)
         _check_logits_flag(bad)
         return state, DecodeInfo(inc, bad)
 
@@ -378,7 +458,8 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
 
 def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,
            mask_id: int, vocab_size: int, policy: str = "confidence", steps: int | None = None,
-           block_length: int | None = None, temperature: float = 0.0) -> DecodeResult:
+           block_length: int | None = None, temperature: float = 0.0,
+           proposal: str = "tokens", position_temperature: float = 0.0) -> DecodeResult:
     """Policy decoding of B sequences: ``lax.scan`` of ``decoder(...).step`` over the keys
     ``jax.random.split(key, steps)`` (jit it with the non-array arguments static).
 
@@ -391,7 +472,10 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
       policy: one of ``POLICIES``.
       steps: denoising steps (default gen_length: one token per step).
       block_length: semi-AR block length (None: one block).
-      temperature: 0 for argmax predictions.
+      temperature: 0 for argmax predictions (under ``"path"``: the token temperature).
+      proposal: one of ``PROPOSALS`` (module docstring).
+      position_temperature: ``"path"`` only: temperature of the position draw (0: the
+        policy's top-k, i.e. greedy positions).
 
     Returns:
       DecodeResult with nfe = steps for every sequence.
@@ -402,7 +486,8 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
     """
     alg = decoder(denoise_fn, gen_length=gen_length, mask_id=mask_id, vocab_size=vocab_size,
                   policy=policy, steps=steps, block_length=block_length,
-                  temperature=temperature)
+                  temperature=temperature, proposal=proposal,
+                  position_temperature=position_temperature)
     steps = gen_length if steps is None else steps
     state = alg.init(key, prompt)
 

@@ -39,9 +39,31 @@ order). Everything below is per problem, beta = ``weight_scale``.
   weights, so it changes only *which* particles survive resampling, never pi; resampling
   (any schedule, any resampler) leaves every gamma_t unchanged.
 
+**The path proposal** (``proposal="path"``, ours; ``decoding`` docstring). M_t draws the
+k_t committed positions Q_t as a Gumbel-top-k (Plackett-Luce, without replacement) over
+log max_v p(v | s_{t-1}) / tau_pos among the eligible positions, and writes the argmax
+token there (or a draw from softmax(log p / T) at token temperature T > 0). So q(s_t |
+s_{t-1}) = PL(Q_t) * prod_{i in Q_t} q_T(x_i), the targets above hold with this q, and
+particles differ in their order rather than in tempered tokens.
+
 ``tests/dllm/test_smc.py`` checks gamma_t (with the twist) and pi by enumeration on a
 context-dependent toy denoiser with two blocks, T != 1, beta != 1, with and without
-resampling and for each resampling schedule.
+resampling and for each resampling schedule, for both proposals (the path proposal with
+two positions per step, so the Plackett-Luce set law is exercised).
+
+**Greedy reference** (``greedy_reference=True``, ours): particle 0 of every problem takes
+the policy's deterministic step (top-k positions, argmax tokens) and is its own ancestor at
+every resampling, while the other N - 1 are drawn from all N by weight, as the reference
+path of conditional SMC (Andrieu, Doucet and Holenstein 2010). Greedy's answer is then
+always among the candidates: the decoders cannot lose greedy's path by resampling it
+away. The weighted particles no longer follow gamma_t exactly (one path is fixed); this is
+a search device, tested for what it promises (the reference equals ``decoding.decode``'s
+path and survives), not against the targets.
+
+**Output** (``select``): the highest Path LL (``"path_ll"``, the paper's) or the highest
+final log weight (``"weight"``: after a resampling every weight is reset to the mean, so
+this ranks by the Path LL gained since the problem's last resampling). V(s_S) = 0, so the
+twist enters the output only through which particles survived.
 
 **Resampling schedule** (``resample_schedule``; the ESS test applies at every allowed
 step; step t resamples the particles after t commits):
@@ -59,9 +81,10 @@ for all three.
 
 What follows what: the paper (arXiv 2602.03496): Path LL increments plus the change of the
 POKE value as the weight, ESS < N/2 resampling, best-particle output; its algorithm box is
-not in our corpora, so the target above is ours, written down and tested. The proposal is
-LLaDA's ``generate`` (low-confidence remasking, semi-AR blocks). Ours: beta, the schedule
-options, per-problem batching, the twist read from the same pass.
+not in our corpora, so the target above is ours, written down and tested. The token proposal is
+LLaDA's ``generate`` (low-confidence remasking, semi-AR blocks). Ours: the path proposal,
+the greedy reference, beta, the schedule and selection options, per-problem batching, the
+twist read from the same pass.
 
 API (``jaxlab.core.types.Algorithm``; the key always first):
 
@@ -80,7 +103,9 @@ Checks: eagerly at the Python boundary (``smc`` and its ``init``, hence ``run_pa
 integer ids in [0, vocab_size) without the mask id; ``num_particles`` a positive int;
 ``resampler`` in ``RESAMPLERS``; ``resample_schedule`` in ``SCHEDULES`` (and
 ``resample_fractions`` in (0, 1)); ``policy`` in ``decoding.POLICIES``; ``ess_threshold`` in
-[0, 1]; ``temperature`` >= 0; ``weight_scale`` finite and >= 0; the step / block schedule.
+[0, 1]; ``temperature`` and ``position_temperature`` finite and >= 0; ``proposal`` in
+``decoding.PROPOSALS``; ``select`` in ``SELECTIONS``; ``greedy_reference`` with a
+deterministic policy; ``weight_scale`` finite and >= 0; the step / block schedule.
 The module-level ``step`` assumes checked settings. Traced values: the log weights are
 built inside the step (from the denoiser's logits, ``value_fn`` and ``weight_scale``), so
 each step records ``Info.nonfinite_weights`` [B] (a NaN or +inf log weight, or all of a
@@ -213,15 +238,20 @@ def _ess(log_w: Array) -> Array:
 
 
 def resample_step(key: PRNGKey, state: State, logits: Array, *, ess_threshold: float,
-                  resampler: str, allowed=True) -> tuple[State, Array, Info]:
+                  resampler: str, allowed=True,
+                  keep_first: bool = False) -> tuple[State, Array, Info]:
     """ESS-triggered per-problem resampling of particles (and their logits [B * N, L, V]);
-    ``allowed`` (bool scalar, may be traced): the schedule permits resampling now."""
+    ``allowed`` (bool scalar, may be traced): the schedule permits resampling now;
+    ``keep_first``: particle 0 of every problem keeps itself as its ancestor (the reference
+    path of conditional SMC; the others are drawn from all N by weight)."""
     b, n = state.log_weights.shape
     ess = _ess(state.log_weights)
     do = (ess < ess_threshold * n) & allowed
     weights = jax.vmap(lambda lw: smc_lib.normalize_log_weights(lw)[0])(state.log_weights)
     idx = jax.vmap(lambda k, w: RESAMPLERS[resampler](k, w, n))(jax.random.split(key, b),
                                                                weights)
+    if keep_first:
+        idx = idx.at[:, 0].set(0)
     anc = jnp.where(do[:, None], idx, jnp.arange(n)[None])
     flat = (anc + n * jnp.arange(b)[:, None]).reshape(-1)
     gather = lambda x: x[flat]  # noqa: E731
@@ -249,7 +279,9 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
          block_length: int | None = None, temperature: float = 1.0,
          ess_threshold: float = 0.5, resampler: str = "multinomial",
          weight_scale: float = 1.0, resample_schedule: str = "every_step",
-         resample_fractions: tuple[float, ...] = (0.5,)) -> tuple[State, Info]:
+         resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
+         position_temperature: float = 1.0,
+         greedy_reference: bool = False) -> tuple[State, Info]:
     """One SMC step of every particle (module docstring, 1-4); arguments as in ``smc``.
 
     Returns:
@@ -272,14 +304,17 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
         allowed = jnp.asarray(resample_steps(gen_length, steps, block_length,
                                              resample_schedule, resample_fractions))[t]
         state, logits, info = resample_step(k_res, state, logits, ess_threshold=ess_threshold,
-                                            resampler=resampler, allowed=allowed)
+                                            resampler=resampler, allowed=allowed,
+                                            keep_first=greedy_reference)
     else:
         info = Info(jnp.broadcast_to(jnp.arange(n), (b, n)), _ess(lw_before),
                     jnp.zeros(b, bool), jnp.zeros(b), jnp.zeros(b, bool))
     dec, inc, _ = decoding.decode_step(
         k_step, state.decode, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
         mask_id=mask_id, prompt_len=state.decode.tokens.shape[1] - gen_length, policy=policy,
-        temperature=temperature, block_length=block_length)
+        temperature=temperature, block_length=block_length, proposal=proposal,
+        position_temperature=position_temperature,
+        deterministic=(jnp.tile(jnp.arange(n) == 0, b) if greedy_reference else None))
     log_w = state.log_weights + weight_scale * inc.reshape(b, n)
     info = info._replace(log_likelihood_increment=(
         jax.nn.logsumexp(log_w, axis=1) - jax.nn.logsumexp(lw_before, axis=1)),
@@ -295,7 +330,8 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
         block_length: int | None = None, temperature: float = 1.0,
         ess_threshold: float = 0.5, resampler: str = "multinomial",
         weight_scale: float = 1.0, resample_schedule: str = "every_step",
-        resample_fractions: tuple[float, ...] = (0.5,)) -> Algorithm:
+        resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
+        position_temperature: float = 1.0, greedy_reference: bool = False) -> Algorithm:
     """SMC over unmasking paths as an ``Algorithm`` (settings checked here, eagerly).
 
     Args:
@@ -306,7 +342,14 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
       vocab_size: checked against the denoiser's logits width (None: the denoiser's).
       value_fn: POKE value (hidden, tokens) -> [M]; None = no lookahead.
       resample: False gives best-of-N (independent particles).
-      policy, steps, block_length, temperature: the proposal (see ``decoding.decode``).
+      policy, steps, block_length, temperature, proposal, position_temperature: the
+        proposal (``decoding.decode``; ``"tokens"`` samples tokens at ``temperature``,
+        ``"path"`` samples the unmasking order at ``position_temperature`` and takes
+        argmax tokens at ``temperature`` 0).
+      greedy_reference: particle 0 of every problem follows the policy's deterministic
+        path (argmax tokens, top-k positions) and is never replaced at resampling
+        (conditional SMC with greedy's path as the reference), so greedy's answer is
+        always among the candidates.
       ess_threshold: resample when ESS < ess_threshold * N (0.5 in the paper).
       resampler: one of ``RESAMPLERS``.
       weight_scale: beta >= 0 in log w += beta * (increment + twist).
@@ -327,13 +370,18 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
     decoding.check_temperature(temperature)
     validation.check_in_range("weight_scale", weight_scale, 0.0)
     validation.check_finite("weight_scale", weight_scale)
+    decoding.check_proposal(proposal, position_temperature)
+    if greedy_reference and policy == "random":
+        raise ValueError("`greedy_reference` needs a deterministic `policy` (not 'random').")
     resample_steps(gen_length, steps, block_length, resample_schedule, resample_fractions)
     resample_fractions = tuple(float(f) for f in resample_fractions)
     settings = dict(resample_schedule=resample_schedule, resample_fractions=resample_fractions,
                     gen_length=gen_length, mask_id=mask_id, value_fn=value_fn,
                     resample=resample, policy=policy, steps=steps, block_length=block_length,
                     temperature=temperature, ess_threshold=ess_threshold, resampler=resampler,
-                    weight_scale=weight_scale)
+                    weight_scale=weight_scale, proposal=proposal,
+                    position_temperature=float(position_temperature),
+                    greedy_reference=bool(greedy_reference))
 
     def init_fn(key: PRNGKey, prompt: Array) -> State:
         validation.check_ndim("prompt", prompt, 2)
@@ -388,11 +436,22 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
     return state, info
 
 
-def best_particle(state: State, num_steps: int) -> DecodeResult:
-    """The highest-Path-LL particle of each problem, with nfe = num_steps * N. -> [B]."""
+SELECTIONS = ("path_ll", "weight")
+
+
+def best_particle(state: State, num_steps: int, select: str = "path_ll") -> DecodeResult:
+    """Each problem's output particle, with nfe = num_steps * N. -> [B].
+
+    ``select``: ``"path_ll"`` the highest Path LL; ``"weight"`` the highest final log weight
+    (beta times the Path LL gained since the problem's last resampling, plus the reset
+    mean: among survivors of a resampling, the best continuation).
+    """
+    if select not in SELECTIONS:
+        raise ValueError(f"`select` must be one of {SELECTIONS}, got {select!r}.")
     b, n = state.log_weights.shape
-    path_ll = state.decode.path_ll.reshape(b, n)
-    best = jnp.argmax(path_ll, axis=1)
+    score = (state.decode.path_ll.reshape(b, n) if select == "path_ll"
+             else state.log_weights)
+    best = jnp.argmax(score, axis=1)
     pick = lambda x: x.reshape(b, n, *x.shape[1:])[jnp.arange(b), best]  # noqa: E731
     answer_len = state.decode.order.shape[1]
     answer = pick(state.decode.tokens)[:, -answer_len:]
@@ -401,16 +460,19 @@ def best_particle(state: State, num_steps: int) -> DecodeResult:
 
 
 def smc_decode(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-               num_particles: int, steps: int | None = None,
+               num_particles: int, steps: int | None = None, select: str = "path_ll",
                **kwargs) -> tuple[DecodeResult, Info]:
-    """``run_particles`` then the highest-Path-LL particle per problem (``best_particle``).
+    """``run_particles`` then each problem's output particle (``best_particle``: by Path LL
+    or, ``select="weight"``, by final log weight).
 
     Returns:
       (DecodeResult [B] with nfe = steps * N; Info stacked over steps).
     """
+    if select not in SELECTIONS:
+        raise ValueError(f"`select` must be one of {SELECTIONS}, got {select!r}.")
     state, info = run_particles(denoise_fn, prompt, gen_length, num_particles=num_particles,
                                 steps=steps, **kwargs)
-    return best_particle(state, gen_length if steps is None else steps), info
+    return best_particle(state, gen_length if steps is None else steps, select), info
 
 
 best_of_n = functools.partial(smc_decode, value_fn=None, resample=False)

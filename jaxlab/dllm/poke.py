@@ -88,52 +88,73 @@ class Rollouts(NamedTuple):
 
 
 def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
-                     mask_id: int, policy: str = "confidence",
-                     temperature: float = 1.0) -> Rollouts:
-    """Sampled one-token-per-step rollouts of ``policy`` from ``prompt`` [R, P]."""
+                     mask_id: int, policy: str = "confidence", temperature: float = 1.0,
+                     block_length: int | None = None, proposal: str = "tokens",
+                     position_temperature: float = 1.0) -> Rollouts:
+    """Sampled one-token-per-step rollouts of the SMC proposal from ``prompt`` [R, P].
+
+    Args:
+      denoise_fn, gen_length, mask_id: as in ``decoding.decode``.
+      prompt: [R, P] prompts, one rollout each.
+      key: PRNG key.
+      policy, temperature, block_length, proposal, position_temperature: the proposal
+        (``decoding.decode_step``); train the head on the proposal the decoder will use.
+
+    Returns:
+      Rollouts with R * gen_length rows (rollout-major).
+    """
     decoding.check_policy(policy)
     decoding.check_temperature(temperature)
+    decoding.check_proposal(proposal, position_temperature)
     validation.check_positive_int("gen_length", gen_length)
+    decoding.step_plan(gen_length, gen_length, block_length)  # validates block_length
     validation.check_ndim("prompt", prompt, 2)
     vocab_size = decoding.vocab_of(denoise_fn, prompt.shape[0], prompt.shape[1] + gen_length)
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
     decoding.check_prompt(prompt, vocab_size, mask_id)
     return _collect_rollouts(denoise_fn, prompt, gen_length, key, mask_id=mask_id,
-                             policy=policy, temperature=temperature)
+                             policy=policy, temperature=float(temperature),
+                             block_length=block_length or gen_length, proposal=proposal,
+                             position_temperature=float(position_temperature))
 
 
 def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
                              siblings: int, mask_id: int, policy: str = "confidence",
-                             temperature: float = 1.0) -> Rollouts:
+                             temperature: float = 1.0, **proposal) -> Rollouts:
     """``siblings`` rollouts of every prompt of ``prompt`` [R, P]: rollout ``r * siblings +
     k`` is prompt ``r``'s k-th (rows ``(r * siblings + k) * gen_length + t``), the layout
     ``fit(..., siblings=siblings)`` reads."""
     validation.check_positive_int("siblings", siblings)
     validation.check_ndim("prompt", prompt, 2)
     return collect_rollouts(denoise_fn, jnp.repeat(prompt, siblings, axis=0), gen_length, key,
-                            mask_id=mask_id, policy=policy, temperature=temperature)
+                            mask_id=mask_id, policy=policy, temperature=temperature,
+                            **proposal)
 
 
 @functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
-                                             "temperature"))
+                                             "temperature", "block_length", "proposal",
+                                             "position_temperature"))
 def _collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
-                      mask_id: int, policy: str, temperature: float) -> Rollouts:
+                      mask_id: int, policy: str, temperature: float, block_length: int,
+                      proposal: str, position_temperature: float) -> Rollouts:
     prompt_len = prompt.shape[1]
-    schedule = decoding.transfer_schedule(gen_length, gen_length)
+    _, _, schedule, blocks = decoding.step_plan(gen_length, gen_length, block_length)
 
     def body(state, xs):
-        t, k, key_t = xs
+        t, k, blk, key_t = xs
         logits, hidden = denoise_fn(state.tokens)
         masked = state.order < 0
         before = state.path_ll
-        state, _, _ = decoding.decode_step(key_t, state, logits, k, 0, t, mask_id=mask_id,
-                                        prompt_len=prompt_len, policy=policy,
-                                        temperature=temperature, block_length=gen_length)
+        state, _, _ = decoding.decode_step(
+            key_t, state, logits, k, blk, t, mask_id=mask_id, prompt_len=prompt_len,
+            policy=policy, temperature=temperature, block_length=block_length,
+            proposal=proposal, position_temperature=position_temperature)
         return state, (hidden[:, prompt_len:], masked, before)
 
     state = decoding.init_state(prompt, gen_length, mask_id)
-    xs = (jnp.arange(gen_length), jnp.asarray(schedule), jax.random.split(key, gen_length))
+    xs = (jnp.arange(gen_length), jnp.asarray(schedule), jnp.asarray(blocks),
+          jax.random.split(key, gen_length))
     state, (hidden, masked, before) = jax.lax.scan(body, state, xs)
     remaining = state.path_ll[None] - before  # [T, R]
     flat = lambda x: jnp.swapaxes(x, 0, 1).reshape(-1, *x.shape[2:])  # noqa: E731
@@ -237,7 +258,9 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
     def loss_terms(pred, y):  # [B, K] each
         return sibling_loss(pred, y, sibling_weight if siblings > 1 else 0.0)
 
-    def loss_fn(p, idx):  # idx [B, K] rows
+    # The rollouts enter the jitted chunk as arguments: captured by a closure they would be
+    # baked into the program as constants (several copies of a GB-sized array).
+    def loss_fn(p, idx, train):  # idx [B, K] rows
         flat = idx.reshape(-1)
         pred = nnx.merge(graphdef, p)(train.hidden[flat], train.masked[flat])
         return loss_terms(pred.reshape(idx.shape), train.remaining[idx])
@@ -248,7 +271,7 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
         g, t = jax.random.randint(k, (2, batch_size), 0, jnp.array([[n // group], [steps_per]]))
         return (g * group + t)[:, None] + offsets[None]
 
-    def val_mse(p):
+    def val_mse(p, val):
         def one(carry, i):
             sl = lambda x: jax.lax.dynamic_slice_in_dim(x, i * vb, vb)  # noqa: E731
             return carry, nnx.merge(graphdef, p)(sl(val.hidden), sl(val.masked))
@@ -264,21 +287,24 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
         return loss_terms(to_rows(pred), to_rows(val.remaining))
 
     @jax.jit
-    def chunk(st: HeadState, i):
+    def chunk_on(st: HeadState, i, train, val):
         def step(carry, _):
             p, o, k = carry
             k, k_b = jax.random.split(k)
-            loss, g = jax.value_and_grad(loss_fn)(p, sample(k_b))
+            loss, g = jax.value_and_grad(loss_fn)(p, sample(k_b), train)
             upd, o = opt.update(g, o, p)
             return (optax.apply_updates(p, upd), o, k), loss
 
         (p, o, k), losses = jax.lax.scan(step, (st.params, st.opt_state, st.key), None,
                                          length=per_chunk)
-        v = val_mse(p)
+        v = val_mse(p, val)
         better = v < st.best_val
         best = jax.tree.map(lambda a, b: jnp.where(better, a, b), p, st.best_params)
         return HeadState(p, o, k, st.losses.at[i].set(jnp.mean(losses)),
                          st.val_losses.at[i].set(v), best, jnp.minimum(v, st.best_val))
+
+    def chunk(st: HeadState, i):
+        return chunk_on(st, i, train, val)
 
     state = HeadState(params, opt.init(params), jax.random.key(seed), jnp.zeros(num_chunks),
                       jnp.zeros(num_chunks), params, jnp.array(jnp.inf))

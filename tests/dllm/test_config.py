@@ -28,6 +28,12 @@ def test_dead_block_length_field_is_gone():
     ("protocol.schedules", ("every_step", "x")), ("protocol.temperatures", (1.0, -1.0)),
     ("protocol.temperatures", (float("nan"),)), ("protocol.rank_fractions", (0.5, 1.0)),
     ("protocol.min_headroom", 1.5), ("protocol.validation_problems", 0),
+    ("proposal", "order"), ("select", "mean"), ("position_temperature", -1.0),
+    ("position_temperature", float("inf")), ("sr_smc_temperature", -0.1),
+    ("weight_scale", float("nan")), ("weight_scale", -2.0), ("ess_threshold", 1.5),
+    ("protocol.particle_blocks", ("one", "two")), ("protocol.selections", ("weight", "x")),
+    ("protocol.position_temperatures", (1.0, -0.5)), ("protocol.weight_scales", (float("inf"),)),
+    ("protocol.ess_thresholds", (0.5, 1.2)), ("protocol.tune_particles", (4, 0)),
 ])
 def test_bad_field_is_named(field, value):
     c = dllm_configs.get_config("smoke")

@@ -100,9 +100,11 @@ def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
     models = dllm_models.Models(cfg, str(tmp_path))
     for _ in range(3):
         assert models.denoiser("sudoku") is models.denoiser("sudoku")
-    models.poke_head("sudoku")
-    models.poke_head("sudoku")
+    spec = dllm_models.default_proposal(cfg, models.denoiser("sudoku").task)
+    assert models.poke_head("sudoku", proposal=spec) is models.poke_head("sudoku",
+                                                                          proposal=spec)
     assert loads == ["sudoku denoiser", "sudoku POKE head"]
+    assert not os.path.exists(tmp_path / "models")  # shipped for the study's proposal
 
 
 @pytest.mark.parametrize("name,min_acc", [("sudoku", 0.8), ("addition", 0.3),
@@ -120,46 +122,77 @@ def test_shipped_denoisers_and_heads_load_and_solve_problems(name, min_acc, tmp_
     r = decoding.decode(m.denoise_fn, prompt, m.task.answer_len, key=jax.random.key(0),
                         mask_id=m.task.mask_id, vocab_size=m.task.vocab_size)
     assert float(np.mean(m.task.verify(prompt, r.answer))) >= min_acc
-    value_fn = poke.make_value_fn(*models.poke_head(name), m.task.prompt_len, m.task.mask_id)
     tokens = decoding.init_state(prompt[:8], m.task.answer_len, m.task.mask_id).tokens
-    v = np.asarray(value_fn(m.denoise_fn(tokens)[1], tokens))
-    assert v.shape == (8,) and np.all(np.isfinite(v)) and np.all(v <= 0)
+    # Heads on the token proposal (legacy) and on the study's path proposal.
+    for spec in (None, dllm_models.default_proposal(cfg, m.task)):
+        head = models.poke_head(name, proposal=spec)
+        value_fn = poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
+        v = np.asarray(value_fn(m.denoise_fn(tokens)[1], tokens))
+        assert v.shape == (8,) and np.all(np.isfinite(v)) and np.all(v <= 0)
     assert not os.path.exists(tmp_path / "models")  # loaded, not trained
 
 
 def test_every_full_preset_task_is_shipped():
+    """A denoiser and a head on the study's untuned proposal for every task, so the quick
+    presets train nothing."""
     cfg = dllm_config.get_config("full")
     for name in cfg.tasks:
-        for what in (name, f"{name}_poke"):
-            assert os.path.isdir(dllm_models.shipped_path(cfg, what)), what
+        assert os.path.isdir(dllm_models.shipped_path(cfg, name)), name
+        spec = dllm_models.default_proposal(cfg, dllm_models.make_task(cfg, name))
+        assert dllm_models.shipped_head_path(cfg, name, spec), (name, spec)
 
 
 def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatch):
-    """``_tune`` on a uniform denoiser: every grid entry is run on the validation prompts
-    (key seed + 4242, never the test prompts), the argmax is frozen, ties go to the first."""
+    """``_tune`` with stubbed accuracies: every grid entry is run on the validation prompts
+    (key seed + 4242, never the test prompts) at ``protocol.tune_particles``, in the
+    declared order (proposal, SR-SMC's temperature, the head on the chosen proposal, then
+    per SMC family beta x ESS threshold and the selection); each argmax is frozen before
+    the next stage and ties go to the first entry."""
+    from jaxlab.dllm import decoding
     from jaxlab.dllm import tasks as tasks_lib
 
     cfg = dllm_config.get_config("smoke")
-    cfg.particles = (2,)
-    cfg.protocol.update(validation_problems=4, temperatures=(1.0, 1.5),
-                        schedules=("every_step", "block_ends"))
-    task = tasks_lib.make_task("addition", n_digits=2)
+    cfg.particles = (2, 4)
+    cfg.protocol.update(validation_problems=4, tune_particles=(2,),
+                        particle_blocks=("one", "coarse"), position_temperatures=(),
+                        temperatures=(1.0, 1.5), weight_scales=(1.0, 4.0), ess_thresholds=(),
+                        schedules=(), selections=("path_ll", "weight"))
+    task = tasks_lib.make_task("addition", n_digits=3)
+    assert decoding.coarse_block(task.answer_len) < task.answer_len
     val, _ = task.sample(jax.random.key(cfg.seed + 4_242), 4)
     test, _ = task.sample(jax.random.key(cfg.seed + 7_777), 4)
-    seen, accs = [], iter([0.1, 0.2, 0.3, 0.4, 0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.4, 0.6])
+    seen, names = [], []
+    accs = iter([0.1, 0.3, 0.5, 0.5,   # proposal: one 0.2, coarse 0.5
+                 0.4, 0.4,             # SR-SMC T: tie -> 1.0
+                 0.2, 0.6, 0.3, 0.7,   # Path-LL SMC: beta 4; select weight
+                 0.5, 0.5, 0.6, 0.2])  # POKE-SMC: tie -> beta 1; select path_ll
 
     def fake_run(config, task_, name, dec, prompt):
         seen.append(np.asarray(prompt))
+        names.append(name.rsplit(" ", 1)[-1])
         return {"accuracy": next(accs)}
+
+    specs = []
+
+    def head_fn(spec):
+        specs.append(spec)
+        return lambda hidden, tokens: jax.numpy.zeros(tokens.shape[0])
 
     monkeypatch.setattr(exp, "_run_decoder", fake_run)
     den = lambda tok: (jax.numpy.zeros(tok.shape + (task.vocab_size,)),  # noqa: E731
                        jax.numpy.zeros(tok.shape + (2,)))
-    out = exp._tune(cfg, task, den, None)
-    # T = 1: the four families average 0.25, T = 1.5: 0.5 -> 1.5; Path-LL SMC's schedules
-    # tie at 0.5 -> the first; POKE-SMC: block_ends 0.6 > every_step 0.4.
-    assert out["grid"]["temperature"] == pytest.approx({"1": 0.25, "1.5": 0.5})
-    assert out["tuned"]["temperature"] == 1.5
-    assert out["tuned"]["schedule"] == {"smc": "every_step", "poke_smc": "block_ends"}
-    assert len(seen) == 12 and all(np.array_equal(p, np.asarray(val)) for p in seen)
+    out, value_fn = exp._tune(cfg, task, den, head_fn)
+    tuned = out["tuned"]
+    assert out["grid"]["proposal"] == pytest.approx({"one, position_temperature 1": 0.2,
+                                                     "coarse, position_temperature 1": 0.5})
+    assert tuned["particle_blocks"] == "coarse" and tuned["sr_smc_temperature"] == 1.0
+    assert tuned["smc"]["weight_scale"] == 4.0 and tuned["smc"]["select"] == "weight"
+    assert tuned["poke_smc"]["weight_scale"] == 1.0 and tuned["poke_smc"]["select"] == "path_ll"
+    # The head is trained once, on the proposal chosen in the first stage.
+    assert len(specs) == 1 and specs[0] == out["proposal"]
+    assert specs[0]["block_length"] == decoding.coarse_block(task.answer_len)
+    assert value_fn is not None
+    assert names == ["best_of_2", "smc_2"] * 2 + ["sr_smc_2"] * 2 + ["smc_2"] * 4 + [
+        "poke_smc_2"] * 4
+    assert len(seen) == 14 and all(np.array_equal(p, np.asarray(val)) for p in seen)
     assert not np.array_equal(np.asarray(val), np.asarray(test))

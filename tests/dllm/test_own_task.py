@@ -159,7 +159,8 @@ def _row(family, n, acc, correct):
 
 def test_summary_and_headline_of_a_decoder_subset():
     """With only confidence and POKE-SMC, the declared comparisons without their rival are
-    left out (not a KeyError), the post-hoc row compares with confidence."""
+    left out (not a KeyError), POKE-SMC - greedy is kept, the post-hoc row compares with
+    confidence."""
     c = dllm_configs.get_config("smoke")
     c.decoders = ("confidence", "poke_smc")
     ok = np.array([1, 0, 1, 1], bool)
@@ -175,7 +176,9 @@ def test_summary_and_headline_of_a_decoder_subset():
     summary = exp._summarize(c, out)
     t = summary["tasks"][c.tasks[0]]
     assert set(t["decoders"]) == {"confidence", "poke_smc_2"}
-    assert t["declared"] == {r: {} for r in exp.DECLARED_RIVALS}
+    # Only the greedy rival (confidence) is among the decoders.
+    assert {r: bool(v) for r, v in t["declared"].items()} == {
+        r: r == "confidence" for r in exp.DECLARED_RIVALS}
     post = t["post_hoc_poke_vs_best_on_test"]["2"]
     assert post["best_baseline"] == "confidence"
     assert post["gain"] == pytest.approx(ok.mean() - 0.5)
@@ -209,3 +212,27 @@ def test_study_runs_a_users_task_with_a_decoder_subset(tmp_path, clean_registry)
     partial = json.loads((tmp_path / "partial" / "dllm_reverse.json").read_text())
     assert list(partial) == ["confidence", "poke_smc_2"]
     assert 0 <= t["preconditions"]["2"]["best_of_n"] <= t["preconditions"]["2"]["pass_at_n"]
+
+
+def test_goals_compare_with_greedy_and_the_best_rival():
+    """The goals at N >= 4 only: each particle decoder minus greedy, POKE-SMC minus the best
+    of greedy / best-of-N / SR-SMC (paired), headroom from the preconditions."""
+    c = dllm_configs.get_config("smoke")
+    c.particles = (2, 4)
+    greedy = [1, 1, 0, 0, 1, 0, 1, 0]
+    rows = {"confidence": _row("greedy", 1, 0.5, greedy),
+            "best_of_4": _row("best_of_n", 4, 0.625, [1, 1, 1, 0, 1, 0, 1, 0]),
+            "sr_smc_4": _row("sr_smc", 4, 0.375, [1, 0, 0, 0, 1, 0, 1, 0]),
+            "poke_smc_2": _row("poke_smc", 2, 0.25, [1, 0, 0, 0, 1, 0, 0, 0]),
+            "poke_smc_4": _row("poke_smc", 4, 0.875, [1, 1, 1, 1, 1, 0, 1, 1])}
+    goals = exp._goals(c, rows, {"4": {"headroom": 0.2}})
+    assert set(goals) == {"4"}  # N = 2 is below the goals' N
+    g = goals["4"]
+    assert g["particle_minus_greedy"] == pytest.approx(
+        {"best_of_4": 0.125, "sr_smc_4": -0.125, "poke_smc_4": 0.375})
+    assert not g["no_particle_decoder_below_greedy"]  # SR-SMC is below
+    assert g["best_rival"] == "best_of_4"
+    assert g["poke_minus_best_rival"] == pytest.approx(0.25)
+    assert g["has_headroom"] and g["poke_minus_best_rival_ci"][0] <= 0.25
+    rows["sr_smc_4"] = _row("sr_smc", 4, 0.5, greedy)
+    assert exp._goals(c, rows, {"4": {"headroom": 0.0}})["4"]["no_particle_decoder_below_greedy"]

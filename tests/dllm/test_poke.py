@@ -35,6 +35,35 @@ def test_rollout_targets_are_remaining_path_ll(setup):
     np.testing.assert_array_equal(masked, np.tile(np.arange(a, 0, -1), (16, 1)))
 
 
+def test_rollouts_follow_the_path_proposal_and_its_blocks(setup):
+    """Rollouts of the path proposal: at zero temperatures they are greedy's decode (same
+    Path LL and order, semi-AR blocks respected); at a position temperature they draw
+    other orders with argmax tokens."""
+    task, den = setup
+    prompt, _ = task.sample(jax.random.key(0), 16)
+    a = task.answer_len
+    blk = decoding.coarse_block(a)
+    kw = dict(mask_id=task.mask_id, proposal="path", temperature=0.0, block_length=blk)
+    ro = poke.collect_rollouts(den, prompt, a, jax.random.key(1), position_temperature=0.0,
+                               **kw)
+    greedy = decoding.decode(den, prompt, a, key=jax.random.key(0), mask_id=task.mask_id,
+                             vocab_size=task.vocab_size, block_length=blk)
+    rem = np.asarray(ro.remaining).reshape(16, a)
+    np.testing.assert_allclose(rem[:, 0], np.asarray(greedy.path_ll), rtol=1e-5)
+    # Position t's masked set: the block structure shows in which positions are masked.
+    masked = np.asarray(ro.masked).reshape(16, a, a)
+    first_block_done = masked[:, blk, :blk]  # before step blk the first block is complete
+    assert not first_block_done.any()
+    drawn = poke.collect_rollouts(den, prompt, a, jax.random.key(1), position_temperature=2.0,
+                                  **kw)
+    orders = np.asarray(drawn.masked).reshape(16, a, a)
+    assert not np.array_equal(orders, masked)  # other unmasking orders were drawn
+    assert not orders[:, blk, :blk].any()  # still inside the blocks
+    with pytest.raises(ValueError, match="`proposal`"):
+        poke.collect_rollouts(den, prompt, a, jax.random.key(1), mask_id=task.mask_id,
+                              proposal="order")
+
+
 def test_head_fits_held_out_rollouts_and_drives_smc(setup):
     task, den = setup
     a = task.answer_len

@@ -321,3 +321,174 @@ def test_bad_resampling_schedules_raise(kwargs, arg):
         path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
                             key=jax.random.key(0), mask_id=MASK, vocab_size=V,
                             num_particles=2, **kwargs)
+
+
+# --- The path proposal: argmax tokens, Plackett-Luce positions (decoding docstring) ------
+
+
+def _plackett_luce_set(logits, chosen):
+    """Probability that a Gumbel-top-k draw over ``logits`` picks the set ``chosen`` (sum
+    over its orders of the sequential draw without replacement)."""
+    w = np.exp(np.asarray(logits) - np.max(logits))
+    total = 0.0
+    for perm in itertools.permutations(chosen):
+        p, left = 1.0, w.sum()
+        for j in perm:
+            p *= w[j] / left
+            left -= w[j]
+        total += p
+    return total
+
+
+def enumerate_path_targets(token_temperature, position_temperature, beta, block_length,
+                           steps):
+    """{t: {partial answer: gamma_t}} under the ``"path"`` proposal: at step t the k_t
+    committed positions are a Plackett-Luce set over log max_v p_i(v) / position_temperature
+    (eligible positions of the step's block), each committed token is the argmax
+    (``token_temperature`` 0) or drawn from p_i^(1 / T); Path LL and twist as above."""
+    _, _, schedule, blocks = decoding.step_plan(CA, steps, block_length)
+    out = {t: {} for t in range(steps + 1)}
+
+    def rec(ans, t, logq, ll):
+        v = 0.0 if t == steps else _np_value(ans)
+        out[t][ans] = out[t].get(ans, 0.0) + np.exp(logq + beta * (ll + v))
+        if t == steps:
+            return
+        elig = [i for i in range(CA) if ans[i] == CMASK and i // block_length == blocks[t]]
+        laws = {i: _np_law(ans, i) for i in elig}
+        logits = [np.log(laws[i].max()) / position_temperature for i in elig]
+        for chosen in itertools.combinations(range(len(elig)), int(schedule[t])):
+            lq_pos = np.log(_plackett_luce_set(logits, chosen))
+            pos = [elig[j] for j in chosen]
+            if token_temperature == 0:
+                choices = [(tuple(int(np.argmax(laws[i])) for i in pos), 0.0)]
+            else:
+                q = {i: laws[i] ** (1 / token_temperature)
+                     / np.sum(laws[i] ** (1 / token_temperature)) for i in pos}
+                choices = [(x, sum(np.log(q[i][xi]) for i, xi in zip(pos, x, strict=True)))
+                           for x in itertools.product(range(2), repeat=len(pos))]
+            for x, lq_tok in choices:
+                new = list(ans)
+                inc = 0.0
+                for i, xi in zip(pos, x, strict=True):
+                    new[i] = xi
+                    inc += np.log(laws[i][xi])
+                rec(tuple(new), t + 1, logq + lq_pos + lq_tok, ll + inc)
+
+    rec((CMASK,) * CA, 0, 0.0, 0.0)
+    return {t: {k: v / sum(d.values()) for k, v in d.items()} for t, d in out.items()}
+
+
+@pytest.mark.parametrize("token_t,pos_t,beta,block,steps,settings", [
+    (0.0, 0.8, 1.5, CA, 2, dict(resample=False)),                  # 2 positions per step
+    (0.0, 1.7, 2.0, CA, 2, dict(ess_threshold=1.0)),
+    (0.6, 1.2, 0.8, 2, CA, dict(ess_threshold=1.0, resample_schedule="block_ends")),
+])
+def test_path_proposal_weighted_particles_target_the_path_targets(token_t, pos_t, beta, block,
+                                                                  steps, settings):
+    """Under the ``"path"`` proposal (positions drawn, tokens argmax or tempered) the
+    weighted particles follow gamma_t with q the Plackett-Luce set law of the positions,
+    with the POKE twist and with resampling."""
+    b, n = 200, 64
+    targets = enumerate_path_targets(token_t, pos_t, beta, block, steps)
+    alg = path_smc.smc(ctx_denoiser, gen_length=CA, num_particles=n, mask_id=CMASK,
+                       vocab_size=CV, value_fn=ctx_value, block_length=block, steps=steps,
+                       temperature=token_t, weight_scale=beta, proposal="path",
+                       position_temperature=pos_t, **settings)
+
+    @jax.jit
+    def run(key):
+        state = alg.init(key, jnp.zeros((b, 1), jnp.int32))
+        out = []
+        for t, k in enumerate(jax.random.split(key, steps)):
+            state, info = alg.step(k, state)
+            v = (jnp.zeros((b, n)) if t == steps - 1
+                 else ctx_value(None, state.decode.tokens).reshape(b, n))
+            out.append((state.decode.tokens[:, 1:], state.log_weights
+                        + beta * (v - state.value), info.resampled))
+        return out
+
+    resampled_any = False
+    for t, (tokens, log_w, resampled) in enumerate(run(jax.random.key(6)), start=1):
+        w = np.asarray(jax.nn.softmax(log_w.reshape(-1)))
+        got = {}
+        for row, wi in zip(map(tuple, np.asarray(tokens).tolist()), w, strict=True):
+            got[row] = got.get(row, 0.0) + wi
+        keys = sorted(set(got) | set(targets[t]))
+        np.testing.assert_allclose([got.get(k, 0.0) for k in keys],
+                                   [targets[t].get(k, 0.0) for k in keys], atol=0.015,
+                                   err_msg=f"after {t} steps")
+        resampled_any |= bool(np.asarray(resampled).any())
+    assert resampled_any == settings.get("resample", True)
+    # The path proposal's law differs from the token proposal's at the same settings, and
+    # its final target is not a point mass (the order, not only the tokens, is random).
+    assert len(targets[steps]) > 1
+    tokens_law = enumerate_twisted_targets(max(token_t, 1.0), beta, block, steps)[steps]
+    keys = set(tokens_law) | set(targets[steps])
+    assert max(abs(tokens_law.get(k, 0) - targets[steps].get(k, 0)) for k in keys) > 0.02
+
+
+def test_path_proposal_at_zero_temperatures_is_greedy():
+    """Position and token temperatures 0: every particle decodes greedy's path."""
+    prompt = jnp.zeros((3, 1), jnp.int32)
+    greedy = decoding.decode(ctx_denoiser, prompt, CA, key=jax.random.key(0), mask_id=CMASK,
+                             vocab_size=CV, block_length=2)
+    state, _ = path_smc.run_particles(
+        ctx_denoiser, prompt, CA, key=jax.random.key(1), mask_id=CMASK, vocab_size=CV,
+        num_particles=4, block_length=2, proposal="path", temperature=0.0,
+        position_temperature=0.0)
+    np.testing.assert_array_equal(np.asarray(state.decode.tokens[:, 1:]),
+                                  np.repeat(np.asarray(greedy.answer), 4, axis=0))
+    np.testing.assert_array_equal(np.asarray(state.decode.order),
+                                  np.repeat(np.asarray(greedy.order), 4, axis=0))
+
+
+@pytest.mark.parametrize("proposal,temperature", [("path", 0.0), ("path", 0.9),
+                                                  ("tokens", 1.3)])
+def test_greedy_reference_particle_keeps_greedys_path_through_resampling(proposal,
+                                                                          temperature):
+    """With ``greedy_reference`` particle 0 of every problem is greedy's decode (tokens and
+    order), it is never replaced although the steps resample, and the output's Path LL is
+    at least greedy's."""
+    b, n, block = 6, 5, 2
+    prompt = jnp.zeros((b, 1), jnp.int32)
+    greedy = decoding.decode(ctx_denoiser, prompt, CA, key=jax.random.key(0), mask_id=CMASK,
+                             vocab_size=CV, block_length=block)
+    kw = dict(key=jax.random.key(2), mask_id=CMASK, vocab_size=CV, num_particles=n,
+              block_length=block, proposal=proposal, temperature=temperature,
+              position_temperature=2.0, ess_threshold=1.0, weight_scale=3.0,
+              value_fn=ctx_value, greedy_reference=True)
+    state, info = path_smc.run_particles(ctx_denoiser, prompt, CA, **kw)
+    ref = np.asarray(state.decode.tokens[:, 1:]).reshape(b, n, CA)[:, 0]
+    np.testing.assert_array_equal(ref, np.asarray(greedy.answer))
+    np.testing.assert_array_equal(np.asarray(state.decode.order).reshape(b, n, CA)[:, 0],
+                                  np.asarray(greedy.order))
+    resampled = np.asarray(info.resampled)
+    assert resampled[1:].mean() > 0.5  # ESS < N: resampled wherever the weights differ
+    np.testing.assert_array_equal(np.asarray(info.ancestors)[:, :, 0], 0)
+    # The other particles were redrawn (some ancestors differ from the identity).
+    assert (np.asarray(info.ancestors)[1:, :, 1:] != np.arange(1, n)).any()
+    res, _ = path_smc.smc_decode(ctx_denoiser, prompt, CA, **kw)
+    assert np.all(np.asarray(res.path_ll) >= np.asarray(greedy.path_ll) - 1e-6)
+    # Without the reference the same settings lose greedy's path on some problem.
+    state, _ = path_smc.run_particles(ctx_denoiser, prompt, CA,
+                                      **{**kw, "greedy_reference": False})
+    paths = np.asarray(state.decode.order).reshape(b, n, CA)
+    assert not all((paths[i] == np.asarray(greedy.order)[i]).all(-1).any() for i in range(b))
+
+
+def test_select_by_weight_and_bad_path_settings_raise():
+    prompt = jnp.zeros((4, 1), jnp.int32)
+    kw = dict(key=jax.random.key(3), mask_id=CMASK, vocab_size=CV, num_particles=6,
+              proposal="path", temperature=0.0, position_temperature=1.0)
+    state, _ = path_smc.run_particles(ctx_denoiser, prompt, CA, **kw)
+    res = path_smc.best_particle(state, CA, select="weight")
+    best = np.argmax(np.asarray(state.log_weights), 1)
+    np.testing.assert_allclose(np.asarray(res.path_ll),
+                               np.asarray(state.decode.path_ll).reshape(4, 6)[np.arange(4), best])
+    for bad, arg in [(dict(select="mean"), "select"), (dict(proposal="order"), "proposal"),
+                     (dict(position_temperature=-1.0), "position_temperature"),
+                     (dict(position_temperature=float("nan")), "position_temperature"),
+                     (dict(greedy_reference=True, policy="random"), "greedy_reference")]:
+        with pytest.raises(ValueError, match=f"`{arg}`"):
+            path_smc.smc_decode(ctx_denoiser, prompt, CA, **{**kw, **bad})
