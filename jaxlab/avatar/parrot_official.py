@@ -4,36 +4,41 @@ PARROT (Zeng, Zhang, Xia, Tong, "PARROT: Position-Aware Regularized Optimal Tran
 Network Alignment", WWW 2023). ``parrot`` is our earlier PARROT-class simplification (it
 solves each proximal subproblem to convergence); this module follows the official MATLAB
 code (zhichenz98/PARROT-WWW23: ``parrot.m``, ``cpot.m``, ``utils/get_*.m``) step for step,
-in JAX, float32, on whole graphs (``tasks.GraphTask`` + ``prepare``):
+in JAX, float32, on whole graphs (``tasks.GraphTask`` + ``prepare``).
 
-  1. position features: random walk with restart from each anchor on each graph with the
-     row-normalised transition D^-1 A, r = (1 - beta) D^-1 A r + beta e_a (eq. 2 of the
-     paper; ``beta`` = ``restart``), i.e. r = beta (I - (1 - beta) D^-1 A)^-1 e_a. The
-     task's ``pos`` columns solve the column-stochastic system (I - (1 - beta) A D^-1)^-1;
-     since (I - c D^-1 A)^-1 = D^-1 (I - c A D^-1)^-1 D, the official column is the task's
-     column times d_a / (n d_i) (``prepare``, exact; the official code iterates 100 times
-     from 0, which agrees to ~(1 - beta)^100);
-  2. cost of two feature rows: exp(-cos), a row of zeros replaced by the unit vector
-     sqrt(1/d) (d the feature dimension), anchor pairs set to 0 (``get_cross_cost``);
-  3. cross cost N = exp(-cos(x1, x2)) + alpha exp(-cos(r1, r2)) with attributes, or
-     (1 + alpha) exp(-cos(r1, r2)) without (``get_cost``: the attributes are then the RWR
-     features);
-  4. product-graph RWR from C = 0: C <- (1 + gamma beta) N + (1 - beta) gamma L1 C L2^T,
-     anchor pairs set to 0 each step, until max |change| <= ``prod_tol`` or ``prod_iters``
-     steps; then C <- (1 - gamma) C, anchors 0 (``get_prod_rwr``). L = D^-1 A;
-  5. intra-graph costs Ci = exp(-cos(x_u, x_v)) on the edges of graph i (attributes, or the
-     RWR features of a plain graph);
-  6. CPOT, ``outer_iters`` steps from T = 1 / (n1 n2), potentials f = 0, g = 1 / n2:
-        CGW = K - C1 T C2^T,  K_ij = (sum_u C1_iu^2 / n1 + sum_v C2_jv^2 / n2) / 2
-        M   = C - lambda_n log(L1 T L2^T) - lambda_a log H + lambda_e n1 n2 CGW
-     with H = 1 + 1/n2 on anchor pairs, 1/n2 elsewhere; from the second step on M is
-     kept only if <T, M> <= <T, M_prev> (else M_prev); Q = M - lambda_p log T; then
-     ``inner_iters`` log-domain Sinkhorn sweeps at lambda = lambda_p + lambda_n + lambda_a
-     (column potential first, each with its min shift; potentials carried across steps):
-        g_j = -lambda log sum_i exp(-(Q_ij - f_i) / lambda) / n1
-        f_i = -lambda log sum_j exp(-(Q_ij - g_j) / lambda) / n2
-     and the soft update T <- ``mix`` T + (1 - ``mix``) exp((f_i + g_j - Q_ij) / lambda)
-     / (n1 n2) (rows sum to 1 / n1 exactly; the columns are off by ``column_error``).
+1. Position features: random walk with restart from each anchor on each graph with the
+   row-normalised transition D^-1 A, r = (1 - beta) D^-1 A r + beta e_a (eq. 2 of the
+   paper; ``beta`` = ``restart``), i.e. r = beta (I - (1 - beta) D^-1 A)^-1 e_a. The
+   task's ``pos`` columns solve the column-stochastic system (I - (1 - beta) A D^-1)^-1;
+   since (I - c D^-1 A)^-1 = D^-1 (I - c A D^-1)^-1 D, the official column is the task's
+   column times d_a / (n d_i) (``prepare``, exact; the official code iterates 100 times
+   from 0, which agrees to about (1 - beta)^100).
+2. Cost of two feature rows: exp(-cos), a row of zeros replaced by the unit vector
+   sqrt(1/d) (d the feature dimension), anchor pairs set to 0 (``get_cross_cost``).
+3. Cross cost N = exp(-cos(x1, x2)) + alpha exp(-cos(r1, r2)) with attributes, or
+   (1 + alpha) exp(-cos(r1, r2)) without (``get_cost``: the attributes are then the RWR
+   features).
+4. Product-graph RWR from C = 0: C <- (1 + gamma beta) N + (1 - beta) gamma L1 C L2^T,
+   anchor pairs set to 0 each step, until the largest absolute change is at most
+   ``prod_tol`` or after ``prod_iters`` steps; then C <- (1 - gamma) C, anchors 0
+   (``get_prod_rwr``). L = D^-1 A.
+5. Intra-graph costs Ci = exp(-cos(x_u, x_v)) on the edges of graph i (attributes, or the
+   RWR features of a plain graph).
+6. CPOT, ``outer_iters`` steps from T = 1 / (n1 n2), potentials f = 0, g = 1 / n2::
+
+       CGW = K - C1 T C2^T,  K_ij = (sum_u C1_iu^2 / n1 + sum_v C2_jv^2 / n2) / 2
+       M   = C - lambda_n log(L1 T L2^T) - lambda_a log H + lambda_e n1 n2 CGW
+
+   with H = 1 + 1/n2 on anchor pairs, 1/n2 elsewhere; from the second step on M is kept
+   only if <T, M> <= <T, M_prev> (else M_prev); Q = M - lambda_p log T; then
+   ``inner_iters`` log-domain Sinkhorn sweeps at lambda = lambda_p + lambda_n + lambda_a
+   (column potential first, potentials carried across steps)::
+
+       g_j = -lambda log sum_i exp(-(Q_ij - f_i) / lambda) / n1
+       f_i = -lambda log sum_j exp(-(Q_ij - g_j) / lambda) / n2
+
+   and the soft update T <- ``mix`` T + (1 - ``mix``) exp((f_i + g_j - Q_ij) / lambda)
+   / (n1 n2) (rows sum to 1 / n1 exactly; the columns are off by ``column_error``).
 
 Settings (``SETTINGS``): the official scripts' values for ACM-DBLP (attributed,
 ``experiments/ACM_DBLP_A.m``) and Foursquare-Twitter (``foursquare_twitter.m``).
@@ -388,8 +393,8 @@ class Cost(NamedTuple):
     """cross: [n1, n2] PARROT's cost C after the product RWR (steps 1-4); raw: [n1, n2] the
     product-RWR iterate before the (1 - gamma) scaling (a warm start for the next round);
     intra1, intra2: [e1], [e2] the intra-graph costs on the edges (step 5); prod_steps: []
-    product-RWR steps; prod_change: [] the last step's max |change| (<= prod_tol when the
-    RWR stopped on its tolerance)."""
+    product-RWR steps; prod_change: [] the last step's largest absolute change (at most
+    prod_tol when the RWR stopped on its tolerance)."""
 
     cross: Array
     raw: Array

@@ -200,3 +200,30 @@ def test_the_guides_own_graph_recipe_runs(tmp_path):
                              host=parrot_official.host_products(g))
     assert [r["round"] for r in records] == [0, 1, 2]
     assert all(0.0 < r["mrr"] <= 1.0 for r in records)
+
+
+def test_checkpoint_key_ignores_documentation_not_code():
+    a = 'def f(x):\n    """Doc."""\n    return x + 1  # one\n'
+    b = 'def f(x):\n    """Other words."""\n\n    return x + 1\n'
+    c = 'def f(x):\n    """Doc."""\n    return x + 2\n'
+    assert wholegraph.code_text(a) == wholegraph.code_text(b)
+    assert wholegraph.code_text(a) != wholegraph.code_text(c)
+
+
+def test_density_picks_equal_the_baselines_score():
+    import jax
+    import jax.numpy as jnp
+
+    from jaxlab.avatar import baselines
+
+    task, g, s = _problem()
+    plan = jax.random.uniform(jax.random.key(0), tasks.plan_shape(task)) + 0.1
+    anchors = jnp.zeros(tasks.num_pairs(task), bool).at[:9].set(True)
+    pos1 = jnp.asarray(task.pos1, jnp.float32)
+    rep = baselines.representativeness(pos1)
+    idx, _, _ = wholegraph._select(jax.random.key(1), plan, plan, jnp.zeros(96), anchors,
+                                   jnp.asarray(task.src), rep, strategy="density", num=5,
+                                   cg_tol=1e-4, cg_maxiter=10, eps=0.1, warm_cg=False)
+    ref = jnp.where(anchors, -jnp.inf, baselines.density_score(plan, pos1)[task.src])
+    np.testing.assert_array_equal(np.sort(np.asarray(idx)),
+                                  np.sort(np.asarray(jax.lax.top_k(ref, 5)[1])))
