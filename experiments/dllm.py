@@ -216,6 +216,23 @@ def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
     prompt = None
     ns = tuple(pr.get("tune_particles", ()) or config.particles)
 
+    path = config.get("proposal", "tokens") == "path"
+    blocks = _grid(pr.get("particle_blocks", ()), tuned["particle_blocks"])
+    temps = (_grid(pr.get("position_temperatures", ()), tuned["position_temperature"]) if path
+             else _grid(pr.temperatures, tuned["temperature"]))
+    combos = list(itertools.product(
+        _grid(pr.get("weight_scales", ()), tuned["smc"]["weight_scale"]),
+        _grid(pr.get("ess_thresholds", ()), tuned["smc"]["ess_threshold"]),
+        _grid(pr.schedules, tuned["smc"]["schedule"])))
+    selections = tuple(pr.get("selections", ()))
+    planned = len(ns) * (
+        (2 * len(blocks) * len(temps) if len(blocks) > 1 or len(temps) > 1 else 0)
+        + (len(tuple(pr.temperatures)) if path and len(tuple(pr.temperatures)) > 1 else 0)
+        + len(SMC_FAMILIES) * ((len(combos) if len(combos) > 1 else 0)
+                               + (len(selections) if len(selections) > 1 else 0)))
+    prog = Progress(max(planned, 1), desc=f"dllm {task.name} validation tuning",
+                    unit="decoder run")
+
     def score(settings, families, label, value_fn=None):
         nonlocal prompt
         if prompt is None:
@@ -223,19 +240,19 @@ def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
                                  pr.validation_problems)[0]
         names = [f"{f}_{n}" for f in families for n in ns]
         decs = decoders(config, task, denoise_fn, value_fn, settings, names=names)
-        return float(np.mean([_run_decoder(config, task, f"validation {label} {k}", d,
-                                           prompt)["accuracy"] for k, d in decs.items()]))
+        accs = []
+        for k, d in decs.items():
+            accs.append(_run_decoder(config, task, f"validation {label} {k}", d,
+                                     prompt)["accuracy"])
+            prog.update(1, postfix=f"{label} {k}: acc {accs[-1]:.3f}")
+        return float(np.mean(accs))
 
     def pick(name, grid):  # dict order = grid order, so ties go to the first entry
         out["grid"][name] = {k: v for k, (v, _) in grid.items()}
         return grid[max(grid, key=lambda k: grid[k][0])][1]
 
-    path = config.get("proposal", "tokens") == "path"
     # 1. The proposal: blocks x position temperature (path) or the shared token
     #    temperature (tokens), by best-of-N and Path-LL SMC.
-    blocks = _grid(pr.get("particle_blocks", ()), tuned["particle_blocks"])
-    temps = (_grid(pr.get("position_temperatures", ()), tuned["position_temperature"]) if path
-             else _grid(pr.temperatures, tuned["temperature"]))
     if len(blocks) > 1 or len(temps) > 1:
         field = "position_temperature" if path else "temperature"
         grid = {}
@@ -256,11 +273,6 @@ def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
     out["proposal"] = dllm_models.proposal_spec(config, task, tuned)
     value_fn = head_fn(out["proposal"]) if head_fn is not None else None
     # 4. Per SMC family: beta x ESS threshold x schedule, then the output selection.
-    combos = list(itertools.product(
-        _grid(pr.get("weight_scales", ()), tuned["smc"]["weight_scale"]),
-        _grid(pr.get("ess_thresholds", ()), tuned["smc"]["ess_threshold"]),
-        _grid(pr.schedules, tuned["smc"]["schedule"])))
-    selections = tuple(pr.get("selections", ()))
     for fam in SMC_FAMILIES:
         if fam == "poke_smc" and value_fn is None:
             continue
@@ -277,6 +289,7 @@ def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
                 sel: (score({**tuned, fam: {**tuned[fam], "select": sel}}, (fam,),
                             f"{fam} select {sel}", value_fn), {**tuned[fam], "select": sel})
                 for sel in selections})
+    prog.close()
     return out, value_fn
 
 
