@@ -310,6 +310,10 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
                 runs[name][strat][seed] = recs
                 results.write_json(os.path.join(workdir, "progress.json"),
                                    {"config": config, "runs": runs, "build_s": build_s})
+            # Release this seed's round 0 before the next one is loaded (two [n1, n2] solves
+            # would otherwise be alive at once), and the task before the next dataset's.
+            del got, anchors, rnd
+        del pair, task, g, host
     summary = summarize(runs, seeds, strategies, rounds)
     out = {"config": config, "summary": summary, "runs": runs, "build_s": build_s,
            "wall_s": time.time() - t_start, "machine": provenance.machine(),
