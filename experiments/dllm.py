@@ -131,7 +131,6 @@ def decoder_names(config) -> list[str]:
     return config_lib.decoder_selection(config.get("decoders", ()), config.particles)
 
 
-particle_block = dllm_models.particle_block
 SMC_FAMILIES = ("smc", "poke_smc")
 
 

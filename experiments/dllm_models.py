@@ -212,8 +212,9 @@ class Models:
     def __init__(self, config, workdir: str):
         self.config, self.workdir, self._loaded = config, workdir, {}
 
-    def _ctx(self, ctx, name: str, head: bool = False) -> study.Context:
-        return ctx or _context(self.workdir, model_key(self.config, name, head))
+    def _ctx(self, ctx, name: str, head: bool = False,
+             proposal: dict | None = None) -> study.Context:
+        return ctx or _context(self.workdir, model_key(self.config, name, head, proposal))
 
     def denoiser(self, name: str, ctx: study.Context | None = None) -> TaskModel:
         """The shipped denoiser of ``name``, else the workdir's, else a newly trained one."""
@@ -242,8 +243,7 @@ class Models:
                  (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],
                 template, f"{name} POKE head")
             self._loaded[slot] = ((graphdef, params) if params is not None else train_poke(
-                c, ctx or _context(self.workdir, model_key(c, name, True, spec)), m, name,
-                spec))
+                c, self._ctx(ctx, name, True, spec), m, name, spec))
         return self._loaded[slot]
 
 

@@ -395,26 +395,16 @@ def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mas
       (state, Path LL increment [B], non-finite logits flag [B] (``nonfinite_logp``)).
     """
     k_pred, k_pol = jax.random.split(key)
+    x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
+    if deterministic is not None and temperature != 0.0:
+        x0 = jnp.where(deterministic[:, None], jnp.argmax(logp, axis=-1).astype(jnp.int32), x0)
+        logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
     eligible = block_eligible(state.order, step_block, block_length)
     if proposal == "path":
         k_pos, k_rand = jax.random.split(k_pol)
-        logp = log_probs(logits[:, prompt_len:], mask_id)
-        greedy_x0 = jnp.argmax(logp, axis=-1).astype(jnp.int32)
-        if temperature == 0.0:
-            x0 = greedy_x0
-        else:
-            x0 = jax.random.categorical(k_pred, logp / temperature, axis=-1).astype(jnp.int32)
-            if deterministic is not None:
-                x0 = jnp.where(deterministic[:, None], greedy_x0, x0)
-        logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
         select = gumbel_top_k(k_pos, position_logits(k_rand, logp, policy), eligible, k,
                               position_temperature, deterministic)
     else:
-        x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
-        if deterministic is not None and temperature != 0.0:
-            greedy_x0 = jnp.argmax(logp, axis=-1).astype(jnp.int32)
-            x0 = jnp.where(deterministic[:, None], greedy_x0, x0)
-            logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
         select = select_top_k(policy_scores(k_pol, logp, x0, policy), eligible, k)
     state, inc = commit(state, select, x0, logp_x0, t, prompt_len)
     return state, inc, nonfinite_logp(logp_x0)

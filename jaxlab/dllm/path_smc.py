@@ -439,6 +439,12 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
 SELECTIONS = ("path_ll", "weight")
 
 
+def check_select(select: str) -> None:
+    """``select`` one of ``SELECTIONS``."""
+    if select not in SELECTIONS:
+        raise ValueError(f"`select` must be one of {SELECTIONS}, got {select!r}.")
+
+
 def best_particle(state: State, num_steps: int, select: str = "path_ll") -> DecodeResult:
     """Each problem's output particle, with nfe = num_steps * N. -> [B].
 
@@ -446,8 +452,7 @@ def best_particle(state: State, num_steps: int, select: str = "path_ll") -> Deco
     (beta times the Path LL gained since the problem's last resampling, plus the reset
     mean: among survivors of a resampling, the best continuation).
     """
-    if select not in SELECTIONS:
-        raise ValueError(f"`select` must be one of {SELECTIONS}, got {select!r}.")
+    check_select(select)
     b, n = state.log_weights.shape
     score = (state.decode.path_ll.reshape(b, n) if select == "path_ll"
              else state.log_weights)
@@ -468,8 +473,7 @@ def smc_decode(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
     Returns:
       (DecodeResult [B] with nfe = steps * N; Info stacked over steps).
     """
-    if select not in SELECTIONS:
-        raise ValueError(f"`select` must be one of {SELECTIONS}, got {select!r}.")
+    check_select(select)
     state, info = run_particles(denoise_fn, prompt, gen_length, num_particles=num_particles,
                                 steps=steps, **kwargs)
     return best_particle(state, gen_length if steps is None else steps, select), info

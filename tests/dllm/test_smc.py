@@ -238,6 +238,40 @@ def enumerate_twisted_targets(temperature, beta, block_length, steps=CA):
     return {t: {k: v / sum(d.values()) for k, v in d.items()} for t, d in out.items()}
 
 
+def _assert_weighted_particles_follow(alg, targets, beta, steps, b, n, key):
+    """Runs ``alg`` on B identical problems and checks, after every step t, the particles
+    weighted by log w + beta (V(s_t) - V(s_{t-1})) against ``targets[t]``; returns whether
+    any step resampled."""
+
+    @jax.jit
+    def run(key):
+        state = alg.init(key, jnp.zeros((b, 1), jnp.int32))
+        out = []
+        for t, k in enumerate(jax.random.split(key, steps)):
+            state, info = alg.step(k, state)
+            v = (jnp.zeros((b, n)) if t == steps - 1
+                 else ctx_value(None, state.decode.tokens).reshape(b, n))
+            out.append((state.decode.tokens[:, 1:], state.log_weights
+                        + beta * (v - state.value), info.resampled))
+        return out
+
+    resampled_any = False
+    for t, (tokens, log_w, resampled) in enumerate(run(key), start=1):
+        # One pool over the B identical problems with unnormalised weights: resampling keeps
+        # each problem's mean weight (its estimate of the normalising constant), so this
+        # has O(1 / (B N)) bias, not the O(1 / N) of per-problem self-normalisation.
+        w = np.asarray(jax.nn.softmax(log_w.reshape(-1)))
+        got = {}
+        for row, wi in zip(map(tuple, np.asarray(tokens).tolist()), w, strict=True):
+            got[row] = got.get(row, 0.0) + wi
+        keys = sorted(set(got) | set(targets[t]))
+        np.testing.assert_allclose([got.get(k, 0.0) for k in keys],
+                                   [targets[t].get(k, 0.0) for k in keys], atol=0.015,
+                                   err_msg=f"after {t} steps")
+        resampled_any |= bool(np.asarray(resampled).any())
+    return resampled_any
+
+
 @pytest.mark.parametrize("temperature,beta,settings", [
     (0.7, 1.5, dict(resample=False)),
     (0.7, 1.5, dict(ess_threshold=1.0)),                                 # every step
@@ -255,33 +289,8 @@ def test_poke_smc_weighted_particles_target_the_twisted_path_targets(temperature
     alg = path_smc.smc(ctx_denoiser, gen_length=CA, num_particles=n, mask_id=CMASK,
                        vocab_size=CV, value_fn=ctx_value, block_length=block,
                        temperature=temperature, weight_scale=beta, **settings)
-
-    @jax.jit
-    def run(key):
-        state = alg.init(key, jnp.zeros((b, 1), jnp.int32))
-        out = []
-        for t, k in enumerate(jax.random.split(key, CA)):
-            state, info = alg.step(k, state)
-            v = (jnp.zeros((b, n)) if t == CA - 1
-                 else ctx_value(None, state.decode.tokens).reshape(b, n))
-            out.append((state.decode.tokens[:, 1:], state.log_weights
-                        + beta * (v - state.value), info.resampled))
-        return out
-
-    resampled_any = False
-    for t, (tokens, log_w, resampled) in enumerate(run(jax.random.key(5)), start=1):
-        # One pool over the B identical problems with unnormalised weights: resampling keeps
-        # each problem's mean weight (its estimate of the normalising constant), so this
-        # has O(1 / (B N)) bias, not the O(1 / N) of per-problem self-normalisation.
-        w = np.asarray(jax.nn.softmax(log_w.reshape(-1)))
-        got = {}
-        for row, wi in zip(map(tuple, np.asarray(tokens).tolist()), w, strict=True):
-            got[row] = got.get(row, 0.0) + wi
-        keys = sorted(set(got) | set(targets[t]))
-        np.testing.assert_allclose([got.get(k, 0.0) for k in keys],
-                                   [targets[t].get(k, 0.0) for k in keys], atol=0.015,
-                                   err_msg=f"after {t} steps")
-        resampled_any |= bool(np.asarray(resampled).any())
+    resampled_any = _assert_weighted_particles_follow(alg, targets, beta, CA, b, n,
+                                                      jax.random.key(5))
     assert resampled_any == settings.get("resample", True)
     # The target is not the model's own law p(x): pi differs from the tempered proposal's
     # law with beta = 0 (a check that the enumeration is not trivially the proposal).
@@ -395,30 +404,8 @@ def test_path_proposal_weighted_particles_target_the_path_targets(token_t, pos_t
                        vocab_size=CV, value_fn=ctx_value, block_length=block, steps=steps,
                        temperature=token_t, weight_scale=beta, proposal="path",
                        position_temperature=pos_t, **settings)
-
-    @jax.jit
-    def run(key):
-        state = alg.init(key, jnp.zeros((b, 1), jnp.int32))
-        out = []
-        for t, k in enumerate(jax.random.split(key, steps)):
-            state, info = alg.step(k, state)
-            v = (jnp.zeros((b, n)) if t == steps - 1
-                 else ctx_value(None, state.decode.tokens).reshape(b, n))
-            out.append((state.decode.tokens[:, 1:], state.log_weights
-                        + beta * (v - state.value), info.resampled))
-        return out
-
-    resampled_any = False
-    for t, (tokens, log_w, resampled) in enumerate(run(jax.random.key(6)), start=1):
-        w = np.asarray(jax.nn.softmax(log_w.reshape(-1)))
-        got = {}
-        for row, wi in zip(map(tuple, np.asarray(tokens).tolist()), w, strict=True):
-            got[row] = got.get(row, 0.0) + wi
-        keys = sorted(set(got) | set(targets[t]))
-        np.testing.assert_allclose([got.get(k, 0.0) for k in keys],
-                                   [targets[t].get(k, 0.0) for k in keys], atol=0.015,
-                                   err_msg=f"after {t} steps")
-        resampled_any |= bool(np.asarray(resampled).any())
+    resampled_any = _assert_weighted_particles_follow(alg, targets, beta, steps, b, n,
+                                                      jax.random.key(6))
     assert resampled_any == settings.get("resample", True)
     # The path proposal's law differs from the token proposal's at the same settings, and
     # its final target is not a point mass (the order, not only the tokens, is random).
