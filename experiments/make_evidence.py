@@ -2,16 +2,18 @@
 
   python -m experiments.make_evidence --results=results --out=docs/evidence
 
-Reads ``<results>/<method>/summary.json`` of every registered method (written by
-``python -m experiments.suite --preset=... --workdir=<results>`` or by the method's
-binary) and, for SALE, ``<results>/sale/sale_accuracy.json`` (written by
-``python -m experiments.sale_accuracy --out=<results>/sale/sale_accuracy.json``). For each
-it writes ``<out>/<method>.rst`` (included by ``docs/<method>.rst``): the provenance (CPU
-model, cores, load average, JAX and package versions, git commit, config hash, wall time),
-the headline table (the rows of ``REPORT.md``, from the experiment's own ``headline``) and
-every PNG of the method's folder, copied to ``<out>/<method>/``. A method without results
-gets a page that says so and how to produce them. The exit status is 1 when a summary
-exists but could not be turned into a table (the other pages are still written).
+Reads ``<results>/<method>/summary.json`` of every registered method (written by ``python -m
+experiments.suite --preset=... --workdir=<results>`` or by the method's binary),
+``<results>/<method>_<preset>/summary.json`` of each ``registry.LARGER_RUNS`` (e.g.
+``dllm_full``, the POKE-SMC study's ``full`` preset) and, for SALE,
+``<results>/sale/sale_accuracy.json`` (written by ``python -m experiments.sale_accuracy
+--out=<results>/sale/sale_accuracy.json``). For each it writes ``<out>/<method>.rst``
+(included by ``docs/<method>.rst``): the provenance (CPU model, cores, load average, JAX and
+package versions, git commit, config hash, wall time), the headline table (the rows of
+``REPORT.md``, from the experiment's own ``headline``) and every PNG of the method's folder,
+copied to ``<out>/<method>/``. A method without results gets a page that says so and how to
+produce them. The exit status is 1 when a summary exists but could not be turned into a
+table (the other pages are still written).
 """
 
 import glob
@@ -98,28 +100,39 @@ def _missing(name: str, what: str, how: str) -> list[str]:
             "--results=<that folder>``.", ""]
 
 
-def method_page(name: str, results_dir: str, out: str) -> list[str]:
-    """The evidence lines of a registered method (raises if its summary cannot be read)."""
-    src_dir = os.path.join(results_dir, name)
+def method_page(name: str, results_dir: str, out: str, run=None) -> list[str]:
+    """The evidence lines of a registered method from ``<results>/<name>/`` or, with ``run``
+    (a ``registry.LargerRun`` of that method), from ``<results>/<run.folder>/`` (raises if
+    the summary cannot be read)."""
+    folder = run.folder if run else name
+    src_dir = os.path.join(results_dir, folder)
     path = os.path.join(src_dir, "summary.json")
     summary = _read_json(path)
     if summary is None:
-        _copy_figures(os.path.join(results_dir, "__none__"), out, name)
-        return _missing(name, f"``{name}/summary.json``",
+        _copy_figures(os.path.join(results_dir, "__none__"), out, folder)
+        return _missing(folder, f"``{folder}/summary.json``", run.command if run else
                         f"python -m experiments.suite --preset=quick --workdir=results "
                         f"--methods={name}")
     rows = [(k, v) for k, v in registry.experiment(name).headline(summary)]
     prov = summary.get("provenance") or {}
     wall = _read_json(os.path.join(src_dir, "suite_wall_time.json")) or {}
+    if run:  # the binary's own record: the load when it ended, the units it computed
+        timing = _read_json(os.path.join(src_dir, "timing.json")) or {}
+        if timing.get("unit_key") == prov.get("unit_key"):
+            wall = {"load_avg": timing.get("load_avg"), "units_s": sum(
+                u["wall_s"] for u in timing.get("units", {}).values())}
     config = prov.get("config") or {}
-    preset = wall.get("preset")
-    lines = []
-    run = (f"Preset ``{preset}``" if preset else "A run") + (
+    preset = wall.get("preset") or (run and run.preset)
+    lines = [rst_text(f"Written by {run.command}."), ""] if run else []
+    head = (f"Preset ``{preset}``" if preset else "A run") + (
         f" (config hash ``{prov['config_hash']}``; the full config is in the summary's "
         "provenance block)" if prov.get("config_hash") else "") + "."
     if wall.get("wall_s") is not None:
-        run += f" Wall time {wall['wall_s']:.0f} s."
-    lines += [run, ""]
+        head += f" Wall time {wall['wall_s']:.0f} s."
+    if wall.get("units_s") is not None:
+        head += (f" Wall time of the units computed by the sitting that finished it: "
+                 f"{wall['units_s']:.0f} s.")
+    lines += [head, ""]
     lines += ["- Machine: " + rst_text(machine_line(prov.get("machine"), wall.get("load_avg"))),
               "- Code: " + rst_text(code_line(prov.get("git"), prov.get("packages"),
                                               prov.get("code_version"))), ""]
@@ -127,7 +140,7 @@ def method_page(name: str, results_dir: str, out: str) -> list[str]:
         lines += ["The summary has no provenance block.", ""]
     caption = registry.experiment(name).caption or f"{name}: headline rows"
     lines += list_table(caption, ("metric", "value"), rows, widths=(55, 45))
-    lines += _figure_lines(name, _copy_figures(src_dir, out, name), out)
+    lines += _figure_lines(folder, _copy_figures(src_dir, out, folder), out)
     return lines
 
 
@@ -187,9 +200,9 @@ def wholegraph_page(results_dir: str, out: str) -> list[str]:
 
 
 def write_all(results_dir: str, out: str, only=()) -> list[str]:
-    """Writes ``<out>/<method>.rst`` for every method, SALE and the whole-graph AvAtar
-    study (only the pages named in ``only`` when it is not empty); returns the names whose
-    summary existed but failed to render.
+    """Writes ``<out>/<method>.rst`` for every method, ``registry.LARGER_RUNS``, SALE and the
+    whole-graph AvAtar study (only the pages named in ``only`` when it is not empty);
+    returns the names whose summary existed but failed to render.
 
     Raises:
       ValueError: ``only`` names an unknown page.
@@ -198,6 +211,8 @@ def write_all(results_dir: str, out: str, only=()) -> list[str]:
     failed = []
     pages = {name: (lambda n=name: method_page(n, results_dir, out)) for name in
              registry.METHODS}
+    for run in registry.LARGER_RUNS:
+        pages[run.folder] = lambda r=run: method_page(r.method, results_dir, out, r)
     pages["sale"] = lambda: sale_page(results_dir, out)
     pages[wholegraph_study.FOLDER] = lambda: wholegraph_page(results_dir, out)
     unknown = sorted(set(only) - set(pages))

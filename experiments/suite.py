@@ -150,6 +150,28 @@ def _write_report(preset, workdir, methods, summaries, timings):
         sections.append(report.Section(name, METHODS[name].title, meta, rows,
                                        sorted(glob.glob(os.path.join(workdir, name, "*.png"))),
                                        experiment.caption))
+    for run in registry.LARGER_RUNS:  # written by the method's binary, not by this preset
+        folder = os.path.join(workdir, run.folder)
+        if not os.path.exists(os.path.join(folder, "summary.json")):
+            continue
+        summary = _trusted_summary(run.folder, folder)
+        if summary is None:
+            continue
+        p = summary["provenance"]
+        meta = (f"From {run.command.replace('results/' + run.folder, folder)}: "
+                + provenance.machine_line(p["machine"], with_load=False) + "; code "
+                + provenance.code_line(p["git"], p["packages"], p["code_version"])
+                + f"; config hash {p['config_hash']}.{_compile_share(folder, p)}")
+        experiment = registry.experiment(run.method)
+        rows = list(experiment.headline(summary))
+        title = f"{registry.METHODS[run.method].title} ({run.preset} preset)"
+        lines += [f"## {run.method} ({run.preset} preset)", "", meta, ""]
+        lines += [experiment.caption, ""] if experiment.caption else []
+        lines += ["| metric | value |", "| --- | --- |"]
+        lines += [f"| {k} | {v} |" for k, v in rows] + [""]
+        sections.append(report.Section(run.folder, title, meta, rows,
+                                       sorted(glob.glob(os.path.join(folder, "*.png"))),
+                                       experiment.caption))
     whole = _read_json(os.path.join(workdir, avatar_wholegraph.FOLDER, "summary.json"))
     if whole is not None:  # written by experiments/avatar_wholegraph.py, not by a preset
         folder = os.path.join(workdir, avatar_wholegraph.FOLDER)

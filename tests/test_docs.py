@@ -41,6 +41,9 @@ def test_every_method_page_has_the_four_parts():
         assert f".. include:: evidence/{name}.rst" in text, name
         assert os.path.exists(os.path.join(DOCS, "evidence", f"{name}.rst")), name
         assert f"\n   {name}\n" in index, name
+    for run in registry.LARGER_RUNS:  # the headline runs' pages, in their method's guide
+        assert f".. include:: evidence/{run.folder}.rst" in _read(f"{run.method}.rst"), run
+        assert os.path.exists(os.path.join(DOCS, "evidence", f"{run.folder}.rst")), run
 
 
 def test_docs_stay_inside_the_repository():

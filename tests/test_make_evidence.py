@@ -66,3 +66,48 @@ def test_only_the_named_pages_are_written(tmp_path):
     assert sorted(p.name for p in (tmp_path / "out").glob("*.rst")) == ["avatar_wholegraph.rst"]
     with pytest.raises(ValueError, match="pages"):
         make_evidence.write_all(str(tmp_path), str(tmp_path / "out"), only=["nope"])
+
+
+def test_a_larger_run_has_its_own_page_and_report_section(tmp_path, monkeypatch):
+    """``registry.LARGER_RUNS``: the binary's folder ``<results>/<method>_<preset>/`` gets
+    a page (with the command that writes it when it is missing) and a REPORT.md section."""
+    import ml_collections
+    import pytest
+    from PIL import Image
+
+    from experiments import suite
+    from experiments.lib import results
+
+    _fake_method(monkeypatch, lambda s: [("accuracy", f"{s['value']:.3f}")])
+    monkeypatch.setattr(registry, "LARGER_RUNS", (registry.LargerRun("fake", "full"),))
+    monkeypatch.setattr(suite, "METHODS", registry.METHODS)
+    res, out = tmp_path / "results", tmp_path / "evidence"
+    assert make_evidence.write_all(str(res), str(out), only=["fake_full"]) == []
+    missing = (out / "fake_full.rst").read_text()
+    assert "No results" in missing
+    assert "experiments.fake --config=experiments/configs/fake.py:full" in missing
+    folder = res / "fake_full"
+    folder.mkdir(parents=True)
+    Image.new("RGB", (4, 4)).save(folder / "curve.png")
+    config = ml_collections.ConfigDict({"seed": 0})
+    results.write_summary(folder, {"value": 0.8125}, config)
+    (folder / "timing.json").write_text(json.dumps({
+        "units": {u: {"wall_s": w, "compile_s": 1.0, "trace_s": 1.0, "compiles": 2,
+                      "cache_hits": 0} for u, w in (("a", 100.0), ("b", 23.0))},
+        "unit_key": provenance.unit_key(config), "load_avg": [3.25, 2.0, 1.0]}))
+    assert make_evidence.write_all(str(res), str(out), only=["fake_full"]) == []
+    page = (out / "fake_full.rst").read_text()
+    assert "0.812" in page and "Preset ``full``" in page and "load average 3.2" in page
+    assert "sitting that finished it: 123 s" in page
+    assert ".. figure:: evidence/fake_full/curve.png" in page
+    # The suite's REPORT.md carries it after the preset's own methods.
+    summaries = {"fake": {"value": 0.5, "provenance": provenance.record(config)}}
+    (res / "fake").mkdir()
+    suite._write_report("quick", str(res), ["fake"], summaries, {"fake": 1.0})
+    report = (res / "REPORT.md").read_text()
+    assert "## fake (full preset)" in report and "| accuracy | 0.812 |" in report
+    assert report.index("## fake\n") < report.index("## fake (full preset)")
+    (folder / "summary.json").write_text("{}")  # damaged: left out, with a warning
+    with pytest.warns(RuntimeWarning, match="fake_full"):
+        suite._write_report("quick", str(res), ["fake"], summaries, {"fake": 1.0})
+    assert "full preset" not in (res / "REPORT.md").read_text()

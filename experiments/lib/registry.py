@@ -59,6 +59,34 @@ METHODS: dict[str, Method] = {m.name: m for m in [
 ]}
 
 
+class LargerRun(NamedTuple):
+    """A method's binary run at a preset larger than the suite's, into
+    ``<results>/<method>_<preset>/``: the suite's REPORT.md and the docs' evidence pages
+    include it when that folder holds a summary.
+
+    Attributes:
+      method: a name in ``METHODS``.
+      preset: the config preset (``experiments/configs/<method>.py:<preset>``).
+    """
+
+    method: str
+    preset: str
+
+    @property
+    def folder(self) -> str:
+        return f"{self.method}_{self.preset}"
+
+    @property
+    def command(self) -> str:
+        """The command that writes ``results/<folder>/``."""
+        return (f"python -m experiments.{self.method} --config=experiments/configs/"
+                f"{self.method}.py:{self.preset} --workdir=results/{self.folder}")
+
+
+# The runs behind the headline figures that no suite preset produces in minutes.
+LARGER_RUNS: tuple[LargerRun, ...] = (LargerRun("dllm", "full"),)
+
+
 def _method(name: str) -> Method:
     if name not in METHODS:
         raise ValueError(f"unknown method {name!r}; choose from {sorted(METHODS)}.")

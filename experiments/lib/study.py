@@ -34,8 +34,8 @@ the first.
 ``workdir/timing.json`` (written before the summary): per unit computed in this run (and for
 summary + plots), wall seconds, XLA compile seconds, trace/lowering seconds, the rest
 ("run"), programs compiled and loaded from JAX's persistent compilation cache
-(``compile_cache``, turned on here). Kept out of summary.json, which stays byte-identical
-across reruns.
+(``compile_cache``, turned on here), and the load averages (1, 5, 15 min) when the run
+ended. Kept out of summary.json, which stays byte-identical across reruns.
 
 This is the only resume mechanism: finished work is a unit file, unfinished work is the
 chunk checkpoint of the unit that was running. Units run in the order given, every
@@ -162,7 +162,8 @@ def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLik
                                                                  compile_cache.tally() - c0)
         results.write_json(os.path.join(workdir, "timing.json"),
                            {"units": timing, "compile_cache": cache_dir,
-                            "unit_key": provenance.unit_key(config)})
+                            "unit_key": provenance.unit_key(config),
+                            "load_avg": list(os.getloadavg())})
         results.write_summary(workdir, summary, config)  # last: the run is complete
     return summary
 
