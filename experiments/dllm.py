@@ -815,10 +815,20 @@ def _pct(x: float) -> str:
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:
-    """(metric, value) rows for results/REPORT.md: preconditions first, then the declared
-    comparisons, then the post-hoc row."""
+    """(metric, value) rows for results/REPORT.md: per task the decoders' accuracy at each N,
+    the settings, resampling and preconditions; then the declared comparisons, the goals and
+    the post-hoc row."""
     rows = []
     for name, t in summary["tasks"].items():
+        d = t["decoders"]
+        for n, p in t["preconditions"].items():
+            cells = [d.get(k) for k in ("confidence", "threshold", f"best_of_{n}",
+                                        f"sr_smc_{n}", f"smc_{n}", f"poke_smc_{n}")]
+            rows.append((f"accuracy {name} N={n} (NFE per problem): greedy / threshold / "
+                         "best-of-N / SR-SMC / Path-LL SMC / POKE-SMC; pass@N",
+                         " / ".join("-" if c is None else f"{c['accuracy']:.3f} "
+                                    f"({c['nfe']:.3g})" for c in cells)
+                         + f"; {p['pass_at_n']:.3f}"))
         tu = t.get("tuning", {}).get("tuned")
         if tu and "smc" in tu:
             fam = lambda s: (f"beta {s['weight_scale']:g}, ESS < {s['ess_threshold']:g} N, "  # noqa: E731

@@ -74,7 +74,14 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
     for v in tp.values():
         assert v["smc_over_greedy"] == pytest.approx(v["seconds"]["smc"]
                                                      / v["seconds"]["greedy_batched"])
-    assert exp.headline(summary)
+    rows = dict(exp.headline(summary))
+    acc = next(v for k, v in rows.items() if k.startswith(f"accuracy {name} N=2 "))
+    want = [d[k]["accuracy"] for k in ("confidence", "threshold", "best_of_2", "sr_smc_2",
+                                       "smc_2", "poke_smc_2")]
+    got = [float(c.split(" (")[0]) for c in acc.split("; ")[0].split(" / ")]
+    assert got == pytest.approx(want, abs=5e-4)
+    assert float(acc.split("; ")[1]) == pytest.approx(t["preconditions"]["2"]["pass_at_n"],
+                                                      abs=5e-4)
     # Rerun: every unit comes from its file; no model is loaded, nothing is recomputed.
     # (Under the notebook's code version: files edited meanwhile must not change the keys.)
     monkeypatch.setattr(provenance, "code_version",
