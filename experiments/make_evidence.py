@@ -25,7 +25,7 @@ import sys
 
 from absl import app, flags
 
-from experiments.lib import registry, wholegraph_study
+from experiments.lib import registry, results, wholegraph_study
 from experiments.lib.provenance import code_line, machine_line
 
 _RESULTS = flags.DEFINE_string("results", "results", "Results folder (the suite's --workdir).")
@@ -116,11 +116,10 @@ def method_page(name: str, results_dir: str, out: str, run=None) -> list[str]:
     rows = [(k, v) for k, v in registry.experiment(name).headline(summary)]
     prov = summary.get("provenance") or {}
     wall = _read_json(os.path.join(src_dir, "suite_wall_time.json")) or {}
-    if run:  # the binary's own record: the load when it ended, the units it computed
-        timing = _read_json(os.path.join(src_dir, "timing.json")) or {}
-        if timing.get("unit_key") == prov.get("unit_key"):
-            wall = {"load_avg": timing.get("load_avg"), "units_s": sum(
-                u["wall_s"] for u in timing.get("units", {}).values())}
+    timing = results.read_timing(src_dir, prov) if run else None
+    if timing:  # the binary's own record: the load when it ended, the units it computed
+        wall = {"load_avg": timing.get("load_avg"), "units_s": sum(
+            u["wall_s"] for u in timing.get("units", {}).values())}
     config = prov.get("config") or {}
     preset = wall.get("preset") or (run and run.preset)
     lines = [rst_text(f"Written by {run.command}."), ""] if run else []

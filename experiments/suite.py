@@ -141,19 +141,11 @@ def _write_report(preset, workdir, methods, summaries, timings):
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
                 f"{p['code_version']}.{_compile_share(os.path.join(workdir, name), p)}")
         experiment = registry.experiment(name)
-        rows = list(experiment.headline(summaries[name]))
-        lines += [f"## {name}", "", meta, ""]
-        lines += [experiment.caption, ""] if experiment.caption else []
-        lines += ["| metric | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in rows]
-        lines.append("")
-        sections.append(report.Section(name, METHODS[name].title, meta, rows,
-                                       sorted(glob.glob(os.path.join(workdir, name, "*.png"))),
-                                       experiment.caption))
+        _add_section(lines, sections, name, name, METHODS[name].title, meta,
+                     experiment.headline(summaries[name]), experiment.caption,
+                     os.path.join(workdir, name))
     for run in registry.LARGER_RUNS:  # written by the method's binary, not by this preset
         folder = os.path.join(workdir, run.folder)
-        if not os.path.exists(os.path.join(folder, "summary.json")):
-            continue
         summary = _trusted_summary(run.folder, folder)
         if summary is None:
             continue
@@ -163,15 +155,9 @@ def _write_report(preset, workdir, methods, summaries, timings):
                 + provenance.code_line(p["git"], p["packages"], p["code_version"])
                 + f"; config hash {p['config_hash']}.{_compile_share(folder, p)}")
         experiment = registry.experiment(run.method)
-        rows = list(experiment.headline(summary))
-        title = f"{registry.METHODS[run.method].title} ({run.preset} preset)"
-        lines += [f"## {run.method} ({run.preset} preset)", "", meta, ""]
-        lines += [experiment.caption, ""] if experiment.caption else []
-        lines += ["| metric | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in rows] + [""]
-        sections.append(report.Section(run.folder, title, meta, rows,
-                                       sorted(glob.glob(os.path.join(folder, "*.png"))),
-                                       experiment.caption))
+        _add_section(lines, sections, run.folder, f"{run.method} ({run.preset} preset)",
+                     f"{registry.METHODS[run.method].title} ({run.preset} preset)", meta,
+                     experiment.headline(summary), experiment.caption, folder)
     whole = _read_json(os.path.join(workdir, avatar_wholegraph.FOLDER, "summary.json"))
     if whole is not None:  # written by experiments/avatar_wholegraph.py, not by a preset
         folder = os.path.join(workdir, avatar_wholegraph.FOLDER)
@@ -179,14 +165,9 @@ def _write_report(preset, workdir, methods, summaries, timings):
                 + provenance.machine_line(whole.get("machine"), None, with_load=False)
                 + "; code "
                 + provenance.code_line(whole.get("git"), whole.get("packages")) + ".")
-        rows = avatar_wholegraph.headline(whole)
-        lines += ["## avatar (whole graphs)", "", meta, "", avatar_wholegraph.CAPTION, "",
-                  "| metric | value |", "| --- | --- |"]
-        lines += [f"| {k} | {v} |" for k, v in rows] + [""]
-        sections.append(report.Section(avatar_wholegraph.FOLDER, "AvAtar (whole graphs)",
-                                       meta, rows,
-                                       sorted(glob.glob(os.path.join(folder, "*.png"))),
-                                       avatar_wholegraph.CAPTION))
+        _add_section(lines, sections, avatar_wholegraph.FOLDER, "avatar (whole graphs)",
+                     "AvAtar (whole graphs)", meta, avatar_wholegraph.headline(whole),
+                     avatar_wholegraph.CAPTION, folder)
     if sharding.is_main_process():
         os.makedirs(workdir, exist_ok=True)
         with open(os.path.join(workdir, "REPORT.md"), "w") as f:
@@ -197,11 +178,25 @@ def _write_report(preset, workdir, methods, summaries, timings):
         + " (event files under <method>/tb/)."])
 
 
+def _add_section(lines: list, sections: list, key: str, heading: str, title: str,
+                 meta: str, rows, caption: str | None, folder: str) -> None:
+    """Appends one result to REPORT.md's ``lines`` (a ``## heading``, ``meta``, the caption
+    and the rows as a table) and to report.html's ``sections`` (with the PNGs of
+    ``folder``)."""
+    rows = list(rows)
+    lines += [f"## {heading}", "", meta, ""]
+    lines += [caption, ""] if caption else []
+    lines += ["| metric | value |", "| --- | --- |"]
+    lines += [f"| {k} | {v} |" for k, v in rows] + [""]
+    sections.append(report.Section(key, title, meta, rows,
+                                   sorted(glob.glob(os.path.join(folder, "*.png"))), caption))
+
+
 def _compile_share(out: str, prov: dict) -> str:
     """The REPORT sentence on compile time from ``out/timing.json`` (written by the study
     runner), or "" when that file is missing or from another config or code version."""
-    timing = _read_json(os.path.join(out, "timing.json"))
-    if not timing or timing.get("unit_key") != prov.get("unit_key") or not timing["units"]:
+    timing = results.read_timing(out, prov)
+    if not timing or not timing.get("units"):
         return ""
     rows = timing["units"]
     tot = {k: sum(r[k] for r in rows.values())

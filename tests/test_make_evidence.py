@@ -107,6 +107,7 @@ def test_a_larger_run_has_its_own_page_and_report_section(tmp_path, monkeypatch)
     report = (res / "REPORT.md").read_text()
     assert "## fake (full preset)" in report and "| accuracy | 0.812 |" in report
     assert report.index("## fake\n") < report.index("## fake (full preset)")
+    assert "<title>jaxlab results (quick preset)</title>" in (res / "report.html").read_text()
     (folder / "summary.json").write_text("{}")  # damaged: left out, with a warning
     with pytest.warns(RuntimeWarning, match="fake_full"):
         suite._write_report("quick", str(res), ["fake"], summaries, {"fake": 1.0})

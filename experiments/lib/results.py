@@ -17,6 +17,7 @@ import os
 import uuid
 
 import numpy as np
+from absl import logging
 
 from jaxlab.core import sharding
 
@@ -75,6 +76,7 @@ def content_hash(obj) -> str:
 
 
 SUMMARY = "summary.json"
+TIMING = "timing.json"
 
 
 class SummaryError(ValueError):
@@ -145,3 +147,22 @@ def read_summary(workdir: str | os.PathLike) -> dict | None:
         if not os.path.isfile(fig) or os.path.getsize(fig) == 0:
             raise SummaryError(f"{path} lists figure {fig}, which is missing or empty")
     return data
+
+
+def read_timing(workdir: str | os.PathLike, prov: dict) -> dict | None:
+    """``workdir/timing.json`` (the study runner's per-unit times, written beside the
+    summary) when it belongs to the summary whose provenance block is ``prov`` (the same
+    unit key); None when it is absent, unreadable (with a warning naming it) or from
+    another config or code version."""
+    path = os.path.join(os.fspath(workdir), TIMING)
+    try:
+        with open(path, encoding="utf-8") as f:
+            timing = json.load(f)
+    except FileNotFoundError:
+        return None
+    except (ValueError, UnicodeDecodeError) as e:
+        logging.warning("%s is unreadable (%s); ignoring it", path, e)
+        return None
+    if not isinstance(timing, dict) or timing.get("unit_key") != (prov or {}).get("unit_key"):
+        return None
+    return timing

@@ -160,7 +160,7 @@ def train_and_evaluate(experiment: Experiment, config, workdir: str | os.PathLik
         experiment.plot(config, summary, out, workdir)
         timing["(summary and plots)"] = compile_cache.timing_row(time.perf_counter() - t0,
                                                                  compile_cache.tally() - c0)
-        results.write_json(os.path.join(workdir, "timing.json"),
+        results.write_json(os.path.join(workdir, results.TIMING),
                            {"units": timing, "compile_cache": cache_dir,
                             "unit_key": provenance.unit_key(config),
                             "load_avg": list(os.getloadavg())})
