@@ -322,3 +322,19 @@ def test_atomic_writes_keep_the_umask_mode_and_leave_no_temporary(tmp_path):
     assert (tmp_path / "a" / "f.json").read_text() == "[]"
     assert (tmp_path / "a" / "f.json").stat().st_mode == plain.stat().st_mode
     assert os.listdir(tmp_path / "a") == ["f.json"]
+
+
+def test_timing_is_read_only_for_the_summary_that_wrote_it(tmp_path, caplog):
+    """``results.read_timing``: a timing.json of another unit key, or an unreadable one
+    (with a warning naming it), is ignored; the matching one is returned as written."""
+    prov = {"unit_key": "k1"}
+    assert results.read_timing(tmp_path, prov) is None  # absent
+    record = {"unit_key": "k1", "units": {"a": {"wall_s": 1.5}}, "load_avg": [1.0, 2.0, 3.0]}
+    (tmp_path / results.TIMING).write_text(json.dumps(record))
+    assert results.read_timing(tmp_path, prov) == record
+    assert results.read_timing(tmp_path, {"unit_key": "k2"}) is None  # another run's
+    assert results.read_timing(tmp_path, {}) is None
+    (tmp_path / results.TIMING).write_text("{not json")
+    with caplog.at_level("WARNING"):
+        assert results.read_timing(tmp_path, prov) is None
+    assert results.TIMING in caplog.text and "unreadable" in caplog.text
