@@ -193,30 +193,37 @@ def hard_plan(n: int, epsilon: float, seed: int = 0, spread: float = 2.0,
     return solve(cost, log_a, log_b)
 
 
-def time_adjoint(n: int, repeats: int = 3, epsilon: float = 0.05,
+ADJOINT_REPEATS = 3  # warm runs per adjoint solve timing (the best is reported)
+
+
+def time_adjoint(n: int, repeats: int = ADJOINT_REPEATS, epsilon: float = 0.05,
                  plan: jax.Array | None = None) -> tuple[float, ...]:
-    """(CG s, dense s, CG residual, dense residual, Cholesky s, Cholesky residual) at size
-    n x n: best-of-``repeats`` seconds of each adjoint solve (warm, interleaved:
-    ``timing.best_times_interleaved``) and its relative residual ||H y - rhs|| / ||rhs||.
-    "dense" is the least-squares solve; "cholesky" the Cholesky solve of H with its null
-    direction pinned (the fair direct baseline). ``plan``: the plan to use (default: the
-    uniform-marginal entropic plan of a uniform random cost at ``epsilon``)."""
+    """(CG s, dense s, CG residual, dense residual, Cholesky s, Cholesky residual, then the
+    first and third quartiles of the CG, dense and Cholesky seconds) at size n x n:
+    best-of-``repeats`` seconds of each adjoint solve (warm, interleaved:
+    ``timing.times_interleaved``), the spread of those repeats, and each solve's relative
+    residual ||H y - rhs|| / ||rhs||. "dense" is the least-squares solve; "cholesky" the
+    Cholesky solve of H with its null direction pinned (the fair direct baseline). ``plan``:
+    the plan to use (default: the uniform-marginal entropic plan of a uniform random cost at
+    ``epsilon``)."""
     if plan is None:
         plan = solvers.entropic_plan(jax.random.uniform(jax.random.key(n), (n, n)), epsilon)
     g = jnp.log(jnp.maximum(plan, 1e-30)) + 1.0  # entropy gradient; entries that underflow
     methods = ("cg", "dense", "cholesky")
-    best = timing.best_times_interleaved(
+    times = timing.times_interleaved(
         {m: lambda m=m: adjoint.cost_gradient(plan, g, epsilon, method=m) for m in methods},
         repeats)
+    sp = {m: timing.spread(times[m]) for m in methods}
     res = {m: float(adjoint.cost_gradient_and_info(plan, g, epsilon, method=m)[1].residual)
            for m in methods}
-    return (best["cg"], best["dense"], res["cg"], res["dense"], best["cholesky"],
-            res["cholesky"])
+    return (sp["cg"]["min"], sp["dense"]["min"], res["cg"], res["dense"],
+            sp["cholesky"]["min"], res["cholesky"],
+            *(sp[m][q] for m in methods for q in ("q25", "q75")))
 
 
 def _scaling(c: ml_collections.ConfigDict) -> np.ndarray:
-    """[len(scaling_sizes), 6] (CG s, dense s, CG residual, dense residual, Cholesky s,
-    Cholesky residual)."""
+    """[len(scaling_sizes), 12] ``time_adjoint`` rows (CG s, dense s, CG residual, dense
+    residual, Cholesky s, Cholesky residual, quartiles of the CG, dense, Cholesky s)."""
     return np.array([time_adjoint(n) for n in c.scaling_sizes], np.float64)
 
 
@@ -292,6 +299,10 @@ def _summarize(c, out) -> dict:
                     "cholesky_over_cg": (sc[:, 4] / sc[:, 0]).tolist(),
                     "cholesky_residual": sc[:, 5].tolist(),
                     "slope_cholesky": metrics.loglog_slope(c.scaling_sizes, sc[:, 4])}
+    if sc.shape[1] >= 12:  # best of ADJOINT_REPEATS warm runs, with their quartiles
+        s["scaling"]["repeats"] = ADJOINT_REPEATS
+        for j, m in enumerate(("cg", "dense", "cholesky")):
+            s["scaling"][f"{m}_quartiles_s"] = sc[:, 6 + 2 * j:8 + 2 * j].tolist()
     if "scaling_hard" in out:
         hd = np.asarray(out["scaling_hard"])
         s["scaling_hard"] = {"n": c.scaling_hard_n, "epsilon": list(c.scaling_hard_eps),
@@ -327,10 +338,17 @@ def _plot(c, s, out, workdir):
         axes[-1].loglog(sc["n"], sc["cholesky_s"], "^:",
                         label=f"Cholesky, null direction pinned "
                               f"(slope {sc['slope_cholesky']:.2f})")
+    for m, line in zip(("cg", "dense", "cholesky"), axes[-1].get_lines(), strict=False):
+        if f"{m}_quartiles_s" in sc:  # the spread of the timed runs
+            q = np.asarray(sc[f"{m}_quartiles_s"])
+            axes[-1].fill_between(sc["n"], q[:, 0], q[:, 1], alpha=0.2, lw=0,
+                                  color=line.get_color())
     axes[-1].set(xlabel="n (n x n plan)", ylabel="seconds", title="adjoint solve")
     axes[-1].legend(fontsize=7)
+    timed = (f" Right: best of {sc['repeats']} warm runs per n; band: their interquartile "
+             "range." if "repeats" in sc else " Right: one best-of timing per n.")
     plots.save(fig, os.path.join(workdir, "mrr_vs_round.png"),
-               caption=plots.t_band(c.num_seeds) + " Right: one timing per n.")
+               caption=plots.t_band(c.num_seeds) + timed)
 
 
 def headline(summary: dict) -> list[tuple[str, str]]:
@@ -364,9 +382,19 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         if task["published"]:
             rows.append((f"{name}: published (for comparison)", task["published"]))
     sc = summary["scaling"]
-    rows.append((f"adjoint solve at n={sc['n'][-1]}: dense / CG time",
-                 f"{sc['dense_over_cg'][-1]:.1f}x (slopes CG {sc['slope_cg']:.2f}, "
-                 f"dense {sc['slope_dense']:.2f}; CG residual {sc['cg_residual'][-1]:.1e})"))
+    if "repeats" in sc:
+        q = {m: sc[f"{m}_quartiles_s"][-1] for m in ("cg", "dense")}
+        rows.append((f"adjoint solve at n={sc['n'][-1]}: dense / CG time, best of "
+                     f"{sc['repeats']} warm runs each (interquartile range of the runs)",
+                     f"{sc['dense_over_cg'][-1]:.3g}x: CG {sc['cg_s'][-1]:.2e} s "
+                     f"[{q['cg'][0]:.2e}, {q['cg'][1]:.2e}], dense {sc['dense_s'][-1]:.2e} s "
+                     f"[{q['dense'][0]:.2e}, {q['dense'][1]:.2e}] (slopes over n "
+                     f"{'/'.join(str(n) for n in sc['n'])}: CG {sc['slope_cg']:.2f}, dense "
+                     f"{sc['slope_dense']:.2f}; CG residual {sc['cg_residual'][-1]:.1e})"))
+    else:  # a summary from before the spread was recorded: one best-of time per n
+        rows.append((f"adjoint solve at n={sc['n'][-1]}: dense / CG time",
+                     f"{sc['dense_over_cg'][-1]:.1f}x (slopes CG {sc['slope_cg']:.2f}, "
+                     f"dense {sc['slope_dense']:.2f}; CG residual {sc['cg_residual'][-1]:.1e})"))
     if "scaling_hard" in summary:
         hd = summary["scaling_hard"]
         rows.append((f"adjoint solve, hard plans (n={hd['n']}, non-uniform marginals): "

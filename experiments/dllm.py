@@ -707,12 +707,12 @@ def pareto_front(points) -> list[tuple[float, float]]:
 def _plot(config, summary, out, workdir):
     """accuracy_vs_nfe.png: one column per task, rows = the two NFE conventions (per-particle
     passes; batched passes, N particles = 1 pass), the Pareto front of accuracy against
-    NFE dashed; every greedy decoder labelled, particle
-    families joined over N, coinciding series offset (x multiplied by 1.04^j) with distinct
-    markers; plain tick labels. path_ll_vs_accuracy.png: mean Path LL vs accuracy."""
+    NFE dashed; every decoder labelled (``plots.label_points``: labels of crowded points
+    stacked beside them with leader lines, none overlapping), particle families joined over
+    N, coinciding series offset (x multiplied by 1.04^j) with distinct markers; ticks at
+    powers of two, and between them on a narrow axis (``plots.log2_ticks``).
+    path_ll_vs_accuracy.png: mean Path LL vs accuracy, every decoder labelled."""
     del out
-    from matplotlib import ticker
-
     tasks = summary["tasks"]
     styles = {"greedy": "o", "best_of_n": "s", "smc": "^", "sr_smc": "D", "poke_smc": "*"}
     fig, axes = plots.item_grid(len(tasks), 2, width=4.4, height=3.6)
@@ -729,17 +729,13 @@ def _plot(config, summary, out, workdir):
                 err = np.abs(np.array(ci).T - np.array(y))
                 ax.errorbar(x, y, yerr=err, marker=marker, ls="none" if fam == "greedy" else "-",
                             label=fam, capsize=2, ms=8 if fam == "poke_smc" else 5, alpha=0.85)
-                for xi, yi, nm in zip(x, y, names, strict=True):
-                    ax.annotate(nm, (xi, yi), fontsize=7, xytext=(3, 3 if j % 2 else -8),
-                                textcoords="offset points")
+                plots.label_points(ax, x, y, names)
             front = pareto_front([(v[key], v["accuracy"]) for v in t["decoders"].values()])
             if len(front) > 1:
                 ax.step(*zip(*front, strict=True), where="post", color="0.5", lw=1, ls="--",
                         zorder=0, label="Pareto front")
             ax.set_xscale("log")
-            ax.xaxis.set_major_locator(ticker.LogLocator(base=2))
-            ax.xaxis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
-            ax.xaxis.set_minor_formatter(ticker.NullFormatter())
+            plots.log2_ticks(ax.xaxis)
             ax.set(xlabel=xlabel, ylabel="accuracy", title=name)
     axes[0][0].legend(fontsize=8)
     fig.tight_layout(rect=(0, 0.04, 1, 1))
@@ -751,7 +747,8 @@ def _plot(config, summary, out, workdir):
     for ax, (name, t) in zip(axes, tasks.items(), strict=True):
         for k, v in t["decoders"].items():
             ax.scatter(v["path_ll"], v["accuracy"], marker=styles[v["family"]])
-            ax.annotate(k, (v["path_ll"], v["accuracy"]), fontsize=7)
+        plots.label_points(ax, [v["path_ll"] for v in t["decoders"].values()],
+                           [v["accuracy"] for v in t["decoders"].values()], list(t["decoders"]))
         r = t["path_ll_correlation"]["pearson_across_decoders"]
         ax.set(xlabel="mean Path LL of the output", ylabel="accuracy", title=f"{name}: r = {r:.2f}")
     plots.save(fig, os.path.join(workdir, "path_ll_vs_accuracy.png"))

@@ -649,17 +649,41 @@ def _plot_maps(config, summary, out, path):
                              images[base][i, :, :, 0], masks[base][i],
                              out[name]["gepc_map"][i, t_loc],
                              out[name]["denoise_map"][i, t_loc]))
-    fig, axes = plots.figure(len(rows), width=1.6, height=6.4, max_cols=8)
-    for ax, (name, x, m, gm, dm) in zip(axes, rows, strict=True):
-        col = np.concatenate([x * 0.5 + 0.5, m.astype(float), gm / max(gm.max(), 1e-12),
-                              dm / max(dm.max(), 1e-12)], 0)
-        ax.imshow(col, cmap="magma")
-        ax.set_title(name, fontsize=7)
-        ax.axis("off")
-    plots.save(fig, path, caption="Columns: clutter images with one embedded target, maps of "
-               "the clutter-trained model (c) and of the digit-trained model (c'); rows: "
-               "image, target mask, GEPC map, denoising-error map (each scaled to its "
-               "max), at each block's lowest-CV time.")
+    plots.save(maps_figure(rows), path, caption="Columns: clutter images with one embedded "
+               "target, maps of the clutter-trained model (c) and of the digit-trained model "
+               "(c'); rows: " + ", ".join(MAP_ROWS) + " (maps each scaled to their max), at "
+               "each block's lowest-CV time.")
+
+
+MAP_ROWS = ("image", "target mask", "GEPC map", "denoising-error map")
+
+
+def maps_figure(columns):
+    """The maps figure: one column per image, one row per ``MAP_ROWS`` entry, each row
+    titled on the left, each column titled by its name.
+
+    Args:
+      columns: ``[(name, image [H, W] in [-1, 1], mask [H, W], gepc_map [H, W],
+        denoise_map [H, W])]``.
+
+    Returns:
+      the figure.
+    """
+    fig, axes = plots.item_grid(len(columns), len(MAP_ROWS), width=1.7, height=1.75,
+                                max_cols=8)
+    for i, (ax_col, (name, x, m, gm, dm)) in enumerate(zip(axes, columns, strict=True)):
+        panels = (np.asarray(x) * 0.5 + 0.5, np.asarray(m, float),
+                  gm / max(float(np.max(gm)), 1e-12), dm / max(float(np.max(dm)), 1e-12))
+        for r, (ax, img) in enumerate(zip(ax_col, panels, strict=True)):
+            ax.imshow(img, cmap="magma", vmin=0.0, vmax=1.0)
+            ax.set_xticks([])
+            ax.set_yticks([])
+            if r == 0:
+                ax.set_title(name, fontsize=8)
+            if i % 8 == 0:
+                ax.set_ylabel(MAP_ROWS[r], fontsize=8)
+    fig.subplots_adjust(hspace=0.15, wspace=0.1)
+    return fig
 
 
 def _blocks_in(summary) -> list[str]:

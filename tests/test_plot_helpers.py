@@ -1,6 +1,8 @@
 """Shared figure helpers: distinguishable coinciding series, readable log-axis
 tick labels, band captions, a warning for bands without a caption."""
 
+import os
+
 import numpy as np
 from absl import logging
 
@@ -64,3 +66,128 @@ def test_narrow_log_axis_still_has_labels(tmp_path):
     c.semilogx([2.2, 3.1, 4.4], [1, 2, 3])                     # under half a decade
     plots.save(fig, tmp_path / "n.png", caption="no bands")
     assert len(_labels(c.xaxis)) >= 2, _labels(c.xaxis)
+
+
+def _drawn(fig):
+    """``fig`` drawn again after ``plots.save`` closed it; returns its renderer."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    FigureCanvasAgg(fig)
+    fig.canvas.draw()
+    return fig.canvas.get_renderer()
+
+
+def _overlapping(boxes):
+    return [(i, j) for i in range(len(boxes)) for j in range(i + 1, len(boxes))
+            if boxes[i].x0 < boxes[j].x1 and boxes[j].x0 < boxes[i].x1
+            and boxes[i].y0 < boxes[j].y1 and boxes[j].y0 < boxes[i].y1]
+
+
+def test_point_labels_of_crowded_points_do_not_overlap(tmp_path):
+    fig, (ax,) = plots.figure()
+    x = [1.0] * 6 + [1.02, 1.04, 3.0, 3.0]
+    y = [0.5] * 6 + [0.5, 0.51, 0.9, 0.9]
+    ax.plot(x, y, "o", label="points")
+    ax.legend(loc="upper left")
+    names = [f"decoder_{i}" for i in range(len(x))]
+    labels = plots.label_points(ax, x, y, names)
+    plots.save(fig, tmp_path / "crowd.png", caption="no bands")
+    renderer = _drawn(fig)
+    boxes = [t.get_window_extent(renderer) for t in labels]
+    assert [t.get_text() for t in labels] == names
+    assert _overlapping(boxes) == []
+    legend = ax.get_legend().get_window_extent(renderer)
+    assert _overlapping([legend, *boxes])[:1] == []
+    # every label stays beside its own point: within a few rows of it, leader lines for
+    # the ones moved off its row
+    for t, b in zip(labels, boxes, strict=True):
+        px, py = ax.transData.transform(t.xy)
+        assert min(abs(b.x0 - px), abs(b.x1 - px)) < 10 and abs((b.y0 + b.y1) / 2 - py) < 150
+    leaders = [t for t in ax.texts if t.get_gid() == plots.LEADER_GID]
+    assert 0 < len(leaders) < len(labels)
+
+
+def test_label_points_needs_one_name_per_point():
+    import pytest
+
+    fig, (ax,) = plots.figure()
+    with pytest.raises(ValueError, match="`names`"):
+        plots.label_points(ax, [1, 2], [1, 2], ["a"])
+
+
+def test_log2_ticks_give_a_narrow_axis_several_ticks(tmp_path):
+    fig, (wide, narrow) = plots.figure(2)
+    wide.semilogx([2, 128], [0, 1])
+    narrow.semilogx([3.3, 5.8], [0, 1])     # one power of two (4) in view
+    for ax in (wide, narrow):
+        plots.log2_ticks(ax.xaxis)
+    plots.save(fig, tmp_path / "t.png", caption="no bands")
+    assert {"2", "4", "8", "16", "32", "64", "128"} <= set(_labels(wide.xaxis))
+    assert len(_labels(narrow.xaxis)) >= 3, _labels(narrow.xaxis)
+
+
+def _dllm_summary(tasks=("sudoku", "countdown"), ns=(2, 4, 8)):
+    """A POKE-SMC summary shaped like the study's, with the crowding of a real one: the
+    greedy decoders at one NFE and almost one accuracy, the particle decoders likewise."""
+    rng = np.random.default_rng(0)
+    out = {}
+    for task in tasks:
+        dec = {g: {"family": "greedy", "particles": 1, "nfe": 16.0, "nfe_batched": 16.0,
+                   "accuracy": 0.96 + 0.002 * i}
+               for i, g in enumerate(("confidence", "neg_entropy", "margin", "semi_ar"))}
+        dec["threshold"] = {"family": "greedy", "particles": 1, "nfe": 2.0,
+                            "nfe_batched": 2.0, "accuracy": 0.7}
+        for n in ns:
+            for fam, fam_name in (("best_of", "best_of_n"), ("smc", "smc"),
+                                  ("sr_smc", "sr_smc"), ("poke_smc", "poke_smc")):
+                cheap = fam == "sr_smc"
+                dec[f"{fam}_{n}"] = {"family": fam_name, "particles": n,
+                                     "nfe": (3.0 if cheap else 16.0) * n,
+                                     "nfe_batched": 3.0 if cheap else 16.0,
+                                     "accuracy": 0.975 + rng.uniform(-0.003, 0.003)}
+        for v in dec.values():
+            v["accuracy_ci"] = [v["accuracy"] - 0.03, min(1.0, v["accuracy"] + 0.03)]
+            v["path_ll"] = -1.0 + rng.uniform(-0.01, 0.01)
+        out[task] = {"decoders": dec, "path_ll_correlation": {"pearson_across_decoders": 0.5}}
+    return {"tasks": out}
+
+
+def test_dllm_accuracy_vs_nfe_labels_do_not_overlap(tmp_path, monkeypatch):
+    """The POKE-SMC figures: no two point labels overlap; every NFE axis, the batched one
+    over 2..16 included, has several x ticks."""
+    import types
+
+    from experiments import dllm
+
+    figs = {}
+    save = plots.save
+    monkeypatch.setattr(dllm, "_plot_smc_diagnostics", lambda *a: None)
+    monkeypatch.setattr(plots, "save", lambda fig, path, caption=None: (
+        figs.__setitem__(os.path.basename(path), fig), save(fig, path, caption))[1])
+    config = types.SimpleNamespace(num_problems=128, bootstrap=500)
+    dllm._plot(config, _dllm_summary(), None, str(tmp_path))
+    assert set(figs) == {"accuracy_vs_nfe.png", "path_ll_vs_accuracy.png"}
+    for name, fig in figs.items():
+        renderer = _drawn(fig)
+        labels = plots.point_labels(fig)
+        assert len(labels) == 2 * (2 if name == "accuracy_vs_nfe.png" else 1) * 17
+        assert _overlapping([t.get_window_extent(renderer) for t in labels]) == [], name
+    for ax in figs["accuracy_vs_nfe.png"].axes:
+        if ax.get_visible():
+            assert len(_labels(ax.xaxis)) >= 3, (ax.get_title(), _labels(ax.xaxis))
+
+
+def test_gepc_maps_have_row_titles_and_space_between_rows(tmp_path):
+    from experiments import gepc
+
+    rng = np.random.default_rng(0)
+    columns = [(f"(c) +digits {i}", rng.uniform(-1, 1, (8, 8)), rng.uniform(size=(8, 8)) > 0.7,
+                rng.uniform(size=(8, 8)), rng.uniform(size=(8, 8))) for i in range(3)]
+    fig = gepc.maps_figure(columns)
+    plots.save(fig, tmp_path / "maps.png", caption="maps")
+    renderer = _drawn(fig)
+    first = [ax for ax in fig.axes if ax.get_visible()][::3]  # column 0, top to bottom
+    assert [ax.get_ylabel() for ax in first] == list(gepc.MAP_ROWS)
+    assert [ax.get_title() for ax in fig.axes[:3]] == [c[0] for c in columns]
+    boxes = [ax.get_window_extent(renderer) for ax in first]
+    assert all(upper.y0 - lower.y1 >= 4 for upper, lower in zip(boxes, boxes[1:]))

@@ -115,3 +115,49 @@ def test_report_carries_the_whole_graph_table_when_its_summary_exists(tmp_path, 
     assert "## avatar (whole graphs)" in report and "0.829 / 0.926 / 0.936" in report
     assert "+0.0300" in report and "| value | 10 |" in report
     assert "avatar_wholegraph" in (tmp_path / "report.html").read_text()
+
+
+def _ratio_row(value, ci, constant, theory):
+    return {"ratio": {"value": value, "ci95": ci}, "constant_samples": {"mean": constant},
+            "theory_samples": {"mean": theory}}
+
+
+def test_a_ratio_resolved_only_by_the_record_grid_says_so():
+    """Q-learning's ratio: a zero-width CI, or a schedule crossing at the first record
+    point, is reported with the bounds the record grid allows, not as a CI."""
+    from experiments import qlearning
+
+    # both schedules crossed at the same record points on every seed; theory at the first
+    text = qlearning.ratio_text(_ratio_row(5.0, [5.0, 5.0], 5000.0, 1000.0), 1000.0)
+    assert "[5.00, 5.00]" not in text
+    assert "resolution: record grid, every 1000 samples; ratio >= 4.00" in text
+    # same record points, later than the first: the ratio lies between grid bounds
+    text = qlearning.ratio_text(_ratio_row(2.0, [2.0, 2.0], 8000.0, 4000.0), 1000.0)
+    assert "resolution: record grid, every 1000 samples; ratio in [1.75, 2.67]" in text
+    # theory at the first record on every seed, the constant spread: still a lower bound
+    text = qlearning.ratio_text(_ratio_row(4.6, [4.1, 5.2], 4600.0, 1000.0), 1000.0)
+    assert "ratio >= 3.60" in text
+    # a resolved ratio keeps its CI
+    assert qlearning.ratio_text(_ratio_row(3.3, [2.72, 4.15], 33000.0, 10000.0),
+                                1000.0) == "3.30x [2.72, 4.15]"
+    # the record step from the config when the summary predates its own field
+    family = {"samples_per_run": 150000.0}
+    summary = {"provenance": {"config": {"num_records": 150}}}
+    assert qlearning._record_step(summary, family) == 1000.0
+    assert qlearning._record_step({}, family) is None
+    assert "zero width" in qlearning.ratio_text(_ratio_row(5.0, [5.0, 5.0], 5.0, 1.0), None)
+
+
+def test_adjoint_timing_row_gives_best_of_k_with_its_spread():
+    from experiments import avatar
+
+    sc = {"n": [100, 200, 400], "cg_s": [1e-3, 2e-3, 4e-3], "dense_s": [0.1, 0.5, 2.0],
+          "dense_over_cg": [100.0, 250.0, 500.0], "cg_residual": [1e-7] * 3,
+          "slope_cg": 1.0, "slope_dense": 2.2, "repeats": 3,
+          "cg_quartiles_s": [[1e-3, 1.2e-3], [2e-3, 2.5e-3], [4e-3, 4.4e-3]],
+          "dense_quartiles_s": [[0.1, 0.11], [0.5, 0.6], [2.0, 2.3]]}
+    rows = dict(avatar.headline({"tasks": {}, "config": {}, "scaling": sc}))
+    (key, value), = [(k, v) for k, v in rows.items() if "dense / CG" in k]
+    assert "best of 3 warm runs" in key and "interquartile range" in key
+    assert value.startswith("500x: CG 4.00e-03 s [4.00e-03, 4.40e-03], dense 2.00e+00 s "
+                            "[2.00e+00, 2.30e+00]")

@@ -37,3 +37,13 @@ def test_best_time_is_the_one_contender_case():
     calls.clear()
     timing.best_time(lambda: calls.append(1), repeats=2, warmup=False)
     assert len(calls) == 2
+
+
+def test_times_interleaved_keeps_every_repeat_and_spread_summarises_them():
+    out = timing.times_interleaved({"a": lambda: None, "b": lambda: time.sleep(0.01)},
+                                   repeats=3)
+    assert [len(v) for v in out.values()] == [3, 3] and min(out["b"]) >= 0.01
+    sp = timing.spread([3.0, 1.0, 2.0, 5.0])
+    assert sp == {"min": 1.0, "q25": 1.75, "q75": 3.5, "iqr": 1.75}
+    with pytest.raises(ValueError, match="`times`"):
+        timing.spread([])

@@ -16,9 +16,13 @@ Conventions every figure follows, enforced here where a helper can:
   of at most ``MAX_COLS``; ``save`` measures the smallest text (``min_text_px``: its height
   in pixels once the PNG is shrunk to ``PAGE_WIDTH_PX``) and warns below ``MIN_TEXT_PX``;
   it stores that text's height at the PNG's own size in the PNG (``PNG_TEXT_KEY``), from
-  which ``report.html`` computes it at the width the browser shows.
+  which ``report.html`` computes it at the width the browser shows;
+- point labels never overlap: ``label_points`` marks them and ``save`` places them (after
+  the final layout) beside their points, stacked with a leader line where points crowd;
+- a log axis over a narrow range still has several ticks: ``log2_ticks``.
 """
 
+import itertools
 import os
 
 import matplotlib
@@ -192,6 +196,112 @@ def readable_log_axes(fig) -> None:
                 t.set_horizontalalignment("right")
 
 
+LABEL_GID = "jaxlab-point-label"
+LEADER_GID = "jaxlab-label-leader"
+
+
+def label_points(ax, x, y, names, fontsize: float = 7) -> list:
+    """Labels the points (``x[i]``, ``y[i]``) of ``ax`` with ``names[i]``; ``save`` (or
+    ``place_labels``) moves each label, once the layout is final, to the first free spot
+    beside its point (right, then left, then stacked below / above with a leader line), so
+    no two labels, nor a label and the legend, overlap.
+
+    Returns:
+      the label annotations.
+    """
+    if not len(x) == len(y) == len(names):
+        raise ValueError(f"`x`, `y` and `names` must have one entry per point, got "
+                         f"{len(x)}, {len(y)} and {len(names)}.")
+    out = []
+    for xi, yi, nm in zip(x, y, names, strict=True):
+        a = ax.annotate(str(nm), (xi, yi), xytext=(4, 0), textcoords="offset points",
+                        fontsize=fontsize, ha="left", va="center", gid=LABEL_GID)
+        a.set_in_layout(False)  # placed after the layout, inside the axes where it fits
+        out.append(a)
+    return out
+
+
+def point_labels(fig) -> list:
+    """The labels ``label_points`` added to ``fig``."""
+    return [t for ax in fig.axes for t in ax.texts if t.get_gid() == LABEL_GID]
+
+
+def _free(box, placed, pad: float = 1.0) -> bool:
+    x0, y0, x1, y1 = box
+    return all(x1 + pad <= b[0] or b[2] + pad <= x0 or y1 + pad <= b[1] or b[3] + pad <= y0
+               for b in placed)
+
+
+def place_labels(fig) -> None:
+    """Places every ``label_points`` label of ``fig`` so none overlaps another label or a
+    legend: for each label (by its point, left to right), the first free spot among right
+    / left of the point at vertical offsets 0, -h, +h, -2h, ... (h: the tallest label's height),
+    inside the axes while one is free there, outside otherwise; a label moved off its
+    point's row gets a thin leader line."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    to_pt = 72.0 / fig.dpi
+    for ax in fig.axes:
+        for old in [t for t in ax.texts if t.get_gid() == LEADER_GID]:
+            old.remove()
+        labels = [t for t in ax.texts if t.get_gid() == LABEL_GID]
+        if not labels:
+            continue
+        frame = ax.get_window_extent(renderer)
+        legend = ax.get_legend()
+        placed = ([tuple(legend.get_window_extent(renderer).extents)]
+                  if legend is not None and legend.get_visible() else [])
+        anchors = [ax.transData.transform(t.xy) for t in labels]
+        h = max(t.get_window_extent(renderer).height for t in labels)  # one row height
+        for i in sorted(range(len(labels)), key=lambda k: (anchors[k][0], -anchors[k][1])):
+            t, (px, py) = labels[i], anchors[i]
+            w, gap = t.get_window_extent(renderer).width, 4.0 / to_pt
+
+            def spots(w=w, h=h, px=px, py=py, gap=gap):
+                for step in itertools.count():
+                    dy = (-1) ** step * ((step + 1) // 2) * (h + 1)
+                    for side in (1, -1):
+                        x0 = px + gap if side > 0 else px - gap - w
+                        yield side, dy, (x0, py + dy - h / 2, x0 + w, py + dy + h / 2)
+
+            inside = [s for s in itertools.islice(spots(), 8 * len(labels) + 8)
+                      if frame.x0 <= s[2][0] and s[2][2] <= frame.x1
+                      and frame.y0 <= s[2][1] and s[2][3] <= frame.y1]
+            side, dy, box = next(s for s in itertools.chain(inside, spots())
+                                 if _free(s[2], placed))
+            placed.append(box)
+            t.set_horizontalalignment("left" if side > 0 else "right")
+            t.set_verticalalignment("center")
+            t.xyann = (side * gap * to_pt, dy * to_pt)
+            t.set_annotation_clip(False)
+            if abs(dy) > h / 2:  # off its point's row: a leader line from the label
+                leader = ax.annotate("", t.xy, xytext=(side * gap * to_pt, dy * to_pt),
+                                     textcoords="offset points", gid=LEADER_GID,
+                                     annotation_clip=False,
+                                     arrowprops={"arrowstyle": "-", "lw": 0.5, "color": "0.5",
+                                                 "shrinkA": 0, "shrinkB": 2})
+                leader.set_in_layout(False)
+
+
+def log2_ticks(axis, min_ticks: int = 3) -> None:
+    """Ticks at 2^k (and, where fewer than ``min_ticks`` of those are in view, at 1.5 2^k,
+    then at 1.25 / 1.5 / 1.75 2^k) on a log ``axis`` (e.g. ``ax.xaxis``), plain numbers, no
+    minor labels: costs that double read as such, and a narrow axis still has several
+    ticks. Call it once the data are plotted (it reads the view limits)."""
+    lo, hi = sorted(axis.get_view_interval())
+    subs = (1.0,)
+    for subs in ((1.0,), (1.0, 1.5), (1.0, 1.25, 1.5, 1.75)):
+        ticks = [m * 2.0 ** k for k in range(int(np.floor(np.log2(max(lo, 1e-300)))) - 1,
+                                             int(np.ceil(np.log2(max(hi, 1e-300)))) + 2)
+                 for m in subs]
+        if sum(lo <= v <= hi for v in ticks) >= min_ticks:
+            break
+    axis.set_major_locator(ticker.LogLocator(base=2, subs=subs))
+    axis.set_major_formatter(ticker.FuncFormatter(lambda v, _: f"{v:g}"))
+    axis.set_minor_locator(ticker.NullLocator())
+    axis.set_minor_formatter(ticker.NullFormatter())
+
+
 def _rows(fig) -> int:
     """Rows of panels (``figure``'s grid), for the caption's share of the height."""
     spec = next((ax.get_subplotspec() for ax in fig.axes if ax.get_subplotspec()), None)
@@ -239,6 +349,7 @@ def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
         fig.canvas.draw()
         readable_log_axes(fig)
         fig.tight_layout(rect=(0, 0.05 / _rows(fig) if caption else 0, 1, 1))
+        place_labels(fig)
         natural = min_text_px(fig, page_width_px=None)
         small = natural * _shrink(fig)
         if small < MIN_TEXT_PX:

@@ -6,6 +6,7 @@ import time
 from collections.abc import Callable
 
 import jax
+import numpy as np
 
 
 def best_time(fn: Callable[[], object], repeats: int = 3, warmup: bool = True) -> float:
@@ -18,18 +19,37 @@ def best_times_interleaved(fns: dict[str, Callable[[], object]], repeats: int = 
     """Best-of-``repeats`` seconds of each ``fns[k]()`` (results blocked on), timed in turn
     (one call of each per round, after one warm-up call of each), so a load change on the
     machine hits every contender alike; for ratios measured side by side."""
+    return {k: min(v) for k, v in times_interleaved(fns, repeats, warmup).items()}
+
+
+def times_interleaved(fns: dict[str, Callable[[], object]], repeats: int = 3,
+                      warmup: bool = True) -> dict[str, list[float]]:
+    """The ``repeats`` seconds of each ``fns[k]()``, timed in turn as
+    ``best_times_interleaved`` does (their minimum is its result): for a best-of-k time
+    with its spread (``spread``)."""
     if not isinstance(repeats, int) or repeats < 1:
         raise ValueError(f"`repeats` must be a positive int, got {repeats!r}.")
     if warmup:
         for fn in fns.values():
             jax.block_until_ready(fn())
-    best = dict.fromkeys(fns, float("inf"))
+    times = {k: [] for k in fns}
     for _ in range(repeats):
         for k, fn in fns.items():
             t0 = time.perf_counter()
             jax.block_until_ready(fn())
-            best[k] = min(best[k], time.perf_counter() - t0)
-    return best
+            times[k].append(time.perf_counter() - t0)
+    return times
+
+
+def spread(times) -> dict[str, float]:
+    """Best-of-k summary of repeated timings: {"min", "q25", "q75", "iqr"} seconds
+    (quartiles linearly interpolated)."""
+    t = np.asarray(times, np.float64)
+    if t.ndim != 1 or t.size < 1:
+        raise ValueError(f"`times` must be a non-empty list of seconds, got {times!r}.")
+    q25, q75 = np.percentile(t, [25, 75])
+    return {"min": float(t.min()), "q25": float(q25), "q75": float(q75),
+            "iqr": float(q75 - q25)}
 
 
 def machine_line() -> str:
