@@ -189,8 +189,8 @@ def wholegraph_page(results_dir: str, out: str) -> list[str]:
     lines = [rst_text(f"python -m experiments.avatar_wholegraph: datasets "
                       f"{', '.join(cfg.get('datasets', []))}; seeds 0..{cfg.get('seeds', 0) - 1}; "
                       f"strategies {', '.join(cfg.get('strategies', []))}."), "",
-             "- Machine: " + rst_text(machine_line(record.get("machine"), None,
-                                                  with_load=False)),
+             "- Machine: " + rst_text(machine_line(record.get("machine"),
+                                                  wholegraph_study.load_ranges(record))),
              "- Code: " + rst_text(code_line(record.get("git"), record.get("packages"))), ""]
     lines += list_table(wholegraph_study.CAPTION, ("metric", "value"),
                         wholegraph_study.headline(record), widths=(55, 45))

@@ -151,7 +151,8 @@ def _write_report(preset, workdir, methods, summaries, timings):
             continue
         p = summary["provenance"]
         meta = (f"From {run.command.replace('results/' + run.folder, folder)}: "
-                + provenance.machine_line(p["machine"], with_load=False) + "; code "
+                + provenance.machine_line(p["machine"], (results.read_timing(folder, p) or {})
+                                          .get("load_avg")) + "; code "
                 + provenance.code_line(p["git"], p["packages"], p["code_version"])
                 + f"; config hash {p['config_hash']}.{_compile_share(folder, p)}")
         experiment = registry.experiment(run.method)
@@ -162,7 +163,8 @@ def _write_report(preset, workdir, methods, summaries, timings):
     if whole is not None:  # written by experiments/avatar_wholegraph.py, not by a preset
         folder = os.path.join(workdir, avatar_wholegraph.FOLDER)
         meta = ("From python -m experiments.avatar_wholegraph --workdir=" + folder + ": "
-                + provenance.machine_line(whole.get("machine"), None, with_load=False)
+                + provenance.machine_line(whole.get("machine"),
+                                          avatar_wholegraph.load_ranges(whole))
                 + "; code "
                 + provenance.code_line(whole.get("git"), whole.get("packages")) + ".")
         _add_section(lines, sections, avatar_wholegraph.FOLDER, "avatar (whole graphs)",

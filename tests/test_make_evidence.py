@@ -106,6 +106,7 @@ def test_a_larger_run_has_its_own_page_and_report_section(tmp_path, monkeypatch)
     suite._write_report("quick", str(res), ["fake"], summaries, {"fake": 1.0})
     report = (res / "REPORT.md").read_text()
     assert "## fake (full preset)" in report and "| accuracy | 0.812 |" in report
+    assert "cores; load average 3.2 / 2.0 / 1.0 (1 / 5 / 15 min)" in report  # timing.json's
     assert report.index("## fake\n") < report.index("## fake (full preset)")
     assert "<title>jaxlab results (quick preset)</title>" in (res / "report.html").read_text()
     (folder / "summary.json").write_text("{}")  # damaged: left out, with a warning

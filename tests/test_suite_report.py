@@ -113,6 +113,10 @@ def test_report_carries_the_whole_graph_table_when_its_summary_exists(tmp_path, 
     suite.run_suite("smoke", str(tmp_path), ["fake"])
     report = (tmp_path / "REPORT.md").read_text()
     assert "## avatar (whole graphs)" in report and "0.829 / 0.926 / 0.936" in report
+    # its machine line names the CPU model, the cores and the load along the run
+    cpu = provenance.machine()
+    assert (f"{cpu['cpu_model']}, {cpu['cpu_count']} cores; load average (1 min) 2.0 to 2.0 "
+            "along the run") in report
     assert "+0.0300" in report and "| value | 10 |" in report
     assert "avatar_wholegraph" in (tmp_path / "report.html").read_text()
 

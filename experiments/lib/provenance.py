@@ -272,16 +272,28 @@ def load_text(load_avg) -> str:
             + " (1 / 5 / 15 min) when the run ended")
 
 
+def load_range_text(ranges) -> str:
+    """The 1-minute load averages recorded along a run, as ``[[lo, hi], ...]`` ranges (e.g.
+    one per dataset), in words."""
+    ranges = [r for r in (ranges or []) if r]
+    if not ranges:
+        return "load not recorded"
+    lo, hi = min(r[0] for r in ranges), max(r[1] for r in ranges)
+    return f"load average (1 min) {lo:.1f} to {hi:.1f} along the run"
+
+
 def machine_line(machine: dict | None, load_avg=None, *, with_load: bool = True) -> str:
     """The machine by CPU model, cores and load (whatever of it the results recorded):
-    one line for REPORT.md, report.html and the docs' evidence pages; ``with_load=False``
-    leaves the load out (REPORT.md gives it per method)."""
+    one line for REPORT.md, report.html and the docs' evidence pages. ``load_avg``: the
+    (1, 5, 15 min) load averages when the run ended, or the load already in words (e.g.
+    ``load_range_text``); ``with_load=False`` leaves the load out (REPORT.md's first line:
+    each section gives its own)."""
     machine = machine or {}
     cpu = (machine.get("cpu_model")
            or f"{machine.get('machine', 'unknown')} CPU (model not recorded)")
     parts = [f"{cpu}, {machine.get('cpu_count', '?')} cores"]
     if with_load:
-        parts.append(load_text(load_avg))
+        parts.append(load_avg if isinstance(load_avg, str) else load_text(load_avg))
     if "backend" in machine:
         procs = machine.get("process_count", 1)
         parts.append(f"JAX on {machine['backend']} ({machine.get('device_count', '?')} "

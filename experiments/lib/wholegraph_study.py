@@ -105,6 +105,15 @@ def summarize(runs: dict, seeds: int, strategies, rounds: int) -> dict:
     return out
 
 
+def load_ranges(record: dict) -> str:
+    """The load along a whole-graph run (each dataset's 1-minute load range over its
+    rounds, from ``summary.json``), in words for the machine line."""
+    per = (record or {}).get("summary") or {}
+    return provenance.load_range_text(
+        [(d.get("solver") or {}).get("load_avg_1min") for d in per.values()
+         if isinstance(d, dict)])
+
+
 def headline(summary: dict) -> list[tuple[str, str]]:
     """(metric, value) rows for REPORT.md and the docs: per dataset the final MRR of every
     strategy beside the paper's, the declared paired differences, round times, warm-start
