@@ -5,4 +5,4 @@ method-agnostic code lives in ``jaxlab.core``. A method package never imports
 another method package.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
