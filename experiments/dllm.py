@@ -746,7 +746,7 @@ def _plot(config, summary, out, workdir):
                "families offset in x by 4% steps so coinciding series stay visible.")
     fig, axes = plots.figure(len(tasks), width=4.2)
     for ax, (name, t) in zip(axes, tasks.items(), strict=True):
-        for k, v in t["decoders"].items():
+        for v in t["decoders"].values():
             ax.scatter(v["path_ll"], v["accuracy"], marker=styles[v["family"]])
         plots.label_points(ax, [v["path_ll"] for v in t["decoders"].values()],
                            [v["accuracy"] for v in t["decoders"].values()], list(t["decoders"]))

@@ -190,4 +190,4 @@ def test_gepc_maps_have_row_titles_and_space_between_rows(tmp_path):
     assert [ax.get_ylabel() for ax in first] == list(gepc.MAP_ROWS)
     assert [ax.get_title() for ax in fig.axes[:3]] == [c[0] for c in columns]
     boxes = [ax.get_window_extent(renderer) for ax in first]
-    assert all(upper.y0 - lower.y1 >= 4 for upper, lower in zip(boxes, boxes[1:]))
+    assert all(upper.y0 - lower.y1 >= 4 for upper, lower in zip(boxes, boxes[1:], strict=False))
