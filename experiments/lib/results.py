@@ -19,6 +19,7 @@ import uuid
 import numpy as np
 from absl import logging
 
+from experiments.lib import provenance
 from jaxlab.core import sharding
 
 
@@ -98,8 +99,6 @@ def write_summary(workdir: str | os.PathLike, summary: dict, config,
     ``workdir`` that belong to it; default: those there now). Written atomically; a study
     writes it after its figures.
     """
-    from experiments.lib import provenance
-
     body = _to_builtin(summary)
     if "provenance" in body:
         raise ValueError("`summary` may not have a 'provenance' key (write_summary adds it).")
