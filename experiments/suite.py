@@ -15,6 +15,10 @@ content matching its sha256, every figure it lists on disk); otherwise the suite
 warning naming the file and reruns the method (its finished units are reused). The suite
 holds ``<workdir>``'s lock while it runs; a second suite on the same workdir fails at once.
 
+The last line names the results folder and what is in it (``results: /abs/results
+(REPORT.md, report.html, qlearning/, ...)``); a bad flag value (``--preset=smok``,
+``--methods=qlearnin``) is one line naming it and the valid values, exit 2.
+
 Compiled programs are kept in JAX's persistent compilation cache
 (``experiments.lib.compile_cache``), so a second run compiles little.
 """
@@ -229,6 +233,11 @@ def update_readme(report_path: str, readme_path: str) -> None:
 def main(argv):
     del argv
     workdir = common.WORKDIR.value or "results"
+    unknown = sorted(set(_METHODS.value) - set(METHODS))
+    if unknown:
+        print(f"error: --methods: unknown {', '.join(unknown)}; choose from "
+              f"{', '.join(METHODS)}", file=sys.stderr)
+        sys.exit(2)
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
     try:
@@ -243,6 +252,8 @@ def main(argv):
         print(f.read())
     if _UPDATE_README.value:
         update_readme(report, _UPDATE_README.value)
+    print(common.results_line(workdir, "REPORT.md", "report.html",
+                              *(f"{m}/" for m in _METHODS.value)), flush=True)
 
 
 def cli() -> None:
@@ -252,7 +263,7 @@ def cli() -> None:
         flags.FLAGS(sys.argv[:1])
         app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
     compile_cache.enable()
-    app.run(main)
+    app.run(main, flags_parser=common.parse_flags)
 
 
 if __name__ == "__main__":
