@@ -66,11 +66,18 @@ def quiet_backend_probe() -> None:
 def run(train_and_evaluate, config) -> dict:
     """Initialises multi-host JAX if asked, then runs ``train_and_evaluate`` (a
     ``study.Experiment``, or a function of ``(config, workdir)``) into ``--workdir``,
-    holding its lock; the config is written first to ``<workdir>/config.json``."""
+    holding its lock; the config is written first to ``<workdir>/config.json``. A config
+    the experiment's ``validate`` rejects is one line on stderr, exit 2."""
     if WORKDIR.value is None:
         raise flags.ValidationError("--workdir is required.")
     sharding.initialize_distributed(COORDINATOR.value, NUM_PROCESSES.value, PROCESS_ID.value)
     workdir = WORKDIR.value
+    if isinstance(train_and_evaluate, study.Experiment):
+        try:  # before any work: a config the study rejects is the user's input, not a crash
+            train_and_evaluate.validate(config)
+        except (ValueError, TypeError, FileNotFoundError) as e:
+            print(f"error: {_one_line(e)}", file=sys.stderr)
+            sys.exit(2)
     if SHOW_CONFIG.value and sharding.is_main_process():
         print("config:\n" + config_json(config), flush=True)
     with locks.hold(workdir):
@@ -283,12 +290,6 @@ def launch(train_and_evaluate, default_config: str) -> None:
 
     def main(argv):
         del argv
-        if isinstance(train_and_evaluate, study.Experiment):
-            try:  # before any work: a rejected config is the user's input, not a crash
-                train_and_evaluate.validate(config.value)
-            except (ValueError, TypeError, FileNotFoundError) as e:
-                print(f"error: {_one_line(e)}", file=sys.stderr)
-                sys.exit(2)
         try:
             run(train_and_evaluate, config.value)
         except locks.Busy as e:
