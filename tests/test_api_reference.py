@@ -76,8 +76,9 @@ _CHAIN = re.compile(r"(?<![\w./])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 
 def uses(path):
     """``(module, name, text)`` for every jaxlab / pallas_kernels name the page's code uses:
-    ``from m import a`` is (m, a) (and m's own path, as below); ``alias.a.b`` with alias bound to module m is (m, a) and,
-    if ``m.a`` is a module, (m.a, b); ``jaxlab.m.a`` likewise from the package m."""
+    ``from m import a`` is (m, a) and m's own path as below; ``alias.a.b`` with alias bound
+    to module m is (m, a) and, if ``m.a`` is a module, (m.a, b); ``jaxlab.m.a`` is
+    (jaxlab, m), then likewise from the package m."""
     aliases = {}  # local name -> module path
     found = []
     for line in _code_lines(path):

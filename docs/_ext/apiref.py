@@ -164,14 +164,14 @@ def _attr_doc(module, name, obj) -> list[str]:
     return []
 
 
-def _napoleon(app, obj, full_name, what) -> list[str]:
+def _napoleon(config, obj, full_name, what) -> list[str]:
     from sphinx.ext.napoleon.docstring import GoogleDocstring
 
     doc = inspect.getdoc(obj) or ""
-    return escape_bars(GoogleDocstring(doc, app.config, app, what, full_name, obj).lines())
+    return escape_bars(GoogleDocstring(doc, config, None, what, full_name).lines())
 
 
-def _render(entry: Entry, app=None) -> list[str]:
+def _render(entry: Entry, config=None) -> list[str]:
     module = importlib.import_module(entry.module)
     obj = getattr(module, entry.name)
     full = f"{entry.module}.{entry.name}"
@@ -193,7 +193,7 @@ def _render(entry: Entry, app=None) -> list[str]:
                 return_annotation=sig.empty))
         except (TypeError, ValueError):
             sig = ""
-        body = _napoleon(app, obj, full, "class") if app is not None else []
+        body = _napoleon(config, obj, full, "class") if config is not None else []
         return [f".. py:class:: {entry.name}{sig}", f"   :module: {entry.module}", "",
                 *_indent(body), ""]
     # data: a constant, a type alias or another library's object
@@ -209,8 +209,9 @@ def _render(entry: Entry, app=None) -> list[str]:
     return [*lines, "", *_indent(body), ""]
 
 
-def rst(packages, package: str, app=None) -> str:
-    """The reStructuredText that ``.. apiref:: package`` renders."""
+def rst(packages, package: str, config=None) -> str:
+    """The reStructuredText that ``.. apiref:: package`` renders (``config``: Sphinx's,
+    for the napoleon rendering of classes exported under another name)."""
     if package not in packages:
         raise ValueError(f"apiref: {package} is not in apiref_packages")
     mods = public_modules(package)
@@ -222,7 +223,7 @@ def rst(packages, package: str, app=None) -> str:
             lines += [title, "~" * len(title), "", f".. automodule:: {mod_name}", ""]
         for entry in listed:
             if entry.module == mod_name and entry.kind != "module":
-                lines += _render(entry, app)
+                lines += _render(entry, config)
     return "\n".join(lines) + "\n"
 
 
@@ -234,7 +235,7 @@ class ApiRef(SphinxDirective):
 
     def run(self):
         package = self.arguments[0]
-        text = rst(self.config.apiref_packages, package, self.env.app)
+        text = rst(self.config.apiref_packages, package, self.config)
         for mod_name in public_modules(package):
             module = importlib.import_module(mod_name)
             if getattr(module, "__file__", None):
