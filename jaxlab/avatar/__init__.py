@@ -43,7 +43,6 @@ from jaxlab.avatar.loop import (
     State,
     active,
     align,
-    check_result,
     evaluate,
     informativeness,
     init,
@@ -54,7 +53,7 @@ from jaxlab.avatar.loop import (
 from jaxlab.avatar.tasks import AlignmentTask
 
 __all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask", "Info",
-           "State", "active", "adjoint", "align", "alignment", "check_result", "cost_gradient",
+           "State", "active", "adjoint", "align", "alignment", "cost_gradient",
            "datasets", "evaluate", "scores",
            "informativeness", "init", "loop", "parrot", "parrot_official", "baselines",
            "run_active", "run_active_switch", "solvers", "step", "task_cache", "tasks",

@@ -47,6 +47,9 @@ import scipy.sparse as sp
 
 from jaxlab.core import validation
 
+__all__ = ["DATASETS", "SIZES", "ENV_VAR", "NetworkPair", "data_dir", "load", "load_pair",
+    "read_mat", "from_graphs", "task", "snowball", "subsample", "full_task"]
+
 # name -> (file, graph 1 key, graph 2 key, feature keys or None)
 DATASETS = {
     "acm_dblp": ("ACM-DBLP.mat", "ACM", "DBLP", ("ACM_node_feat", "DBLP_node_feat")),

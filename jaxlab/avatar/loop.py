@@ -81,6 +81,10 @@ from jaxlab.avatar.tasks import AlignmentTask
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
+__all__ = ["STRATEGIES", "SOLVERS", "SCORES", "PROTOCOLS", "State", "Info", "ActiveResult",
+    "informativeness", "init", "align", "evaluate", "step", "active", "run_active",
+    "run_active_switch"]
+
 STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness", "density",
               "topmatchings")
 SOLVERS = ("ot", "fgw", "parrot")
@@ -283,8 +287,8 @@ def align(state: State, task: AlignmentTask, *, epsilon=0.05, solver: str = "ot"
     Args:
       state: the loop's State.
       task: the AlignmentTask.
-      epsilon, solver, feat_weight, anchor_weight, sinkhorn_threshold,
-        sinkhorn_max_iterations: as ``run_active``.
+      epsilon, solver, feat_weight, anchor_weight, sinkhorn_threshold, sinkhorn_max_iterations:
+        as ``run_active``.
 
     Returns:
       ([n, n] cost, PlanResult of the "ot" / "fgw" solve on ``alignment.anchor_cost`` (the

@@ -31,6 +31,8 @@ from jax.experimental import sparse as jsparse
 
 from jaxlab.avatar import tasks
 
+__all__ = ["ENV_VAR", "default_dir", "digest", "path_for", "cached_task"]
+
 ENV_VAR = "JAXLAB_CACHE_DIR"
 FORMAT = 1  # bumped when the file layout changes
 BUILD_FUNCTIONS = (tasks.graph_task, tasks.rwr_columns, tasks.sym_norm_adjacency,

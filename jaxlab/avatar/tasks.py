@@ -41,6 +41,12 @@ from jax.experimental import sparse as jsparse
 
 from jaxlab.core import extras, validation
 
+__all__ = ["AlignmentTask", "GraphTask", "is_graph_task", "num_pairs", "plan_shape", "pair_nodes",
+    "anchor_positions", "norm_adjacencies", "graph_task", "as_graph_task", "rwr_matrix",
+    "rwr_columns", "sym_norm_adjacency", "to_bcoo", "sym_norm_laplacian", "task_from_adjacency",
+    "graph_pair", "synthetic_graph_pair", "REAL_GRAPHS", "real_graph_pair", "point_cloud_pair",
+    "embedding_pair"]
+
 nx = extras.require("networkx")
 
 

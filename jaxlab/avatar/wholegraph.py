@@ -65,6 +65,9 @@ from jaxlab.avatar import (
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["STRATEGIES", "Protocol", "sizes", "initial_anchors", "Round", "round_solve",
+    "cold_product_steps", "tie_aware_metrics", "run", "solve_round0"]
+
 STRATEGIES = ("random", "entropy", "density", "avatar")
 
 

@@ -20,13 +20,13 @@ X_delta = (1 - delta / r) X (arXiv 2602.04761, the round of its algorithm):
     g_t        = bandit estimate of grad f_t around x_t
     xhat_{t+1} = Proj_{X_delta}[xhat_t - eta_t g_t]
 
-    =====================  ============  =======================================
+    ====================== ============  ============================================
     learner                hint M_t      eta_t (convex)
-    =====================  ============  =======================================
+    ====================== ============  ============================================
     ``gradient_variation`` g_{t-1}       D / sqrt(1 + S_t)
     ``ogd_sqrt_d_step``    g_{t-1}       D / sqrt(d (1 + S_t))   (control; see below)
     ``agarwal2010``        0             D / sqrt(1 + S_t)        (AdaGrad-norm OGD)
-    =====================  ============  =======================================
+    ====================== ============  ============================================
 
 with S_t = sum_{s<t} ||g_s - M_s||^2: for the optimistic learners the *non-consecutive*
 variation sum ||g_s - g_{s-1}||^2 of estimates built from independent directions,
@@ -62,6 +62,9 @@ import numpy as np
 from jaxlab.bco import domains, estimators
 from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
+
+__all__ = ["HINTS", "StepRule", "step_rule", "State", "Info", "PredrawnStep", "two_point",
+    "gradient_variation", "ogd_sqrt_d_step", "agarwal2010", "init", "step", "one_point_box"]
 
 # M_t = 0, g_{t-1}, or an EMA of g (one-point). "previous" is the EMA with beta = 1.
 HINTS = ("none", "previous", "ema")

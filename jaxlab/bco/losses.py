@@ -39,6 +39,12 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
+__all__ = ["QuadraticSeq", "LinearSeq", "LogSumExpSeq", "HuberSeq", "SoftplusQuadraticSeq",
+    "FunctionSeq", "loss_sequence", "num_rounds", "SMOOTH_FAMILIES", "LossSeq", "round_params",
+    "stochastic_family", "fixed_comparator_loss", "drifting_quadratic", "stochastic_quadratic",
+    "switching_quadratic", "drifting_linear", "prefix_comparator_losses", "per_round_minima",
+    "gradient_variation", "path_length"]
+
 
 class QuadraticSeq(NamedTuple):
     """f_t(x) = curvature / 2 ||x - centers[t]||^2. centers: [T, d]; curvature: scalar."""

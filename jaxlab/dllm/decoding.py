@@ -70,6 +70,10 @@ import numpy as np
 from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
+__all__ = ["Denoiser", "POLICIES", "PROPOSALS", "DecodeState", "DecodeInfo", "DecodeResult",
+    "log_probs", "transfer_schedule", "semi_ar_block", "coarse_block", "policy_scores",
+    "gumbel_top_k", "decode_step", "decoder", "decode", "decode_threshold", "path_log_likelihood"]
+
 Denoiser = Callable[[Array], tuple[Array, Array]]
 POLICIES = ("confidence", "margin", "neg_entropy", "random")
 PROPOSALS = ("tokens", "path")

@@ -23,6 +23,9 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding, path_smc
 
+__all__ = ["ParticleCorrectness", "particle_correctness", "pass_at_n", "pass_at_k",
+    "best_of_n_correct"]
+
 
 class ParticleCorrectness(NamedTuple):
     """N decoded answers per problem, verified.

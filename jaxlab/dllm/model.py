@@ -35,6 +35,8 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array
 from pallas_kernels.sale.reference import BlockSizes
 
+__all__ = ["LLaDAConfig", "RMSNorm", "rope", "Block", "LLaDA", "init", "apply", "abstract"]
+
 
 @dataclasses.dataclass(frozen=True)
 class LLaDAConfig:

@@ -129,6 +129,9 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
 
+__all__ = ["ValueFn", "RESAMPLERS", "SCHEDULES", "SELECTIONS", "State", "Info", "init", "step",
+    "smc", "run_particles", "best_particle", "smc_decode", "best_of_n"]
+
 # value_fn(hidden [M, L, D], tokens [M, L]) -> [M] predicted remaining Path LL.
 ValueFn = Callable[[Array, Array], Array]
 RESAMPLERS = {"systematic": smc_lib.systematic, "stratified": smc_lib.stratified,
@@ -405,7 +408,7 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
     ``jax.random.split(key, steps)``.
 
     Args:
-      denoise_fn, gen_length, mask_id, vocab_size, num_particles, steps, **settings: as in
+      denoise_fn, gen_length, mask_id, vocab_size, num_particles, steps, ``**settings``: as in
         ``smc``.
       prompt: [B, P].
       key: PRNG key.

@@ -31,6 +31,9 @@ from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
 
+__all__ = ["ValueHead", "HeadState", "Rollouts", "init", "make_value_fn", "collect_rollouts",
+    "collect_sibling_rollouts", "sibling_loss", "fit", "evaluate"]
+
 
 class ValueHead(nnx.Module):
     """Per-masked-position MLP summed into the remaining Path LL (see module docstring)."""

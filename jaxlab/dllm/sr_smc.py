@@ -67,6 +67,9 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding, path_smc
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
 
+__all__ = ["State", "Info", "init", "step", "sr_smc", "best_particle", "run_particles",
+    "sr_smc_decode"]
+
 
 class State(NamedTuple):
     """N particles for each of B problems.

@@ -28,6 +28,9 @@ from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import model as model_lib
 
+__all__ = ["DenoiserTrainState", "mask_answers", "diffusion_loss", "make_train_step",
+    "make_optimizer", "evaluate_loss", "train"]
+
 
 class DenoiserTrainState(NamedTuple):
     """Carry of ``train``: params, optimizer state, data key, step, per-chunk losses."""

@@ -50,6 +50,10 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.gepc import residual, schedule, scoring
 
+__all__ = ["score_norm", "msma_features", "msma_times", "DIFFPATH_FEATURES", "diffpath_features",
+    "ddim_inversion_eps", "denoising_error_map", "METHODS", "METHOD_FEATURES", "METHOD_LABELS",
+    "Fitted", "fit", "score"]
+
 
 def _check_x0(x0):
     validation.check_ndim("x0", x0, 4)

@@ -30,6 +30,9 @@ import numpy as np
 
 from jaxlab.core import extras, validation
 
+__all__ = ["Split", "stratified_split", "mnist", "sklearn_digits", "image_patches", "clutter",
+    "shapes", "embed_targets", "faces", "uniform_noise"]
+
 
 class Split(NamedTuple):
     """Index arrays into the source images (each shuffled): ``train`` (score model),

@@ -37,6 +37,9 @@ from jaxlab.core import metrics, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.gepc import groups, residual, schedule, scoring
 
+__all__ = ["SQRT_ABARS", "SCORERS", "State", "Info", "init", "step", "detector", "AurocCI",
+    "auroc_with_ci"]
+
 #: sqrt(abar) of the candidate times in the public code.
 SQRT_ABARS = (0.99997, 0.9999, 0.9979, 0.9969)
 

@@ -12,11 +12,13 @@ channel-mean of the ratio *before* pooling, averaged over g.
 ``consistency_features`` also returns the public code's per-t features
 (RouzAY/gepc-diffusion, ``gepc/methods/gepc.py::_gepc_at_t``), each averaged over the
 group *with the identity included* (n_G = |G| + 1 unless ``"id"`` is named):
+
   * ``gepc_s``      = (1 / n_G) sum_g r_g (the identity's r is exactly 0);
   * ``gepc_s_cos``  = (1 / n_G) sum_g (1 - cos(g^-1 s(g x_t), s(x_t))), cosine over all
     pixels and channels with norms clamped at 1e-6;
   * ``gepc_s_pair`` = mean over pairs i < j of the n_G back-transformed scores of
     P[(s_i - s_j)^2] / (P[s(x_t)^2] + 1e-8).
+
 Same forward noise and the same (1 + |G|) score evaluations per t as the residuals.
 
 Blind spot (exact, any score function): for a self-inverse g (hflip, vflip, rot180) and
@@ -42,6 +44,9 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.gepc import groups, schedule
+
+__all__ = ["ScoreFn", "top_rho_pool", "score_from_eps", "OFFICIAL_FEATURES",
+    "consistency_features", "gepc_residuals"]
 
 ScoreFn = Callable[[Array, Array], Array]  # (x [B, H, W, C], t [B]) -> score [B, H, W, C]
 

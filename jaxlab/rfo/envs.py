@@ -41,6 +41,9 @@ import jax.numpy as jnp
 from jaxlab.core import extras, validation
 from jaxlab.core.types import Array, PRNGKey
 
+__all__ = ["EnvState", "Task", "TASK_NAMES", "task_names", "register_task", "new_task",
+    "load_mjcf", "fused_bodies", "body_index", "site_index", "make_task", "reset", "step"]
+
 
 def _import_mujoco_quietly() -> None:
     """Imports ``mujoco.mjx`` once, dropping its "Failed to import warp" / "mujoco_warp"

@@ -151,7 +151,7 @@ def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
         infos = []
         for k in jax.random.split(k_loop, kw["rounds"]):
             state, info = step(k, state)
-            assert avatar.check_result(info)
+            assert avatar.loop.check_result(info)
             infos.append(info)
         last, res = avatar.evaluate(state, karate)
         np.testing.assert_array_equal(state.anchors, ref.anchors)

@@ -132,7 +132,7 @@ CASES = [
                                                                    jnp.zeros((5, D + 1))),
          "grads"),
     Case("bco/variation/played_x_rounds", lambda: variation.played_gradients(
-        bco.RoundInfo(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
+        bco.Info(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
         "info.x"),
     # --- the Algorithm API: init(key, x0), step(key, state, f) ------------------------------
     Case("bco/init/x0_outside_domain", lambda: bco.gradient_variation(bco.ball(D), 0.1).init(

@@ -45,7 +45,7 @@ def test_run_is_a_scan_of_step_with_the_key_first(name):
     ran = bco.run(learner, key, seq, jnp.zeros(D))
     for a, b in zip(manual, ran, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)  # eager vs scanned fp32
-    assert bco.Info is bco.RoundInfo and isinstance(ran, bco.Info)
+    assert bco.Info is bco.learners.RoundInfo and isinstance(ran, bco.Info)
 
 
 def test_two_point_step_queries_along_the_keys_direction():
