@@ -213,3 +213,37 @@ def test_switch_run_equals_per_strategy_runs(karate):
         avatar.run_active_switch(key, karate, table, 3, **kw)
     with pytest.raises(ValueError, match="strategies"):
         avatar.run_active_switch(key, karate, (("avatar", "nope"),), 0, **kw)
+
+
+def _ring_task(n):
+    """An n-node task from a networkx ring with chords (no features), truth the identity."""
+    import networkx as nx
+
+    adj = nx.to_numpy_array(nx.circulant_graph(n, [1, 3]), weight=None)
+    return tasks.task_from_adjacency(adj, adj, np.zeros((n, 0)), np.zeros((n, 0)),
+                                     truth=np.arange(n))
+
+
+def test_the_smallest_graph_is_named_and_a_floored_budget_warns():
+    import warnings
+
+    from jaxlab.avatar import loop
+
+    # defaults: half the nodes held out, 20% anchors, a 20% budget over 10 rounds
+    assert loop.smallest_task(0.5, 0.2, 0.2, 10) == 48
+    with pytest.raises(ValueError, match=r"`task` has 34 nodes.*has 48 nodes"):
+        avatar.active(_ring_task(34), "random")
+    with pytest.raises(ValueError, match="`task` has 47 nodes"):
+        loop.budget_sizes(47, 0.5, 0.2, 0.2, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 10 queries, one per round: nothing floored
+        assert loop.budget_sizes(48, 0.5, 0.2, 0.2, 10) == (24, 10, 1)
+        avatar.active(_ring_task(48), "random")
+    with pytest.warns(UserWarning, match="asks for 15 queries.*10 rounds of 1.*spend 10"):
+        alg = avatar.active(_ring_task(77), "random")
+    state, info = alg.step(jax.random.key(1), alg.init(jax.random.key(0)))
+    assert info.queried.shape == (1,) and int(state.anchors.sum()) == 15 + 1
+    # the paper protocol has no held-out set: smaller graphs fit
+    assert loop.smallest_task(0.0, 0.2, 0.2, 10) == 48
+    with pytest.raises(ValueError, match="no task size fits"):
+        loop.budget_sizes(34, 0.5, 0.4, 0.2, 10)
