@@ -9,9 +9,10 @@ cache is off (``JAXLAB_COMPILATION_CACHE=0``). A root user can write to a 0o555 
 so the check that proves it is the second one: the three folders hold exactly what they
 held before (every path, size and modification time). One dependency's cache is pointed
 elsewhere: ott-jax imports matplotlib, which keeps a font list (``MPLCONFIGDIR``, a scratch
-folder not checked). Doctest flags as pytest's default (``ELLIPSIS``). It takes the
-seven on a 2-core CPU (60-75 s), hence ``slow``. RFO's training line stays skipped
-(``+SKIP``, as in the default doctest run; ``tests/test_readme.py``'s slow test runs it).
+folder not checked). Doctest flags as pytest's default (``ELLIPSIS``). The seven take
+60-75 s on a 2-core CPU, hence ``slow``. RFO's training line stays skipped (``+SKIP``, as
+in the default doctest run; ``tests/test_readme.py``'s slow test runs it).
+
 The static half: no module of ``jaxlab/`` calls ``print``, ``os.makedirs`` / ``mkdir``,
 ``os.getloadavg``, opens a file for writing or reads ``/proc`` (one allowed writer:
 ``jaxlab.dllm.loading.save_params``, which writes to the path its caller names).
