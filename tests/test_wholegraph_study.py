@@ -156,6 +156,38 @@ def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
     assert "mrr_random_ties" not in before  # a checkpoint of another run is not read
 
 
+def test_run_study_runs_and_resumes_on_a_small_pair(tmp_path, monkeypatch):
+    """run_study's wiring (shared round 0, checkpoints, tie metrics, summary) on a 48-node
+    pair standing in for a shipped one; a second call reads every run back."""
+    import networkx as nx
+
+    from jaxlab.avatar import datasets, parrot_official
+
+    g1 = nx.connected_watts_strogatz_graph(48, 4, 0.5, seed=0)
+    perm = np.random.default_rng(0).permutation(48)
+    g2 = nx.relabel_nodes(g1, dict(enumerate(perm)))
+    pair = datasets.load((g1, g2), np.stack([np.arange(48), perm], 1))
+    monkeypatch.setitem(parrot_official.SETTINGS, "small", parrot_official.FOURSQUARE_TWITTER)
+    monkeypatch.setattr(datasets, "load_pair", lambda name: pair)
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(ws, "plot", lambda *a, **k: None)  # the figure has its own tests
+    lines = []
+    kw = dict(datasets_=("small",), seeds=2, strategies=("random", "avatar"), rounds=2,
+              compare_cold_rounds=1)
+    out = ws.run_study(str(tmp_path / "wg"), log=lines.append, **kw)
+    t = out["summary"]["small"]["table"]
+    assert t["avatar"]["seeds"] == 2 and "mrr_random_ties" in t["random"]
+    runs = out["runs"]["small"]
+    # one shared round 0 per seed: the strategies start from the same anchors and plan
+    assert runs["random"][0][0]["mrr"] == runs["avatar"][0][0]["mrr"]
+    assert all("peak_rss_gb" in r and "load_avg_1min" in r for r in runs["avatar"][1])
+    again = []
+    out2 = ws.run_study(str(tmp_path / "wg"), log=again.append, **kw)
+    assert sum("resumed after round 2" in x for x in again) == 4  # 2 seeds x 2 strategies
+    assert not any("round 0 (initial anchors" in x for x in again)
+    assert out2["summary"]["small"]["table"]["avatar"]["mrr"] == t["avatar"]["mrr"]
+
+
 @pytest.mark.slow
 def test_the_binary_runs_and_resumes(tmp_path):
     import subprocess
