@@ -12,9 +12,9 @@ minus random and AvAtar minus entropy in MRR after round 10, paired over seeds, 
 Writes ``<workdir>/summary.json`` (every round of every run: metrics, times, solver
 diagnostics, memory; the table; the machine, versions and git commit), ``table.md`` and
 ``mrr.png`` (``experiments.lib.wholegraph_study``). A run stopped at any point resumes
-from ``<workdir>/checkpoints`` (at most the round in progress is lost; checkpoints of
-another configuration or code version are not read). The task builds are cached
-(``jaxlab.avatar.task_cache``).
+from ``<workdir>/checkpoints`` (``experiments.lib.wholegraph_runs``: at most the round in
+progress is lost; checkpoints of another configuration or code version are not read). The
+task builds are cached (``experiments.lib.task_cache``).
 
   python -m experiments.avatar_wholegraph --workdir=results/avatar_wholegraph
   python -m experiments.avatar_wholegraph --workdir=/tmp/wg --datasets=foursquare_twitter \\

@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import functools
 import io
+import logging
 import re
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -48,7 +49,8 @@ __all__ = ["EnvState", "Task", "TASK_NAMES", "task_names", "register_task", "new
 def _import_mujoco_quietly() -> None:
     """Imports ``mujoco.mjx`` once, dropping its "Failed to import warp" / "mujoco_warp"
     lines (printed on every import without the optional GPU backend ``warp``, which MJX on
-    JAX does not use); any other output is passed on. The one place this is done."""
+    JAX does not use); any other output is passed on to this module's ``logging`` logger
+    (level WARNING). The one place this is done."""
     if "mujoco.mjx" in sys.modules:
         return
     buf = io.StringIO()
@@ -60,7 +62,7 @@ def _import_mujoco_quietly() -> None:
     rest = [line for line in buf.getvalue().splitlines()
             if not re.match(r"Failed to import (mujoco_)?warp", line)]
     if rest:
-        print("\n".join(rest))
+        logging.getLogger(__name__).warning("%s", "\n".join(rest))
 
 
 _import_mujoco_quietly()
