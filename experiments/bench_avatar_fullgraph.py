@@ -164,7 +164,7 @@ def _shape_task(name: str) -> tasks.GraphTask:
 def _memory(task) -> dict:
     """XLA buffer sizes of the full preset's active loop at this task's shapes (compiled,
     not run; CPU buffer assignment), in bytes and in [n1, n2] float32 units."""
-    from experiments.configs import avatar as cfg
+    from .configs import avatar as cfg
 
     c = cfg.get_config("full")
     n1, n2 = tasks.plan_shape(task)

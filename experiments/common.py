@@ -23,8 +23,9 @@ import sys
 from absl import app, flags, logging
 from ml_collections import config_flags
 
-from experiments.lib import compile_cache, locks, study
 from jaxlab.core import sharding
+
+from .lib import compile_cache, locks, study
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 COORDINATOR = flags.DEFINE_string("coordinator_address", None,

@@ -28,10 +28,11 @@ import warnings
 
 from absl import app, flags, logging
 
-from experiments import common
-from experiments.lib import compile_cache, locks, provenance, registry, report, results
-from experiments.lib import wholegraph_study as avatar_wholegraph
 from jaxlab.core import sharding
+
+from . import common
+from .lib import compile_cache, locks, provenance, registry, report, results
+from .lib import wholegraph_study as avatar_wholegraph
 
 METHODS = registry.METHODS
 

@@ -12,7 +12,7 @@ import os
 
 from absl import logging
 
-from experiments.lib import checkpoint, results
+from . import checkpoint, results
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

@@ -115,7 +115,7 @@ def export_workdir(workdir: str | os.PathLike, method: str | None = None) -> lis
     """Writes the events of every finished unit file in ``workdir`` (one method's folder,
     or a suite's results folder holding ``<method>/``) from ``units/*.json``, with the
     config recorded in ``summary.json``; plus RFO's ``runs/*.json``. Returns the folders."""
-    from experiments.lib import registry, scalars, study
+    from . import registry, scalars, study
 
     workdir = os.fspath(workdir)
     if method is None and os.path.basename(os.path.normpath(workdir)) not in registry.METHODS:

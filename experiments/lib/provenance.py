@@ -26,7 +26,8 @@ import platform
 import subprocess
 
 import jaxlab
-from experiments.lib import locks
+
+from . import locks
 
 # The folder holding jaxlab/, pallas_kernels/ and experiments/ (a checkout's root, or
 # site-packages), found from this file: ``jaxlab.__file__`` is None where a folder named
@@ -128,7 +129,7 @@ def numeric_settings() -> dict:
 def method_packages(method: str | None) -> tuple[str, ...]:
     """The numeric packages of ``method`` (a name in ``experiments.lib.registry``): the
     core ones plus its pip extra's; every numeric package for an unknown name or None."""
-    from experiments.lib import registry
+    from . import registry
 
     if method not in registry.METHODS:
         return ALL_NUMERIC_PACKAGES
@@ -162,7 +163,7 @@ def _tree_hash(folder: str, signature: tuple) -> str:
 def weights_hash(path: str) -> str:
     """sha256 (16 hex digits) of every file under the folder ``path`` (resolved like
     ``artifacts.resolve``) by relative name and bytes; ``"absent"`` when there is none."""
-    from experiments.lib import artifacts
+    from . import artifacts
 
     folder = artifacts.resolve(path)
     if not os.path.isdir(folder):

@@ -106,6 +106,6 @@ def experiment(name: str):
 def train_and_evaluate(name: str, config, workdir: str, *, force: bool = False) -> dict:
     """Runs method ``name`` at ``config`` into ``workdir`` (what binaries, the suite, the
     notebooks and the tests call); ``force`` recomputes finished units."""
-    from experiments.lib import study
+    from . import study
 
     return study.train_and_evaluate(experiment(name), config, workdir, force=force)

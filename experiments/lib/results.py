@@ -98,7 +98,7 @@ def write_summary(workdir: str | os.PathLike, summary: dict, config,
     ``workdir`` that belong to it; default: those there now). Written atomically; a study
     writes it after its figures.
     """
-    from experiments.lib import provenance
+    from . import provenance
 
     body = _to_builtin(summary)
     if "provenance" in body:

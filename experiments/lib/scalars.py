@@ -95,7 +95,7 @@ def extract(name: str, config, unit: str, result, workdir: str,
     """The series of one unit: ``extractor``, else the ``scalars`` of method ``name``'s
     ``study.Experiment`` (looked up by name in ``experiments.lib.registry``); ``{}`` if
     there is none or it fails (a warning is logged)."""
-    from experiments.lib import registry
+    from . import registry
 
     if extractor is None and name not in registry.METHODS:
         return {}

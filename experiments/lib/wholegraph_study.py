@@ -8,9 +8,10 @@ import time
 
 import numpy as np
 
-from experiments.lib import provenance, results
 from jaxlab.avatar import datasets, parrot_official, task_cache, wholegraph
 from jaxlab.core import metrics
+
+from . import provenance, results
 
 # The AvAtar paper, Table 3 (MRR after 10 rounds, PARROT aligner): random, entropy, AvAtar.
 PAPER = {"acm_dblp": {"random": 0.829, "entropy": 0.926, "avatar": 0.936}}
@@ -193,7 +194,7 @@ def plot(runs: dict, path: str, rounds: int) -> None:
     """``mrr.png``: test MRR per round, mean over the finished seeds with a 95% t band."""
     from matplotlib.ticker import MaxNLocator
 
-    from experiments.lib import plots
+    from . import plots
 
     names = list(runs)
     fig, axes = plots.figure(len(names), width=5.0, height=3.8)
