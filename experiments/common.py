@@ -25,6 +25,7 @@ from ml_collections import config_flags
 
 from jaxlab.core import sharding
 
+from . import package_path
 from .lib import compile_cache, locks, study
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
@@ -81,8 +82,8 @@ def resolve_config_spec(spec: str) -> str:
     does not exist relative to the cwd (so ``experiments/configs/x.py`` works from any
     folder); an existing path or one found nowhere is returned unchanged."""
     path, sep, arg = spec.partition(":")
-    if not os.path.exists(path) and os.path.exists(os.path.join(ROOT, path)):
-        path = os.path.join(ROOT, path)
+    if not os.path.exists(path) and os.path.exists(package_path(path)):
+        path = package_path(path)
     return f"{path}{sep}{arg}"
 
 

@@ -12,9 +12,10 @@ import os
 
 from absl import logging
 
+from .. import PACKAGE_DIR, package_path
 from . import checkpoint, results
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ROOT = os.path.dirname(PACKAGE_DIR)
 
 
 def resolve(path: str) -> str:
@@ -33,7 +34,7 @@ def resolve(path: str) -> str:
     path = os.fspath(path)
     if os.path.isabs(path):
         return path
-    shipped = os.path.join(ROOT, path)
+    shipped = package_path(path)
     if os.path.isdir(shipped) or not os.path.isdir(path):
         return shipped
     return os.path.abspath(path)
