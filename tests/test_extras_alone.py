@@ -89,8 +89,9 @@ def test_suite_help_through_the_console_entry_point(tmp_path):
     assert out.returncode == 0 and "--methods" in out.stdout, out.stderr[-3000:]
 
 
-@pytest.mark.slow  # minutes on a loaded 2-core machine; .ci/run runs the same from a
-def test_suite_runs_qlearning_and_bco_without_the_extras(tmp_path):  # [dev]-only venv
+# Minutes on a loaded 2-core machine; .ci/run runs the same from a [dev]-only venv.
+@pytest.mark.slow
+def test_suite_runs_qlearning_and_bco_without_the_extras(tmp_path):
     work = tmp_path / "results"
     out = _run(_main("experiments.suite"), tmp_path, "--preset=smoke", f"--workdir={work}",
                "--methods=qlearning,bco")
