@@ -145,3 +145,16 @@ def test_suite_imports_no_method_package():
         env={**os.environ, "JAX_PLATFORMS": "cpu"})
     assert out.returncode == 0, out.stderr[-3000:]
     assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_whole_graph_section_is_left_out_without_its_extra(tmp_path):
+    """A results folder holding a whole-graph summary still gets its report without [ot]:
+    that section is left out with a warning naming the extra."""
+    out = _run("""
+        from experiments import suite
+        print("STUDY", suite._wholegraph_study())
+        """, tmp_path)
+    assert out.returncode == 0, out.stderr[-3000:]
+    assert "STUDY None" in out.stdout
+    assert "avatar_wholegraph: section left out" in out.stderr
+    assert "pip install 'jaxlab[ot]'" in out.stderr
