@@ -12,6 +12,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
@@ -43,14 +45,16 @@ def test_registry_and_weights_import_outside_the_checkout(tmp_path):
         assert os.path.isdir(folder) and os.listdir(folder), (method, folder)
 
 
-def test_install_cell_is_a_no_op_where_the_checkout_is_importable(tmp_path):
-    """The cell must not clone or pip-install when the checkout's ``experiments`` imports (a
-    clone from this bogus address would fail loudly)."""
+@pytest.mark.parametrize("env", [{}, {"PYTHONPATH": ROOT}], ids=["editable", "on_path"])
+def test_install_cell_is_a_no_op_where_the_checkout_is_installed_or_importable(env, tmp_path):
+    """The cell must not clone or pip-install where jaxlab is an editable install of this
+    checkout (it puts the checkout on ``sys.path``, for ``experiments``) or the checkout is
+    importable (a clone from this bogus address would fail loudly)."""
     from colab import make_notebooks
 
     cell = make_notebooks.INSTALL.format(extras="dev")
     proc = _run(cell, cwd=tmp_path, JAXLAB_REPO=str(tmp_path / "no-such-repo"),
-                JAXLAB_DIR=str(tmp_path / "clone"), PYTHONPATH=ROOT)
+                JAXLAB_DIR=str(tmp_path / "clone"), **env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (tmp_path / "clone").exists()
     assert f"jaxlab: {os.path.join(ROOT, 'jaxlab')}" in proc.stdout
