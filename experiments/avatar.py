@@ -36,12 +36,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import plots, study, task_cache, timing
-from experiments.lib import scalars as S
 from jaxlab import avatar
 from jaxlab.avatar import adjoint, datasets, loop, solvers, tasks
 from jaxlab.core import metrics, sharding
+
+from . import common
+from .lib import plots, study, task_cache, timing
+from .lib import scalars as S
 
 ALIGNERS = {"simple": "ot", "parrot": "parrot"}  # config.aligner -> avatar solver
 

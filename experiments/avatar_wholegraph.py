@@ -26,7 +26,7 @@ import sys
 
 from absl import app, flags
 
-from experiments.lib import wholegraph_study
+from .lib import wholegraph_study
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 _DATASETS = flags.DEFINE_list("datasets", ["acm_dblp", "foursquare_twitter"],
@@ -53,7 +53,7 @@ def main(argv):
     if _VARIANTS.value:
         import os
 
-        from experiments.lib import results
+        from .lib import results
 
         out = wholegraph_study.round0_variants(0, log=lambda msg: print(msg, flush=True))
         results.write_json(os.path.join(_WORKDIR.value, "round0_variants.json"), out)

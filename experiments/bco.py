@@ -40,12 +40,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import plots, study
-from experiments.lib import scalars as S
 from jaxlab.bco import domains, ensembles, learners, losses, variation
 from jaxlab.bco.run import dynamic_regret, regret, run
 from jaxlab.core import metrics, sharding
+
+from . import common
+from .lib import plots, study
+from .lib import scalars as S
 
 TWO_POINT = {
     "gradient_variation (ours)": learners.gradient_variation,

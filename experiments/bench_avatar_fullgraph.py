@@ -32,8 +32,9 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from experiments.lib import task_cache
 from jaxlab.avatar import alignment, datasets, loop, parrot, solvers, tasks
+
+from .lib import task_cache
 
 _DATASET = flags.DEFINE_enum("dataset", "foursquare_twitter", list(datasets.DATASETS),
                              "Whole graph pair.")
@@ -165,7 +166,7 @@ def _shape_task(name: str) -> tasks.GraphTask:
 def _memory(task) -> dict:
     """XLA buffer sizes of the full preset's active loop at this task's shapes (compiled,
     not run; CPU buffer assignment), in bytes and in [n1, n2] float32 units."""
-    from experiments.configs import avatar as cfg
+    from .configs import avatar as cfg
 
     c = cfg.get_config("full")
     n1, n2 = tasks.plan_shape(task)

@@ -18,10 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from experiments.lib import timing
 from jaxlab import bco
 from jaxlab.bco import losses
 from jaxlab.bco.reference import two_point_ogd_numpy
+
+from .lib import timing
 
 _DIM = flags.DEFINE_integer("dim", 16, "Dimension.")
 _ROUNDS = flags.DEFINE_integer("rounds", 20_000, "Rounds per run.")

@@ -31,8 +31,10 @@ from absl import app, flags
 from ml_collections import config_flags
 from ml_collections.config_flags import tuple_parser
 
-from experiments.lib import compile_cache, locks, provenance, results, study
 from jaxlab.core import sharding
+
+from . import package_path
+from .lib import compile_cache, locks, provenance, results, study
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 COORDINATOR = flags.DEFINE_string("coordinator_address", None,
@@ -44,7 +46,6 @@ SHOW_CONFIG = flags.DEFINE_bool("show_config", False, "Also print the config (JS
 
 CONFIG_FILE = "config.json"
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 
 class _DropMissingBackendInfo(pylogging.Filter):
@@ -120,8 +121,8 @@ def resolve_config_spec(spec: str) -> str:
     does not exist relative to the cwd (so ``experiments/configs/x.py`` works from any
     folder); an existing path or one found nowhere is returned unchanged."""
     path, sep, arg = spec.partition(":")
-    if not os.path.exists(path) and os.path.exists(os.path.join(ROOT, path)):
-        path = os.path.join(ROOT, path)
+    if not os.path.exists(path) and os.path.exists(package_path(path)):
+        path = package_path(path)
     return f"{path}{sep}{arg}"
 
 

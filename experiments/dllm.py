@@ -77,14 +77,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import common, dllm_models
-from experiments.lib import artifacts, plots, provenance, results, study, timing
-from experiments.lib.progress import Progress
 from jaxlab.core import metrics, sharding
 from jaxlab.dllm import config as config_lib
 from jaxlab.dllm import decoding, evaluation, path_smc, poke, sr_smc
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale.reference import BlockSizes
+
+from . import common, dllm_models
+from .lib import artifacts, plots, provenance, results, study, timing
+from .lib.progress import Progress
 
 
 class Decoder(NamedTuple):

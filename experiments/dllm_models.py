@@ -26,12 +26,13 @@ import jax
 import jax.numpy as jnp
 from absl import logging
 
-from experiments.lib import artifacts, provenance, results, study
 from jaxlab.dllm import config as config_lib
 from jaxlab.dllm import decoding, poke
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import tasks as tasks_lib
 from jaxlab.dllm import train as train_lib
+
+from .lib import artifacts, provenance, results, study
 
 
 class TaskModel(NamedTuple):

@@ -55,12 +55,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import artifacts, plots, provenance, results, study
 from jaxlab.core import loops, metrics, sharding, validation
 from jaxlab.gepc import baselines, data, ood, residual, schedule, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
+
+from . import common
+from .lib import artifacts, plots, provenance, results, study
 
 METHODS = ("GEPC (official)", "GEPC per-element (ours)", "score norm", "MSMA", "DiffPath-6D")
 

@@ -30,10 +30,11 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments import common, dllm, dllm_models
-from experiments.lib import results
 from jaxlab.core import metrics
 from jaxlab.dllm import poke
+
+from . import common, dllm, dllm_models
+from .lib import results
 
 SIBLINGS = 8
 SIBLING_WEIGHT = 10.0

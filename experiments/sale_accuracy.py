@@ -35,14 +35,15 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from experiments import dllm_models
-from experiments.configs import dllm as dllm_configs
-from experiments.lib import artifacts, provenance, results
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.estimate import kept_block_mask, sale_attention_pallas
 from pallas_kernels.sale.synthetic import structured_qkv
+
+from . import dllm_models
+from .configs import dllm as dllm_configs
+from .lib import artifacts, provenance, results
 
 _TASKS = flags.DEFINE_list("tasks", ["sudoku", "countdown"], "dLLM tasks (shipped models).")
 _SAMPLES = flags.DEFINE_integer("samples", 64, "Sequences per task.")

@@ -13,8 +13,8 @@ import os
 
 from absl import logging
 
-from experiments.lib import checkpoint, results
-from experiments.lib.paths import ROOT, resolve
+from . import checkpoint, results
+from .paths import ROOT, resolve
 
 __all__ = ["ROOT", "export", "pretrained_root", "resolve", "restore_first"]
 

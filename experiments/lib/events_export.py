@@ -18,7 +18,7 @@ import os
 import ml_collections
 from absl import app, flags
 
-from experiments.lib import events, methods, scalars, study
+from . import events, methods, scalars, study
 
 
 def export_workdir(workdir: str | os.PathLike, method: str | None = None) -> list[str]:

@@ -12,6 +12,10 @@ are found by name when asked for.
 import importlib
 from typing import NamedTuple
 
+# The name this package is imported under (``experiments`` in a checkout; the installed
+# wheel ships it as ``jaxlab_experiments``): method modules are imported under the same one.
+_PACKAGE = __name__.rsplit(".", 2)[0]
+
 
 class Method(NamedTuple):
     """A registered method.
@@ -30,11 +34,11 @@ class Method(NamedTuple):
 
     @property
     def config_module(self) -> str:
-        return f"experiments.configs.{self.name}"
+        return f"{_PACKAGE}.configs.{self.name}"
 
     @property
     def experiment_module(self) -> str:
-        return f"experiments.{self.name}"
+        return f"{_PACKAGE}.{self.name}"
 
     @property
     def config_file(self) -> str:

@@ -9,7 +9,9 @@ imports no other module of ``experiments.lib``.
 
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .. import PACKAGE_DIR, package_path
+
+ROOT = os.path.dirname(PACKAGE_DIR)
 
 
 def resolve(path: str) -> str:
@@ -28,7 +30,7 @@ def resolve(path: str) -> str:
     path = os.fspath(path)
     if os.path.isabs(path):
         return path
-    shipped = os.path.join(ROOT, path)
+    shipped = package_path(path)
     if os.path.isdir(shipped) or not os.path.isdir(path):
         return shipped
     return os.path.abspath(path)

@@ -26,7 +26,9 @@ import platform
 import subprocess
 
 import jaxlab
-from experiments.lib import locks, methods, paths
+
+from .. import PACKAGE_DIR, package_path
+from . import locks, methods, paths
 
 # The folder holding jaxlab/, pallas_kernels/ and experiments/ (``paths.ROOT``).
 _ROOT = paths.ROOT
@@ -49,13 +51,22 @@ _NUMERIC_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_default
 def _files_to_hash() -> list[str]:
     out = []
     for top in _SOURCE_DIRS:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(_ROOT, top)):
+        for dirpath, dirnames, filenames in os.walk(package_path(top)):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            rel = os.path.relpath(dirpath, _ROOT)
+            rel = _relative(dirpath)
             is_data = any(rel == d or rel.startswith(d + os.sep) for d in _DATA_DIRS)
             out += [os.path.join(dirpath, f) for f in sorted(filenames)
                     if is_data or f.endswith(".py")]
     return out
+
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to a checkout's root (this package's folder named ``experiments``
+    whatever it is installed as), so an installed wheel hashes as its checkout does."""
+    if path == PACKAGE_DIR or path.startswith(PACKAGE_DIR + os.sep):
+        return os.path.normpath(os.path.join("experiments", os.path.relpath(path, PACKAGE_DIR)))
+    return os.path.relpath(path, _ROOT)
 
 
 @functools.lru_cache(maxsize=1)
@@ -63,7 +74,7 @@ def source_hash() -> str:
     """sha1 (12 hex digits) of the result-relevant source files, by relative path and bytes."""
     h = hashlib.sha1()
     for path in _files_to_hash():
-        h.update(os.path.relpath(path, _ROOT).encode())
+        h.update(_relative(path).encode())
         with open(path, "rb") as f:
             h.update(hashlib.sha1(f.read()).digest())
     return h.hexdigest()[:12]

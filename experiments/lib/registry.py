@@ -7,8 +7,8 @@ method's experiment). It sits above the study runner; the plumbing below it (pro
 scalars, the TensorBoard export) reads the list from ``methods`` directly.
 """
 
-from experiments.lib import study
-from experiments.lib.methods import LARGER_RUNS, METHODS, LargerRun, Method
+from . import study
+from .methods import LARGER_RUNS, METHODS, LargerRun, Method
 
 __all__ = ["LARGER_RUNS", "METHODS", "LargerRun", "Method", "experiment", "get_config",
            "train_and_evaluate"]

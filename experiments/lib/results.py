@@ -19,8 +19,9 @@ import uuid
 import numpy as np
 from absl import logging
 
-from experiments.lib import provenance
 from jaxlab.core import sharding
+
+from . import provenance
 
 
 def _to_builtin(obj):

@@ -35,7 +35,7 @@ from collections.abc import Callable
 import numpy as np
 from absl import logging
 
-from experiments.lib import methods
+from . import methods
 
 Series = dict
 Extractor = Callable[[object, str, object, str], Series]

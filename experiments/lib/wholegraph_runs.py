@@ -31,7 +31,6 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments.lib import task_cache
 from jaxlab.avatar import (
     adjoint,
     alignment,
@@ -42,6 +41,8 @@ from jaxlab.avatar import (
     tasks,
     wholegraph,
 )
+
+from . import task_cache
 
 
 def code_text(source: str) -> str:

@@ -10,9 +10,10 @@ import time
 import jax
 import numpy as np
 
-from experiments.lib import provenance, results, task_cache, wholegraph_runs
 from jaxlab.avatar import datasets, parrot_official, wholegraph
 from jaxlab.core import metrics
+
+from . import provenance, results, task_cache, wholegraph_runs
 
 # The AvAtar paper, Table 3 (MRR after 10 rounds, PARROT aligner): random, entropy, AvAtar.
 PAPER = {"acm_dblp": {"random": 0.829, "entropy": 0.926, "avatar": 0.936}}
@@ -195,7 +196,7 @@ def plot(runs: dict, path: str, rounds: int) -> None:
     """``mrr.png``: test MRR per round, mean over the finished seeds with a 95% t band."""
     from matplotlib.ticker import MaxNLocator
 
-    from experiments.lib import plots
+    from . import plots
 
     names = list(runs)
     fig, axes = plots.figure(len(names), width=5.0, height=3.8)
