@@ -163,7 +163,7 @@ def rollouts(config, m: TaskModel, seed_offset: int, num: int,
     spec = proposal or legacy_spec(config, m.task)
     prompt, _ = m.task.sample(jax.random.key(config.seed + seed_offset), num)
     chunks = [poke.collect_rollouts(
-        m.denoise_fn, prompt[i:i + 1024], m.task.answer_len, jax.random.key(seed_offset + i),
+        jax.random.key(seed_offset + i), m.denoise_fn, prompt[i:i + 1024], m.task.answer_len,
         mask_id=m.task.mask_id, **spec)
         for i in range(0, num, min(num, 1024))]
     return jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)

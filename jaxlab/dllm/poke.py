@@ -28,6 +28,7 @@ import optax
 from flax import nnx
 
 from jaxlab.core import loops, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
 
@@ -87,22 +88,23 @@ class Rollouts(NamedTuple):
     remaining: Array
 
 
-def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+def collect_rollouts(key: PRNGKey, denoise_fn, prompt: Array, gen_length: int, *,
                      mask_id: int, policy: str = "confidence", temperature: float = 1.0,
                      block_length: int | None = None, proposal: str = "tokens",
                      position_temperature: float = 1.0) -> Rollouts:
     """Sampled one-token-per-step rollouts of the SMC proposal from ``prompt`` [R, P].
 
     Args:
+      key: PRNG key (typed, or a legacy ``uint32`` key).
       denoise_fn, gen_length, mask_id: as in ``decoding.decode``.
       prompt: [R, P] prompts, one rollout each.
-      key: PRNG key.
       policy, temperature, block_length, proposal, position_temperature: the proposal
         (``decoding.decode_step``); train the head on the proposal the decoder will use.
 
     Returns:
       Rollouts with R * gen_length rows (rollout-major).
     """
+    key = as_key(key)
     decoding.check_policy(policy)
     decoding.check_temperature(temperature)
     decoding.check_proposal(proposal, position_temperature)
@@ -113,13 +115,13 @@ def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
     decoding.check_prompt(prompt, vocab_size, mask_id)
-    return _collect_rollouts(denoise_fn, prompt, gen_length, key, mask_id=mask_id,
+    return _collect_rollouts(key, denoise_fn, prompt, gen_length, mask_id=mask_id,
                              policy=policy, temperature=float(temperature),
                              block_length=block_length or gen_length, proposal=proposal,
                              position_temperature=float(position_temperature))
 
 
-def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+def collect_sibling_rollouts(key: PRNGKey, denoise_fn, prompt: Array, gen_length: int, *,
                              siblings: int, mask_id: int, policy: str = "confidence",
                              temperature: float = 1.0, **proposal) -> Rollouts:
     """``siblings`` rollouts of every prompt of ``prompt`` [R, P]: rollout ``r * siblings +
@@ -127,7 +129,7 @@ def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PR
     ``fit(..., siblings=siblings)`` reads."""
     validation.check_positive_int("siblings", siblings)
     validation.check_ndim("prompt", prompt, 2)
-    return collect_rollouts(denoise_fn, jnp.repeat(prompt, siblings, axis=0), gen_length, key,
+    return collect_rollouts(key, denoise_fn, jnp.repeat(prompt, siblings, axis=0), gen_length,
                             mask_id=mask_id, policy=policy, temperature=temperature,
                             **proposal)
 
@@ -135,7 +137,7 @@ def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PR
 @functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
                                              "temperature", "block_length", "proposal",
                                              "position_temperature"))
-def _collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+def _collect_rollouts(key: PRNGKey, denoise_fn, prompt: Array, gen_length: int, *,
                       mask_id: int, policy: str, temperature: float, block_length: int,
                       proposal: str, position_temperature: float) -> Rollouts:
     prompt_len = prompt.shape[1]

@@ -64,7 +64,7 @@ ninf_logits = functools.partial(_logits, fill=-jnp.inf)
 
 
 def dec(fn, **kw):
-    return decoding.decode(fn, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V, **kw)
+    return decoding.decode(KEY, fn, PROMPT, 2, mask_id=MASK, vocab_size=V, **kw)
 
 
 def good_value(hidden, tokens):
@@ -130,7 +130,7 @@ def _resample(w):
 
 def _decode_nan(prompt):
     return dec(nan_logits, ).answer if prompt is None else decoding.decode(
-        nan_logits, prompt, 2, key=KEY, mask_id=MASK, vocab_size=V).path_ll
+        KEY, nan_logits, prompt, 2, mask_id=MASK, vocab_size=V).path_ll
 
 
 def _q_run(rewards):
@@ -187,15 +187,15 @@ CASES = [
     Case("dllm.decode: +inf logits", lambda: dec(pinf_logits), "`denoise_fn`"),
     Case("dllm.decode: every non-mask logit -inf", lambda: dec(ninf_logits), "`denoise_fn`"),
     Case("dllm.decode_threshold: NaN logits", lambda: decoding.decode_threshold(
-        nan_logits, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V), "`denoise_fn`"),
+        KEY, nan_logits, PROMPT, 2, mask_id=MASK, vocab_size=V), "`denoise_fn`"),
     Case("dllm.path_log_likelihood: NaN logits", lambda: decoding.path_log_likelihood(
         nan_logits, PROMPT, np.zeros((2, 2), np.int32), np.tile([0, 1], (2, 1)),
         mask_id=MASK), "`denoise_fn`"),
     Case("dllm.smc_decode: value_fn of the wrong shape", lambda: path_smc.smc_decode(
-        _logits, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        KEY, _logits, PROMPT, 2, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=wrong_value), "`value_fn`"),
     Case("dllm.smc_decode: batch-1 denoiser", lambda: path_smc.smc_decode(
-        batch_one, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        KEY, batch_one, PROMPT, 2, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=good_value), "`denoise_fn`"),
     Case("attention dense: NaN q", lambda: attention(
         jnp.full((1, 4, 1, 2), jnp.nan), jnp.ones((1, 4, 1, 2)), jnp.ones((1, 4, 1, 2))),

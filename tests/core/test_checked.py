@@ -71,7 +71,7 @@ def test_decode_unchanged_and_flagged_under_jit():
     prompt = np.zeros((2, 1), np.int32)
 
     def run(p, scale):
-        return decoding.decode(lambda t: _denoiser(t, scale), p, 2, key=KEY, mask_id=3,
+        return decoding.decode(KEY, lambda t: _denoiser(t, scale), p, 2, mask_id=3,
                                vocab_size=4).answer
 
     plain = run(prompt, 1.0)
