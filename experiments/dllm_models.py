@@ -220,7 +220,7 @@ class Models:
         """The shipped denoiser of ``name``, else the workdir's, else a newly trained one."""
         if name not in self._loaded:
             c, task = self.config, make_task(self.config, name)
-            graphdef, template = model_lib.init(model_config(c, task), c.seed)
+            graphdef, template = model_lib.init(model_config(c, task), seed=c.seed)
             params = artifacts.restore_first(
                 [(shipped_path(c, name), None),
                  (_workdir_path(self.workdir, name), model_key(c, name))],
@@ -237,7 +237,7 @@ class Models:
         spec = proposal or legacy_spec(c, m.task)
         slot = head_dir(name, spec)
         if slot not in self._loaded:
-            graphdef, template = poke.init(c.model.d_model, c.poke.hidden, c.seed)
+            graphdef, template = poke.init(c.model.d_model, c.poke.hidden, seed=c.seed)
             params = artifacts.restore_first(
                 [(shipped_head_path(c, name, spec), None),
                  (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],

@@ -101,7 +101,7 @@ def step_rule(scale: float = 1.0, lam: float = 0.0, eta_max: float = float("inf"
       >>> seq = bco.losses.drifting_quadratic(jax.random.key(0), 100, 4, drift=0.01)
       >>> def final_regret(scale):
       ...     learner = bco.two_point(bco.ball(4), 0.05, bco.step_rule(scale))
-      ...     info = bco.run(learner, jax.random.key(1), seq, jnp.zeros(4))
+      ...     info = bco.run(jax.random.key(1), learner, seq, jnp.zeros(4))
       ...     return bco.regret(info, seq, bco.ball(4))[-1]
       >>> jax.jit(jax.vmap(final_regret))(jnp.array([0.5, 1.0, 2.0])).shape
       (3,)

@@ -10,5 +10,5 @@ lives in ``experiments.lib``.
 from jaxlab.core import checked, keys, loops, metrics, sharding, smc, types, validation
 from jaxlab.core.checked import CheckError, checks
 
-__all__ = ["CheckError", "checked", "checks", "keys", "loops", "metrics", "sharding", "smc", "types",
-           "validation"]
+__all__ = ["CheckError", "checked", "checks", "keys", "loops", "metrics", "sharding", "smc",
+           "types", "validation"]

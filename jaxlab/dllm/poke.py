@@ -58,7 +58,7 @@ class ValueHead(nnx.Module):
         return jnp.sum(per_pos * masked, axis=1)
 
 
-def init(d_model: int, hidden: int = 64, seed: int = 0):
+def init(d_model: int, hidden: int = 64, *, seed: int = 0):
     """(graphdef, params) of a fresh ValueHead."""
     return nnx.split(ValueHead(d_model, hidden, rngs=nnx.Rngs(seed)))
 

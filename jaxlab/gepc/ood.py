@@ -120,7 +120,7 @@ def init(key: PRNGKey, x_fit: Array, score_fn: residual.ScoreFn, *, ts,
     """
     features = _check_scorer(scorer, features, log_features)
     _check_images("x_fit", x_fit)
-    r, f = residual.consistency_features(score_fn, x_fit, key, ts, group, rho)
+    r, f = residual.consistency_features(key, score_fn, x_fit, ts, group=group, rho=rho)
     if scorer == "per_element":
         return State(*scoring.fit(r, num_t, log_features)[:4])
     return State(*scoring.fit_official(_scorer_input(r, f, scorer, features), num_t,
@@ -140,7 +140,7 @@ def step(key: PRNGKey, state: State, x: Array, score_fn: residual.ScoreFn, *, ts
     """
     features = _check_scorer(scorer, features, log_features)
     _check_images("x", x)
-    r, f = residual.consistency_features(score_fn, x, key, ts, group, rho)
+    r, f = residual.consistency_features(key, score_fn, x, ts, group=group, rho=rho)
     sc = scoring.KDEScorer(*state, log_features)
     return state, Info(scoring.score(sc, _scorer_input(r, f, scorer, features)), r, f)
 

@@ -141,13 +141,13 @@ def _q_run(rewards):
 
 def _bco_run(centers):
     seq = losses.QuadraticSeq(centers, jnp.float32(1.0))
-    return bco.run(bco.gradient_variation(BALL, 0.1), KEY, seq, jnp.zeros(2)).loss
+    return bco.run(KEY, bco.gradient_variation(BALL, 0.1), seq, jnp.zeros(2)).loss
 
 
 def _bco_delta(delta):
     learner = bco.gradient_variation(BALL, delta)
     seq = losses.QuadraticSeq(jnp.zeros((4, 2)), jnp.float32(1.0))
-    return bco.run(learner, KEY, seq, jnp.zeros(2)).loss
+    return bco.run(KEY, learner, seq, jnp.zeros(2)).loss
 
 
 W3 = np.array([0.2, 0.3, 0.5], np.float32)
@@ -215,17 +215,17 @@ CASES = [
     Case("bco.step: loss callback returns inf", lambda: bco_step(
         lambda x: jnp.sum(x) + jnp.inf), "`f`"),
     Case("gepc.score_norm: eps_fn returns NaN", lambda: baselines.score_norm(
-        eps_nan, X0, KEY), "`eps_fn`"),
+        KEY, eps_nan, X0), "`eps_fn`"),
     Case("gepc.score_norm: eps_fn of the wrong shape", lambda: baselines.score_norm(
-        eps_wrong, X0, KEY), "`eps_fn`"),
+        KEY, eps_wrong, X0), "`eps_fn`"),
     Case("gepc.msma_features: integer eps", lambda: baselines.msma_features(
         eps_int, X0, [0.1, 0.2]), "`eps_fn`"),
     Case("gepc.diffpath_features: eps_fn returns NaN", lambda: baselines.diffpath_features(
         eps_nan, X0, num_steps=2), "`eps_fn`"),
     Case("gepc.gepc_residuals: score_fn returns NaN", lambda: residual.gepc_residuals(
-        eps_nan, X0, KEY, [0.1]), "`score_fn`"),
+        KEY, eps_nan, X0, [0.1]), "`score_fn`"),
     Case("gepc.gepc_residuals: integer scores", lambda: residual.gepc_residuals(
-        eps_int, X0, KEY, [0.1]), "`score_fn`"),
+        KEY, eps_int, X0, [0.1]), "`score_fn`"),
     # Constructors that must check as much as their siblings
     Case("avatar.task_from_adjacency: asymmetric adj1", lambda: from_adj(
         adj1=_adj(0, 2, 1.0)), "`adj1`"),
