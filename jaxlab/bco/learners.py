@@ -61,6 +61,7 @@ import numpy as np
 
 from jaxlab.bco import domains, estimators
 from jaxlab.core import checked, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 # M_t = 0, g_{t-1}, or an EMA of g (one-point). "previous" is the EMA with beta = 1.
@@ -295,6 +296,7 @@ def init(key: PRNGKey, domain, delta: float, x0: Array | None = None) -> BanditS
     Returns:
       ``BanditState`` before round 1.
     """
+    key = as_key(key)
     return _init(domains.shrunk(domain, delta), domain)(key, x0)
 
 
@@ -317,6 +319,7 @@ def step(key: PRNGKey, state: BanditState, f, domain, delta: float,
     Returns:
       (next ``BanditState``, ``RoundInfo`` of the round).
     """
+    key = as_key(key)
     rule = step_rule(_static(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic).step(key, state, f)
 

@@ -268,6 +268,7 @@ def resample_step(key: PRNGKey, state: State, logits: Array, *, ess_threshold: f
 def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
          mask_id: int) -> State:
     """N all-mask particles per problem of ``prompt`` [B, P], zero log weights and value."""
+    as_key(key)  # checked; nothing is drawn here
     del key
     validation.check_ndim("prompt", prompt, 2)
     b = prompt.shape[0]
@@ -290,6 +291,7 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
       (State, Info [B] of this step). After the last of the ``steps`` steps the twist is
       removed: log w -= weight_scale * V and V = 0.
     """
+    key = as_key(key)
     b, n = state.log_weights.shape
     steps, block_length, schedule, blocks = decoding.step_plan(gen_length, steps, block_length)
     t = decoding.steps_done(state.decode.order)

@@ -101,6 +101,7 @@ class Info(NamedTuple):
 def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
          mask_id: int) -> State:
     """N all-mask particles per problem of ``prompt`` [B, P], zero log weights."""
+    as_key(key)  # checked; nothing is drawn here
     del key
     validation.check_ndim("prompt", prompt, 2)
     b = prompt.shape[0]
@@ -132,6 +133,7 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
     Returns:
       (State, Info [B] of this block); see the module docstring.
     """
+    key = as_key(key)
     b, n = state.log_weights.shape
     prompt_len = state.decode.tokens.shape[1] - gen_length
     per_block = 0
