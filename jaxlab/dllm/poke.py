@@ -236,7 +236,7 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
     _check_rollouts(rollouts)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
-    graphdef, params = init(rollouts.hidden.shape[-1], hidden, seed)
+    graphdef, params = init(rollouts.hidden.shape[-1], hidden, seed=seed)
     opt = optax.chain(optax.clip_by_global_norm(1.0),
                       optax.adamw(optax.cosine_decay_schedule(lr, steps), weight_decay=1e-4))
     total = rollouts.remaining.shape[0]
