@@ -43,9 +43,9 @@ def main(argv):
         jax.random.split(jax.random.key(1), tn)))
     centers = np.asarray(seq.centers[:tn])
 
-    one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d), predraw=True).loss)
+    one = jax.jit(lambda k: bco.run(k, learner, seq, jnp.zeros(d), predraw=True).loss)
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
-    many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d),
+    many = jax.jit(jax.vmap(lambda k: bco.run(k, learner, seq, jnp.zeros(d),
                                               predraw=True).loss))
     params, f = losses.round_params(seq)
 

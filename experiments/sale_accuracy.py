@@ -79,7 +79,7 @@ def capture_qkv(model, tokens):
 def load_denoiser(config, name: str):
     """(model, task) from the shipped checkpoint; raises FileNotFoundError if absent."""
     task = dllm_models.make_task(config, name)
-    graphdef, template = model_lib.init(dllm_models.model_config(config, task), config.seed)
+    graphdef, template = model_lib.init(dllm_models.model_config(config, task), seed=config.seed)
     path = dllm_models.shipped_path(config, name)
     params = artifacts.restore_first([(path, None)], template, f"{name} denoiser")
     if params is None:

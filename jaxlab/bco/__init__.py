@@ -7,7 +7,7 @@ The uniform jaxlab API (``jaxlab.core.types.Algorithm``; the key always first)::
     learner = bco.gradient_variation(bco.ball(16), delta=0.05)   # the main constructor
     state = learner.init(key, x0)              # bco.State; x0 optional
     state, info = learner.step(key, state, f)  # bco.Info; f: [d] -> []
-    info = bco.run(learner, key, seq, x0)      # every round of a loss sequence, one scan
+    info = bco.run(key, learner, seq, x0)      # every round of a loss sequence, one scan
 
 Signatures:
   * constructors, all returning ``Algorithm(init, step)``: ``gradient_variation(domain,
@@ -24,7 +24,7 @@ Signatures:
     rule=None, optimistic=True) -> (State, Info)``.
   * ``State``: xhat, hint, sum_var, t (``ensembles.EnsembleState`` for the ensembles).
   * ``Info``: x (played point), loss (charged loss), g (gradient estimate).
-  * ``run(learner, key, seq, x0) -> Info`` with [T] leading axes; ``regret``,
+  * ``run(key, learner, seq, x0) -> Info`` with [T] leading axes; ``regret``,
     ``dynamic_regret``.
   * your own loss family: ``loss_sequence(params, loss, comparator=None, minimiser=None,
     smoothness=None) -> FunctionSeq``, taken by ``run`` / ``regret`` / ``dynamic_regret``.

@@ -61,6 +61,7 @@ import numpy as np
 
 from jaxlab.bco import domains, estimators
 from jaxlab.core import checked, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 __all__ = ["HINTS", "StepRule", "step_rule", "State", "Info", "PredrawnStep", "two_point",
@@ -104,7 +105,7 @@ def step_rule(scale: float = 1.0, lam: float = 0.0, eta_max: float = float("inf"
       >>> seq = bco.losses.drifting_quadratic(jax.random.key(0), 100, 4, drift=0.01)
       >>> def final_regret(scale):
       ...     learner = bco.two_point(bco.ball(4), 0.05, bco.step_rule(scale))
-      ...     info = bco.run(learner, jax.random.key(1), seq, jnp.zeros(4))
+      ...     info = bco.run(jax.random.key(1), learner, seq, jnp.zeros(4))
       ...     return bco.regret(info, seq, bco.ball(4))[-1]
       >>> jax.jit(jax.vmap(final_regret))(jnp.array([0.5, 1.0, 2.0])).shape
       (3,)
@@ -298,6 +299,7 @@ def init(key: PRNGKey, domain, delta: float, x0: Array | None = None) -> BanditS
     Returns:
       ``BanditState`` before round 1.
     """
+    key = as_key(key)
     return _init(domains.shrunk(domain, delta), domain)(key, x0)
 
 
@@ -320,6 +322,7 @@ def step(key: PRNGKey, state: BanditState, f, domain, delta: float,
     Returns:
       (next ``BanditState``, ``RoundInfo`` of the round).
     """
+    key = as_key(key)
     rule = step_rule(_static(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic).step(key, state, f)
 

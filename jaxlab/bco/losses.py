@@ -148,7 +148,7 @@ def loss_sequence(params, loss: Callable, *, comparator: Callable | None = None,
       ...     minimiser=lambda c, domain: domain.project(c))
       >>> box = bco.box(-jnp.ones(2), jnp.ones(2))
       >>> learner = bco.gradient_variation(box, delta=0.05)
-      >>> info = bco.run(learner, jax.random.key(0), seq, jnp.zeros(2))
+      >>> info = bco.run(jax.random.key(0), learner, seq, jnp.zeros(2))
       >>> info.loss.shape, bco.dynamic_regret(info, seq, box).shape
       ((200,), (200,))
     """

@@ -149,7 +149,7 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
     validation.check_finite("lr", lr)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
-    graphdef, params = model_lib.init(cfg, seed)
+    graphdef, params = model_lib.init(cfg, seed=seed)
     optimizer = make_optimizer(lr, steps)
     state = DenoiserTrainState(params, optimizer.init(params), jax.random.key(seed),
                                jnp.int32(0), jnp.zeros(num_chunks), jnp.zeros(num_chunks))

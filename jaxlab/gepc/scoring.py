@@ -197,7 +197,7 @@ class DiagGMM(NamedTuple):
     variances: np.ndarray
 
 
-def fit_gmm(x, num_components: int = 4, iters: int = 100, seed: int = 0) -> DiagGMM:
+def fit_gmm(x, num_components: int = 4, iters: int = 100, *, seed: int = 0) -> DiagGMM:
     """EM for a diagonal GMM (a plain density model; the experiment's MSMA / DiffPath-6D use
     ``fit_gmm_search``).
 
@@ -266,7 +266,7 @@ class GMMSearch(NamedTuple):
 
 
 def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIANCES,
-                   folds: int = 5, max_iter: int = 200, seed: int = 0) -> GMMSearch:
+                   folds: int = 5, max_iter: int = 200, *, seed: int = 0) -> GMMSearch:
     """The density model of DiffPath-6D and MSMA: StandardScaler + GaussianMixture, the
     number of components and covariance type chosen by ``folds``-fold cross-validated
     held-out log-likelihood on ``x`` only (the official DiffPath ``eval_6d.py`` grid-searches

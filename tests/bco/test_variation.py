@@ -55,7 +55,7 @@ def test_compensator_is_unbiased_along_a_learner_path():
     learner = bco.gradient_variation(dom, 0.05)
 
     def one(k):
-        info = bco.run(learner, k, seq, jnp.zeros(d))
+        info = bco.run(k, learner, seq, jnp.zeros(d))
         st = variation.stats(info.g, variation.played_gradients(info, seq))
         return st.estimated - st.compensator, st.estimated
 
