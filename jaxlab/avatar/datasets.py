@@ -329,8 +329,8 @@ def task(pair: NetworkPair, restart: float = 0.2):
                             restart=restart)
 
 
-def snowball(adj: sp.csr_matrix, allowed: np.ndarray, num_nodes: int,
-             rng: np.random.Generator) -> np.ndarray:
+def snowball(rng: np.random.Generator, adj: sp.csr_matrix, allowed: np.ndarray,
+             num_nodes: int) -> np.ndarray:
     """[num_nodes] nodes with ``allowed`` True, in breadth-first order over ``adj`` from a
     random allowed start (restarting at a random unvisited allowed node when needed)."""
     n = adj.shape[0]
@@ -356,7 +356,7 @@ def snowball(adj: sp.csr_matrix, allowed: np.ndarray, num_nodes: int,
     return np.asarray(out[:num_nodes])
 
 
-def subsample(name: str, num_nodes: int, seed: int = 0):
+def subsample(name: str, num_nodes: int, *, seed: int = 0):
     """A ``tasks.AlignmentTask`` on a snowball of ``num_nodes`` ground-truth nodes.
 
     Args:
@@ -381,7 +381,7 @@ def subsample(name: str, num_nodes: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     partner = np.full(data.adj1.shape[0], -1)
     partner[data.pairs[:, 0]] = data.pairs[:, 1]
-    src = snowball(data.adj1, partner >= 0, num_nodes, rng)
+    src = snowball(rng, data.adj1, partner >= 0, num_nodes)
     perm = rng.permutation(num_nodes)  # source i -> target position perm[i]
     tgt = np.empty(num_nodes, np.int64)
     tgt[perm] = partner[src]

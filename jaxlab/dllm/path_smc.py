@@ -422,10 +422,11 @@ def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
       key: PRNG key (typed, or a legacy ``uint32`` key).
       denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
       prompt: [B, P].
-      gen_length, mask_id, vocab_size, num_particles, steps, value_fn, resample, policy,
-        block_length, temperature, ess_threshold, resampler, weight_scale,
-        resample_schedule, resample_fractions, proposal, position_temperature,
-        greedy_reference: as in ``smc``.
+      gen_length: as in ``smc``, and so are ``mask_id``, ``vocab_size``,
+        ``num_particles``, ``steps``, ``value_fn``, ``resample``, ``policy``,
+        ``block_length``, ``temperature``, ``ess_threshold``, ``resampler``,
+        ``weight_scale``, ``resample_schedule``, ``resample_fractions``, ``proposal``,
+        ``position_temperature`` and ``greedy_reference``.
 
     Returns:
       (final State: all B * N particles and their log weights, the last twist removed
@@ -511,9 +512,10 @@ def smc_decode(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
       num_particles: N >= 1.
       steps: denoising steps (default ``gen_length``).
       select: one of ``SELECTIONS``.
-      value_fn, resample, policy, block_length, temperature, ess_threshold, resampler,
-        weight_scale, resample_schedule, resample_fractions, proposal,
-        position_temperature, greedy_reference: as in ``smc``.
+      value_fn: as in ``smc``, and so are ``resample``, ``policy``, ``block_length``,
+        ``temperature``, ``ess_threshold``, ``resampler``, ``weight_scale``,
+        ``resample_schedule``, ``resample_fractions``, ``proposal``,
+        ``position_temperature`` and ``greedy_reference``.
 
     Returns:
       (DecodeResult [B] with nfe = steps * N; Info stacked over steps).

@@ -265,8 +265,9 @@ def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
       key: PRNG key (typed, or a legacy ``uint32`` key).
       denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
       prompt: [B, P] int.
-      gen_length, mask_id, num_particles, block_length, vocab_size, steps, threshold,
-        temperature, ess_threshold: as in ``sr_smc``.
+      gen_length: as in ``sr_smc``, and so are ``mask_id``, ``num_particles``,
+        ``block_length``, ``vocab_size``, ``steps``, ``threshold``, ``temperature`` and
+        ``ess_threshold``.
 
     Returns:
       (final State of all B * N particles, Info stacked over blocks [blocks, B, ...]).
@@ -300,8 +301,9 @@ def sr_smc_decode(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
     """``run_particles`` then each problem's highest-Path-LL particle.
 
     Args:
-      key, denoise_fn, prompt, gen_length, mask_id, num_particles, block_length,
-        vocab_size, steps, threshold, temperature, ess_threshold: as in ``run_particles``.
+      key: as in ``run_particles``, and so are ``denoise_fn``, ``prompt``, ``gen_length``,
+        ``mask_id``, ``num_particles``, ``block_length``, ``vocab_size``, ``steps``,
+        ``threshold``, ``temperature`` and ``ess_threshold``.
 
     Returns:
       (DecodeResult [B] with nfe = batched passes x N, jaxlab's per-particle convention;

@@ -115,8 +115,8 @@ def make_optimizer(lr: float, steps: int, warmup: int = 100, weight_decay: float
                        optax.adamw(schedule, b2=0.98, weight_decay=weight_decay))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 3, 4))
-def evaluate_loss(task, graphdef, params, batch_size: int, seed: int) -> Array:
+@functools.partial(jax.jit, static_argnums=(0, 1, 3), static_argnames=("seed",))
+def evaluate_loss(task, graphdef, params, batch_size: int, *, seed: int) -> Array:
     """Held-out diffusion loss on fresh problems (a fixed key per ``seed``)."""
     k_data, k_mask = jax.random.split(jax.random.key(seed + 10_000))
     prompt, answer = task.sample(k_data, batch_size)
@@ -161,7 +161,7 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
         for _ in range(per_chunk):
             st, loss = step_fn(st)
             total += loss
-        ev = evaluate_loss(task, graphdef, st.params, 512, 0)
+        ev = evaluate_loss(task, graphdef, st.params, 512, seed=0)
         return st._replace(losses=st.losses.at[i].set(total / per_chunk),
                            eval_losses=st.eval_losses.at[i].set(ev))
 
