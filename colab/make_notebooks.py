@@ -27,9 +27,9 @@ METHODS = registry.METHODS
 REPO_URL = "https://github.com/jaxlab/jaxlab.git"
 
 INSTALL = '''\
-# Install. If jaxlab is importable (pip-installed, or a checkout at or above the working
-# directory) nothing is installed. Otherwise (Colab) the repository JAXLAB_REPO is cloned to
-# JAXLAB_DIR and pip-installed with this method's extras. Runs from any working directory.
+# Install. If a checkout is found (importable, editable-installed, or at or above the
+# working directory) nothing is installed. Otherwise (Colab) the repository JAXLAB_REPO is
+# cloned to JAXLAB_DIR and pip-installed with this method's extras. Runs from any directory.
 import importlib
 import os
 import subprocess
@@ -41,7 +41,13 @@ try:
 except ModuleNotFoundError:
     def in_checkout(d):
         return os.path.isdir(os.path.join(d, "experiments", "configs"))
-    root = os.getcwd()
+    try:  # an editable install (its checkout's experiments/ is installed as jaxlab_experiments)
+        import jaxlab_experiments
+        root = os.path.dirname(jaxlab_experiments.PACKAGE_DIR)
+    except (ModuleNotFoundError, AttributeError):
+        root = os.getcwd()
+    if not in_checkout(root):
+        root = os.getcwd()
     while root != os.path.dirname(root) and not in_checkout(root):
         root = os.path.dirname(root)
     if not in_checkout(root):  # not inside a checkout

@@ -14,11 +14,18 @@ import re
 import sys
 
 sys.path.insert(0, os.path.abspath(".."))
+sys.path.insert(0, os.path.abspath("_ext"))
 
 project = "jaxlab"
 author = "jaxlab contributors"
 copyright = "2026, jaxlab contributors"  # noqa: A001 - Sphinx's name
-extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode"]
+extensions = ["sphinx.ext.autodoc", "sphinx.ext.napoleon", "sphinx.ext.viewcode", "apiref"]
+# The API reference (``.. apiref:: package``, docs/_ext/apiref.py) lists each package's
+# ``__all__`` and its public submodules'; an object is described at its first name in this
+# order and every other name points there.
+apiref_packages = ["jaxlab.core", "jaxlab.qlearning", "jaxlab.bco", "jaxlab.avatar",
+                   "jaxlab.gepc", "jaxlab.dllm", "jaxlab.rfo", "jaxlab.attention",
+                   "pallas_kernels.sale"]
 exclude_patterns = ["_build", "_quickstart", "evidence", "*.md"]
 html_theme = "alabaster"
 # Body up to 1120 px wide: a two-panel evidence figure (1200 px) keeps its smallest text

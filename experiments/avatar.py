@@ -19,11 +19,11 @@ share of round-0 picks already top-1 correct next to the pool's share. Task seed
 of the reports (``task_seed`` 0, ``seed`` 0) were never used for choosing scores (the dev
 runs used task seed 100). Real-data tasks are CPU-sized subsamples (``datasets.subsample``),
 or with ``config.real_full`` (the ``full`` preset) the whole graph pairs
-(``datasets.full_task``: sparse ``tasks.GraphTask``, [n1, n2] plans, the masks over the
-ground-truth pairs, as in the paper); a strategy not defined there
-(``avatar.loop.graph_task_limit``: avatar-gain) is skipped on those tasks (NaN in the unit
-result, listed under "skipped" in the summary). The point-cloud and embedding tasks are
-jaxlab extensions, not in the paper.
+(``datasets.full_task``, cached by ``experiments.lib.task_cache``: sparse
+``tasks.GraphTask``, [n1, n2] plans, the masks over the ground-truth pairs, as in the
+paper); a strategy not defined there (``avatar.loop.graph_task_limit``: avatar-gain) is
+skipped on those tasks (NaN in the unit result, listed under "skipped" in the summary). The
+point-cloud and embedding tasks are jaxlab extensions, not in the paper.
 """
 
 import os
@@ -36,12 +36,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import plots, study, timing
-from experiments.lib import scalars as S
 from jaxlab import avatar
 from jaxlab.avatar import adjoint, datasets, loop, solvers, tasks
 from jaxlab.core import metrics, sharding
+
+from . import common
+from .lib import plots, study, task_cache, timing
+from .lib import scalars as S
 
 ALIGNERS = {"simple": "ot", "parrot": "parrot"}  # config.aligner -> avatar solver
 
@@ -73,7 +74,7 @@ def build_task(name: str, c: ml_collections.ConfigDict) -> tasks.AlignmentTask:
                                           edge_noise=c.hard_edge_noise, feat_dim=0)
     if name in datasets.DATASETS:
         if c.get("real_full", False):
-            return datasets.full_task(name)
+            return task_cache.full_task(name)  # built once, then read from the cache
         return datasets.subsample(name, c.real_nodes, seed=c.task_seed)
     if name in tasks.REAL_GRAPHS:
         return tasks.real_graph_pair(name, seed=c.task_seed)
@@ -118,7 +119,7 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
         # One compile per (task, protocol): the strategy is a traced switch index.
         # The task is an argument (not a closed-over constant: XLA would constant-fold it).
         run = jax.jit(jax.vmap(lambda t, k, i, protocol=protocol: avatar.run_active_switch(
-            t, k, table, i, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
+            k, t, table, i, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
             init_frac=init_frac, budget_frac=c.budget_frac, utility=c.utility,
             solver=ALIGNERS[aligner_for(c, name)], sinkhorn_threshold=c.sinkhorn_threshold,
             sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,

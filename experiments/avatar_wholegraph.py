@@ -12,9 +12,9 @@ minus random and AvAtar minus entropy in MRR after round 10, paired over seeds, 
 Writes ``<workdir>/summary.json`` (every round of every run: metrics, times, solver
 diagnostics, memory; the table; the machine, versions and git commit), ``table.md`` and
 ``mrr.png`` (``experiments.lib.wholegraph_study``). A run stopped at any point resumes
-from ``<workdir>/checkpoints`` (at most the round in progress is lost; checkpoints of
-another configuration or code version are not read). The task builds are cached
-(``jaxlab.avatar.task_cache``).
+from ``<workdir>/checkpoints`` (``experiments.lib.wholegraph_runs``: at most the round in
+progress is lost; checkpoints of another configuration or code version are not read). The
+task builds are cached (``experiments.lib.task_cache``).
 
   python -m experiments.avatar_wholegraph --workdir=results/avatar_wholegraph
   python -m experiments.avatar_wholegraph --workdir=/tmp/wg --datasets=foursquare_twitter \\
@@ -26,7 +26,7 @@ import sys
 
 from absl import app, flags
 
-from experiments.lib import wholegraph_study
+from .lib import wholegraph_study
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 _DATASETS = flags.DEFINE_list("datasets", ["acm_dblp", "foursquare_twitter"],
@@ -53,7 +53,7 @@ def main(argv):
     if _VARIANTS.value:
         import os
 
-        from experiments.lib import results
+        from .lib import results
 
         out = wholegraph_study.round0_variants(0, log=lambda msg: print(msg, flush=True))
         results.write_json(os.path.join(_WORKDIR.value, "round0_variants.json"), out)

@@ -40,12 +40,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import plots, study
-from experiments.lib import scalars as S
 from jaxlab.bco import domains, ensembles, learners, losses, variation
 from jaxlab.bco.run import dynamic_regret, regret, run
 from jaxlab.core import metrics, sharding
+
+from . import common
+from .lib import plots, study
+from .lib import scalars as S
 
 TWO_POINT = {
     "gradient_variation (ours)": learners.gradient_variation,
@@ -83,7 +84,7 @@ def _regrets_fn(learner, make_seq, domain, horizons=None, dynamic=False):
         def one(k, p):
             k_seq, k_run = jax.random.split(k)
             seq = make_seq(k_seq, p)
-            info = run(learner, k_run, seq, domain.center)
+            info = run(k_run, learner, seq, domain.center)
             r = dynamic_regret(info, seq, domain) if dynamic else regret(info, seq, domain)
             return r[-1] if horizons is None else r[jnp.asarray(horizons) - 1]
 
@@ -123,7 +124,7 @@ def _scaled_regrets(dom, delta, optimistic, mults, keys, make_seq) -> np.ndarray
         learner = learners.two_point(dom, delta, rule, o)
         k_seq, k_run = jax.random.split(k)
         seq = make_seq(k_seq)
-        return regret(run(learner, k_run, seq, dom.center), seq, dom)[-1]
+        return regret(run(k_run, learner, seq, dom.center), seq, dom)[-1]
 
     grid = jax.vmap(jax.vmap(one, (None, None, 0)), (None, 0, None))
     out = jax.jit(jax.vmap(grid, (0, None, None)))(
@@ -148,7 +149,7 @@ def _family_regrets(dom, delta, family, param, mults, keys, num_rounds, sigma,
         rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
         learner = learners.two_point(dom, delta, rule, opt)
         k_seq, k_run = jax.random.split(k)
-        return jnp.sum(run(learner, k_run, make(k_seq), dom.center).loss)
+        return jnp.sum(run(k_run, learner, make(k_seq), dom.center).loss)
 
     mults = jnp.asarray(mults, jnp.float32)
     best = jax.jit(jax.vmap(comparator))(keys)
@@ -166,7 +167,7 @@ def _variation_stats(dom, delta, keys, amplitudes, num_rounds) -> np.ndarray:
     def one(k, a):
         k_seq, k_run = jax.random.split(k)
         seq = losses.switching_quadratic(k_seq, num_rounds, d, 1, radius=a, offset=0.3)
-        info = run(learner, k_run, seq, dom.center)
+        info = run(k_run, learner, seq, dom.center)
         return jnp.stack(variation.stats(info.g, variation.played_gradients(info, seq)))
 
     out = jax.jit(jax.vmap(jax.vmap(one, (0, None)), (None, 0)))(

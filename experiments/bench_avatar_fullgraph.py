@@ -1,6 +1,6 @@
 """Benchmark: one solve of the PARROT-class and simple aligners on a whole graph pair.
 
-The whole ACM-DBLP / Foursquare-Twitter pair (``datasets.full_task``: sparse
+The whole ACM-DBLP / Foursquare-Twitter pair (``datasets.full_task``, cached: sparse
 ``tasks.GraphTask``, [n1, n2] plans), 20% of the ground-truth pairs as random anchors
 (``--seed``), test = the other ground-truth pairs. Prints (and writes ``--out`` as JSON):
 the task build time; per phase (PARROT cost, each proximal Sinkhorn subproblem, the simple
@@ -33,6 +33,8 @@ import numpy as np
 from absl import app, flags
 
 from jaxlab.avatar import alignment, datasets, loop, parrot, solvers, tasks
+
+from .lib import task_cache
 
 _DATASET = flags.DEFINE_enum("dataset", "foursquare_twitter", list(datasets.DATASETS),
                              "Whole graph pair.")
@@ -164,7 +166,7 @@ def _shape_task(name: str) -> tasks.GraphTask:
 def _memory(task) -> dict:
     """XLA buffer sizes of the full preset's active loop at this task's shapes (compiled,
     not run; CPU buffer assignment), in bytes and in [n1, n2] float32 units."""
-    from experiments.configs import avatar as cfg
+    from .configs import avatar as cfg
 
     c = cfg.get_config("full")
     n1, n2 = tasks.plan_shape(task)
@@ -177,7 +179,7 @@ def _memory(task) -> dict:
                  if loop.graph_task_limit(*loop.parse_strategy(x), c.utility, solver) is None]
         table = tuple(loop.parse_strategy(x) for x in names)
         run = jax.vmap(lambda t, key, i, solver=solver, table=table: loop._run(
-            t, key, c.epsilon, 1.0, 1.0, strategy=table, rounds=c.rounds, test_frac=0.0,
+            key, t, c.epsilon, 1.0, 1.0, strategy=table, rounds=c.rounds, test_frac=0.0,
             init_frac=c.init_frac, per_round=per_round, utility=c.utility, solver=solver,
             sinkhorn_threshold=c.sinkhorn_threshold,
             sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol, score="abs",
@@ -206,7 +208,7 @@ def main(argv):
     info = {"dataset": name, "backend": jax.default_backend(), "jax": jax.__version__,
             "seed": _SEED.value}
     t0 = time.perf_counter()
-    task = _shape_task(name) if _MEMORY.value else datasets.full_task(name)
+    task = _shape_task(name) if _MEMORY.value else task_cache.full_task(name)
     info["build_s"] = time.perf_counter() - t0
     info["build_peak_rss_gb"] = rss.take()
     n1, n2 = tasks.plan_shape(task)

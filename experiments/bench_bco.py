@@ -18,10 +18,11 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from experiments.lib import timing
 from jaxlab import bco
 from jaxlab.bco import losses
 from jaxlab.bco.reference import two_point_ogd_numpy
+
+from .lib import timing
 
 _DIM = flags.DEFINE_integer("dim", 16, "Dimension.")
 _ROUNDS = flags.DEFINE_integer("rounds", 20_000, "Rounds per run.")
@@ -42,9 +43,9 @@ def main(argv):
         jax.random.split(jax.random.key(1), tn)))
     centers = np.asarray(seq.centers[:tn])
 
-    one = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d), predraw=True).loss)
+    one = jax.jit(lambda k: bco.run(k, learner, seq, jnp.zeros(d), predraw=True).loss)
     keys = jax.random.split(jax.random.key(3), _SEEDS.value)
-    many = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(d),
+    many = jax.jit(jax.vmap(lambda k: bco.run(k, learner, seq, jnp.zeros(d),
                                               predraw=True).loss))
     params, f = losses.round_params(seq)
 

@@ -14,9 +14,10 @@ import jax
 import numpy as np
 from absl import app, flags
 
-from experiments.lib import timing
 from jaxlab import qlearning as ql
 from jaxlab.qlearning.reference import periodic_q_learning_numpy
+
+from .lib import timing
 
 _NP_STEPS = flags.DEFINE_integer("numpy_steps", 100_000, "Steps for the NumPy loop.")
 _JAX_STEPS = flags.DEFINE_integer("jax_steps", 2_000_000, "Steps per run for the jitted scan.")

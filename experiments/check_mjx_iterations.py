@@ -44,9 +44,10 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from experiments.lib import provenance as prov
-from experiments.lib import results
 from jaxlab.rfo import envs
+
+from .lib import provenance as prov
+from .lib import results
 
 FLAGS = flags.FLAGS
 

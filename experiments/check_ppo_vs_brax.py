@@ -45,10 +45,11 @@ import numpy as np
 from absl import app, flags
 from flax import nnx
 
-from experiments.lib import brax_compat, results
-from experiments.lib import provenance as prov
 from jaxlab.rfo import envs, ppo
 from jaxlab.rfo.train import network
+
+from .lib import brax_compat, results
+from .lib import provenance as prov
 
 FLAGS = flags.FLAGS
 

@@ -48,7 +48,8 @@ def _run_module(module: str, prog: str, args: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """``jaxlab <binary> [flags]``: runs ``experiments.<binary>``."""
+    """``jaxlab <binary> [flags]``: runs ``experiments.<binary>`` (under the name this
+    package was imported as: ``jaxlab_experiments`` where the wheel is installed)."""
     args = sys.argv[1:] if argv is None else list(argv)
     if not args or args[0] in ("-h", "--help", "help"):
         width = max(map(len, BINARIES))
@@ -61,12 +62,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: unknown binary {name!r}; choose from {', '.join(BINARIES)}",
               file=sys.stderr)
         return 2
-    return _run_module(f"experiments.{name}", f"jaxlab {name}", args[1:])
+    return _run_module(f"{__package__}.{name}", f"jaxlab {name}", args[1:])
 
 
 def suite(argv: list[str] | None = None) -> int:
     """``jaxlab-suite [flags]``: runs ``experiments.suite``."""
-    return _run_module("experiments.suite", "jaxlab-suite",
+    return _run_module(f"{__package__}.suite", "jaxlab-suite",
                        sys.argv[1:] if argv is None else list(argv))
 
 

@@ -4,8 +4,14 @@ Command-line behaviour (every method binary):
   * ``--workdir`` is required: without it the binary prints one line and exits with 2.
   * ``--help`` prints the binary's docstring, its flags and every field of the chosen
     ``--config`` (default: the binary's preset) with its default value.
-  * A ``--config.<field>`` that the chosen config lacks is one line naming the closest
-    fields, exit 2 (not a traceback from ml_collections).
+  * A ``--config`` whose file or preset does not exist, a ``--config.<field>`` that the
+    chosen config lacks (with the closest fields) or a value of the wrong type for it (with
+    the type and the preset's value), a config the experiment's ``validate`` rejects, and
+    any other flag error are one line on stderr, exit 2 (no traceback, no absl ``FATAL``).
+  * The config is written to ``<workdir>/config.json`` (the same JSON as the summary's
+    provenance block); ``--show_config`` also prints it before the run.
+  * The last line names the results folder and what is in it, e.g.
+    ``results: /abs/workdir (summary.json, figures: a.png, b.png)``.
   * JAX's "Unable to initialize backend 'tpu'" INFO line is not printed on machines
     without a TPU.
   * A second process on a ``--workdir`` that a running process is writing is one line
@@ -16,23 +22,30 @@ Command-line behaviour (every method binary):
 
 import difflib
 import importlib.util
+import json
 import logging as pylogging
 import os
 import sys
 
-from absl import app, flags, logging
+from absl import app, flags
 from ml_collections import config_flags
+from ml_collections.config_flags import tuple_parser
 
-from experiments.lib import compile_cache, locks, study
 from jaxlab.core import sharding
+
+from . import package_path
+from .lib import compile_cache, locks, provenance, results, study
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 COORDINATOR = flags.DEFINE_string("coordinator_address", None,
                                   "host:port of process 0 for multi-host runs.")
 NUM_PROCESSES = flags.DEFINE_integer("num_processes", None, "Processes in a multi-host run.")
 PROCESS_ID = flags.DEFINE_integer("process_id", None, "This process's id in a multi-host run.")
+SHOW_CONFIG = flags.DEFINE_bool("show_config", False, "Also print the config (JSON) before "
+                                "the run; it is always written to <workdir>/config.json.")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+CONFIG_FILE = "config.json"
+
 
 
 class _DropMissingBackendInfo(pylogging.Filter):
@@ -53,15 +66,43 @@ def quiet_backend_probe() -> None:
 
 def run(train_and_evaluate, config) -> dict:
     """Initialises multi-host JAX if asked, then runs ``train_and_evaluate`` (a
-    ``study.Experiment``, or a function of ``(config, workdir)``) into ``--workdir``."""
+    ``study.Experiment``, or a function of ``(config, workdir)``) into ``--workdir``,
+    holding its lock; the config is written first to ``<workdir>/config.json``. A config
+    the experiment's ``validate`` rejects is one line on stderr, exit 2."""
     if WORKDIR.value is None:
         raise flags.ValidationError("--workdir is required.")
     sharding.initialize_distributed(COORDINATOR.value, NUM_PROCESSES.value, PROCESS_ID.value)
-    logging.info("config:\n%s", config)
+    workdir = WORKDIR.value
     if isinstance(train_and_evaluate, study.Experiment):
-        return study.train_and_evaluate(train_and_evaluate, config, WORKDIR.value)
-    with locks.hold(WORKDIR.value):
-        return train_and_evaluate(config, WORKDIR.value)
+        try:  # before any work: a config the study rejects is the user's input, not a crash
+            train_and_evaluate.validate(config)
+        except (ValueError, TypeError, FileNotFoundError) as e:
+            print(f"error: {_one_line(e)}", file=sys.stderr)
+            sys.exit(2)
+    if SHOW_CONFIG.value and sharding.is_main_process():
+        print("config:\n" + config_json(config), flush=True)
+    with locks.hold(workdir):
+        results.write_json(os.path.join(workdir, CONFIG_FILE), provenance.config_dict(config))
+        if isinstance(train_and_evaluate, study.Experiment):
+            return study.train_and_evaluate(train_and_evaluate, config, workdir)
+        return train_and_evaluate(config, workdir)
+
+
+def config_json(config) -> str:
+    """``config`` as the indented JSON of ``config.json`` (tuples as lists)."""
+    return json.dumps(provenance.config_dict(config), indent=2, sort_keys=True)
+
+
+def results_line(workdir: str | os.PathLike, *extra: str) -> str:
+    """The last line of a binary: the results folder (absolute) and what is in it, e.g.
+    ``results: /abs/workdir (summary.json, figures: a.png, b.png)``; ``extra`` names are
+    listed first (those that exist)."""
+    workdir = os.path.abspath(os.fspath(workdir))
+    names = [n for n in (*extra, results.SUMMARY) if os.path.exists(os.path.join(workdir, n))]
+    figures = results.figures_in(workdir)
+    if figures:
+        names.append("figures: " + ", ".join(figures))
+    return f"results: {workdir}" + (f" ({', '.join(names)})" if names else "")
 
 
 def _flag_value(argv, name):
@@ -80,8 +121,8 @@ def resolve_config_spec(spec: str) -> str:
     does not exist relative to the cwd (so ``experiments/configs/x.py`` works from any
     folder); an existing path or one found nowhere is returned unchanged."""
     path, sep, arg = spec.partition(":")
-    if not os.path.exists(path) and os.path.exists(os.path.join(ROOT, path)):
-        path = os.path.join(ROOT, path)
+    if not os.path.exists(path) and os.path.exists(package_path(path)):
+        path = package_path(path)
     return f"{path}{sep}{arg}"
 
 
@@ -131,6 +172,8 @@ def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
                  "  --config=PATH.py[:PRESET]  the experiment config (default "
                  f"{default_config})",
                  "  --workdir=DIR              output folder (results, checkpoints); required",
+                 "  --show_config              also print the config (always written to "
+                 f"<workdir>/{CONFIG_FILE})",
                  "  --coordinator_address, --num_processes, --process_id  multi-host runs",
                  "", f"Config fields of {spec} (override with --config.FIELD=VALUE):"]
         width = max(map(len, fields), default=0)
@@ -139,17 +182,89 @@ def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
     if _flag_value(args, "workdir") is None:
         return (f"error: --workdir is required (the folder for results and checkpoints), e.g. "
                 f"--workdir=results/{os.path.basename(argv[0]).removesuffix('.py')}")
-    overrides = [a[2:].split("=", 1)[0] for a in args if a.startswith("--config.")]
-    if overrides:
+    preset = _flag_value(args, "preset")
+    if preset is not None:
+        return (f"error: --preset={preset}: a method binary takes its preset in --config, e.g. "
+                f"--config={default_config.partition(':')[0]}:{preset}")
+    try:
         fields = config_fields(load_config(spec))
-        groups = {k.rsplit(".", i)[0] for k in fields for i in range(k.count("."))}
-        for name in overrides:
-            if name not in fields and name not in groups:
-                close = difflib.get_close_matches(name, list(fields), n=3, cutoff=0.6)
-                hint = f"; did you mean {', '.join('--' + c for c in close)}?" if close else ""
-                return (f"error: --{name}: the config {spec} has no field "
-                        f"{name.removeprefix('config.')!r}{hint} (--help lists the fields)")
+    except Exception as e:  # noqa: BLE001 - a bad file or preset is the user's input
+        return f"error: --config={spec}: {_one_line(e).removeprefix('`--config`: ')}"
+    groups = {k.rsplit(".", i)[0] for k in fields for i in range(k.count("."))}
+    for name, value in _overrides(args):
+        if name not in fields and name not in groups:
+            close = difflib.get_close_matches(name, list(fields), n=3, cutoff=0.6)
+            hint = f"; did you mean {', '.join('--' + c for c in close)}?" if close else ""
+            return (f"error: --{name}: the config {spec} has no field "
+                    f"{name.removeprefix('config.')!r}{hint} (--help lists the fields)")
+        expected = None if value is None or name not in fields else _type_error(
+            value, fields[name])
+        if expected:
+            return (f"error: --{name}={value}: expected {expected} (the value in {spec} is "
+                    f"{fields[name]!r}; --help lists the fields)")
     return None
+
+
+def _overrides(args) -> list[tuple[str, str | None]]:
+    """(``config.<field>``, value or None) of every ``--config.<field>[=value]`` in
+    ``args``; the value of ``--config.<field> value`` is the next argument."""
+    out = []
+    for i, a in enumerate(args):
+        if not a.startswith("--config."):
+            continue
+        name, eq, value = a[2:].partition("=")
+        if not eq:
+            nxt = args[i + 1] if i + 1 < len(args) else None
+            value = None if nxt is None or nxt.startswith("-") else nxt
+        out.append((name, value))
+    return out
+
+
+def _is_number(x) -> bool:
+    return isinstance(x, int | float) and not isinstance(x, bool)
+
+
+def _type_error(value: str, default) -> str | None:
+    """What ``value`` should have been for a field whose preset value is ``default`` (parsed
+    as ml_collections parses overrides), or None when it fits."""
+    parsers = ((bool, flags.BooleanParser(), "true or false"),
+               (int, flags.IntegerParser(), "an integer"),
+               (float, flags.FloatParser(), "a number"))
+    for kind, parser, expected in parsers:
+        if isinstance(default, kind):
+            try:
+                parser.parse(value)
+            except ValueError:
+                return expected
+            return None
+    if isinstance(default, tuple) and default:
+        try:
+            items = tuple_parser.TupleParser().parse(value)
+        except ValueError:
+            return "a tuple"
+        if all(map(_is_number, default)) and not all(map(_is_number, items)):
+            return "a tuple of numbers"
+        if all(isinstance(x, str) for x in default) and not all(
+                isinstance(x, str) for x in items):
+            return "a tuple of names"
+    return None
+
+
+def _one_line(error: BaseException) -> str:
+    """The first line of ``error``'s message (absl and ml_collections errors may carry a
+    traceback as text)."""
+    text = str(error).strip()
+    return text.splitlines()[0] if text else type(error).__name__
+
+
+def parse_flags(argv: list[str]) -> list[str]:
+    """absl's flag parsing for ``app.run(..., flags_parser=parse_flags)``: a bad flag is one
+    line on stderr, exit 2 (absl's default prints ``FATAL`` and the usage hint)."""
+    try:
+        return flags.FLAGS(argv)
+    except flags.Error as e:
+        print(f"error: {_one_line(e)}", file=sys.stderr)
+        sys.exit(2)
 
 
 def launch(train_and_evaluate, default_config: str) -> None:
@@ -181,5 +296,7 @@ def launch(train_and_evaluate, default_config: str) -> None:
         except locks.Busy as e:
             print(f"error: {e}", file=sys.stderr)
             sys.exit(1)
+        if sharding.is_main_process():
+            print(results_line(WORKDIR.value, CONFIG_FILE), flush=True)
 
-    app.run(main)
+    app.run(main, flags_parser=parse_flags)

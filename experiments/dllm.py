@@ -78,14 +78,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from experiments import common, dllm_models
-from experiments.lib import artifacts, plots, provenance, results, study, timing
-from experiments.lib.progress import Progress
 from jaxlab.core import metrics, sharding
 from jaxlab.dllm import config as config_lib
 from jaxlab.dllm import decoding, evaluation, path_smc, poke, sr_smc
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale.reference import BlockSizes
+
+from . import common, dllm_models
+from .lib import artifacts, plots, provenance, results, study, timing
+from .lib.progress import Progress
 
 
 class Decoder(NamedTuple):
@@ -110,13 +111,13 @@ class Decoder(NamedTuple):
 
 def _greedy(fn) -> Decoder:
     return Decoder("greedy", 1, lambda prompt, key: (
-        fn(prompt, key=key), jnp.bool_(False), jnp.ones((1, prompt.shape[0])),
+        fn(key, prompt=prompt), jnp.bool_(False), jnp.ones((1, prompt.shape[0])),
         jnp.zeros((1, prompt.shape[0]), bool)))
 
 
 def _particles(family: str, n: int, fn) -> Decoder:
     def run(prompt, key):
-        result, info = fn(prompt, key=key)
+        result, info = fn(key, prompt=prompt)
         bad = jnp.any(info.nonfinite_weights)
         if hasattr(info, "unfinished"):  # SR-SMC: a block NaN priorities left unfinished
             bad = bad | jnp.any(info.unfinished)
@@ -169,26 +170,28 @@ def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
     tuned = tuned or default_tuning(config)
     spec = dllm_models.proposal_spec(config, task, tuned)
     kw = dict(gen_length=task.answer_len, mask_id=task.mask_id, vocab_size=task.vocab_size)
-    dec = functools.partial(decoding.decode, denoise_fn, **kw)
+    dec = functools.partial(decoding.decode, denoise_fn=denoise_fn, **kw)
     out = {pol: _greedy(functools.partial(dec, policy=pol)) for pol in decoding.POLICIES}
     out["semi_ar"] = _greedy(functools.partial(
         dec, block_length=decoding.semi_ar_block(task.answer_len)))
     out["threshold"] = _greedy(functools.partial(
-        decoding.decode_threshold, denoise_fn, threshold=config.threshold, **kw))
+        decoding.decode_threshold, denoise_fn=denoise_fn, threshold=config.threshold,
+        **kw))
     for n in (config.particles if particles is None else particles):
         pkw = dict(num_particles=n, temperature=spec["temperature"],
                    block_length=spec["block_length"], proposal=spec["proposal"],
                    position_temperature=spec["position_temperature"],
                    greedy_reference=bool(config.get("greedy_reference", False)), **kw)
-        smc = functools.partial(path_smc.smc_decode, denoise_fn, **pkw)
+        smc = functools.partial(path_smc.smc_decode, denoise_fn=denoise_fn, **pkw)
         out[f"best_of_{n}"] = _particles("best_of_n", n, functools.partial(
-            path_smc.best_of_n, denoise_fn, **pkw))
+            path_smc.best_of_n, denoise_fn=denoise_fn, **pkw))
         out[f"smc_{n}"] = _particles("smc", n, functools.partial(
             smc, **_smc_kwargs(tuned["smc"])))
         # Self-rewarding SMC as in its official sampler: the same semi-AR blocks, Fast-dLLM
         # threshold commits, block-end resampling, tokens drawn at its own temperature.
         out[f"sr_smc_{n}"] = _particles("sr_smc", n, functools.partial(
-            sr_smc.sr_smc_decode, denoise_fn, threshold=config.threshold, num_particles=n,
+            sr_smc.sr_smc_decode, denoise_fn=denoise_fn, threshold=config.threshold,
+            num_particles=n,
             temperature=tuned["sr_smc_temperature"], block_length=spec["block_length"], **kw))
         out[f"poke_smc_{n}"] = _particles("poke_smc", n, functools.partial(
             smc, value_fn=value_fn, **_smc_kwargs(tuned["poke_smc"])))
@@ -482,16 +485,16 @@ def _throughput(config, models, ctx: study.Context) -> dict:
     kw = dict(gen_length=steps, mask_id=task.mask_id, vocab_size=task.vocab_size)
     out = {}
     for n in config.throughput_particles:
-        smc_fn = jax.jit(functools.partial(path_smc.smc_decode, denoise_fn, num_particles=n,
-                                           **kw))
-        greedy_fn = jax.jit(functools.partial(decoding.decode, denoise_fn, **kw))
-        sampled_fn = jax.jit(functools.partial(decoding.decode, denoise_fn, temperature=1.0,
-                                               **kw))
+        smc_fn = jax.jit(functools.partial(path_smc.smc_decode, denoise_fn=denoise_fn,
+                                           num_particles=n, **kw))
+        greedy_fn = jax.jit(functools.partial(decoding.decode, denoise_fn=denoise_fn, **kw))
+        sampled_fn = jax.jit(functools.partial(decoding.decode, denoise_fn=denoise_fn,
+                                               temperature=1.0, **kw))
         rows = jnp.repeat(prompt, n, axis=0)
         sec = timing.best_times_interleaved({
-            "smc": functools.partial(smc_fn, prompt, key=jax.random.key(0)),
-            "greedy_batched": functools.partial(greedy_fn, rows, key=jax.random.key(0)),
-            "sampled_batched": functools.partial(sampled_fn, rows, key=jax.random.key(0))},
+            "smc": functools.partial(smc_fn, jax.random.key(0), prompt=prompt),
+            "greedy_batched": functools.partial(greedy_fn, jax.random.key(0), prompt=rows),
+            "sampled_batched": functools.partial(sampled_fn, jax.random.key(0), prompt=rows)},
             repeats=3)
         tok = prompt.shape[0] * n * steps
         out[str(n)] = {"seconds": sec, "tokens_per_s": {k: tok / v for k, v in sec.items()},
@@ -519,7 +522,7 @@ def _sale_check(config, models, ctx: study.Context) -> dict:
             sale_sizes=BlockSizes(sc.block_q, sc.block_k, sc.local))
         den = functools.partial(model_lib.apply, model_lib.abstract(cfg)[0], m.params)
         r = jax.jit(functools.partial(
-            decoding.decode, den, gen_length=m.task.answer_len, key=jax.random.key(0),
+            decoding.decode, jax.random.key(0), den, gen_length=m.task.answer_len,
             mask_id=m.task.mask_id, vocab_size=m.task.vocab_size))(prompt)
         dense = np.asarray(r.answer) if tau is None else dense
         out["dense" if tau is None else f"sale_tau_{tau:g}"] = {

@@ -26,12 +26,13 @@ import jax
 import jax.numpy as jnp
 from absl import logging
 
-from experiments.lib import artifacts, provenance, results, study
 from jaxlab.dllm import config as config_lib
 from jaxlab.dllm import decoding, poke
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import tasks as tasks_lib
 from jaxlab.dllm import train as train_lib
+
+from .lib import artifacts, provenance, results, study
 
 
 class TaskModel(NamedTuple):
@@ -163,7 +164,7 @@ def rollouts(config, m: TaskModel, seed_offset: int, num: int,
     spec = proposal or legacy_spec(config, m.task)
     prompt, _ = m.task.sample(jax.random.key(config.seed + seed_offset), num)
     chunks = [poke.collect_rollouts(
-        m.denoise_fn, prompt[i:i + 1024], m.task.answer_len, jax.random.key(seed_offset + i),
+        jax.random.key(seed_offset + i), m.denoise_fn, prompt[i:i + 1024], m.task.answer_len,
         mask_id=m.task.mask_id, **spec)
         for i in range(0, num, min(num, 1024))]
     return jax.tree.map(lambda *x: jnp.concatenate(x), *chunks)
@@ -220,7 +221,7 @@ class Models:
         """The shipped denoiser of ``name``, else the workdir's, else a newly trained one."""
         if name not in self._loaded:
             c, task = self.config, make_task(self.config, name)
-            graphdef, template = model_lib.init(model_config(c, task), c.seed)
+            graphdef, template = model_lib.init(model_config(c, task), seed=c.seed)
             params = artifacts.restore_first(
                 [(shipped_path(c, name), None),
                  (_workdir_path(self.workdir, name), model_key(c, name))],
@@ -237,7 +238,7 @@ class Models:
         spec = proposal or legacy_spec(c, m.task)
         slot = head_dir(name, spec)
         if slot not in self._loaded:
-            graphdef, template = poke.init(c.model.d_model, c.poke.hidden, c.seed)
+            graphdef, template = poke.init(c.model.d_model, c.poke.hidden, seed=c.seed)
             params = artifacts.restore_first(
                 [(shipped_head_path(c, name, spec), None),
                  (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],

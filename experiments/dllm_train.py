@@ -5,7 +5,7 @@
   # the shipped models: cp -r /tmp/dllm_train/models/<task> experiments/pretrained/dllm/
 """
 
-from experiments import common, dllm_models
+from . import common, dllm_models
 
 if __name__ == "__main__":
     common.launch(dllm_models.train_denoisers, "experiments/configs/dllm.py:quick")

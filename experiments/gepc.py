@@ -55,12 +55,13 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import artifacts, plots, provenance, results, study
 from jaxlab.core import loops, metrics, sharding, validation
 from jaxlab.gepc import baselines, data, ood, residual, schedule, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
+
+from . import common
+from .lib import artifacts, plots, provenance, results, study
 
 METHODS = ("GEPC (official)", "GEPC per-element (ours)", "score norm", "MSMA", "DiffPath-6D")
 
@@ -89,7 +90,7 @@ def id_split(config):
     x, y = _id_source(config)
     s = data.stratified_split(y, config.id_classes, config.train_per_class,
                               config.cal_per_class, config.test_per_class, config.num_ood,
-                              config.split_seed)
+                              seed=config.split_seed)
     return x[s.train], x[s.cal], x[s.test], x[s.heldout]
 
 
@@ -101,7 +102,7 @@ def elsewhere_split(config):
     (``data.stratified_split``, seed ``split_seed + 3``). The score model never sees them."""
     x, y = _other_source(config)
     s = data.stratified_split(y, config.id_classes, config.elsewhere_fit_per_class, 0,
-                              config.test_per_class, config.num_ood, config.split_seed + 3)
+                              config.test_per_class, config.num_ood, seed=config.split_seed + 3)
     return x[s.train], x[s.test], x[s.heldout]
 
 
@@ -423,8 +424,8 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
     k_res, k_norm, k_map = jax.random.split(key, 3)
 
     def gepc(xb):
-        r, f, *m = residual.consistency_features(score_fn, xb, k_res, ts, config.group,
-                                                 config.rho, with_maps=with_maps)
+        r, f, *m = residual.consistency_features(k_res, score_fn, xb, ts, group=config.group,
+                                                 rho=config.rho, with_maps=with_maps)
         return jnp.concatenate([r, f] + [m[0].reshape(m[0].shape[:2] + (-1,))], -1) \
             if with_maps else jnp.concatenate([r, f], -1)
 
@@ -434,8 +435,8 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
                                    config.msma_levels)
     out = {
         "residuals": g[..., :n_g], "official": g[..., n_g:n_g + 3],
-        "score_norm": _batched(lambda xb: baselines.score_norm(eps_fn, xb, k_norm,
-                                                               float(ts.min())), x, b, ms),
+        "score_norm": _batched(lambda xb: baselines.score_norm(k_norm, eps_fn, xb,
+                                                               t=float(ts.min())), x, b, ms),
         "msma": _batched(lambda xb: baselines.msma_features(eps_fn, xb, msma_ts), x, b, ms),
         "diffpath": _batched(lambda xb: baselines.diffpath_features(
             eps_fn, xb, config.diffpath_steps), x, b, ms),
@@ -444,7 +445,7 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
         hw = x.shape[1:3]
         out["gepc_map"] = g[..., n_g + 3:].reshape(g.shape[:2] + hw)
         out["denoise_map"] = _batched(lambda xb: baselines.denoising_error_map(
-            eps_fn, xb, k_map, ts), x, b, ms)
+            k_map, eps_fn, xb, ts), x, b, ms)
     return {k: np.asarray(v, np.float32) for k, v in out.items()}
 
 

@@ -10,7 +10,7 @@
   #   cp -r /tmp/gepc_train/clutter_model experiments/pretrained/gepc_clutter16
 """
 
-from experiments import common, gepc
+from . import common, gepc
 
 if __name__ == "__main__":
     common.launch(gepc.train, "experiments/configs/gepc.py:quick")

@@ -12,7 +12,7 @@ import sys
 
 from absl import app, flags
 
-from experiments.lib import cluster
+from .lib import cluster
 
 _HOSTS = flags.DEFINE_integer("hosts", 2, "Processes (simulated hosts).")
 _DEVICES = flags.DEFINE_integer("devices_per_host", 2, "CPU devices per process.")

@@ -25,8 +25,8 @@ import sys
 
 from absl import app, flags
 
-from experiments.lib import registry, results, wholegraph_study
-from experiments.lib.provenance import code_line, machine_line
+from .lib import registry, results, wholegraph_study
+from .lib.provenance import code_line, machine_line
 
 _RESULTS = flags.DEFINE_string("results", "results", "Results folder (the suite's --workdir).")
 _OUT = flags.DEFINE_string("out", "docs/evidence", "Folder of the generated .rst files.")

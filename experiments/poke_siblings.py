@@ -30,10 +30,11 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments import common, dllm, dllm_models
-from experiments.lib import results
 from jaxlab.core import metrics
 from jaxlab.dllm import poke
+
+from . import common, dllm, dllm_models
+from .lib import results
 
 SIBLINGS = 8
 SIBLING_WEIGHT = 10.0
@@ -46,7 +47,7 @@ def _fit_sibling_heads(config, m) -> dict:
     prompts, _ = m.task.sample(jax.random.key(config.seed + 31_337), pc.rollouts // SIBLINGS)
     spec = dllm_models.default_proposal(config, m.task)  # the proposal the decoders use
     chunks = [poke.collect_sibling_rollouts(
-        m.denoise_fn, prompts[i:i + 128], m.task.answer_len, jax.random.key(31_337 + i),
+        jax.random.key(31_337 + i), m.denoise_fn, prompts[i:i + 128], m.task.answer_len,
         siblings=SIBLINGS, mask_id=m.task.mask_id, **spec)
         for i in range(0, prompts.shape[0], 128)]
     ro = jax.tree.map(lambda *x: jax.numpy.concatenate(x), *chunks)

@@ -8,7 +8,7 @@ its proposal.json).
   #     experiments/pretrained/dllm/<task>_poke_path
 """
 
-from experiments import common, dllm_models
+from . import common, dllm_models
 
 if __name__ == "__main__":
     common.launch(dllm_models.train_poke_heads, "experiments/configs/dllm.py:quick")

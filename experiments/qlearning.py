@@ -37,13 +37,14 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import plots, study
-from experiments.lib import scalars as S
 from jaxlab.core import metrics, sharding
 from jaxlab.qlearning import mdp as mdp_lib
 from jaxlab.qlearning import periodic_q, schedules
 from jaxlab.qlearning.value_iteration import value_iteration
+
+from . import common
+from .lib import plots, study
+from .lib import scalars as S
 
 _CENSOR_PENALTY = 2.0  # validation ranking: never reached = twice the run length
 

@@ -34,11 +34,12 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from experiments import common
-from experiments.lib import plots, study, timing
 from jaxlab import rfo
 from jaxlab.core import extras, loops, metrics, sharding, validation
 from jaxlab.rfo import envs, train
+
+from . import common
+from .lib import plots, study, timing
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
            "shac_gaussian", "apg", "ppo")

@@ -35,14 +35,15 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
-from experiments import dllm_models
-from experiments.configs import dllm as dllm_configs
-from experiments.lib import artifacts, provenance, results
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.estimate import kept_block_mask, sale_attention_pallas
 from pallas_kernels.sale.synthetic import structured_qkv
+
+from . import dllm_models
+from .configs import dllm as dllm_configs
+from .lib import artifacts, provenance, results
 
 _TASKS = flags.DEFINE_list("tasks", ["sudoku", "countdown"], "dLLM tasks (shipped models).")
 _SAMPLES = flags.DEFINE_integer("samples", 64, "Sequences per task.")
@@ -78,7 +79,7 @@ def capture_qkv(model, tokens):
 def load_denoiser(config, name: str):
     """(model, task) from the shipped checkpoint; raises FileNotFoundError if absent."""
     task = dllm_models.make_task(config, name)
-    graphdef, template = model_lib.init(dllm_models.model_config(config, task), config.seed)
+    graphdef, template = model_lib.init(dllm_models.model_config(config, task), seed=config.seed)
     path = dllm_models.shipped_path(config, name)
     params = artifacts.restore_first([(path, None)], template, f"{name} denoiser")
     if params is None:

@@ -15,11 +15,16 @@ content matching its sha256, every figure it lists on disk); otherwise the suite
 warning naming the file and reruns the method (its finished units are reused). The suite
 holds ``<workdir>``'s lock while it runs; a second suite on the same workdir fails at once.
 
+The last line names the results folder and what is in it (``results: /abs/results
+(REPORT.md, report.html, qlearning/, ...)``); a bad flag value (``--preset=smok``,
+``--methods=qlearnin``) is one line naming it and the valid values, exit 2.
+
 Compiled programs are kept in JAX's persistent compilation cache
 (``experiments.lib.compile_cache``), so a second run compiles little.
 """
 
 import glob
+import importlib.util
 import json
 import os
 import sys
@@ -28,12 +33,15 @@ import warnings
 
 from absl import app, flags, logging
 
-from experiments import common
-from experiments.lib import compile_cache, locks, provenance, registry, report, results
-from experiments.lib import wholegraph_study as avatar_wholegraph
-from jaxlab.core import sharding
+from jaxlab.core import extras, sharding
+
+from . import common
+from .lib import compile_cache, locks, provenance, registry, report, results
 
 METHODS = registry.METHODS
+# The whole-graph AvAtar study's folder in a results folder (``wholegraph_study.FOLDER``; that
+# module, which needs the [ot] extra, is imported only when the folder holds a summary).
+WHOLEGRAPH_FOLDER = "avatar_wholegraph"
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
 _METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
@@ -49,14 +57,36 @@ BEGIN, END = "<!-- REPORT:BEGIN -->", "<!-- REPORT:END -->"
 def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
     """Runs ``methods`` at ``preset`` under ``workdir``; returns {method: summary}.
 
+    A method's package (and its pip extra) is imported only when that method is selected.
+
     Raises:
       locks.Busy: another process is writing ``workdir`` (or a method's folder in it).
+      extras.MissingExtraError: a selected method's extra is not installed (raised before
+        any method runs; the one-line message names ``pip install 'jaxlab[<extra>]'``).
     """
     unknown = sorted(set(methods) - set(METHODS))
     if unknown:
         raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(METHODS)}.")
+    _require_extras(methods)
     with locks.hold(workdir):
         return _run_suite(preset, workdir, methods, force)
+
+
+def _require_extras(methods) -> None:
+    """Raises ``extras.MissingExtraError`` if a package of a selected method's optional
+    extra (``ot``, ``rl``, ``vision``) is missing, then imports each method's experiment
+    (and so its package)."""
+    for name in methods:
+        extra = METHODS[name].extras
+        for module in sorted(m for m, (x, _) in extras.EXTRAS.items() if x == extra != "dev"):
+            try:
+                found = importlib.util.find_spec(module) is not None
+            except ImportError:
+                found = False
+            if not found:
+                raise extras.MissingExtraError(extras.message(module), name=module)
+    for name in methods:
+        registry.experiment(name)
 
 
 def _run_suite(preset: str, workdir: str, methods, force: bool) -> dict:
@@ -159,15 +189,16 @@ def _write_report(preset, workdir, methods, summaries, timings):
         _add_section(lines, sections, run.folder, f"{run.method} ({run.preset} preset)",
                      f"{registry.METHODS[run.method].title} ({run.preset} preset)", meta,
                      experiment.headline(summary), experiment.caption, folder)
-    whole = _read_json(os.path.join(workdir, avatar_wholegraph.FOLDER, "summary.json"))
-    if whole is not None:  # written by experiments/avatar_wholegraph.py, not by a preset
-        folder = os.path.join(workdir, avatar_wholegraph.FOLDER)
+    whole = _read_json(os.path.join(workdir, WHOLEGRAPH_FOLDER, "summary.json"))
+    avatar_wholegraph = _wholegraph_study() if whole is not None else None
+    if avatar_wholegraph is not None:  # written by experiments/avatar_wholegraph.py
+        folder = os.path.join(workdir, WHOLEGRAPH_FOLDER)
         meta = ("From python -m experiments.avatar_wholegraph --workdir=" + folder + ": "
                 + provenance.machine_line(whole.get("machine"),
                                           avatar_wholegraph.load_ranges(whole))
                 + "; code "
                 + provenance.code_line(whole.get("git"), whole.get("packages")) + ".")
-        _add_section(lines, sections, avatar_wholegraph.FOLDER, "avatar (whole graphs)",
+        _add_section(lines, sections, WHOLEGRAPH_FOLDER, "avatar (whole graphs)",
                      "AvAtar (whole graphs)", meta, avatar_wholegraph.headline(whole),
                      avatar_wholegraph.CAPTION, folder)
     if sharding.is_main_process():
@@ -178,6 +209,16 @@ def _write_report(preset, workdir, methods, summaries, timings):
     report.write(os.path.join(workdir, "report.html"), title, prov_lines, sections, notes=[
         "Per-step scalars of every unit: tensorboard --logdir " + workdir
         + " (event files under <method>/tb/)."])
+
+
+def _wholegraph_study():
+    """``experiments.lib.wholegraph_study``, or None (with a warning) without the [ot] extra."""
+    try:
+        from .lib import wholegraph_study
+    except extras.MissingExtraError as e:
+        logging.warning("%s: section left out of the report (%s)", WHOLEGRAPH_FOLDER, e)
+        return None
+    return wholegraph_study
 
 
 def _add_section(lines: list, sections: list, key: str, heading: str, title: str,
@@ -231,6 +272,11 @@ def update_readme(report_path: str, readme_path: str) -> None:
 def main(argv):
     del argv
     workdir = common.WORKDIR.value or "results"
+    unknown = sorted(set(_METHODS.value) - set(METHODS))
+    if unknown:
+        print(f"error: --methods: unknown {', '.join(unknown)}; choose from "
+              f"{', '.join(METHODS)}", file=sys.stderr)
+        sys.exit(2)
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
     try:
@@ -238,6 +284,9 @@ def main(argv):
     except locks.Busy as e:
         print(f"error: {e}", file=sys.stderr)
         sys.exit(1)
+    except extras.MissingExtraError as e:
+        print(f"error: {e}", file=sys.stderr)
+        sys.exit(2)
     if not sharding.is_main_process():
         return
     report = os.path.join(workdir, "REPORT.md")
@@ -245,6 +294,8 @@ def main(argv):
         print(f.read())
     if _UPDATE_README.value:
         update_readme(report, _UPDATE_README.value)
+    print(common.results_line(workdir, "REPORT.md", "report.html",
+                              *(f"{m}/" for m in _METHODS.value)), flush=True)
 
 
 def cli() -> None:
@@ -254,7 +305,7 @@ def cli() -> None:
         flags.FLAGS(sys.argv[:1])
         app.usage(shorthelp=True, writeto_stdout=True, exitcode=0)
     compile_cache.enable()
-    app.run(main)
+    app.run(main, flags_parser=common.parse_flags)
 
 
 if __name__ == "__main__":

@@ -1,8 +1,9 @@
-"""The README snippet and the notebooks' install cell work from outside the checkout.
+"""The installed package and the notebooks' install cell work from outside the checkout.
 
 Each check runs in a fresh interpreter whose working directory is a temporary folder, so
-nothing is importable through the current directory: ``experiments``, ``jaxlab`` and the
-shipped weights must come from the installed package.
+nothing is importable through the current directory: ``jaxlab``, ``jaxlab_experiments`` (the
+repository's ``experiments`` under its installed name) and the shipped weights must come
+from the installed package.
 """
 
 import json
@@ -10,6 +11,8 @@ import os
 import subprocess
 import sys
 import textwrap
+
+import pytest
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -20,12 +23,13 @@ def _run(code: str, cwd, **env) -> subprocess.CompletedProcess:
                           env={**clean, **env}, capture_output=True, text=True, timeout=600)
 
 
-def test_readme_snippet_imports_outside_the_checkout(tmp_path):
-    """The README's registry snippet up to ``train_and_evaluate`` (running it is what every
-    method's notebook smoke test does, also from a temporary directory: tests/notebooks.py)."""
+def test_registry_and_weights_import_outside_the_checkout(tmp_path):
+    """The registry up to ``train_and_evaluate`` as an installed user imports it (running it
+    is what every method's notebook smoke test does, also from a temporary directory:
+    tests/notebooks.py)."""
     proc = _run("""
         import json, os, sys
-        from experiments.lib import artifacts, registry
+        from jaxlab_experiments.lib import artifacts, registry
 
         config = registry.get_config("qlearning", "smoke")
         assert callable(registry.experiment("qlearning").summarize)
@@ -41,14 +45,16 @@ def test_readme_snippet_imports_outside_the_checkout(tmp_path):
         assert os.path.isdir(folder) and os.listdir(folder), (method, folder)
 
 
-def test_install_cell_is_a_no_op_where_jaxlab_is_installed(tmp_path):
-    """The cell must not clone or pip-install when jaxlab imports (a clone from this bogus
-    address would fail loudly)."""
+@pytest.mark.parametrize("env", [{}, {"PYTHONPATH": ROOT}], ids=["editable", "on_path"])
+def test_install_cell_is_a_no_op_where_the_checkout_is_installed_or_importable(env, tmp_path):
+    """The cell must not clone or pip-install where jaxlab is an editable install of this
+    checkout (it puts the checkout on ``sys.path``, for ``experiments``) or the checkout is
+    importable (a clone from this bogus address would fail loudly)."""
     from colab import make_notebooks
 
     cell = make_notebooks.INSTALL.format(extras="dev")
     proc = _run(cell, cwd=tmp_path, JAXLAB_REPO=str(tmp_path / "no-such-repo"),
-                JAXLAB_DIR=str(tmp_path / "clone"))
+                JAXLAB_DIR=str(tmp_path / "clone"), **env)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (tmp_path / "clone").exists()
     assert f"jaxlab: {os.path.join(ROOT, 'jaxlab')}" in proc.stdout
@@ -72,3 +78,20 @@ def test_install_cell_finds_a_checkout_above_the_working_directory(tmp_path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert not (tmp_path / "clone").exists()
     assert f"ROOT {ROOT}" in proc.stdout
+
+
+def test_jaxlab_imports_from_the_folder_holding_a_clone_named_jaxlab(tmp_path):
+    """The working directory holds the checkout as ``jaxlab/`` (a repository root, no
+    ``__init__.py``): ``import jaxlab`` is the installed package, not that folder as a
+    namespace package (the editable install puts a path entry on ``sys.path``, which beats
+    a namespace portion; an import hook appended after the path finder would not)."""
+    os.symlink(ROOT, tmp_path / "jaxlab")
+    proc = _run("""
+        import json, jaxlab, jaxlab_experiments
+        print(json.dumps({"file": jaxlab.__file__, "version": jaxlab.__version__,
+                          "experiments": jaxlab_experiments.__file__}))
+        """, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    out = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert out["file"] and out["file"].endswith(os.path.join("jaxlab", "__init__.py"))
+    assert out["version"] and out["experiments"]

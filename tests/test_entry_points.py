@@ -23,22 +23,38 @@ def _run(args, cwd, **env):
 
 
 def test_console_scripts_and_module_help_from_another_folder(tmp_path):
-    """``jaxlab --help``, ``jaxlab-suite --help`` and ``python -m experiments.qlearning
-    --help`` from a folder holding nothing of the checkout; the default config (a path
-    inside the package) loads, so its fields are listed."""
+    """``jaxlab --help``, ``jaxlab-suite --help`` and ``python -m jaxlab_experiments.qlearning
+    --help`` (the installed name of the repository's ``experiments``) from a folder holding
+    nothing of the checkout; the default config (a path inside the package) loads, so its
+    fields are listed."""
     for script in ("jaxlab", "jaxlab-suite"):
         assert os.path.exists(os.path.join(BIN, script)), f"{script} not installed"
     out = _run([os.path.join(BIN, "jaxlab"), "--help"], tmp_path)
     assert out.returncode == 0 and all(b in out.stdout for b in cli.BINARIES), out.stderr
     out = _run([os.path.join(BIN, "jaxlab-suite"), "--help"], tmp_path)
     assert out.returncode == 0 and "--preset" in out.stdout, out.stderr[-2000:]
-    for args in ([sys.executable, "-m", "experiments.qlearning", "--help"],
+    for args in ([sys.executable, "-m", "jaxlab_experiments.qlearning", "--help"],
                  [os.path.join(BIN, "jaxlab"), "qlearning", "--help"]):
         out = _run(args, tmp_path)
         assert out.returncode == 0, out.stderr[-2000:]
         assert "--config.num_states" in out.stdout and "could not be loaded" not in out.stdout
     out = _run([os.path.join(BIN, "jaxlab"), "qlearnin"], tmp_path)
     assert out.returncode == 2 and "unknown binary 'qlearnin'" in out.stderr
+
+
+def test_console_scripts_beside_a_users_experiments_package(tmp_path):
+    """A folder holding the user's own ``experiments`` package: ``jaxlab`` runs the installed
+    binaries (``jaxlab_experiments``), and the user's package stays the one imported."""
+    (tmp_path / "experiments").mkdir()
+    (tmp_path / "experiments" / "__init__.py").write_text("MINE = True\n")
+    (tmp_path / "experiments" / "qlearning.py").write_text("raise SystemExit('user module')\n")
+    out = _run([os.path.join(BIN, "jaxlab"), "qlearning", "--help"], tmp_path)
+    assert out.returncode == 0 and "--config.num_states" in out.stdout, out.stderr[-2000:]
+    out = _run([os.path.join(BIN, "jaxlab-suite"), "--help"], tmp_path)
+    assert out.returncode == 0 and "--preset" in out.stdout, out.stderr[-2000:]
+    out = _run([sys.executable, "-c", "import experiments, jaxlab_experiments as j; "
+                "print(experiments.MINE, j.__name__)"], tmp_path)
+    assert out.returncode == 0 and out.stdout.split() == ["True", "jaxlab_experiments"]
 
 
 def test_default_config_resolves_against_the_package(tmp_path, monkeypatch):

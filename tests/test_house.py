@@ -12,20 +12,32 @@ ROOT = pathlib.Path(__file__).resolve().parents[1]
 BINARIES = {f"experiments.{n}" for n in registry.METHODS} | {"experiments.dllm_models"}
 
 
-def _imports(path):
-    tree = ast.parse(path.read_text())
+def _imports(path, text=None):
+    """Every module ``path`` (or ``text`` as if it were ``path``) imports, relative imports
+    (``from .. import x``) made absolute."""
+    tree = ast.parse(path.read_text() if text is None else text)
+    package = list(path.resolve().relative_to(ROOT).parent.parts)
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
             yield from (a.name for a in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.module:
-            yield node.module
-            yield from (f"{node.module}.{a.name}" for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package[:len(package) - node.level + 1] if node.level else []
+            module = ".".join(base + ([node.module] if node.module else []))
+            yield module
+            yield from (f"{module}.{a.name}" for a in node.names)
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "experiments" / "lib").glob("*.py")),
                          ids=lambda p: p.name)
 def test_plumbing_imports_no_method_binary(path):
     assert not set(_imports(path)) & BINARIES, path.name
+
+
+def test_relative_imports_are_resolved():
+    text = "from .. import qlearning\nfrom ..configs import bco\nfrom . import study\n"
+    names = set(_imports(ROOT / "experiments" / "lib" / "probe.py", text))
+    assert {"experiments.qlearning", "experiments.configs.bco", "experiments.lib.study"} <= names
+    assert "experiments.qlearning" in BINARIES
 
 
 @pytest.mark.parametrize("name", sorted(registry.METHODS))

@@ -8,7 +8,7 @@ import ml_collections
 import numpy as np
 import pytest
 
-from experiments.lib import events, scalars, study
+from experiments.lib import events, events_export, scalars, study
 
 tbparse = pytest.importorskip("tbparse")
 
@@ -166,7 +166,7 @@ def test_export_workdir_picks_up_unit_files_and_rfo_runs_json(tmp_path):
     (wd / "runs" / "pendulum_apg_0123.json").write_text(json.dumps(run))
     study.save_result(str(wd / "units" / "pendulum_rfo-abcdef012345.json"),
                       {**run, "method": "rfo", "eval_return": np.zeros((2, 3))})
-    events.export_workdir(tmp_path)  # a suite's results folder: finds rfo/
+    events_export.export_workdir(tmp_path)  # a suite's results folder: finds rfo/
     got = read(wd / "tb")
     assert set(got) >= {("pendulum_apg", "rfo/eval_return"), ("pendulum_rfo", "rfo/eval_return")}
     steps, vals = got[("pendulum_apg", "rfo/eval_return")]

@@ -1,5 +1,6 @@
 """experiments/lib/wholegraph_study.py and its pages: the declared paired differences,
-the warm-start rows, the evidence page and REPORT.md section from a summary.json."""
+the warm-start rows, the evidence page and REPORT.md section from a summary.json; the
+runs on disk (experiments/lib/wholegraph_runs.py): checkpoints, resumption, run keys."""
 
 import json
 
@@ -8,6 +9,7 @@ import pytest
 
 from experiments import make_evidence
 from experiments.lib import provenance
+from experiments.lib import wholegraph_runs as wr
 from experiments.lib import wholegraph_study as ws
 
 
@@ -81,13 +83,69 @@ def test_evidence_page_and_missing_page(tmp_path):
     assert np.isfinite(s["acm_dblp"]["solver"]["peak_rss_gb"])
 
 
-def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
-    from jaxlab.avatar import wholegraph
+class _Stop(Exception):
+    pass
+
+
+def _stop_after_round_1(msg):
+    if "round 1/" in msg:
+        raise _Stop
+
+
+@pytest.mark.parametrize("strategy", ["avatar", "entropy"])
+def test_resumed_run_equals_an_uninterrupted_one(tmp_path, strategy):
     from tests.avatar.test_wholegraph import P, _problem
 
     task, g, s = _problem()
-    recs = wholegraph.run(task, g, s, P, "entropy", 0, str(tmp_path), "k", log=print)
-    key = wholegraph.run_key("k", s, P, "entropy", 0)
+    full = wr.run_resumable(task, g, s, P, strategy, 0, str(tmp_path / "a"), "k", log=print)
+    assert [r["round"] for r in full] == [0, 1, 2, 3]
+    assert full[-1]["anchors"] == 9 + 3 * 4 and full[-1]["test"] == 48 - 21
+    assert len({r["mrr"] for r in full}) > 1  # the metrics move: a comparison that can fail
+    assert all(np.isfinite(r["peak_rss_gb"]) and "load_avg_1min" in r for r in full)
+    with pytest.raises(_Stop):  # stopped after round 1's checkpoint was written
+        wr.run_resumable(task, g, s, P, strategy, 0, str(tmp_path / "b"), "k",
+                         log=_stop_after_round_1)
+    lines = []
+    resumed = wr.run_resumable(task, g, s, P, strategy, 0, str(tmp_path / "b"), "k",
+                               log=lines.append)
+    assert any("resumed after round 1" in x for x in lines)
+    assert sum("round" in x and "/3" in x for x in lines) == 2  # rounds 2 and 3 only
+    for a, b in zip(full, resumed, strict=True):
+        assert a["mrr"] == b["mrr"] and a["anchors"] == b["anchors"]
+
+
+def test_stale_checkpoint_is_not_read(tmp_path):
+    from tests.avatar.test_wholegraph import P, _problem
+
+    task, g, s = _problem()
+    wr.run_resumable(task, g, s, P._replace(rounds=1), "random", 0, str(tmp_path), "k",
+                     log=print)
+    path = str(tmp_path / "run-random-seed0.npz")
+    assert wr.load_checkpoint(path, wr.run_key("k", s, P._replace(rounds=1), "random",
+                                               0)) is not None
+    other = wr.run_key("k", s._replace(alpha=0.4), P._replace(rounds=1), "random", 0)
+    with pytest.warns(RuntimeWarning, match="another configuration"):
+        assert wr.load_checkpoint(path, other) is None
+    with open(path, "wb") as f:
+        f.write(b"not a checkpoint")
+    with pytest.warns(RuntimeWarning, match="unreadable"):
+        assert wr.load_checkpoint(path, other) is None
+
+
+def test_checkpoint_key_ignores_documentation_not_code():
+    a = 'def f(x):\n    """Doc."""\n    return x + 1  # one\n'
+    b = 'def f(x):\n    """Other words."""\n\n    return x + 1\n'
+    c = 'def f(x):\n    """Doc."""\n    return x + 2\n'
+    assert wr.code_text(a) == wr.code_text(b)
+    assert wr.code_text(a) != wr.code_text(c)
+
+
+def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
+    from tests.avatar.test_wholegraph import P, _problem
+
+    task, g, s = _problem()
+    recs = wr.run_resumable(task, g, s, P, "entropy", 0, str(tmp_path), "k", log=print)
+    key = wr.run_key("k", s, P, "entropy", 0)
     last = dict(recs[-1])
     ws._add_tie_metrics(last, str(tmp_path / "run-entropy-seed0.npz"), key, task)
     # random tie order lies between ties-for and ties-against, source -> target
@@ -96,6 +154,38 @@ def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
     before = dict(recs[-1])
     ws._add_tie_metrics(before, str(tmp_path / "run-entropy-seed0.npz"), "another key", task)
     assert "mrr_random_ties" not in before  # a checkpoint of another run is not read
+
+
+def test_run_study_runs_and_resumes_on_a_small_pair(tmp_path, monkeypatch):
+    """run_study's wiring (shared round 0, checkpoints, tie metrics, summary) on a 48-node
+    pair standing in for a shipped one; a second call reads every run back."""
+    import networkx as nx
+
+    from jaxlab.avatar import datasets, parrot_official
+
+    g1 = nx.connected_watts_strogatz_graph(48, 4, 0.5, seed=0)
+    perm = np.random.default_rng(0).permutation(48)
+    g2 = nx.relabel_nodes(g1, dict(enumerate(perm)))
+    pair = datasets.load((g1, g2), np.stack([np.arange(48), perm], 1))
+    monkeypatch.setitem(parrot_official.SETTINGS, "small", parrot_official.FOURSQUARE_TWITTER)
+    monkeypatch.setattr(datasets, "load_pair", lambda name: pair)
+    monkeypatch.setenv("JAXLAB_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(ws, "plot", lambda *a, **k: None)  # the figure has its own tests
+    lines = []
+    kw = dict(datasets_=("small",), seeds=2, strategies=("random", "avatar"), rounds=2,
+              compare_cold_rounds=1)
+    out = ws.run_study(str(tmp_path / "wg"), log=lines.append, **kw)
+    t = out["summary"]["small"]["table"]
+    assert t["avatar"]["seeds"] == 2 and "mrr_random_ties" in t["random"]
+    runs = out["runs"]["small"]
+    # one shared round 0 per seed: the strategies start from the same anchors and plan
+    assert runs["random"][0][0]["mrr"] == runs["avatar"][0][0]["mrr"]
+    assert all("peak_rss_gb" in r and "load_avg_1min" in r for r in runs["avatar"][1])
+    again = []
+    out2 = ws.run_study(str(tmp_path / "wg"), log=again.append, **kw)
+    assert sum("resumed after round 2" in x for x in again) == 4  # 2 seeds x 2 strategies
+    assert not any("round 0 (initial anchors" in x for x in again)
+    assert out2["summary"]["small"]["table"]["avatar"]["mrr"] == t["avatar"]["mrr"]
 
 
 @pytest.mark.slow

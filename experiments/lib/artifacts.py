@@ -4,7 +4,8 @@ One lookup for every method with trained networks (dLLM denoisers and POKE heads
 GEPC score model). Shipped weights live in ``experiments/pretrained/<method>/...`` and are
 part of the code version (``provenance``); weights trained in a workdir carry a
 ``trained_with.json`` marker holding the key of what trained them, and are used only
-under the same key.
+under the same key. ``resolve`` (a config value to a folder) and ``ROOT`` come from
+``experiments.lib.paths``, which ``provenance`` also reads.
 """
 
 import json
@@ -12,31 +13,10 @@ import os
 
 from absl import logging
 
-from experiments.lib import checkpoint, results
+from . import checkpoint, results
+from .paths import ROOT, resolve
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-
-def resolve(path: str) -> str:
-    """The folder a ``pretrained_dir``-style config value names.
-
-    Order: ``""`` stays ``""`` (no weights); an absolute path is used as given; a relative
-    path is looked up under the package's root first (``experiments/pretrained/...``, the
-    shipped weights, found from any working directory) and then under the working directory
-    (a folder the user typed, e.g. ``my_weights``), returned absolute. A relative path found
-    in neither place is returned under the package's root (callers treat it as absent).
-    Whichever folder is used, cache keys hash its files by content
-    (``provenance.weights_hash``).
-    """
-    if not path:
-        return ""
-    path = os.fspath(path)
-    if os.path.isabs(path):
-        return path
-    shipped = os.path.join(ROOT, path)
-    if os.path.isdir(shipped) or not os.path.isdir(path):
-        return shipped
-    return os.path.abspath(path)
+__all__ = ["ROOT", "export", "pretrained_root", "resolve", "restore_first"]
 
 
 def export(path: str, step: int, params, key: str) -> None:

@@ -13,9 +13,10 @@ import numpy as np
 import orbax.checkpoint as ocp
 from absl import logging
 
-from experiments.lib import locks, provenance
 from jaxlab.core import sharding, validation
 from jaxlab.core.types import PyTree
+
+from . import locks, provenance
 
 
 class _DropOrbaxInfo(pylogging.Filter):

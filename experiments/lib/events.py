@@ -15,11 +15,12 @@ Series are ``{tag: (steps, values)}`` or ``{(run, tag): (steps, values)}``: ``st
 integers (env steps, samples, rounds, particles...), ``values`` floats of the same length.
 
 Re-export the events of finished runs (e.g. results written before this module existed,
-or RFO's older ``runs/*.json``) with ``python -m experiments.lib.events --workdir=results``.
+or RFO's older ``runs/*.json``) with ``python -m experiments.lib.events_export
+--workdir=results`` (``experiments.lib.events_export``). This module imports no other
+module of ``experiments.lib``.
 """
 
 import glob
-import json
 import os
 import re
 from collections.abc import Mapping
@@ -109,57 +110,3 @@ def write_scalars(logdir: str | os.PathLike, series: Mapping) -> list[str]:
             writer.close()
         written.append(folder)
     return written
-
-
-def export_workdir(workdir: str | os.PathLike, method: str | None = None) -> list[str]:
-    """Writes the events of every finished unit file in ``workdir`` (one method's folder,
-    or a suite's results folder holding ``<method>/``) from ``units/*.json``, with the
-    config recorded in ``summary.json``; plus RFO's ``runs/*.json``. Returns the folders."""
-    from experiments.lib import registry, scalars, study
-
-    workdir = os.fspath(workdir)
-    if method is None and os.path.basename(os.path.normpath(workdir)) not in registry.METHODS:
-        return [f for m in registry.METHODS if os.path.isdir(os.path.join(workdir, m))
-                for f in export_workdir(os.path.join(workdir, m), m)]
-    method = method or os.path.basename(os.path.normpath(workdir))
-    config = None
-    summary_path = os.path.join(workdir, "summary.json")
-    if os.path.exists(summary_path):
-        with open(summary_path) as f:
-            cfg = (json.load(f).get("provenance") or {}).get("config")
-        if cfg is not None:
-            import ml_collections
-
-            config = ml_collections.ConfigDict(cfg)
-    latest: dict[str, str] = {}
-    for path in sorted(glob.glob(os.path.join(workdir, "units", "*.json")),
-                       key=os.path.getmtime):
-        latest[os.path.basename(path).rsplit("-", 1)[0]] = path
-    written = []
-    for unit, path in latest.items():
-        result = study.load_result(path)
-        written += write_scalars(os.path.join(workdir, "tb", run_name(unit)),
-                                 scalars.extract(method, config, unit, result, workdir))
-    for path in sorted(glob.glob(os.path.join(workdir, "runs", "*.json"))):
-        with open(path) as f:
-            result = json.load(f)
-        unit = f"{result.get('task', 'run')}_{result.get('method', 'run')}"
-        written += write_scalars(os.path.join(workdir, "tb", run_name(unit)),
-                                 scalars.extract(method, config, unit, result, workdir))
-    return written
-
-
-def main(argv):
-    del argv
-    from absl import flags
-
-    folders = export_workdir(flags.FLAGS.workdir)
-    print(f"wrote {len(folders)} TensorBoard run folder(s) under {flags.FLAGS.workdir}; "
-          f"view with: tensorboard --logdir {flags.FLAGS.workdir}")
-
-
-if __name__ == "__main__":
-    from absl import app, flags
-
-    flags.DEFINE_string("workdir", "results", "A suite's results folder or one method's.")
-    app.run(main)

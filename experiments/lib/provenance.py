@@ -26,18 +26,18 @@ import platform
 import subprocess
 
 import jaxlab
-from experiments.lib import locks
 
-# The folder holding jaxlab/, pallas_kernels/ and experiments/ (a checkout's root, or
-# site-packages), found from this file: ``jaxlab.__file__`` is None where a folder named
-# jaxlab in the working directory (e.g. the clone itself) shadows the package.
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from .. import PACKAGE_DIR, package_path
+from . import locks, methods, paths
+
+# The folder holding jaxlab/, pallas_kernels/ and experiments/ (``paths.ROOT``).
+_ROOT = paths.ROOT
 _SOURCE_DIRS = ("jaxlab", "pallas_kernels", "experiments")
 _DATA_DIRS = (os.path.join("experiments", "pretrained"), os.path.join("jaxlab", "avatar", "data"))
 _PACKAGES = ("jax", "jaxlib", "flax", "optax", "orbax-checkpoint", "chex", "ml-collections",
              "numpy", "scipy", "ott-jax", "brax", "mujoco", "mujoco-mjx")
 # Packages whose version can change a number: every method's, then those of the pip extras
-# (``experiments.lib.registry.Method.extras``) a method needs.
+# (``experiments.lib.methods.Method.extras``) a method needs.
 NUMERIC_PACKAGES = ("jax", "jaxlib", "numpy", "scipy", "flax", "optax")
 EXTRA_NUMERIC_PACKAGES = {"ot": ("ott-jax",), "rl": ("brax", "mujoco", "mujoco-mjx"),
                           "vision": ("scikit-learn", "scikit-image", "mlxtend")}
@@ -51,13 +51,22 @@ _NUMERIC_FLAGS = ("jax_enable_x64", "jax_default_matmul_precision", "jax_default
 def _files_to_hash() -> list[str]:
     out = []
     for top in _SOURCE_DIRS:
-        for dirpath, dirnames, filenames in os.walk(os.path.join(_ROOT, top)):
+        for dirpath, dirnames, filenames in os.walk(package_path(top)):
             dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")
-            rel = os.path.relpath(dirpath, _ROOT)
+            rel = _relative(dirpath)
             is_data = any(rel == d or rel.startswith(d + os.sep) for d in _DATA_DIRS)
             out += [os.path.join(dirpath, f) for f in sorted(filenames)
                     if is_data or f.endswith(".py")]
     return out
+
+
+
+def _relative(path: str) -> str:
+    """``path`` relative to a checkout's root (this package's folder named ``experiments``
+    whatever it is installed as), so an installed wheel hashes as its checkout does."""
+    if path == PACKAGE_DIR or path.startswith(PACKAGE_DIR + os.sep):
+        return os.path.normpath(os.path.join("experiments", os.path.relpath(path, PACKAGE_DIR)))
+    return os.path.relpath(path, _ROOT)
 
 
 @functools.lru_cache(maxsize=1)
@@ -65,7 +74,7 @@ def source_hash() -> str:
     """sha1 (12 hex digits) of the result-relevant source files, by relative path and bytes."""
     h = hashlib.sha1()
     for path in _files_to_hash():
-        h.update(os.path.relpath(path, _ROOT).encode())
+        h.update(_relative(path).encode())
         with open(path, "rb") as f:
             h.update(hashlib.sha1(f.read()).digest())
     return h.hexdigest()[:12]
@@ -126,13 +135,11 @@ def numeric_settings() -> dict:
 
 
 def method_packages(method: str | None) -> tuple[str, ...]:
-    """The numeric packages of ``method`` (a name in ``experiments.lib.registry``): the
+    """The numeric packages of ``method`` (a name in ``experiments.lib.methods``): the
     core ones plus its pip extra's; every numeric package for an unknown name or None."""
-    from experiments.lib import registry
-
-    if method not in registry.METHODS:
+    if method not in methods.METHODS:
         return ALL_NUMERIC_PACKAGES
-    return NUMERIC_PACKAGES + EXTRA_NUMERIC_PACKAGES.get(registry.METHODS[method].extras, ())
+    return NUMERIC_PACKAGES + EXTRA_NUMERIC_PACKAGES.get(methods.METHODS[method].extras, ())
 
 
 @functools.cache
@@ -161,10 +168,9 @@ def _tree_hash(folder: str, signature: tuple) -> str:
 
 def weights_hash(path: str) -> str:
     """sha256 (16 hex digits) of every file under the folder ``path`` (resolved like
-    ``artifacts.resolve``) by relative name and bytes; ``"absent"`` when there is none."""
-    from experiments.lib import artifacts
-
-    folder = artifacts.resolve(path)
+    ``paths.resolve``, as ``artifacts`` finds weights) by relative name and bytes;
+    ``"absent"`` when there is none."""
+    folder = paths.resolve(path)
     if not os.path.isdir(folder):
         return "absent"
     folder = os.path.realpath(folder)

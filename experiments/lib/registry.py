@@ -1,90 +1,17 @@
-"""The one list of methods: read by the suite, the notebook generator and the tests.
+"""Methods by name: the one list (``experiments.lib.methods``), lookups and running one.
 
-Each method has a config module (``experiments/configs/<name>.py``, presets ``smoke``,
-``quick``, ``full``) and an experiment module (``experiments/<name>.py``) whose
-``EXPERIMENT`` is a ``study.Experiment`` and which is also the method's binary.
+What the suite, the notebooks, the docs and the tests use: ``METHODS`` and ``LARGER_RUNS``
+(the list, from ``methods``), ``get_config(name, preset)``, ``experiment(name)`` and
+``train_and_evaluate(name, config, workdir)`` (``study.train_and_evaluate`` of the
+method's experiment). It sits above the study runner; the plumbing below it (provenance,
+scalars, the TensorBoard export) reads the list from ``methods`` directly.
 """
 
-import importlib
-from typing import NamedTuple
+from . import study
+from .methods import LARGER_RUNS, METHODS, LargerRun, Method
 
-
-class Method(NamedTuple):
-    """A registered method.
-
-    Attributes:
-      name: short name (``results/<name>/``, ``colab/<name>.ipynb``).
-      title: human title.
-      extras: the pip extra its experiment needs (``dev`` when none beyond the core).
-      summary: one line for the notebook and README.
-    """
-
-    name: str
-    title: str
-    extras: str
-    summary: str
-
-    @property
-    def config_module(self) -> str:
-        return f"experiments.configs.{self.name}"
-
-    @property
-    def experiment_module(self) -> str:
-        return f"experiments.{self.name}"
-
-    @property
-    def config_file(self) -> str:
-        return f"experiments/configs/{self.name}.py"
-
-
-METHODS: dict[str, Method] = {m.name: m for m in [
-    Method("qlearning", "Periodic Q-learning", "dev",
-           "Constant vs geometrically growing target-update periods on random MDPs: "
-           "samples to reach ||Q - Q*||_inf <= eps."),
-    Method("bco", "Gradient-variation bandit convex optimization", "dev",
-           "Two-point BCO (convex, strongly convex), one-point linear bandits on boxes, "
-           "dynamic and universal regret against the anchor baselines."),
-    Method("avatar", "AvAtar: active supervision for OT alignment", "ot",
-           "Entropic OT / FGW alignment on ott-jax with adjoint-CG utilities choosing "
-           "which pairs to label."),
-    Method("gepc", "GEPC: equivariance-consistency OOD detection", "vision",
-           "Group-equivariant posterior consistency of a diffusion score as an OOD score "
-           "against score-norm, MSMA and DiffPath."),
-    Method("dllm", "POKE-SMC: masked diffusion LM decoding", "dev",
-           "Unmasking policies, best-of-N, Path-LL SMC and POKE-SMC on four reasoning "
-           "tasks with exact verifiers (shipped tiny denoisers)."),
-    Method("rfo", "RFO: flow policies through MJX", "rl",
-           "Flow policies trained by backpropagating through the ODE and MJX physics "
-           "against critic-free APG, Gaussian SHAC and PPO at equal environment steps."),
-]}
-
-
-class LargerRun(NamedTuple):
-    """A method's binary run at a preset larger than the suite's, into
-    ``<results>/<method>_<preset>/``: the suite's REPORT.md and the docs' evidence pages
-    include it when that folder holds a summary.
-
-    Attributes:
-      method: a name in ``METHODS``.
-      preset: the config preset (``experiments/configs/<method>.py:<preset>``).
-    """
-
-    method: str
-    preset: str
-
-    @property
-    def folder(self) -> str:
-        return f"{self.method}_{self.preset}"
-
-    @property
-    def command(self) -> str:
-        """The command that writes ``results/<folder>/``."""
-        return (f"python -m experiments.{self.method} --config=experiments/configs/"
-                f"{self.method}.py:{self.preset} --workdir=results/{self.folder}")
-
-
-# The runs behind the headline figures that no suite preset produces in minutes.
-LARGER_RUNS: tuple[LargerRun, ...] = (LargerRun("dllm", "full"),)
+__all__ = ["LARGER_RUNS", "METHODS", "LargerRun", "Method", "experiment", "get_config",
+           "train_and_evaluate"]
 
 
 def _method(name: str) -> Method:
@@ -95,17 +22,15 @@ def _method(name: str) -> Method:
 
 def get_config(name: str, preset: str = "quick"):
     """The ConfigDict of ``name`` at ``preset``."""
-    return importlib.import_module(_method(name).config_module).get_config(preset)
+    return _method(name).get_config(preset)
 
 
 def experiment(name: str):
     """The ``study.Experiment`` of ``name``."""
-    return importlib.import_module(_method(name).experiment_module).EXPERIMENT
+    return _method(name).experiment()
 
 
 def train_and_evaluate(name: str, config, workdir: str, *, force: bool = False) -> dict:
     """Runs method ``name`` at ``config`` into ``workdir`` (what binaries, the suite, the
     notebooks and the tests call); ``force`` recomputes finished units."""
-    from experiments.lib import study
-
     return study.train_and_evaluate(experiment(name), config, workdir, force=force)

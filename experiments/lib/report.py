@@ -15,8 +15,9 @@ import os
 from collections.abc import Sequence
 from typing import NamedTuple
 
-from experiments.lib import plots
 from jaxlab.core import sharding
+
+from . import plots
 
 _STYLE = """
 body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; margin: 2em auto;

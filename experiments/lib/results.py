@@ -21,6 +21,8 @@ from absl import logging
 
 from jaxlab.core import sharding
 
+from . import provenance
+
 
 def _to_builtin(obj):
     if isinstance(obj, dict):
@@ -98,8 +100,6 @@ def write_summary(workdir: str | os.PathLike, summary: dict, config,
     ``workdir`` that belong to it; default: those there now). Written atomically; a study
     writes it after its figures.
     """
-    from experiments.lib import provenance
-
     body = _to_builtin(summary)
     if "provenance" in body:
         raise ValueError("`summary` may not have a 'provenance' key (write_summary adds it).")

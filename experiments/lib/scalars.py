@@ -35,6 +35,8 @@ from collections.abc import Callable
 import numpy as np
 from absl import logging
 
+from . import methods
+
 Series = dict
 Extractor = Callable[[object, str, object, str], Series]
 
@@ -93,14 +95,12 @@ def mean(x, axis=-1):
 def extract(name: str, config, unit: str, result, workdir: str,
             extractor: Extractor | None = None) -> Series:
     """The series of one unit: ``extractor``, else the ``scalars`` of method ``name``'s
-    ``study.Experiment`` (looked up by name in ``experiments.lib.registry``); ``{}`` if
+    ``study.Experiment`` (looked up by name in ``experiments.lib.methods``); ``{}`` if
     there is none or it fails (a warning is logged)."""
-    from experiments.lib import registry
-
-    if extractor is None and name not in registry.METHODS:
+    if extractor is None and name not in methods.METHODS:
         return {}
     try:
-        fn = extractor or registry.experiment(name).scalars
+        fn = extractor or methods.METHODS[name].experiment().scalars
         return {} if fn is None else (fn(config, unit, result, workdir) or {})
     except Exception as e:  # noqa: BLE001 - metrics never stop a run
         logging.warning("%s: no TensorBoard scalars for unit %s (%s: %s)", name, unit,

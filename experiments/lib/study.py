@@ -59,11 +59,12 @@ import jax
 import numpy as np
 from absl import logging
 
-from experiments.lib import compile_cache, events, locks, provenance, results, scalars
-from experiments.lib.checkpoint import Checkpointer
-from experiments.lib.progress import Progress
 from jaxlab.core import loops, sharding, validation
 from jaxlab.core.types import PyTree
+
+from . import compile_cache, events, locks, provenance, results, scalars
+from .checkpoint import Checkpointer
+from .progress import Progress
 
 
 class Context(NamedTuple):

@@ -1,16 +1,19 @@
 """The whole-graph AvAtar study (``experiments/avatar_wholegraph.py`` is its command line):
 the runs (``run_study``), the summary with the declared paired differences, the REPORT.md /
 docs rows (``headline``), the markdown table and the figure. No flags here, so the suite
-and the docs generator import it freely."""
+and the docs generator import it freely. Checkpoints, run keys and the machine's readings:
+``wholegraph_runs``; task builds: ``task_cache``."""
 
 import os
 import time
 
+import jax
 import numpy as np
 
-from experiments.lib import provenance, results
-from jaxlab.avatar import datasets, parrot_official, task_cache, wholegraph
+from jaxlab.avatar import datasets, parrot_official, wholegraph
 from jaxlab.core import metrics
+
+from . import provenance, results, task_cache, wholegraph_runs
 
 # The AvAtar paper, Table 3 (MRR after 10 rounds, PARROT aligner): random, entropy, AvAtar.
 PAPER = {"acm_dblp": {"random": 0.829, "entropy": 0.926, "avatar": 0.936}}
@@ -202,7 +205,7 @@ def plot(runs: dict, path: str, rounds: int) -> None:
     """``mrr.png``: test MRR per round, mean over the finished seeds with a 95% t band."""
     from matplotlib.ticker import MaxNLocator
 
-    from experiments.lib import plots
+    from . import plots
 
     names = list(runs)
     fig, axes = plots.figure(len(names), width=5.0, height=3.8)
@@ -235,10 +238,9 @@ def _tie_metrics(task, anchors, plan) -> dict:
 def _add_tie_metrics(record: dict, path: str, key: str, task) -> None:
     """Adds ``_tie_metrics`` of the plan in a checkpoint to ``record`` (the record of the
     round that checkpoint holds); nothing when the checkpoint is not this run's."""
-    got = wholegraph.load_checkpoint(path, key)
+    got = wholegraph_runs.load_checkpoint(path, key)
     if got is not None:
-        _, anchors, rnd, _ = got
-        record.update(_tie_metrics(task, anchors, rnd.plan))
+        record.update(_tie_metrics(task, got.anchors, got.solve.plan))
 
 
 def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds: int = 3,
@@ -285,7 +287,7 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
         config[f"settings_{name}"] = s._asdict()
         t0 = time.perf_counter()
         pair = datasets.load_pair(name)
-        task = datasets.full_task(name, restart=s.restart, log=log)
+        task = task_cache.cached_task(pair, s.restart, log=log)
         g = parrot_official.prepare(task, pair.adj1, pair.adj2, s)
         host = parrot_official.host_products(g)
         build_s[name] = time.perf_counter() - t0
@@ -293,35 +295,38 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
         log(f"{name}: task ready in {build_s[name]:.1f} s")
         runs[name] = {st: {} for st in strategies}
         for seed in range(seeds):
-            r0_key = wholegraph.run_key(data_key, s, p, "round0", seed)
+            r0_key = wholegraph_runs.run_key(data_key, s, p, "round0", seed)
             r0_path = os.path.join(ckpt, f"{name}-round0-seed{seed}.npz")
-            got = wholegraph.load_checkpoint(r0_path, r0_key)
-            if got is None:
+            round0 = wholegraph_runs.load_checkpoint(r0_path, r0_key)
+            if round0 is None:
                 log(f"{name} seed {seed}: round 0 (initial anchors, shared by strategies)")
-                anchors, rnd, rec = wholegraph.solve_round0(task, g, s, p, seed, host)
-                wholegraph.save_checkpoint(r0_path, r0_key, 0, anchors, rnd, [rec])
-                log(f"  round 0: MRR {rec['mrr']:.4f} ({rec['solve_s']:.1f} s)")
-            else:
-                _, anchors, rnd, recs = got
-                rec = recs[0]
-            r0_ties = _tie_metrics(task, anchors, rnd.plan)  # shared by the strategies
+                round0 = wholegraph.solve_round0(jax.random.key(seed), task, g, s, p,
+                                                 host=host,
+                                                 measure=wholegraph_runs.machine_readings)
+                wholegraph_runs.save_checkpoint(r0_path, r0_key, round0)
+                log(f"  round 0: MRR {round0.records[0]['mrr']:.4f} "
+                    f"({round0.records[0]['solve_s']:.1f} s)")
+            # shared by the strategies
+            r0_ties = _tie_metrics(task, round0.anchors, round0.solve.plan)
             for strat in strategies:
                 folder = os.path.join(ckpt, name)
                 compare = seed == 0 and compare_cold_rounds > 0
-                recs = wholegraph.run(task, g, s, p, strat, seed, folder, data_key,
-                                      round0=(anchors, rnd, rec), compare_cold=compare,
-                                      compare_rounds=compare_cold_rounds, host=host, log=log)
+                recs = wholegraph_runs.run_resumable(
+                    task, g, s, p, strat, seed, folder, data_key, round0=round0,
+                    compare_cold=compare, compare_rounds=compare_cold_rounds, host=host,
+                    log=log)
                 if len(recs) == p.rounds + 1:  # the final plan is in the run's checkpoint
-                    path = os.path.join(folder, f"run-{strat}-seed{seed}.npz")
-                    _add_tie_metrics(recs[-1], path,
-                                     wholegraph.run_key(data_key, s, p, strat, seed), task)
+                    _add_tie_metrics(recs[-1],
+                                     wholegraph_runs.checkpoint_path(folder, strat, seed),
+                                     wholegraph_runs.run_key(data_key, s, p, strat, seed),
+                                     task)
                     recs[0] = {**recs[0], **r0_ties}
                 runs[name][strat][seed] = recs
                 results.write_json(os.path.join(workdir, "progress.json"),
                                    {"config": config, "runs": runs, "build_s": build_s})
             # Release this seed's round 0 before the next one is loaded (two [n1, n2] solves
             # would otherwise be alive at once), and the task before the next dataset's.
-            del got, anchors, rnd
+            del round0
         del pair, task, g, host
     summary = summarize(runs, seeds, strategies, rounds)
     out = {"config": config, "summary": summary, "runs": runs, "build_s": build_s,
@@ -355,9 +360,11 @@ def round0_variants(seed: int = 0, log=print) -> dict:
                                                   feat2=pair.feat2[:, :0])
         task = task_cache.cached_task(p, s.restart, log=log)
         g = parrot_official.prepare(task, p.adj1, p.adj2, s)
-        anchors, rnd, rec = wholegraph.solve_round0(task, g, s, wholegraph.Protocol(), seed,
-                                                    parrot_official.host_products(g))
-        tie = wholegraph.tie_aware_metrics(rnd.plan, task.src, task.tgt, ~anchors)
+        r0 = wholegraph.solve_round0(jax.random.key(seed), task, g, s, wholegraph.Protocol(),
+                                     host=parrot_official.host_products(g),
+                                     measure=wholegraph_runs.machine_readings)
+        rec = dict(r0.records[0])
+        tie = wholegraph.tie_aware_metrics(r0.solve.plan, task.src, task.tgt, ~r0.anchors)
         rec.update({k: float(v) for k, v in tie.items()})
         out[label] = rec
         log(f"{label}: MRR {rec['mrr']:.4f}, random tie order {rec['mrr_random_ties']:.4f}, "

@@ -8,14 +8,15 @@ The method's API (``jaxlab.core.types.Algorithm``, the key always first)::
 
 ``avatar.init(key, task, ...)`` / ``avatar.step(key, state, task, ...)`` take the task and
 settings as arguments; ``avatar.evaluate(state, task)`` measures the current anchors;
-``avatar.run_active(task, key, strategy, ...)`` is the whole protocol (a ``lax.scan`` of
+``avatar.run_active(key, task, strategy, ...)`` is the whole protocol (a ``lax.scan`` of
 ``step``). Modules: ``tasks`` (alignment problems), ``alignment`` (anchor costs, metrics),
 ``solvers`` (ott-jax Sinkhorn / FGW, imported lazily), ``utilities`` and ``adjoint`` (the
 adjoint-CG cost gradient), ``scores`` (node scores: ``official``, ``abs``, ``gain``),
 ``datasets`` (ACM-DBLP / Foursquare-Twitter loaders and subsamples), ``loop`` (the active
 loop: this API; ``protocol="paper"`` or ``"fixed"``). Whole graphs: ``parrot_official``
 (PARROT as its official code runs it), ``wholegraph`` (AvAtar's protocol round by round,
-warm starts, per-round checkpoints), ``task_cache`` (task builds cached on disk).
+warm starts, a state to resume from after any round). Nothing here writes a file or
+prints; the experiments cache task builds and checkpoint runs (``experiments/lib``).
 """
 
 from jaxlab.avatar import (
@@ -28,7 +29,6 @@ from jaxlab.avatar import (
     parrot_official,
     scores,
     solvers,
-    task_cache,
     tasks,
     utilities,
     wholegraph,
@@ -43,7 +43,6 @@ from jaxlab.avatar.loop import (
     State,
     active,
     align,
-    check_result,
     evaluate,
     informativeness,
     init,
@@ -54,8 +53,8 @@ from jaxlab.avatar.loop import (
 from jaxlab.avatar.tasks import AlignmentTask
 
 __all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask", "Info",
-           "State", "active", "adjoint", "align", "alignment", "check_result", "cost_gradient",
+           "State", "active", "adjoint", "align", "alignment", "cost_gradient",
            "datasets", "evaluate", "scores",
            "informativeness", "init", "loop", "parrot", "parrot_official", "baselines",
-           "run_active", "run_active_switch", "solvers", "step", "task_cache", "tasks",
+           "run_active", "run_active_switch", "solvers", "step", "tasks",
            "utilities", "wholegraph"]

@@ -42,6 +42,9 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["METHODS", "AdjointInfo", "cost_gradient", "cost_gradient_and_info", "solve_adjoint",
+    "gradient_from_adjoint"]
+
 METHODS = ("cg", "dense", "cholesky")
 
 

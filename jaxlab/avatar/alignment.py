@@ -28,6 +28,9 @@ from jaxlab.avatar import tasks
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["cosine_similarity", "anchor_cost", "ranks_of_truth", "alignment_metrics",
+    "ranks_of_pairs", "pair_metrics", "row_normalise", "row_entropy", "row_margin"]
+
 
 def cosine_similarity(x: Array, y: Array) -> Array:
     """[n, m] cosine similarity of the rows of ``x`` [n, d] and ``y`` [m, d] (rows of norm

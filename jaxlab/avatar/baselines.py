@@ -36,6 +36,8 @@ from jaxlab.avatar import alignment
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
+__all__ = ["representativeness", "density_score", "sample_matchings", "topmatchings_score"]
+
 
 def _check_plan(plan) -> int:
     """Checks ``plan`` is [n, m], finite and non-negative; returns n."""

@@ -47,6 +47,9 @@ import scipy.sparse as sp
 
 from jaxlab.core import validation
 
+__all__ = ["DATASETS", "SIZES", "ENV_VAR", "NetworkPair", "data_dir", "load", "load_pair",
+    "read_mat", "from_graphs", "task", "snowball", "subsample", "full_task"]
+
 # name -> (file, graph 1 key, graph 2 key, feature keys or None)
 DATASETS = {
     "acm_dblp": ("ACM-DBLP.mat", "ACM", "DBLP", ("ACM_node_feat", "DBLP_node_feat")),
@@ -326,8 +329,8 @@ def task(pair: NetworkPair, restart: float = 0.2):
                             restart=restart)
 
 
-def snowball(adj: sp.csr_matrix, allowed: np.ndarray, num_nodes: int,
-             rng: np.random.Generator) -> np.ndarray:
+def snowball(rng: np.random.Generator, adj: sp.csr_matrix, allowed: np.ndarray,
+             num_nodes: int) -> np.ndarray:
     """[num_nodes] nodes with ``allowed`` True, in breadth-first order over ``adj`` from a
     random allowed start (restarting at a random unvisited allowed node when needed)."""
     n = adj.shape[0]
@@ -353,7 +356,7 @@ def snowball(adj: sp.csr_matrix, allowed: np.ndarray, num_nodes: int,
     return np.asarray(out[:num_nodes])
 
 
-def subsample(name: str, num_nodes: int, seed: int = 0):
+def subsample(name: str, num_nodes: int, *, seed: int = 0):
     """A ``tasks.AlignmentTask`` on a snowball of ``num_nodes`` ground-truth nodes.
 
     Args:
@@ -378,7 +381,7 @@ def subsample(name: str, num_nodes: int, seed: int = 0):
     rng = np.random.default_rng(seed)
     partner = np.full(data.adj1.shape[0], -1)
     partner[data.pairs[:, 0]] = data.pairs[:, 1]
-    src = snowball(data.adj1, partner >= 0, num_nodes, rng)
+    src = snowball(rng, data.adj1, partner >= 0, num_nodes)
     perm = rng.permutation(num_nodes)  # source i -> target position perm[i]
     tgt = np.empty(num_nodes, np.int64)
     tgt[perm] = partner[src]
@@ -387,30 +390,20 @@ def subsample(name: str, num_nodes: int, seed: int = 0):
     return tasks.task_from_adjacency(a1, a2, data.feat1[src], data.feat2[tgt], perm)
 
 
-def full_task(name: str, restart: float = 0.2, cache: bool = True,
-              cache_dir: str | None = None, log=None):
+def full_task(name: str, restart: float = 0.2):
     """The whole graph pair ``name`` as a ``tasks.GraphTask`` (nothing n x n built).
 
     Both graphs with all their nodes (n1 / n2, e.g. 9,872 / 9,916 for ACM-DBLP), the k
     ground-truth pairs in the file's order, sparse normalised adjacencies, RWR position
     features from the k pair nodes only (``tasks.rwr_columns``), the dataset's attributes.
+    Built afresh on every call (ACM-DBLP: minutes on a 2-core CPU); nothing is written.
+    The experiments cache builds on disk (``experiments/lib/task_cache.py``).
 
     Args:
       name: one of DATASETS.
       restart: RWR restart probability of the position features.
-      cache: read / write the build through ``task_cache`` (keyed by the data, ``restart``
-        and the build code; ACM-DBLP: minutes to build, about a second to read).
-      cache_dir: the cache folder (default ``task_cache.default_dir()``).
-      log: optional callable taking one message string.
 
     Returns:
       tasks.GraphTask (plans are [n1, n2]; the loop's masks are over the k pairs).
     """
-    if not isinstance(cache, bool):
-        raise ValueError(f"`cache` must be a bool, got {cache!r}.")
-    pair = load_pair(name)
-    if not cache:
-        return task(pair, restart)
-    from jaxlab.avatar import task_cache  # task_cache imports tasks; avoid a cycle
-
-    return task_cache.cached_task(pair, restart, cache_dir, log)
+    return task(load_pair(name), restart)

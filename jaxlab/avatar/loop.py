@@ -60,6 +60,7 @@ checks an experiment config (called first by ``experiments/avatar.py``; with
 """
 
 import functools
+import warnings
 from typing import NamedTuple
 
 import jax
@@ -79,7 +80,12 @@ from jaxlab.avatar import (
 from jaxlab.avatar import tasks as tasks_module
 from jaxlab.avatar.tasks import AlignmentTask
 from jaxlab.core import validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
+
+__all__ = ["STRATEGIES", "SOLVERS", "SCORES", "PROTOCOLS", "State", "Info", "ActiveResult",
+    "informativeness", "smallest_task", "budget_sizes", "init", "align", "evaluate", "step",
+    "active", "run_active", "run_active_switch"]
 
 STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness", "density",
               "topmatchings")
@@ -229,22 +235,69 @@ def _split_sizes(num_nodes: int, test_frac: float, init_frac: float) -> tuple[in
     return n_test, n_init
 
 
+def _budget_counts(num_nodes: int, test_frac: float, init_frac: float, budget_frac: float,
+                   rounds: int) -> tuple[int, int, int, int] | None:
+    """(test size, initial anchors, budget, queries per round), or None when they do not fit
+    ``num_nodes`` (no query per round, or more queries than candidates)."""
+    n_test, n_init = int(round(test_frac * num_nodes)), int(round(init_frac * num_nodes))
+    n_query = int(round(budget_frac * num_nodes))
+    if n_test + n_init > num_nodes or n_query > num_nodes - n_test - n_init \
+            or n_query // rounds < 1:
+        return None
+    return n_test, n_init, n_query, n_query // rounds
+
+
+def smallest_task(test_frac: float, init_frac: float, budget_frac: float,
+                  rounds: int) -> int | None:
+    """The fewest nodes (or ground-truth pairs of a ``GraphTask``) these fractions and
+    ``rounds`` run on: at least one query per round, the budget within the candidates left
+    after the test set and the initial anchors. None when no size fits."""
+    validation.check_positive_int("rounds", rounds)
+    validation.check_in_range("budget_frac", budget_frac, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
+    start = max(1, int((rounds - 0.5) / budget_frac))
+    return next((n for n in range(start, start + 100_000)
+                 if _budget_counts(n, test_frac, init_frac, budget_frac, rounds)), None)
+
+
 def budget_sizes(num_nodes: int, test_frac: float, init_frac: float, budget_frac: float,
                  rounds: int) -> tuple[int, int, int]:
-    """(test size, initial anchors, queries per round), validated against the candidates."""
+    """(test size, initial anchors, queries per round), validated against the candidates.
+
+    Sizes: round(test_frac n), round(init_frac n) and B = round(budget_frac n) queries in
+    all, floor(B / rounds) per round. A budget that is not a multiple of ``rounds`` is
+    rounded down to whole queries per round: ``rounds`` floor(B / rounds) are spent and a
+    ``UserWarning`` names both counts (77 nodes, 0.2, 10 rounds: 15 asked, 10 spent).
+
+    Raises:
+      ValueError: fewer than one query per round, or a budget above the candidates left
+        after the test set and the initial anchors; the message names the task's size and
+        the smallest size (``smallest_task``) these settings run on.
+    """
     validation.check_positive_int("rounds", rounds)
     validation.check_in_range("budget_frac", budget_frac, 0.0, 1.0, high_inclusive=False)
     n_test, n_init = _split_sizes(num_nodes, test_frac, init_frac)
     n_query = int(round(budget_frac * num_nodes))
     candidates = num_nodes - n_test - n_init
-    if n_query > candidates:
-        raise ValueError(f"budget of {n_query} queries (`budget_frac`={budget_frac}) exceeds the "
-                         f"{candidates} candidate nodes left after the test set and initial "
-                         "anchors.")
+    if n_query > candidates or n_query // rounds < 1:
+        low = smallest_task(test_frac, init_frac, budget_frac, rounds) if budget_frac > 0 \
+            else None
+        need = (f"the smallest task for these settings has {low} nodes"
+                if low is not None else "no task size fits these fractions")
+        if n_query > candidates:
+            why = (f"the budget of {n_query} queries (`budget_frac`={budget_frac}) exceeds "
+                   f"the {candidates} candidate nodes left after the test set and initial "
+                   "anchors")
+        else:
+            why = (f"`budget_frac`={budget_frac} gives {n_query} queries, fewer than one per "
+                   f"round (`rounds`={rounds})")
+        raise ValueError(f"`task` has {num_nodes} nodes: {why}; {need}.")
     per_round = n_query // rounds
-    if per_round < 1:
-        raise ValueError(f"`budget_frac`={budget_frac} gives {n_query} queries, fewer than "
-                         f"`rounds`={rounds}.")
+    if per_round * rounds != n_query:
+        warnings.warn(f"`budget_frac`={budget_frac} asks for {n_query} queries of the "
+                      f"{num_nodes} nodes; {rounds} rounds of {per_round} (rounded down to "
+                      f"whole queries per round) spend {per_round * rounds}.", UserWarning,
+                      stacklevel=2)
     return n_test, n_init, per_round
 
 
@@ -267,7 +320,7 @@ def init(key: PRNGKey, task: AlignmentTask, *, test_frac: float = 0.5,
     validation.check_one_of("protocol", protocol, PROTOCOLS)
     n = tasks_module.num_pairs(task)
     n_test, n_init = _split_sizes(n, 0.0 if protocol == "paper" else test_frac, init_frac)
-    order = jax.random.permutation(key, n)
+    order = jax.random.permutation(as_key(key), n)
     anchors = jnp.zeros(n, bool).at[order[n_test:n_test + n_init]].set(True)
     if protocol == "paper":
         return State(anchors, ~anchors)
@@ -283,8 +336,8 @@ def align(state: State, task: AlignmentTask, *, epsilon=0.05, solver: str = "ot"
     Args:
       state: the loop's State.
       task: the AlignmentTask.
-      epsilon, solver, feat_weight, anchor_weight, sinkhorn_threshold,
-        sinkhorn_max_iterations: as ``run_active``.
+      epsilon, solver, feat_weight, anchor_weight, sinkhorn_threshold, sinkhorn_max_iterations:
+        as ``run_active``.
 
     Returns:
       ([n, n] cost, PlanResult of the "ot" / "fgw" solve on ``alignment.anchor_cost`` (the
@@ -442,6 +495,7 @@ def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "av
     validation.check_one_of("protocol", protocol, PROTOCOLS)
     _utilities(utility)
     validation.check_positive_int("num_queries", num_queries)
+    key = as_key(key)
     cost, res = align(state, task, epsilon=epsilon, solver=solver, feat_weight=feat_weight,
                       anchor_weight=anchor_weight, sinkhorn_threshold=sinkhorn_threshold,
                       sinkhorn_max_iterations=sinkhorn_max_iterations)
@@ -566,7 +620,7 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
     "strategy", "rounds", "test_frac", "init_frac", "per_round", "utility", "solver",
     "sinkhorn_threshold", "sinkhorn_max_iterations", "cg_tol", "score", "utility_weights",
     "protocol"))
-def _run(task, key, epsilon, feat_weight, anchor_weight, *, strategy, rounds, test_frac,
+def _run(key, task, epsilon, feat_weight, anchor_weight, *, strategy, rounds, test_frac,
          init_frac, per_round, utility, solver, sinkhorn_threshold, sinkhorn_max_iterations,
          cg_tol, score, utility_weights, protocol, strategy_index=None):
     k_init, k_loop = jax.random.split(key)
@@ -611,7 +665,7 @@ def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None
     return adjoint.check_adjoint(cg, cg_tol, 500, where=" in the active loop") and ok
 
 
-def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
+def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
                epsilon: float = 0.05, rounds: int = 10, test_frac: float = 0.5,
                init_frac: float = 0.2, budget_frac: float = 0.2, utility: str = "entropy",
                solver: str = "ot", feat_weight: float = 1.0,
@@ -626,8 +680,11 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
     program (task, ``epsilon`` and the weights traced, the rest static).
 
     Args:
-      task: an AlignmentTask (NumPy or JAX arrays; vmap over ``key`` for seeds).
-      key: PRNG key (test split, initial anchors, random strategy).
+      key: PRNG key (test split, initial anchors, random strategy); typed
+        (``jax.random.key``) or a legacy uint32 key (converted, the same draws). vmap over
+        it for seeds.
+      task: an AlignmentTask (NumPy or JAX arrays) or a ``tasks.GraphTask``; its size
+        must fit the budget (``budget_sizes``: e.g. 48 nodes for the defaults).
       strategy: one of STRATEGIES.
       epsilon: entropic regularisation > 0 of the plans (costs are mean-normalised).
       rounds: number of query rounds.
@@ -659,7 +716,8 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
                     utility_weights, protocol)
-    return _run_and_report(task, key, epsilon, feat_weight, anchor_weight, strategy=strategy,
+    return _run_and_report(as_key(key), task, epsilon, feat_weight, anchor_weight,
+                           strategy=strategy,
                            score=score, strategy_index=None, rounds=rounds,
                            test_frac=test_frac, init_frac=init_frac, budget_frac=budget_frac,
                            utility=utility, solver=solver,
@@ -668,7 +726,7 @@ def run_active(task: AlignmentTask, key: PRNGKey, strategy: str = "avatar", *,
                            utility_weights=utility_weights, protocol=protocol)
 
 
-def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_index, *,
+def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_index, *,
                       epsilon: float = 0.05, rounds: int = 10, test_frac: float = 0.5,
                       init_frac: float = 0.2, budget_frac: float = 0.2,
                       utility: str = "entropy", solver: str = "ot", feat_weight: float = 1.0,
@@ -678,14 +736,14 @@ def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_in
     """``run_active`` of strategy ``strategies[strategy_index]`` with the index traced.
 
     ``strategies`` is a tuple of (strategy, score) pairs (static); the node scores are one
-    ``lax.switch`` over them, so ``jit(vmap(lambda k, i: run_active_switch(task, k, table,
+    ``lax.switch`` over them, so ``jit(vmap(lambda k, i: run_active_switch(k, task, table,
     i), in_axes=(0, None)))`` compiles once for every strategy of the table (the
     experiment's saving: one compile per task and protocol instead of one per strategy).
-    With the same key, the result equals ``run_active(task, key, strategies[i][0],
+    With the same key, the result equals ``run_active(key, task, strategies[i][0],
     score=strategies[i][1], ...)`` with the same settings.
 
     Args:
-      task, key, epsilon, ...: as ``run_active``.
+      key, task, epsilon, ...: as ``run_active``.
       strategies: non-empty tuple of (strategy of STRATEGIES, score of SCORES) pairs.
       strategy_index: [] int in [0, len(strategies)) (may be traced; checked when concrete).
     """
@@ -696,7 +754,8 @@ def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_in
                         utility_weights, protocol)
     if not isinstance(strategy_index, jax.core.Tracer):
         validation.check_int_range("strategy_index", strategy_index, 0, len(table))
-    return _run_and_report(task, key, epsilon, feat_weight, anchor_weight, strategy=table,
+    return _run_and_report(as_key(key), task, epsilon, feat_weight, anchor_weight,
+                           strategy=table,
                            score="abs", strategy_index=jnp.asarray(strategy_index, jnp.int32),
                            rounds=rounds, test_frac=test_frac, init_frac=init_frac,
                            budget_frac=budget_frac, utility=utility, solver=solver,
@@ -705,7 +764,7 @@ def run_active_switch(task: AlignmentTask, key: PRNGKey, strategies, strategy_in
                            utility_weights=utility_weights, protocol=protocol)
 
 
-def _run_and_report(task, key, epsilon, feat_weight, anchor_weight, *, strategy, score,
+def _run_and_report(key, task, epsilon, feat_weight, anchor_weight, *, strategy, score,
                     strategy_index, rounds, test_frac, init_frac, budget_frac, utility, solver,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, utility_weights,
                     protocol) -> ActiveResult:
@@ -715,7 +774,7 @@ def _run_and_report(task, key, epsilon, feat_weight, anchor_weight, *, strategy,
     per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
     utility = utility if isinstance(utility, str) else tuple(utility)
     utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
-    res = _run(task, key, epsilon, feat_weight, anchor_weight, strategy=strategy,
+    res = _run(key, task, epsilon, feat_weight, anchor_weight, strategy=strategy,
                rounds=rounds, test_frac=test_frac, init_frac=init_frac, per_round=per_round,
                utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
                sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,

@@ -18,11 +18,15 @@ in AvAtar (yq-leo/AvAtar-ICML26, ``source/active_na.py``: the plan ``T`` and PAR
      adjacency can have row sums > 1), then min-max normalised to [0, 1] and anchor pairs
      set to 0 again (ours: after the diffusion an anchor pair was not the cheapest entry of
      its row on isomorphic test pairs);
-  5. proximal point on the regularised OT objective
+  5. proximal point on the regularised OT objective::
+
         <C, T> - lambda_e n <A1 T A2, T> + lambda_a KL(T || H)        (edge, prior)
+
      each step the linearised subproblem plus lambda_p KL(T || T_{k-1}), i.e. entropic OT
-     with eps = lambda_a + lambda_p on the cost
+     with eps = lambda_a + lambda_p on the cost::
+
         C - 2 lambda_e n A1 T_{k-1} A2 - lambda_a log H - lambda_p log T_{k-1}
+
      (ott-jax Sinkhorn, log-domain, uniform marginals), from T_0 = 1 / n^2. The first
      step (ours, a simplification) leaves the edge term out and solves on
      C - lambda_a log H only. That is not exact: at T_0 the edge term is
@@ -30,6 +34,7 @@ in AvAtar (yq-leo/AvAtar-ICML26, ``source/active_na.py``: the plan ``T`` and PAR
      when A1 1 and A2 1 are (regular graphs); on other graphs it would favour pairs of
      high-degree nodes. (The proximal term lambda_p log T_0 is a constant there, so
      leaving it out is exact.) Later steps use the full linearisation.
+
   H is the soft anchor prior: H_ij = 1 on anchor pairs, 1/n elsewhere (the plan is
   pulled toward anchor pairs through the cost, rows are not pinned).
 
@@ -77,6 +82,9 @@ from jax.experimental import sparse as jsparse
 from jaxlab.avatar import alignment, solvers, tasks
 from jaxlab.core import validation
 from jaxlab.core.types import Array
+
+__all__ = ["ParrotSettings", "PARROT_DEFAULTS", "epsilon", "product_rwr", "node_cost",
+    "parrot_cost", "log_prior", "proximal_step", "parrot_solve"]
 
 
 class ParrotSettings(NamedTuple):

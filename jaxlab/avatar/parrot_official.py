@@ -74,6 +74,10 @@ from jaxlab.avatar import parrot, tasks
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["Settings", "ACM_DBLP", "FOURSQUARE_TWITTER", "SETTINGS", "epsilon", "Graphs",
+    "prepare", "HostProducts", "host_products", "exp_cos_cost", "PositionStats", "empty_stats",
+    "add_block", "add_anchors", "position_costs", "Cost", "anchor_mask", "cost", "Solve", "cpot"]
+
 _TINY = 1e-30
 
 

@@ -1,6 +1,6 @@
 """Node informativeness scores from the adjoint cost gradient G = grad_C f (``adjoint``).
 
-T: [n, n] plan, a = T 1, P = T / a (row-normalised), C: [n, n] cost, G: [n, n].
+T: [n, n] plan, a = T 1, P = T / a (row-normalised), C: [n, n] cost, G: [n, n]. The scores::
 
     abs        s_i = sum_j P_ij |C_ij G_ij|                    (jaxlab's earlier reading)
     official   s_i = sum_j P_ij C_ij G_ij / a_i                (AvAtar's public code, signed;
@@ -16,6 +16,7 @@ correct) rank high — a measured defect.
 ``gain`` (ours) is a first-order estimate of the utility change caused by supervising
 node i, in expectation over its plausible partners j ~ P_i. Labelling i <-> j changes the
 anchor-aware cost of ``alignment.anchor_cost`` in two ways:
+
   * pinning: row i and column j go to the cost's maximum ``top`` except C_ij -> 0, so
     <G, dC_pin> = R_i + Q_j - G_ij (2 top - C_ij), R_i = sum_l G_il (top - C_il),
     Q_j = sum_k G_kj (top - C_kj);
@@ -23,9 +24,9 @@ anchor-aware cost of ``alignment.anchor_cost`` in two ways:
     the anchor distance S_kl = sum_anchors (pos1_ka - pos2_l,truth(a))^2, normalised by
     nu = mean(S); exactly, d(S / nu) = (D - (S / nu) mean(D)) / (nu + mean(D)) with
     D_kl = (p_k - q_l)^2, so (G masked to 0 on pinned rows / columns, w = anchor_weight)
-    <G, dC_pos> = w [p^2 . G1 + q^2 . G^T 1 - 2 p^T G q - <G, S / nu> mean(D)]
-                  / (nu + mean(D)),
+    <G, dC_pos> = w [p^2 . G1 + q^2 . G^T 1 - 2 p^T G q - <G, S / nu> mean(D)] / (nu + mean(D)),
     for all (i, j) at once with two n x n matmuls (O(n^3) time, O(n^2) memory).
+
 The score is first order in dC (the plan's response is linearised through G).
 sigma = +1 for the concentration utilities (entropy: f = sum T log T, sq_l2, kl) whose
 increase is wanted, -1 for ``consistency`` (a smoothness penalty). The change of ``top``
@@ -47,6 +48,9 @@ import numpy as np
 from jaxlab.avatar import alignment
 from jaxlab.core import validation
 from jaxlab.core.types import Array
+
+__all__ = ["SCORES", "abs_score", "official_score", "gain_matrix", "gain_score", "l2_normalise",
+    "combine"]
 
 SCORES = ("abs", "official", "gain")
 GAIN_SIGN = {"entropy": 1.0, "sq_l2": 1.0, "kl": 1.0, "consistency": -1.0}

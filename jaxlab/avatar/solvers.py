@@ -22,6 +22,9 @@ import numpy as np
 from jaxlab.core import extras, validation
 from jaxlab.core.types import Array
 
+__all__ = ["PlanResult", "marginal_error", "entropic_solve", "entropic_plan", "fgw_solve",
+    "fgw_plan", "implicit_utility_grad"]
+
 
 class PlanResult(NamedTuple):
     """plan: [n, m] transport plan; converged: [] bool, ott's convergence flag (for FGW the

@@ -41,6 +41,12 @@ from jax.experimental import sparse as jsparse
 
 from jaxlab.core import extras, validation
 
+__all__ = ["AlignmentTask", "GraphTask", "is_graph_task", "num_pairs", "plan_shape", "pair_nodes",
+    "anchor_positions", "norm_adjacencies", "graph_task", "as_graph_task", "rwr_matrix",
+    "rwr_columns", "sym_norm_adjacency", "to_bcoo", "sym_norm_laplacian", "task_from_adjacency",
+    "graph_pair", "synthetic_graph_pair", "REAL_GRAPHS", "real_graph_pair", "point_cloud_pair",
+    "embedding_pair"]
+
 nx = extras.require("networkx")
 
 
@@ -376,7 +382,7 @@ def _perturbed_copy(g: nx.Graph, perm: np.ndarray, edge_noise: float, rng) -> nx
     return h
 
 
-def graph_pair(g: nx.Graph, seed: int = 0, edge_noise: float = 0.1, feat_dim: int = 8,
+def graph_pair(g: nx.Graph, *, seed: int = 0, edge_noise: float = 0.1, feat_dim: int = 8,
                feat_noise: float = 1.0) -> AlignmentTask:
     """A noisy permuted copy of graph ``g`` with noisy node features.
 
@@ -402,13 +408,14 @@ def graph_pair(g: nx.Graph, seed: int = 0, edge_noise: float = 0.1, feat_dim: in
                                nx.to_numpy_array(h, nodelist=range(n)), f1, f2, perm)
 
 
-def synthetic_graph_pair(num_nodes: int = 200, seed: int = 0, edge_noise: float = 0.1,
+def synthetic_graph_pair(num_nodes: int = 200, *, seed: int = 0, edge_noise: float = 0.1,
                          feat_dim: int = 8, feat_noise: float = 1.0) -> AlignmentTask:
     """Power-law cluster graph (Holme-Kim, m=3, p=0.3) aligned with its noisy permuted copy."""
     validation.check_min_count("num_nodes", num_nodes, 4,
                                "the Holme-Kim graph attaches 3 edges per new node")
     g = nx.powerlaw_cluster_graph(num_nodes, 3, 0.3, seed=seed)
-    return graph_pair(g, seed, edge_noise, feat_dim, feat_noise)
+    return graph_pair(g, seed=seed, edge_noise=edge_noise, feat_dim=feat_dim,
+                      feat_noise=feat_noise)
 
 
 REAL_GRAPHS = {
@@ -418,12 +425,13 @@ REAL_GRAPHS = {
 }
 
 
-def real_graph_pair(name: str = "les_miserables", seed: int = 0, edge_noise: float = 0.1,
+def real_graph_pair(name: str = "les_miserables", *, seed: int = 0, edge_noise: float = 0.1,
                     feat_dim: int = 8, feat_noise: float = 1.0) -> AlignmentTask:
     """A real small graph shipped with networkx, aligned with its noisy permuted copy."""
     if name not in REAL_GRAPHS:
         raise ValueError(f"`name` must be one of {sorted(REAL_GRAPHS)}, got {name!r}.")
-    return graph_pair(REAL_GRAPHS[name](), seed, edge_noise, feat_dim, feat_noise)
+    return graph_pair(REAL_GRAPHS[name](), seed=seed, edge_noise=edge_noise, feat_dim=feat_dim,
+                      feat_noise=feat_noise)
 
 
 def _knn_arrays(x: np.ndarray, k: int = 6):
@@ -442,7 +450,7 @@ def _static_scores(adj):
     return adj.sum(1), np.array([bc[i] for i in range(adj.shape[0])])
 
 
-def point_cloud_pair(num_points: int = 150, seed: int = 0, noise: float = 0.02,
+def point_cloud_pair(num_points: int = 150, *, seed: int = 0, noise: float = 0.02,
                      nonrigid: float = 0.0) -> AlignmentTask:
     """Registration of a noisy torus-knot point set under a random rigid motion.
 
@@ -474,7 +482,7 @@ def point_cloud_pair(num_points: int = 150, seed: int = 0, noise: float = 0.02,
                          perm.astype(np.int32), deg, bc)
 
 
-def embedding_pair(num_items: int = 200, seed: int = 0, latent_dim: int = 8,
+def embedding_pair(num_items: int = 200, *, seed: int = 0, latent_dim: int = 8,
                    dims=(32, 24), noise: float = 0.3, num_clusters: int = 10) -> AlignmentTask:
     """Two "modalities" of the same items: linear and tanh-warped views of a latent code.
 

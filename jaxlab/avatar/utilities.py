@@ -21,6 +21,8 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["UtilityContext", "value", "gradient", "UTILITIES"]
+
 _TINY = 1e-30
 
 

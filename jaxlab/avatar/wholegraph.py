@@ -1,10 +1,10 @@
 """AvAtar's protocol on whole graphs with PARROT as its official code runs it.
 
-One run = one (strategy, seed): AvAtar's protocol (yq-leo/AvAtar-ICML26,
-``source/active_na.py``): round(``init_frac`` k) of the k ground-truth pairs as initial
+One run = one (strategy, key): AvAtar's protocol (yq-leo/AvAtar-ICML26,
+``source/active_na.py``): int(``init_frac`` k) of the k ground-truth pairs as initial
 anchors (a seeded permutation), then ``rounds`` rounds; each round re-runs the aligner on
 the current anchors, scores the unanchored pairs' source nodes, labels the
-floor(round(``budget_frac`` k) / ``rounds``) best, and the test set is every ground-truth
+floor(int(``budget_frac`` k) / ``rounds``) best, and the test set is every ground-truth
 pair not anchored (queried pairs leave it). Metrics after each round on that test set:
 MRR and Hits@{1,10,30,50} averaged over both directions (PlanetAlign's "mean", which
 AvAtar logs), and each direction (PARROT's own script reports source -> target only);
@@ -20,32 +20,32 @@ lambda_a as AvAtar's code passes it, ``scores.official_score`` with PARROT's cos
 Ours: a round is a Python loop of jitted pieces (``round_solve``, ``select``), so each
 piece compiles once per shape and a run can stop after any round:
 
-* shared round 0: the plan of the initial anchors is the same for every strategy of a
-  seed; ``Runner`` solves it once per seed and checkpoints it;
+* a run is a ``RunState`` (rounds done, anchors, the current solve, the records);
+  ``solve_round0`` makes the state of the initial anchors (the same for every strategy of
+  a key, so a caller solves it once and passes it to each strategy's ``run``), ``run``
+  continues a state to ``protocol.rounds`` and calls ``callback(state)`` after every
+  round. Resuming = passing the state to resume from; where states are kept (files,
+  memory) is the caller's business (``experiments/lib/wholegraph_runs.py`` checkpoints
+  them). Nothing here writes a file, prints or reads the machine: readings such as
+  memory come from the caller's ``measure``;
+* keys: the initial anchors are NumPy's permutation seeded by the key's bits read as one
+  integer (``jax.random.key(seed)`` gives ``default_rng(seed)``, the official code's
+  seeded permutation); round r's "random" scores use ``jax.random.split(key, rounds)[r]``;
 * warm starts (``warm=True``): the RWR cosines grow by the new anchor columns only
   (``parrot_official.PositionStats``), the product-graph RWR starts from the previous
   round's fixed point (stopping on the same tolerance), AvAtar's adjoint CG starts from
   the previous round's solution. CPOT runs PARROT's fixed schedule (10 x 5 Sinkhorn
-  sweeps) from the uniform plan every round (see ``parrot_official``);
-* checkpoints: after every round, the anchors, the position sums, the product-RWR
-  iterate, the plan, the cost and the CG solution go to one ``.npz`` per run (written to
-  a temporary name, then renamed), keyed by a hash of the data, the settings, the
-  protocol, the strategy, the seed and the source of the modules that compute a round; a
-  mismatching or unreadable checkpoint is ignored with a warning, so a resumed run loses
-  at most the round in progress and never reads another configuration's state.
+  sweeps) from the uniform plan every round (see ``parrot_official``).
 
-Checks (eager): ``strategy`` in STRATEGIES, protocol fields (ranges), ``seed`` int >= 0.
+Checks (eager): ``strategy`` in STRATEGIES, protocol fields (ranges), the budget against
+the number of pairs (``sizes``), ``key`` a PRNG key (``jaxlab.core.keys.as_key``), a
+resumed ``state`` against the task and protocol.
 """
 
-import ast
 import functools
-import hashlib
-import inspect
-import json
-import os
-import textwrap
 import time
 import warnings
+from collections.abc import Callable
 from typing import NamedTuple
 
 import jax
@@ -56,14 +56,16 @@ from jaxlab.avatar import (
     adjoint,
     alignment,
     baselines,
-    parrot,
     parrot_official,
     scores,
-    task_cache,
     tasks,
 )
 from jaxlab.core import validation
-from jaxlab.core.types import Array
+from jaxlab.core.keys import as_key
+from jaxlab.core.types import Array, PRNGKey
+
+__all__ = ["STRATEGIES", "Protocol", "smallest_task", "sizes", "initial_anchors", "Round",
+    "round_solve", "cold_product_steps", "tie_aware_metrics", "RunState", "run", "solve_round0"]
 
 STRATEGIES = ("random", "entropy", "density", "avatar")
 
@@ -89,41 +91,98 @@ class Protocol(NamedTuple):
     warm: bool = True
 
 
-def check_protocol(p: Protocol) -> None:
-    """Raises ValueError naming the bad field of ``p``."""
-    validation.check_positive_int("protocol.rounds", p.rounds)
+def check_protocol(protocol: Protocol) -> None:
+    """Raises ValueError naming the bad field of ``protocol``."""
+    if not isinstance(protocol, Protocol):
+        raise TypeError(f"`protocol` must be a wholegraph.Protocol, got "
+                        f"{type(protocol).__name__}.")
+    validation.check_positive_int("protocol.rounds", protocol.rounds)
     for name in ("init_frac", "budget_frac"):
-        validation.check_in_range(f"protocol.{name}", getattr(p, name), 0.0, 1.0,
+        validation.check_in_range(f"protocol.{name}", getattr(protocol, name), 0.0, 1.0,
                                   low_inclusive=False, high_inclusive=False)
-    validation.check_in_range("protocol.cg_tol", p.cg_tol, 0.0, np.inf, low_inclusive=False,
-                              high_inclusive=False)
-    validation.check_positive_int("protocol.cg_maxiter", p.cg_maxiter)
-    if not isinstance(p.warm, bool):
-        raise ValueError(f"`protocol.warm` must be a bool, got {p.warm!r}.")
+    validation.check_in_range("protocol.cg_tol", protocol.cg_tol, 0.0, np.inf,
+                              low_inclusive=False, high_inclusive=False)
+    validation.check_positive_int("protocol.cg_maxiter", protocol.cg_maxiter)
+    if not isinstance(protocol.warm, bool):
+        raise ValueError(f"`protocol.warm` must be a bool, got {protocol.warm!r}.")
 
 
-def sizes(k: int, p: Protocol) -> tuple[int, int]:
-    """(initial anchors, queries per round) for k ground-truth pairs (AvAtar's code:
-    int(0.2 k) anchors, (B - B mod R) / R per round with B = int(0.2 k))."""
-    n_init = int(p.init_frac * k)
-    budget = int(p.budget_frac * k)
-    per_round = budget // p.rounds
-    if per_round < 1:
-        raise ValueError(f"`protocol.budget_frac`={p.budget_frac} gives {budget} queries for "
-                         f"{k} pairs, fewer than `protocol.rounds`={p.rounds}.")
-    if n_init < 1 or n_init + per_round * p.rounds >= k:
-        raise ValueError(f"`protocol.init_frac`={p.init_frac} and `budget_frac` leave no test "
-                         f"pair (k={k}).")
+def _counts(num_pairs: int, protocol: Protocol) -> tuple[int, int, int]:
+    """(initial anchors, total budget, queries per round), unchecked."""
+    budget = int(protocol.budget_frac * num_pairs)
+    return int(protocol.init_frac * num_pairs), budget, budget // protocol.rounds
+
+
+def _fits(num_pairs: int, protocol: Protocol) -> bool:
+    n_init, _, per_round = _counts(num_pairs, protocol)
+    return per_round >= 1 and n_init >= 1 and n_init + per_round * protocol.rounds < num_pairs
+
+
+def smallest_task(protocol: Protocol) -> int | None:
+    """The fewest ground-truth pairs ``protocol`` runs on (at least one query per round,
+    one initial anchor and one test pair left at the end); None when no size fits."""
+    check_protocol(protocol)
+    start = max(2, int(protocol.rounds / protocol.budget_frac) - 1)
+    return next((k for k in range(start, start + 100_000) if _fits(k, protocol)), None)
+
+
+def sizes(num_pairs: int, protocol: Protocol) -> tuple[int, int]:
+    """(initial anchors, queries per round) for ``num_pairs`` ground-truth pairs.
+
+    AvAtar's code: int(init_frac k) anchors, B = int(budget_frac k) queries in all, of which
+    (B - B mod R) / R per round (R = ``protocol.rounds``): the per-round count is rounded
+    down, so a budget that is not a multiple of R spends R floor(B / R) queries (a
+    ``UserWarning`` names both counts).
+
+    Raises:
+      ValueError: fewer than one query per round, no initial anchor or no test pair left;
+        the message names the smallest number of pairs the protocol runs on.
+    """
+    n_init, budget, per_round = _counts(num_pairs, protocol)
+    if not _fits(num_pairs, protocol):
+        low = smallest_task(protocol)
+        need = (f"the smallest task for this protocol has {low} ground-truth pairs"
+                if low is not None else "no task size fits these fractions")
+        if per_round < 1:
+            why = (f"`protocol.budget_frac`={protocol.budget_frac} gives {budget} queries, "
+                   f"fewer than one per round (`protocol.rounds`={protocol.rounds})")
+        else:
+            why = (f"`protocol.init_frac`={protocol.init_frac} and `budget_frac` leave no "
+                   "initial anchor or no test pair")
+        raise ValueError(f"`task` has {num_pairs} ground-truth pairs: {why}; {need}.")
+    if per_round * protocol.rounds != budget:
+        warnings.warn(f"`protocol.budget_frac`={protocol.budget_frac} asks for {budget} "
+                      f"queries of the {num_pairs} pairs; {protocol.rounds} rounds of "
+                      f"{per_round} (rounded down to whole queries per round) spend "
+                      f"{per_round * protocol.rounds}.", UserWarning, stacklevel=2)
     return n_init, per_round
 
 
-def initial_anchors(k: int, seed: int, p: Protocol) -> np.ndarray:
-    """[k] bool: the first int(init_frac k) pairs of a permutation seeded by ``seed``."""
-    if not isinstance(seed, int | np.integer) or isinstance(seed, bool) or seed < 0:
-        raise ValueError(f"`seed` must be an integer >= 0, got {seed!r}.")
-    n_init, _ = sizes(k, p)
-    order = np.random.default_rng(seed).permutation(k)
-    mask = np.zeros(k, bool)
+def _numpy_seed(key: PRNGKey) -> int:
+    """The bits of a concrete typed key as one non-negative integer (``jax.random.key(s)``:
+    ``s`` for 0 <= s < 2**32)."""
+    data = np.asarray(jax.random.key_data(key), np.uint64).ravel()
+    out = 0
+    for word in data:
+        out = (out << 32) | int(word)
+    return out
+
+
+def initial_anchors(key: PRNGKey, num_pairs: int, protocol: Protocol) -> np.ndarray:
+    """[num_pairs] bool: the first int(init_frac k) pairs of a permutation seeded by ``key``.
+
+    Args:
+      key: a concrete PRNG key (typed, or a legacy uint32 key: ``as_key``); the permutation
+        is NumPy's, seeded by the key's bits (``jax.random.key(seed)``: ``default_rng(seed)``).
+      num_pairs: k, the task's ground-truth pairs.
+      protocol: the Protocol (its ``init_frac``; the budget is checked, ``sizes``).
+    """
+    key = as_key(key)
+    if key.shape != ():
+        raise ValueError(f"`key` must be one key (shape ()), got shape {key.shape}.")
+    n_init, _ = sizes(num_pairs, protocol)
+    order = np.random.default_rng(_numpy_seed(key)).permutation(num_pairs)
+    mask = np.zeros(num_pairs, bool)
     mask[order[:n_init]] = True
     return mask
 
@@ -195,36 +254,47 @@ def _select(key, plan, cross, y, anchors, src, rep, *, strategy, num, cg_tol, cg
 _representativeness = jax.jit(baselines.representativeness)
 
 
-def round_solve(task, g, anchors: np.ndarray, prev: Round | None, new_pairs, s, warm: bool,
-                host=None):
+def round_solve(task: tasks.GraphTask, graph: parrot_official.Graphs, anchors: np.ndarray,
+                prev: Round | None, new_pairs: np.ndarray | None,
+                settings: parrot_official.Settings, warm: bool,
+                host: parrot_official.HostProducts | None = None) -> tuple[Round, dict]:
     """Solves the anchors ``anchors``: the position sums grown by ``new_pairs`` (all anchors
     when ``prev`` is None), the cost (warm or cold product RWR) and CPOT.
+
+    Args:
+      task: the GraphTask; graph: ``parrot_official.prepare`` of it.
+      anchors: [k] bool, the anchored pairs after this round's queries.
+      prev: the previous round's solve, or None (round 0: everything from scratch).
+      new_pairs: [q] int, the pairs added since ``prev`` (ignored when ``prev`` is None).
+      settings: PARROT's settings; warm: warm-start the product RWR from ``prev``.
+      host: optional CPU sparse products (``parrot_official.host_products``).
 
     Returns:
       (Round, dict of diagnostics: prod_steps, prod_change, column_error, last_change,
       accepted).
     """
     if prev is None:
-        stats = parrot_official.add_anchors(parrot_official.empty_stats(task, g), g,
+        stats = parrot_official.add_anchors(parrot_official.empty_stats(task, graph), graph,
                                             np.flatnonzero(anchors))
         raw = jnp.zeros(tasks.plan_shape(task), jnp.float32)
         y = jnp.zeros(sum(tasks.plan_shape(task)), jnp.float32)
         use_warm = False
     else:
-        stats = parrot_official.add_anchors(prev.stats, g, new_pairs)
+        stats = parrot_official.add_anchors(prev.stats, graph, new_pairs)
         raw, y, use_warm = prev.raw, prev.y, warm
-    c, sol = _solve(task, g, stats, jnp.asarray(anchors), raw, s, use_warm, host)
+    c, sol = _solve(task, graph, stats, jnp.asarray(anchors), raw, settings, use_warm, host)
     diag = {"prod_steps": int(c.prod_steps), "prod_change": float(c.prod_change),
             "column_error": float(sol.column_error), "last_change": float(sol.last_change),
             "accepted": int(sol.accepted)}
     return Round(stats, c.raw, c.cross, sol.plan, y), diag
 
 
-def cold_product_steps(task, g, anchors: np.ndarray, rnd: Round, s,
-                       host=None) -> tuple[int, float]:
+def cold_product_steps(task: tasks.GraphTask, graph: parrot_official.Graphs,
+                       anchors: np.ndarray, rnd: Round, settings: parrot_official.Settings,
+                       host: parrot_official.HostProducts | None = None) -> tuple[int, float]:
     """(product-RWR steps from 0, max |C_cold - C_warm|) for the anchors of ``rnd``: the
     side-by-side measure of what the warm start saves."""
-    c = _cost_only(task, g, rnd.stats, jnp.asarray(anchors), s, host)
+    c = _cost_only(task, graph, rnd.stats, jnp.asarray(anchors), settings, host)
     return int(c.prod_steps), float(jnp.max(jnp.abs(c.cross - rnd.cross)))
 
 
@@ -256,133 +326,155 @@ def tie_aware_metrics(plan, src, tgt, test):
             "mrr_st_random_ties": jnp.sum(w * st) / denom}
 
 
-# ----------------------------------------------------------------------------- checkpoints
-
-
-def code_text(source: str) -> str:
-    """The syntax tree of ``source`` without docstrings, comments or layout (``ast.dump``):
-    what a checkpoint key hashes, so editing documentation does not invalidate a run."""
-    tree = ast.parse(textwrap.dedent(source))
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        if (isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
-                and body and isinstance(body[0], ast.Expr)
-                and isinstance(body[0].value, ast.Constant)
-                and isinstance(body[0].value.value, str)):
-            node.body = body[1:] or [ast.Pass()]
-    return ast.dump(tree)
-
-
-def source_digest() -> str:
-    """SHA-256 of the code (``code_text``) of the modules and functions that compute a round
-    (a checkpoint key part)."""
-    h = hashlib.sha256()
-    for obj in (parrot_official, parrot, adjoint, alignment, baselines, scores, tasks,
-                round_solve, run, _select, _metrics):
-        h.update(code_text(inspect.getsource(obj)).encode())
-    return h.hexdigest()
-
-
-def run_key(data_key: str, s, p: Protocol, strategy: str, seed: int) -> str:
-    """The checkpoint key of one run (data, settings, protocol, strategy, seed, code)."""
-    text = json.dumps([data_key, list(s), list(p), strategy, int(seed), source_digest()])
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def save_checkpoint(path: str, key: str, step: int, anchors, rnd: Round, records) -> None:
-    """Writes one run's state after round ``step`` (atomic rename)."""
-    arrays = {"key": np.asarray(key), "step": np.asarray(step), "anchors": np.asarray(anchors),
-              "records": np.asarray(json.dumps(records)), "raw": np.asarray(rnd.raw),
-              "cross": np.asarray(rnd.cross), "plan": np.asarray(rnd.plan),
-              "y": np.asarray(rnd.y)}
-    for name, v in rnd.stats._asdict().items():
-        arrays[f"stats_{name}"] = np.asarray(v)
-    task_cache.save_npz_atomic(path, arrays)
-
-
-def load_checkpoint(path: str, key: str):
-    """(step, anchors, Round, records) from ``path`` if it holds this ``key``, else None
-    (a warning when a file exists but does not match or cannot be read)."""
-    if not os.path.isfile(path):
-        return None
-    try:
-        with np.load(path) as z:
-            if str(z["key"]) != key:
-                warnings.warn(f"checkpoint {path} belongs to another configuration or code "
-                              "version; starting this run from round 0.", RuntimeWarning,
-                              stacklevel=2)
-                return None
-            stats = parrot_official.PositionStats(
-                **{f: jnp.asarray(z[f"stats_{f}"]) for f in
-                   parrot_official.PositionStats._fields})
-            rnd = Round(stats, jnp.asarray(z["raw"]), jnp.asarray(z["cross"]),
-                        jnp.asarray(z["plan"]), jnp.asarray(z["y"]))
-            return int(z["step"]), z["anchors"].copy(), rnd, json.loads(str(z["records"]))
-    except (OSError, ValueError, KeyError) as e:
-        warnings.warn(f"checkpoint {path} is unreadable ({e}); starting this run from round "
-                      "0.", RuntimeWarning, stacklevel=2)
-        return None
-
-
 # ----------------------------------------------------------------------------- runs
 
 
-def _rss_gb() -> float:
-    """Peak resident memory of this process so far (GB)."""
-    import resource
+class RunState(NamedTuple):
+    """A run after ``step`` rounds: everything ``run`` needs to go on from there.
 
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
+    Attributes:
+      step: rounds done (0: the initial anchors only).
+      anchors: [k] bool, the anchored ground-truth pairs.
+      solve: the Round of those anchors (plan, cost, position sums, product-RWR iterate,
+        the last adjoint CG solution).
+      records: [step + 1] dicts, one per round (round 0 = the initial anchors): the test
+        metrics, the round's times, solver diagnostics and whatever ``measure`` returned.
+    """
+
+    step: int
+    anchors: np.ndarray
+    solve: Round
+    records: list
 
 
-def run(task, g, s, p: Protocol, strategy: str, seed: int, folder: str, data_key: str,
-        round0=None, compare_cold: bool = False, compare_rounds: int | None = None,
-        host=None, log=print) -> list[dict]:
-    """One (strategy, seed) run of the protocol, resumed from its checkpoint when present.
+def _check_state(state: RunState, num_pairs: int, protocol: Protocol) -> None:
+    if not isinstance(state, RunState):
+        raise TypeError(f"`state` must be a wholegraph.RunState (solve_round0 / run), got "
+                        f"{type(state).__name__}.")
+    if not isinstance(state.step, int | np.integer) or not 0 <= state.step <= protocol.rounds:
+        raise ValueError(f"`state.step` must be an int in [0, protocol.rounds="
+                         f"{protocol.rounds}], got {state.step!r}.")
+    if np.shape(state.anchors) != (num_pairs,):
+        raise ValueError(f"`state.anchors` must be [{num_pairs}] (the task's pairs), got "
+                         f"{np.shape(state.anchors)}.")
+    if len(state.records) != state.step + 1:
+        raise ValueError(f"`state.records` must hold step + 1 = {state.step + 1} records, got "
+                         f"{len(state.records)}.")
+
+
+def _measured(measure: Callable[[], dict] | None) -> dict:
+    if measure is None:
+        return {}
+    got = measure()
+    if not isinstance(got, dict):
+        raise TypeError(f"`measure` must return a dict, got {type(got).__name__}.")
+    return got
+
+
+def _check_run_args(task, graph, settings, protocol) -> None:
+    if not isinstance(task, tasks.GraphTask):
+        raise TypeError(f"`task` must be a tasks.GraphTask (datasets.task), got "
+                        f"{type(task).__name__}.")
+    if not isinstance(graph, parrot_official.Graphs):
+        raise TypeError(f"`graph` must be parrot_official.prepare(task, ...), got "
+                        f"{type(graph).__name__}.")
+    check_protocol(protocol)
+    parrot_official.check_settings(settings)
+
+
+def solve_round0(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
+                 settings: parrot_official.Settings, protocol: Protocol, *,
+                 host: parrot_official.HostProducts | None = None,
+                 measure: Callable[[], dict] | None = None) -> RunState:
+    """The state of the initial anchors of ``key`` (round 0; shared by the strategies).
 
     Args:
-      task: the GraphTask (RWR restart = ``s.restart``); g: ``parrot_official.prepare``.
-      s: parrot_official.Settings; p: Protocol; strategy: one of STRATEGIES; seed: int >= 0.
-      folder: checkpoint folder; data_key: the task cache digest (part of the key).
-      round0: optional (anchors, Round, record) of the seed's shared round 0.
-      compare_cold: also time the product RWR from 0 and CG from 0 each round (the
-        warm-start saving, side by side).
-      compare_rounds: compare only in the first this many rounds (None: every round).
+      key: a concrete PRNG key (``initial_anchors``); pass the same key to ``run``.
+      task: the GraphTask (RWR restart = ``settings.restart``).
+      graph: ``parrot_official.prepare(task, adj1, adj2, settings)``.
+      settings: PARROT's settings (``parrot_official.Settings``).
+      protocol: the Protocol.
       host: optional ``parrot_official.HostProducts`` (CPU sparse products).
-      log: callable taking one progress line.
+      measure: optional callable returning a dict merged into the record (the caller's
+        readings, e.g. memory).
 
     Returns:
-      [rounds + 1] records (round 0 = the initial anchors), each with the metrics, the
-      round's times, solver diagnostics and peak memory.
+      RunState with ``step`` 0 and one record (metrics, ``solve_s``, diagnostics).
+    """
+    _check_run_args(task, graph, settings, protocol)
+    anchors = initial_anchors(key, tasks.num_pairs(task), protocol)
+    t0 = time.perf_counter()
+    rnd, diag = round_solve(task, graph, anchors, None, None, settings, False, host)
+    jax.block_until_ready(rnd.plan)
+    t = time.perf_counter() - t0
+    src, tgt = jnp.asarray(task.src), jnp.asarray(task.tgt)
+    mets = {m: float(v) for m, v in _metrics(rnd.plan, src, tgt, jnp.asarray(~anchors)).items()}
+    rec = {"round": 0, "anchors": int(anchors.sum()), "test": int((~anchors).sum()), **mets,
+           **diag, "solve_s": t, "round_s": t, **_measured(measure)}
+    return RunState(0, anchors, rnd, [rec])
+
+
+def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
+        settings: parrot_official.Settings, protocol: Protocol, strategy: str, *,
+        state: RunState | None = None, compare_cold: bool = False,
+        compare_rounds: int | None = None, host: parrot_official.HostProducts | None = None,
+        measure: Callable[[], dict] | None = None,
+        callback: Callable[[RunState], None] | None = None) -> RunState:
+    """One (strategy, key) run of the protocol, from round 0 or from ``state``.
+
+    Args:
+      key: a concrete PRNG key (typed, or a legacy uint32 key): the initial anchors
+        (``initial_anchors``) and round r's "random" scores (``split(key, rounds)[r]``).
+      task: the GraphTask (RWR restart = ``settings.restart``).
+      graph: ``parrot_official.prepare(task, adj1, adj2, settings)``.
+      settings: PARROT's settings (``parrot_official.Settings``).
+      protocol: the Protocol.
+      strategy: one of STRATEGIES.
+      state: the state to go on from: ``solve_round0(key, ...)`` (the round 0 shared by the
+        strategies of a key) or a state a previous ``run`` handed to ``callback`` (resuming
+        after that round); None: ``solve_round0`` here. Its records are copied, not changed.
+      compare_cold: also run the product RWR from 0 and the CG from 0 each round (the
+        warm-start saving, side by side; records ``prod_steps_cold``, ``cost_gap_cold``,
+        ``cg_iterations_cold``).
+      compare_rounds: compare only in the first this many rounds (None: every round).
+      host: optional ``parrot_official.HostProducts`` (CPU sparse products).
+      measure: optional callable returning a dict merged into each round's record (the
+        caller's readings, e.g. memory or load; nothing of the machine is read here).
+      callback: optional callable taking the RunState after each round (the caller's
+        checkpoints and progress lines); an exception it raises stops the run.
+
+    Returns:
+      RunState after ``protocol.rounds`` rounds; ``records`` has rounds + 1 entries, each
+      with the metrics, the round's times (``select_s``, ``solve_s``, ``round_s``) and the
+      solver diagnostics.
+
+    Raises:
+      ValueError / TypeError naming the argument: an unknown ``strategy``, a bad protocol
+      field or budget, a ``key`` that is no PRNG key, a ``state`` of another task.
     """
     validation.check_one_of("strategy", strategy, STRATEGIES)
-    check_protocol(p)
-    parrot_official.check_settings(s)
+    _check_run_args(task, graph, settings, protocol)
+    key = as_key(key)
     k = tasks.num_pairs(task)
-    _, per_round = sizes(k, p)
-    key = run_key(data_key, s, p, strategy, seed)
-    path = os.path.join(folder, f"run-{strategy}-seed{seed}.npz")
-    got = load_checkpoint(path, key)
-    if got is not None:
-        step, anchors, rnd, records = got
-        log(f"  {strategy} seed {seed}: resumed after round {step}")
-    else:
-        if round0 is None:
-            round0 = solve_round0(task, g, s, p, seed, host)
-        anchors, rnd, rec = round0
-        anchors, step, records = anchors.copy(), 0, [dict(rec)]
+    _, per_round = sizes(k, protocol)
+    if state is None:
+        state = solve_round0(key, task, graph, settings, protocol, host=host, measure=measure)
+    _check_state(state, k, protocol)
+    step, anchors, rnd = int(state.step), np.array(state.anchors, bool), state.solve
+    records = [dict(r) for r in state.records]
     src, tgt = jnp.asarray(task.src), jnp.asarray(task.tgt)
     # density's representativeness is an [n1, n1] cosine of the RWR features (~1e12 flops
     # on ACM-DBLP): computed once per run, not once per round
     rep = (_representativeness(jnp.asarray(task.pos1, jnp.float32)) if strategy == "density"
            else jnp.zeros(tasks.plan_shape(task)[0], jnp.float32))
-    keys = jax.random.split(jax.random.PRNGKey(seed), p.rounds)
-    eps = parrot_official.epsilon(s)
-    while step < p.rounds:
+    keys = jax.random.split(key, protocol.rounds)
+    eps = parrot_official.epsilon(settings)
+    sel = dict(strategy=strategy, num=per_round, cg_tol=protocol.cg_tol,
+               cg_maxiter=protocol.cg_maxiter, eps=eps)
+    while step < protocol.rounds:
         t0 = time.perf_counter()
-        sel = dict(strategy=strategy, num=per_round, cg_tol=p.cg_tol, cg_maxiter=p.cg_maxiter,
-                   eps=eps)
         idx, y, cg = _select(keys[step], rnd.plan, rnd.cross, rnd.y, jnp.asarray(anchors), src,
-                             rep, warm_cg=p.warm, **sel)
+                             rep, warm_cg=protocol.warm, **sel)
         idx = np.asarray(idx)
         extra = {}
         compare = compare_cold and (compare_rounds is None or step < compare_rounds)
@@ -393,13 +485,15 @@ def run(task, g, s, p: Protocol, strategy: str, seed: int, folder: str, data_key
         t_select = time.perf_counter() - t0
         picked_correct = float(np.mean(np.asarray(jnp.argmax(rnd.plan[src[idx]], axis=1))
                                        == np.asarray(tgt[idx])))
+        anchors = anchors.copy()
         anchors[idx] = True
         t1 = time.perf_counter()
-        rnd, diag = round_solve(task, g, anchors, rnd._replace(y=y), idx, s, p.warm, host)
+        rnd, diag = round_solve(task, graph, anchors, rnd._replace(y=y), idx, settings,
+                                protocol.warm, host)
         jax.block_until_ready(rnd.plan)
         t_solve = time.perf_counter() - t1
         if compare:
-            steps0, gap = cold_product_steps(task, g, anchors, rnd, s, host)
+            steps0, gap = cold_product_steps(task, graph, anchors, rnd, settings, host)
             extra.update(prod_steps_cold=steps0, cost_gap_cold=gap)
         mets = {m: float(v) for m, v in _metrics(rnd.plan, src, tgt,
                                                   jnp.asarray(~anchors)).items()}
@@ -408,26 +502,9 @@ def run(task, g, s, p: Protocol, strategy: str, seed: int, folder: str, data_key
                **mets, **diag, "cg_iterations": int(cg.iterations),
                "cg_converged": bool(cg.converged), "cg_residual": float(cg.residual),
                "picked_correct": picked_correct, "select_s": t_select, "solve_s": t_solve,
-               "round_s": time.perf_counter() - t0, "peak_rss_gb": _rss_gb(),
-               "load_avg_1min": os.getloadavg()[0], **extra}
-        records.append(rec)
-        save_checkpoint(path, key, step, anchors, rnd, records)
-        log(f"  {strategy} seed {seed} round {step}/{p.rounds}: MRR {rec['mrr']:.4f} "
-            f"({rec['round_s']:.1f} s: select {t_select:.1f}, solve {t_solve:.1f}; "
-            f"product RWR {diag['prod_steps']} steps; CG {rec['cg_iterations']})")
-    return records
-
-
-def solve_round0(task, g, s, p: Protocol, seed: int, host=None):
-    """(anchors, Round, record) of the initial anchors of ``seed`` (shared by strategies)."""
-    anchors = initial_anchors(tasks.num_pairs(task), seed, p)
-    t0 = time.perf_counter()
-    rnd, diag = round_solve(task, g, anchors, None, None, s, False, host)
-    jax.block_until_ready(rnd.plan)
-    t = time.perf_counter() - t0
-    src, tgt = jnp.asarray(task.src), jnp.asarray(task.tgt)
-    mets = {m: float(v) for m, v in _metrics(rnd.plan, src, tgt, jnp.asarray(~anchors)).items()}
-    rec = {"round": 0, "anchors": int(anchors.sum()), "test": int((~anchors).sum()), **mets,
-           **diag, "solve_s": t, "round_s": t, "peak_rss_gb": _rss_gb(),
-           "load_avg_1min": os.getloadavg()[0]}
-    return anchors, rnd, rec
+               "round_s": time.perf_counter() - t0, **_measured(measure), **extra}
+        records = [*records, rec]
+        state = RunState(step, anchors, rnd, records)
+        if callback is not None:
+            callback(state)
+    return state

@@ -5,9 +5,9 @@ The uniform jaxlab API (``jaxlab.core.types.Algorithm``; the key always first)::
     from jaxlab import bco
 
     learner = bco.gradient_variation(bco.ball(16), delta=0.05)   # the main constructor
-    state = learner.init(key, x0)              # bco.State (= BanditState); x0 optional
-    state, info = learner.step(key, state, f)  # bco.Info (= RoundInfo); f: [d] -> []
-    info = bco.run(learner, key, seq, x0)      # every round of a loss sequence, one scan
+    state = learner.init(key, x0)              # bco.State; x0 optional
+    state, info = learner.step(key, state, f)  # bco.Info; f: [d] -> []
+    info = bco.run(key, learner, seq, x0)      # every round of a loss sequence, one scan
 
 Signatures:
   * constructors, all returning ``Algorithm(init, step)``: ``gradient_variation(domain,
@@ -24,7 +24,7 @@ Signatures:
     rule=None, optimistic=True) -> (State, Info)``.
   * ``State``: xhat, hint, sum_var, t (``ensembles.EnsembleState`` for the ensembles).
   * ``Info``: x (played point), loss (charged loss), g (gradient estimate).
-  * ``run(learner, key, seq, x0) -> Info`` with [T] leading axes; ``regret``,
+  * ``run(key, learner, seq, x0) -> Info`` with [T] leading axes; ``regret``,
     ``dynamic_regret``.
   * your own loss family: ``loss_sequence(params, loss, comparator=None, minimiser=None,
     smoothness=None) -> FunctionSeq``, taken by ``run`` / ``regret`` / ``dynamic_regret``.
@@ -35,9 +35,7 @@ Signatures:
 from jaxlab.bco import domains, ensembles, estimators, learners, losses, msmwc, variation
 from jaxlab.bco.domains import Ball, Box, ball, box
 from jaxlab.bco.learners import (
-    BanditState,
     Info,
-    RoundInfo,
     State,
     StepRule,
     agarwal2010,
@@ -53,10 +51,8 @@ from jaxlab.bco.losses import FunctionSeq, loss_sequence
 from jaxlab.bco.run import dynamic_regret, regret, run
 
 __all__ = [
-    "Ball", "BanditState", "Box", "FunctionSeq", "Info", "RoundInfo", "State", "StepRule",
-    "agarwal2010", "loss_sequence",
-    "ball", "box", "domains", "dynamic_regret", "ensembles", "estimators",
-    "gradient_variation", "init", "learners", "losses", "msmwc", "ogd_sqrt_d_step",
-    "one_point_box",
+    "Ball", "Box", "FunctionSeq", "Info", "State", "StepRule", "agarwal2010", "ball", "box",
+    "domains", "dynamic_regret", "ensembles", "estimators", "gradient_variation", "init",
+    "learners", "loss_sequence", "losses", "msmwc", "ogd_sqrt_d_step", "one_point_box",
     "regret", "run", "step", "step_rule", "two_point", "variation",
 ]

@@ -21,6 +21,8 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["Ball", "Box", "ball", "box", "shrunk"]
+
 F32_MAX = float(np.finfo(np.float32).max)
 MAX_DIAMETER = float(np.sqrt(F32_MAX)) / 4.0
 DELTA_RESOLUTION = 16.0 * float(np.finfo(np.float32).eps)

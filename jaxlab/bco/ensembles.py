@@ -56,6 +56,8 @@ from jaxlab.bco.learners import (
 from jaxlab.core import validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
+__all__ = ["EnsembleState", "META", "ensemble", "dynamic_ensemble", "universal_ensemble"]
+
 
 class EnsembleState(NamedTuple):
     """bases: stacked [N] BanditState; cum_loss: [N]; sum_range2: meta-rate accumulator;

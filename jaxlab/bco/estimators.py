@@ -27,6 +27,8 @@ import jax.numpy as jnp
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
+__all__ = ["sphere", "two_point", "coordinate_query", "one_point_box"]
+
 
 def sphere(key: PRNGKey, dim: int) -> Array:
     """A uniform point on the unit sphere S^{dim-1}: [dim]."""

@@ -20,13 +20,13 @@ X_delta = (1 - delta / r) X (arXiv 2602.04761, the round of its algorithm):
     g_t        = bandit estimate of grad f_t around x_t
     xhat_{t+1} = Proj_{X_delta}[xhat_t - eta_t g_t]
 
-    =====================  ============  =======================================
+    ====================== ============  ============================================
     learner                hint M_t      eta_t (convex)
-    =====================  ============  =======================================
+    ====================== ============  ============================================
     ``gradient_variation`` g_{t-1}       D / sqrt(1 + S_t)
     ``ogd_sqrt_d_step``    g_{t-1}       D / sqrt(d (1 + S_t))   (control; see below)
     ``agarwal2010``        0             D / sqrt(1 + S_t)        (AdaGrad-norm OGD)
-    =====================  ============  =======================================
+    ====================== ============  ============================================
 
 with S_t = sum_{s<t} ||g_s - M_s||^2: for the optimistic learners the *non-consecutive*
 variation sum ||g_s - g_{s-1}||^2 of estimates built from independent directions,
@@ -61,7 +61,11 @@ import numpy as np
 
 from jaxlab.bco import domains, estimators
 from jaxlab.core import checked, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
+
+__all__ = ["HINTS", "StepRule", "step_rule", "State", "Info", "PredrawnStep", "two_point",
+    "gradient_variation", "ogd_sqrt_d_step", "agarwal2010", "init", "step", "one_point_box"]
 
 # M_t = 0, g_{t-1}, or an EMA of g (one-point). "previous" is the EMA with beta = 1.
 HINTS = ("none", "previous", "ema")
@@ -101,7 +105,7 @@ def step_rule(scale: float = 1.0, lam: float = 0.0, eta_max: float = float("inf"
       >>> seq = bco.losses.drifting_quadratic(jax.random.key(0), 100, 4, drift=0.01)
       >>> def final_regret(scale):
       ...     learner = bco.two_point(bco.ball(4), 0.05, bco.step_rule(scale))
-      ...     info = bco.run(learner, jax.random.key(1), seq, jnp.zeros(4))
+      ...     info = bco.run(jax.random.key(1), learner, seq, jnp.zeros(4))
       ...     return bco.regret(info, seq, bco.ball(4))[-1]
       >>> jax.jit(jax.vmap(final_regret))(jnp.array([0.5, 1.0, 2.0])).shape
       (3,)
@@ -295,6 +299,7 @@ def init(key: PRNGKey, domain, delta: float, x0: Array | None = None) -> BanditS
     Returns:
       ``BanditState`` before round 1.
     """
+    key = as_key(key)
     return _init(domains.shrunk(domain, delta), domain)(key, x0)
 
 
@@ -317,6 +322,7 @@ def step(key: PRNGKey, state: BanditState, f, domain, delta: float,
     Returns:
       (next ``BanditState``, ``RoundInfo`` of the round).
     """
+    key = as_key(key)
     rule = step_rule(_static(domain.diameter)) if rule is None else rule
     return two_point(domain, delta, rule, optimistic).step(key, state, f)
 

@@ -39,6 +39,12 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
+__all__ = ["QuadraticSeq", "LinearSeq", "LogSumExpSeq", "HuberSeq", "SoftplusQuadraticSeq",
+    "FunctionSeq", "loss_sequence", "num_rounds", "SMOOTH_FAMILIES", "LossSeq", "round_params",
+    "stochastic_family", "fixed_comparator_loss", "drifting_quadratic", "stochastic_quadratic",
+    "switching_quadratic", "drifting_linear", "prefix_comparator_losses", "per_round_minima",
+    "gradient_variation", "path_length"]
+
 
 class QuadraticSeq(NamedTuple):
     """f_t(x) = curvature / 2 ||x - centers[t]||^2. centers: [T, d]; curvature: scalar."""
@@ -142,7 +148,7 @@ def loss_sequence(params, loss: Callable, *, comparator: Callable | None = None,
       ...     minimiser=lambda c, domain: domain.project(c))
       >>> box = bco.box(-jnp.ones(2), jnp.ones(2))
       >>> learner = bco.gradient_variation(box, delta=0.05)
-      >>> info = bco.run(learner, jax.random.key(0), seq, jnp.zeros(2))
+      >>> info = bco.run(jax.random.key(0), learner, seq, jnp.zeros(2))
       >>> info.loss.shape, bco.dynamic_regret(info, seq, box).shape
       ((200,), (200,))
     """

@@ -43,6 +43,9 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["MsMwCState", "init", "play", "update", "run", "adaptive_rates", "capped_rates",
+    "weighted_entropy_step"]
+
 CORRECTION = 32.0  # a_{t,i} = CORRECTION eta_i (l_{t,i} - m_{t,i})^2 (Alg. 1)
 BISECTION_STEPS = 60
 

@@ -16,18 +16,20 @@ import jax.numpy as jnp
 from jaxlab.bco import losses
 from jaxlab.bco.learners import PredrawnStep, RoundInfo
 from jaxlab.core import checked, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 
-def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) -> RoundInfo:
+def run(key: PRNGKey, learner: Algorithm, seq, x0: Array, *,
+        predraw: bool = True) -> RoundInfo:
     """Plays every round of ``seq``; jittable and vmappable over keys / sequences.
 
     Args:
+      key: PRNG key for the exploration directions (typed, or a legacy ``uint32`` key);
+        round t uses the t-th key of ``jax.random.split(key, T)`` (``learner.init`` gets
+        ``key`` and ignores it). For a ``PredrawnStep`` learner and ``predraw=True`` the T
+        directions are drawn in one call before the scan (the same values).
       learner: a bandit learner (``learners`` / ``ensembles`` constructors).
-      key: PRNG key for the exploration directions; round t uses the t-th key of
-        ``jax.random.split(key, T)`` (``learner.init`` gets ``key`` and ignores it). For a
-        ``PredrawnStep`` learner and ``predraw=True`` the T directions are drawn in one
-        call before the scan (the same values).
       predraw: draw all directions up front (``PredrawnStep`` learners only; ignored
         otherwise). Measured on the 2-core CPU at load average ~2.5
         (experiments/bench_bco.py, d = 16, T = 2e4): 1.6-1.8x faster for one run and
@@ -41,9 +43,10 @@ def run(learner: Algorithm, key: PRNGKey, seq, x0: Array, predraw: bool = True) 
       RoundInfo with [T] losses, [T, d] played points and estimates.
 
     Raises:
-      TypeError: ``predraw`` is not a bool.
+      TypeError: ``predraw`` is not a bool, or ``key`` is not a PRNG key.
       ValueError: a bad ``seq`` or ``x0`` (naming it).
     """
+    key = as_key(key)
     if not isinstance(predraw, bool):
         raise TypeError(f"`predraw` must be a bool, got {type(predraw).__name__}.")
     params, f = losses.round_params(seq)

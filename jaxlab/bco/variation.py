@@ -40,6 +40,8 @@ from jaxlab.bco import losses
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 
+__all__ = ["VariationStats", "estimated_variation", "played_gradients", "stats"]
+
 
 class VariationStats(NamedTuple):
     """Scalars of one run (leading batch axes when vmapped).

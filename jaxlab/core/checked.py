@@ -40,6 +40,8 @@ import jax
 from jax.experimental import checkify as _checkify
 from jax.experimental import io_callback as _io_callback
 
+__all__ = ["CheckError", "ENV_VAR", "checks", "enabled", "check", "run", "checkify"]
+
 ENV_VAR = "JAXLAB_CHECKS"
 ERRORS = _checkify.user_checks
 

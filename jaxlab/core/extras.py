@@ -22,6 +22,8 @@ Example:
 import importlib
 import types
 
+__all__ = ["MissingExtraError", "extra_of", "message", "require"]
+
 # top-level module -> (extra, distribution name as pip knows it)
 EXTRAS = {
     "ott": ("ot", "ott-jax"),

@@ -16,6 +16,8 @@ from absl import logging
 from jaxlab.core import validation
 from jaxlab.core.types import PyTree
 
+__all__ = ["ChunkRunner", "run_chunks"]
+
 
 class ChunkRunner(Protocol):
     """``runner(chunk_fn, init_carry, num_chunks, *, desc, unit, units_per_chunk, log_fn)``."""

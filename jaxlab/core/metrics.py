@@ -34,6 +34,9 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array, ArrayLike
 
+__all__ = ["average_ranks", "auroc", "cumulative_regret", "loglog_slope", "mean_and_ci",
+    "bootstrap_ci"]
+
 
 def average_ranks(x: ArrayLike) -> Array:
     """1-based ranks of ``x`` with ties given their average rank (as scipy.stats.rankdata).

@@ -22,6 +22,9 @@ from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
 from jaxlab.core.types import PyTree
 
+__all__ = ["initialize_distributed", "make_mesh", "shard_leading_axis", "is_prng_key", "place",
+    "is_main_process", "sync", "to_host", "shard_batch"]
+
 
 def initialize_distributed(
     coordinator_address: str | None = None,

@@ -32,6 +32,9 @@ import numpy as np
 from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, ArrayLike, PRNGKey
 
+__all__ = ["systematic", "stratified", "multinomial", "residual", "RESAMPLERS", "get_resampler",
+    "normalize_log_weights", "ess"]
+
 
 def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)

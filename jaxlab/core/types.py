@@ -6,6 +6,8 @@ from typing import Any, NamedTuple, TypeAlias
 import jax
 import numpy as np
 
+__all__ = ["Array", "ArrayLike", "PRNGKey", "PyTree", "Scalar", "NDArray", "Algorithm"]
+
 Array: TypeAlias = jax.Array
 ArrayLike: TypeAlias = jax.typing.ArrayLike
 PRNGKey: TypeAlias = jax.Array

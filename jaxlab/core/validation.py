@@ -10,6 +10,11 @@ from collections.abc import Sequence
 import jax
 import numpy as np
 
+__all__ = ["check_shape", "check_ndim", "check_in_range", "concrete_float", "check_positive_int",
+    "check_finite", "check_int_range", "check_floating", "check_min_count", "check_one_of", "Rule",
+    "POSITIVE", "NON_NEGATIVE", "UNIT_CLOSED", "UNIT_OPEN_RIGHT", "UNIT_OPEN", "POSITIVE_INT",
+    "check_fields", "failed_solves"]
+
 
 def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)

@@ -34,6 +34,8 @@ from jaxlab.core import validation as V
 from jaxlab.dllm import decoding, path_smc
 from jaxlab.dllm import tasks as tasks_lib
 
+__all__ = ["GREEDY_DECODERS", "PARTICLE_FAMILIES", "all_decoders", "decoder_selection"]
+
 PARTICLE_BLOCKS = ("coarse", "semi_ar", "one")
 
 TRAIN_RULES = {"steps": V.POSITIVE_INT, "batch_size": V.POSITIVE_INT,

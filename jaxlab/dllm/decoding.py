@@ -68,7 +68,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import checked, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
+
+__all__ = ["Denoiser", "POLICIES", "PROPOSALS", "DecodeState", "DecodeInfo", "DecodeResult",
+    "log_probs", "transfer_schedule", "semi_ar_block", "coarse_block", "policy_scores",
+    "gumbel_top_k", "decode_step", "decoder", "decode", "decode_threshold", "path_log_likelihood"]
 
 Denoiser = Callable[[Array], tuple[Array, Array]]
 POLICIES = ("confidence", "margin", "neg_entropy", "random")
@@ -446,7 +451,7 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
     return Algorithm(init, step)
 
 
-def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,
+def decode(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *,
            mask_id: int, vocab_size: int, policy: str = "confidence", steps: int | None = None,
            block_length: int | None = None, temperature: float = 0.0,
            proposal: str = "tokens", position_temperature: float = 0.0) -> DecodeResult:
@@ -454,10 +459,10 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
     ``jax.random.split(key, steps)`` (jit it with the non-array arguments static).
 
     Args:
+      key: PRNG key (sampling and the random policy; typed, or a legacy ``uint32`` key).
       denoise_fn: tokens [B, L] -> (logits [B, L, V], hidden).
       prompt: [B, P] int.
       gen_length: answer length A.
-      key: PRNG key (sampling and the random policy).
       mask_id, vocab_size: the tokenizer's mask id and vocabulary size.
       policy: one of ``POLICIES``.
       steps: denoising steps (default gen_length: one token per step).
@@ -473,7 +478,9 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
     Raises:
       ValueError: bad arguments (module docstring) and, when run eagerly, non-finite
         logits from ``denoise_fn`` (``DecodeInfo.nonfinite_logits``).
+      TypeError: ``key`` is not a PRNG key.
     """
+    key = as_key(key)
     alg = decoder(denoise_fn, gen_length=gen_length, mask_id=mask_id, vocab_size=vocab_size,
                   policy=policy, steps=steps, block_length=block_length,
                   temperature=temperature, proposal=proposal,
@@ -492,13 +499,27 @@ def decode(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey
     return DecodeResult(state.tokens[:, prompt.shape[1]:], state.path_ll, state.order, nfe)
 
 
-def decode_threshold(denoise_fn: Denoiser, prompt: Array, gen_length: int, *, key: PRNGKey,
+def decode_threshold(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *,
                      mask_id: int, vocab_size: int, threshold: float = 0.9,
                      block_length: int | None = None) -> DecodeResult:
     """Fast-dLLM confidence-threshold decoding: each step commits every masked position of
     the current block whose confidence exceeds ``threshold`` (at least the most confident
     one), so NFE adapts per sequence. Runs a ``lax.while_loop`` until all are unmasked.
+
+    Args:
+      key: PRNG key (typed, or a legacy ``uint32`` key); unused (the decode is greedy), taken
+        so every decoder is called the same way.
+      denoise_fn: tokens [B, L] -> (logits [B, L, V], hidden).
+      prompt: [B, P] int.
+      gen_length: answer length A.
+      mask_id, vocab_size: the tokenizer's mask id and vocabulary size.
+      threshold: confidence in [0, 1] above which a masked position is committed.
+      block_length: semi-AR block length (None: one block).
+
+    Returns:
+      DecodeResult with nfe [B] the passes each sequence took.
     """
+    as_key(key)
     validation.check_in_range("threshold", threshold, 0.0, 1.0)
     block_length = gen_length if block_length in (None, 0) else block_length
     transfer_schedule(gen_length, gen_length // block_length, block_length)  # validates

@@ -23,6 +23,9 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding, path_smc
 
+__all__ = ["ParticleCorrectness", "particle_correctness", "pass_at_n", "pass_at_k",
+    "best_of_n_correct"]
+
 
 class ParticleCorrectness(NamedTuple):
     """N decoded answers per problem, verified.
@@ -38,18 +41,18 @@ class ParticleCorrectness(NamedTuple):
     answer: Array
 
 
-def particle_correctness(denoise_fn: decoding.Denoiser, task, prompt: Array, *, key: PRNGKey,
-                         num_particles: int, temperature: float = 1.0,
+def particle_correctness(key: PRNGKey, denoise_fn: decoding.Denoiser, task, prompt: Array,
+                         *, num_particles: int, temperature: float = 1.0,
                          block_length: int | None = None,
                          policy: str = "confidence") -> ParticleCorrectness:
     """Decodes ``num_particles`` independent answers per problem and verifies each.
 
     Args:
+      key: PRNG key (typed, or a legacy ``uint32`` key).
       denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
       task: any task (``tasks.Task``): ``answer_len``, ``mask_id``, ``vocab_size``,
         ``verify``.
       prompt: [B, task.prompt_len] int32.
-      key: PRNG key.
       num_particles: N >= 1.
       temperature, block_length, policy: the proposal (``decoding.decode``).
 
@@ -64,15 +67,15 @@ def particle_correctness(denoise_fn: decoding.Denoiser, task, prompt: Array, *, 
       ...     return (jnp.zeros((*tokens.shape, task.vocab_size)),
       ...             jnp.zeros((*tokens.shape, 8)))
       >>> prompt, _ = task.sample(jax.random.key(0), 3)
-      >>> pc = evaluation.particle_correctness(uniform, task, prompt,
-      ...                                      key=jax.random.key(1), num_particles=4)
+      >>> pc = evaluation.particle_correctness(jax.random.key(1), uniform, task, prompt,
+      ...                                      num_particles=4)
       >>> pc.correct.shape, pc.answer.shape
       ((3, 4), (3, 4, 3))
     """
     validation.check_shape("prompt", prompt, (None, task.prompt_len))
     b, n, a = np.shape(prompt)[0], int(num_particles), task.answer_len
     state, _ = path_smc.run_particles(
-        denoise_fn, prompt, a, key=key, mask_id=task.mask_id, vocab_size=task.vocab_size,
+        key, denoise_fn, prompt, a, mask_id=task.mask_id, vocab_size=task.vocab_size,
         num_particles=n, value_fn=None, resample=False, temperature=temperature,
         block_length=block_length, policy=policy)
     answer = state.decode.tokens[:, -a:]

@@ -28,6 +28,8 @@ from flax import nnx
 
 from jaxlab.dllm import model as model_lib
 
+__all__ = ["load_params", "save_params"]
+
 _PREFIX = "model.transformer."
 _BLOCK_LINEARS = ("q_proj", "k_proj", "v_proj", "attn_out", "ff_proj", "up_proj", "ff_out")
 

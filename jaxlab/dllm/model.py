@@ -35,6 +35,8 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array
 from pallas_kernels.sale.reference import BlockSizes
 
+__all__ = ["LLaDAConfig", "RMSNorm", "rope", "Block", "LLaDA", "init", "apply", "abstract"]
+
 
 @dataclasses.dataclass(frozen=True)
 class LLaDAConfig:
@@ -225,7 +227,7 @@ class LLaDA(nnx.Module):
         return logits.astype(jnp.float32), hidden
 
 
-def init(cfg: LLaDAConfig, seed: int = 0) -> tuple[nnx.GraphDef, nnx.State]:
+def init(cfg: LLaDAConfig, *, seed: int = 0) -> tuple[nnx.GraphDef, nnx.State]:
     """A freshly initialised model as (graphdef, params)."""
     return nnx.split(LLaDA(cfg, rngs=nnx.Rngs(seed)))
 

@@ -95,7 +95,8 @@ API (``jaxlab.core.types.Algorithm``; the key always first):
 * ``step(key, state, denoise_fn, *, gen_length, mask_id, ...) -> (State, Info)``: steps
   1-4 above for every particle; ``steps`` calls finish the decode (the step index is read
   off the state, ``decoding.steps_done``);
-* ``run_particles`` is ``lax.scan`` of ``step`` over ``jax.random.split(key, steps)``;
+* ``run_particles(key, denoise_fn, prompt, gen_length, ...)`` is ``lax.scan`` of ``step``
+  over ``jax.random.split(key, steps)``;
   ``smc_decode`` = ``run_particles`` + ``best_particle``; ``best_of_n`` without resampling.
 
 Checks: eagerly at the Python boundary (``smc`` and its ``init``, hence ``run_particles``,
@@ -125,9 +126,13 @@ import numpy as np
 
 from jaxlab.core import checked, validation
 from jaxlab.core import smc as smc_lib
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
+
+__all__ = ["ValueFn", "RESAMPLERS", "SCHEDULES", "SELECTIONS", "State", "Info", "init", "step",
+    "smc", "run_particles", "best_particle", "smc_decode", "best_of_n"]
 
 # value_fn(hidden [M, L, D], tokens [M, L]) -> [M] predicted remaining Path LL.
 ValueFn = Callable[[Array, Array], Array]
@@ -266,6 +271,7 @@ def resample_step(key: PRNGKey, state: State, logits: Array, *, ess_threshold: f
 def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
          mask_id: int) -> State:
     """N all-mask particles per problem of ``prompt`` [B, P], zero log weights and value."""
+    as_key(key)  # checked; nothing is drawn here
     del key
     validation.check_ndim("prompt", prompt, 2)
     b = prompt.shape[0]
@@ -288,6 +294,7 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
       (State, Info [B] of this step). After the last of the ``steps`` steps the twist is
       removed: log w -= weight_scale * V and V = 0.
     """
+    key = as_key(key)
     b, n = state.log_weights.shape
     steps, block_length, schedule, blocks = decoding.step_plan(gen_length, steps, block_length)
     t = decoding.steps_done(state.decode.order)
@@ -398,17 +405,28 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
     return Algorithm(init_fn, step_fn)
 
 
-def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-                  key: PRNGKey, mask_id: int, vocab_size: int, num_particles: int,
-                  steps: int | None = None, **settings) -> tuple[State, Info]:
+def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
+                  gen_length: int, *, mask_id: int, vocab_size: int, num_particles: int,
+                  steps: int | None = None, value_fn: ValueFn | None = None,
+                  resample: bool = True, policy: str = "confidence",
+                  block_length: int | None = None, temperature: float = 1.0,
+                  ess_threshold: float = 0.5, resampler: str = "multinomial",
+                  weight_scale: float = 1.0, resample_schedule: str = "every_step",
+                  resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
+                  position_temperature: float = 1.0,
+                  greedy_reference: bool = False) -> tuple[State, Info]:
     """``smc(...)`` run to the end: ``lax.scan`` of its ``step`` over the keys
     ``jax.random.split(key, steps)``.
 
     Args:
-      denoise_fn, gen_length, mask_id, vocab_size, num_particles, steps, **settings: as in
-        ``smc``.
+      key: PRNG key (typed, or a legacy ``uint32`` key).
+      denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
       prompt: [B, P].
-      key: PRNG key.
+      gen_length: as in ``smc``, and so are ``mask_id``, ``vocab_size``,
+        ``num_particles``, ``steps``, ``value_fn``, ``resample``, ``policy``,
+        ``block_length``, ``temperature``, ``ess_threshold``, ``resampler``,
+        ``weight_scale``, ``resample_schedule``, ``resample_fractions``, ``proposal``,
+        ``position_temperature`` and ``greedy_reference``.
 
     Returns:
       (final State: all B * N particles and their log weights, the last twist removed
@@ -417,9 +435,16 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
     Raises:
       ValueError: for bad arguments (module docstring) and, when run eagerly, when a step
         produced non-finite log weights (``Info.nonfinite_weights``).
+      TypeError: ``key`` is not a PRNG key.
     """
+    key = as_key(key)
     alg = smc(denoise_fn, gen_length=gen_length, num_particles=num_particles, mask_id=mask_id,
-              vocab_size=vocab_size, steps=steps, **settings)
+              vocab_size=vocab_size, value_fn=value_fn, resample=resample, policy=policy,
+              steps=steps, block_length=block_length, temperature=temperature,
+              ess_threshold=ess_threshold, resampler=resampler, weight_scale=weight_scale,
+              resample_schedule=resample_schedule, resample_fractions=resample_fractions,
+              proposal=proposal, position_temperature=position_temperature,
+              greedy_reference=greedy_reference)
     steps = gen_length if steps is None else steps
     state = alg.init(key, prompt)
 
@@ -464,18 +489,46 @@ def best_particle(state: State, num_steps: int, select: str = "path_ll") -> Deco
                         jnp.full(b, num_steps * n, jnp.int32))
 
 
-def smc_decode(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-               num_particles: int, steps: int | None = None, select: str = "path_ll",
-               **kwargs) -> tuple[DecodeResult, Info]:
+def smc_decode(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
+               gen_length: int, *, mask_id: int, vocab_size: int, num_particles: int,
+               steps: int | None = None, select: str = "path_ll",
+               value_fn: ValueFn | None = None, resample: bool = True,
+               policy: str = "confidence", block_length: int | None = None,
+               temperature: float = 1.0, ess_threshold: float = 0.5,
+               resampler: str = "multinomial", weight_scale: float = 1.0,
+               resample_schedule: str = "every_step",
+               resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
+               position_temperature: float = 1.0,
+               greedy_reference: bool = False) -> tuple[DecodeResult, Info]:
     """``run_particles`` then each problem's output particle (``best_particle``: by Path LL
     or, ``select="weight"``, by final log weight).
+
+    Args:
+      key: PRNG key (typed, or a legacy ``uint32`` key).
+      denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
+      prompt: [B, P] int.
+      gen_length: answer length A.
+      mask_id, vocab_size: the tokenizer's mask id and vocabulary size.
+      num_particles: N >= 1.
+      steps: denoising steps (default ``gen_length``).
+      select: one of ``SELECTIONS``.
+      value_fn: as in ``smc``, and so are ``resample``, ``policy``, ``block_length``,
+        ``temperature``, ``ess_threshold``, ``resampler``, ``weight_scale``,
+        ``resample_schedule``, ``resample_fractions``, ``proposal``,
+        ``position_temperature`` and ``greedy_reference``.
 
     Returns:
       (DecodeResult [B] with nfe = steps * N; Info stacked over steps).
     """
     check_select(select)
-    state, info = run_particles(denoise_fn, prompt, gen_length, num_particles=num_particles,
-                                steps=steps, **kwargs)
+    state, info = run_particles(
+        key, denoise_fn, prompt, gen_length, mask_id=mask_id, vocab_size=vocab_size,
+        num_particles=num_particles, steps=steps, value_fn=value_fn, resample=resample,
+        policy=policy, block_length=block_length, temperature=temperature,
+        ess_threshold=ess_threshold, resampler=resampler, weight_scale=weight_scale,
+        resample_schedule=resample_schedule, resample_fractions=resample_fractions,
+        proposal=proposal, position_temperature=position_temperature,
+        greedy_reference=greedy_reference)
     return best_particle(state, gen_length if steps is None else steps, select), info
 
 

@@ -28,8 +28,12 @@ import optax
 from flax import nnx
 
 from jaxlab.core import loops, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
+
+__all__ = ["ValueHead", "HeadState", "Rollouts", "init", "make_value_fn", "collect_rollouts",
+    "collect_sibling_rollouts", "sibling_loss", "fit", "evaluate"]
 
 
 class ValueHead(nnx.Module):
@@ -57,7 +61,7 @@ class ValueHead(nnx.Module):
         return jnp.sum(per_pos * masked, axis=1)
 
 
-def init(d_model: int, hidden: int = 64, seed: int = 0):
+def init(d_model: int, hidden: int = 64, *, seed: int = 0):
     """(graphdef, params) of a fresh ValueHead."""
     return nnx.split(ValueHead(d_model, hidden, rngs=nnx.Rngs(seed)))
 
@@ -87,22 +91,23 @@ class Rollouts(NamedTuple):
     remaining: Array
 
 
-def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+def collect_rollouts(key: PRNGKey, denoise_fn, prompt: Array, gen_length: int, *,
                      mask_id: int, policy: str = "confidence", temperature: float = 1.0,
                      block_length: int | None = None, proposal: str = "tokens",
                      position_temperature: float = 1.0) -> Rollouts:
     """Sampled one-token-per-step rollouts of the SMC proposal from ``prompt`` [R, P].
 
     Args:
+      key: PRNG key (typed, or a legacy ``uint32`` key).
       denoise_fn, gen_length, mask_id: as in ``decoding.decode``.
       prompt: [R, P] prompts, one rollout each.
-      key: PRNG key.
       policy, temperature, block_length, proposal, position_temperature: the proposal
         (``decoding.decode_step``); train the head on the proposal the decoder will use.
 
     Returns:
       Rollouts with R * gen_length rows (rollout-major).
     """
+    key = as_key(key)
     decoding.check_policy(policy)
     decoding.check_temperature(temperature)
     decoding.check_proposal(proposal, position_temperature)
@@ -113,13 +118,13 @@ def collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
     decoding.check_prompt(prompt, vocab_size, mask_id)
-    return _collect_rollouts(denoise_fn, prompt, gen_length, key, mask_id=mask_id,
+    return _collect_rollouts(key, denoise_fn, prompt, gen_length, mask_id=mask_id,
                              policy=policy, temperature=float(temperature),
                              block_length=block_length or gen_length, proposal=proposal,
                              position_temperature=float(position_temperature))
 
 
-def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+def collect_sibling_rollouts(key: PRNGKey, denoise_fn, prompt: Array, gen_length: int, *,
                              siblings: int, mask_id: int, policy: str = "confidence",
                              temperature: float = 1.0, **proposal) -> Rollouts:
     """``siblings`` rollouts of every prompt of ``prompt`` [R, P]: rollout ``r * siblings +
@@ -127,7 +132,7 @@ def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PR
     ``fit(..., siblings=siblings)`` reads."""
     validation.check_positive_int("siblings", siblings)
     validation.check_ndim("prompt", prompt, 2)
-    return collect_rollouts(denoise_fn, jnp.repeat(prompt, siblings, axis=0), gen_length, key,
+    return collect_rollouts(key, denoise_fn, jnp.repeat(prompt, siblings, axis=0), gen_length,
                             mask_id=mask_id, policy=policy, temperature=temperature,
                             **proposal)
 
@@ -135,7 +140,7 @@ def collect_sibling_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PR
 @functools.partial(jax.jit, static_argnames=("denoise_fn", "gen_length", "mask_id", "policy",
                                              "temperature", "block_length", "proposal",
                                              "position_temperature"))
-def _collect_rollouts(denoise_fn, prompt: Array, gen_length: int, key: PRNGKey, *,
+def _collect_rollouts(key: PRNGKey, denoise_fn, prompt: Array, gen_length: int, *,
                       mask_id: int, policy: str, temperature: float, block_length: int,
                       proposal: str, position_temperature: float) -> Rollouts:
     prompt_len = prompt.shape[1]
@@ -234,7 +239,7 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
     _check_rollouts(rollouts)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
-    graphdef, params = init(rollouts.hidden.shape[-1], hidden, seed)
+    graphdef, params = init(rollouts.hidden.shape[-1], hidden, seed=seed)
     opt = optax.chain(optax.clip_by_global_norm(1.0),
                       optax.adamw(optax.cosine_decay_schedule(lr, steps), weight_decay=1e-4))
     total = rollouts.remaining.shape[0]

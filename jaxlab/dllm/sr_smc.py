@@ -42,8 +42,9 @@ API (``jaxlab.core.types.Algorithm``; the key first):
 * ``sr_smc(denoise_fn, *, gen_length, num_particles, mask_id, block_length, ...)`` checks
   and binds the settings; ``init(key, prompt [B, P]) -> State``; ``step(key, state) ->
   (State, Info)`` decodes one block; ``gen_length / block_length`` steps finish.
-* ``sr_smc_decode(...) -> (DecodeResult, Info)`` is the ``lax.scan`` over blocks plus the
-  best particle; raises on non-finite weights when run eagerly.
+* ``sr_smc_decode(key, denoise_fn, prompt, gen_length, ...) -> (DecodeResult, Info)`` is
+  the ``lax.scan`` over blocks plus the best particle; raises on non-finite weights when
+  run eagerly.
 
 Checks (eager, in ``sr_smc`` and its ``init``): ``prompt`` 2-D integer ids in
 [0, vocab_size) without the mask id; ``num_particles`` a positive int; ``block_length`` a
@@ -63,9 +64,13 @@ import numpy as np
 
 from jaxlab.core import smc as smc_lib
 from jaxlab.core import validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding, path_smc
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
+
+__all__ = ["State", "Info", "init", "step", "sr_smc", "best_particle", "run_particles",
+    "sr_smc_decode"]
 
 
 class State(NamedTuple):
@@ -99,6 +104,7 @@ class Info(NamedTuple):
 def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
          mask_id: int) -> State:
     """N all-mask particles per problem of ``prompt`` [B, P], zero log weights."""
+    as_key(key)  # checked; nothing is drawn here
     del key
     validation.check_ndim("prompt", prompt, 2)
     b = prompt.shape[0]
@@ -130,6 +136,7 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
     Returns:
       (State, Info [B] of this block); see the module docstring.
     """
+    key = as_key(key)
     b, n = state.log_weights.shape
     prompt_len = state.decode.tokens.shape[1] - gen_length
     per_block = 0
@@ -247,19 +254,33 @@ def best_particle(state: State) -> DecodeResult:
     return path_smc.best_particle(state, 0)
 
 
-def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-                  key: PRNGKey, mask_id: int, num_particles: int, block_length: int,
-                  **settings) -> tuple[State, Info]:
+def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
+                  gen_length: int, *, mask_id: int, num_particles: int, block_length: int,
+                  vocab_size: int | None = None, steps: int | None = None,
+                  threshold: float | None = 0.9, temperature: float = 1.0,
+                  ess_threshold: float = 0.5) -> tuple[State, Info]:
     """``sr_smc(...)`` over every block (``lax.scan`` over ``jax.random.split(key, blocks)``).
+
+    Args:
+      key: PRNG key (typed, or a legacy ``uint32`` key).
+      denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
+      prompt: [B, P] int.
+      gen_length: as in ``sr_smc``, and so are ``mask_id``, ``num_particles``,
+        ``block_length``, ``vocab_size``, ``steps``, ``threshold``, ``temperature`` and
+        ``ess_threshold``.
 
     Returns:
       (final State of all B * N particles, Info stacked over blocks [blocks, B, ...]).
 
     Raises:
       ValueError: for bad arguments and, eagerly, for non-finite log weights.
+      TypeError: ``key`` is not a PRNG key.
     """
+    key = as_key(key)
     alg = sr_smc(denoise_fn, gen_length=gen_length, num_particles=num_particles,
-                 mask_id=mask_id, block_length=block_length, **settings)
+                 mask_id=mask_id, block_length=block_length, vocab_size=vocab_size,
+                 steps=steps, threshold=threshold, temperature=temperature,
+                 ess_threshold=ess_threshold)
     state = alg.init(key, prompt)
     blocks = gen_length // block_length
     state, info = jax.lax.scan(lambda s, k: alg.step(k, s), state, jax.random.split(key, blocks))
@@ -272,15 +293,25 @@ def run_particles(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
     return state, info
 
 
-def sr_smc_decode(denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int, *,
-                  num_particles: int, **kwargs) -> tuple[DecodeResult, Info]:
+def sr_smc_decode(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
+                  gen_length: int, *, mask_id: int, num_particles: int, block_length: int,
+                  vocab_size: int | None = None, steps: int | None = None,
+                  threshold: float | None = 0.9, temperature: float = 1.0,
+                  ess_threshold: float = 0.5) -> tuple[DecodeResult, Info]:
     """``run_particles`` then each problem's highest-Path-LL particle.
+
+    Args:
+      key: as in ``run_particles``, and so are ``denoise_fn``, ``prompt``, ``gen_length``,
+        ``mask_id``, ``num_particles``, ``block_length``, ``vocab_size``, ``steps``,
+        ``threshold``, ``temperature`` and ``ess_threshold``.
 
     Returns:
       (DecodeResult [B] with nfe = batched passes x N, jaxlab's per-particle convention;
        Info stacked over blocks: ``info.passes.sum(0)`` is the official batched count).
     """
-    state, info = run_particles(denoise_fn, prompt, gen_length, num_particles=num_particles,
-                                **kwargs)
+    state, info = run_particles(
+        key, denoise_fn, prompt, gen_length, mask_id=mask_id, num_particles=num_particles,
+        block_length=block_length, vocab_size=vocab_size, steps=steps, threshold=threshold,
+        temperature=temperature, ess_threshold=ess_threshold)
     res = best_particle(state)
     return res._replace(nfe=jnp.sum(info.passes, axis=0) * num_particles), info

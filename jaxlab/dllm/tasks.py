@@ -49,6 +49,10 @@ import numpy as np
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
 
+__all__ = ["check_task", "Task", "Sudoku4", "Countdown", "StarGraph", "Addition", "BASE_TASKS",
+    "HARD_VARIANTS", "TASKS", "TASK_FIELDS", "sudoku4_solutions", "register_task",
+    "register_refs", "unregister_task", "task_names", "make_task"]
+
 
 def _check_verify_shapes(task, prompt, answer) -> None:
     validation.check_shape("prompt", prompt, (None, task.prompt_len))

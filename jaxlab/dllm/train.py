@@ -28,6 +28,9 @@ from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import model as model_lib
 
+__all__ = ["DenoiserTrainState", "mask_answers", "diffusion_loss", "make_train_step",
+    "make_optimizer", "evaluate_loss", "train"]
+
 
 class DenoiserTrainState(NamedTuple):
     """Carry of ``train``: params, optimizer state, data key, step, per-chunk losses."""
@@ -112,8 +115,8 @@ def make_optimizer(lr: float, steps: int, warmup: int = 100, weight_decay: float
                        optax.adamw(schedule, b2=0.98, weight_decay=weight_decay))
 
 
-@functools.partial(jax.jit, static_argnums=(0, 1, 3, 4))
-def evaluate_loss(task, graphdef, params, batch_size: int, seed: int) -> Array:
+@functools.partial(jax.jit, static_argnums=(0, 1, 3), static_argnames=("seed",))
+def evaluate_loss(task, graphdef, params, batch_size: int, *, seed: int) -> Array:
     """Held-out diffusion loss on fresh problems (a fixed key per ``seed``)."""
     k_data, k_mask = jax.random.split(jax.random.key(seed + 10_000))
     prompt, answer = task.sample(k_data, batch_size)
@@ -146,7 +149,7 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
     validation.check_finite("lr", lr)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
-    graphdef, params = model_lib.init(cfg, seed)
+    graphdef, params = model_lib.init(cfg, seed=seed)
     optimizer = make_optimizer(lr, steps)
     state = DenoiserTrainState(params, optimizer.init(params), jax.random.key(seed),
                                jnp.int32(0), jnp.zeros(num_chunks), jnp.zeros(num_chunks))
@@ -158,7 +161,7 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
         for _ in range(per_chunk):
             st, loss = step_fn(st)
             total += loss
-        ev = evaluate_loss(task, graphdef, st.params, 512, 0)
+        ev = evaluate_loss(task, graphdef, st.params, 512, seed=0)
         return st._replace(losses=st.losses.at[i].set(total / per_chunk),
                            eval_losses=st.eval_losses.at[i].set(ev))
 

@@ -47,8 +47,13 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.gepc import residual, schedule, scoring
+
+__all__ = ["score_norm", "msma_features", "msma_times", "DIFFPATH_FEATURES", "diffpath_features",
+    "ddim_inversion_eps", "denoising_error_map", "METHODS", "METHOD_FEATURES", "METHOD_LABELS",
+    "Fitted", "fit", "score"]
 
 
 def _check_x0(x0):
@@ -77,8 +82,21 @@ def _finite_output(out, name: str = "eps_fn"):
     return out
 
 
-def score_norm(eps_fn, x0: Array, key: PRNGKey, t: float = 0.01, num_noise: int = 1) -> Array:
-    """[B] mean ||s(x_t)|| at time t in (0, 1], over ``num_noise`` >= 1 noise draws."""
+def score_norm(key: PRNGKey, eps_fn, x0: Array, *, t: float = 0.01,
+               num_noise: int = 1) -> Array:
+    """[B] mean ||s(x_t)|| at time t in (0, 1], over ``num_noise`` >= 1 noise draws.
+
+    Args:
+      key: PRNG key of the noise draws (typed, or a legacy ``uint32`` key).
+      eps_fn: (x [B, H, W, C], t [B]) -> predicted noise [B, H, W, C].
+      x0: [B, H, W, C] clean images.
+      t: diffusion time in (0, 1].
+      num_noise: noise draws averaged, >= 1.
+
+    Returns:
+      [B] mean score norm.
+    """
+    key = as_key(key)
     _check_x0(x0)
     validation.check_in_range("t", t, 0.0, 1.0, low_inclusive=False)
     validation.check_positive_int("num_noise", num_noise)
@@ -197,8 +215,19 @@ def _diffpath_features(eps_fn, x0, num_steps, t0):
                       jnp.sum(deps, ax), jnp.sum(deps**2, ax), jnp.sum(deps**3, ax)], 1)
 
 
-def denoising_error_map(eps_fn, x0: Array, key: PRNGKey, ts) -> Array:
-    """[B, T, H, W] channel-mean (x0_hat - x0)^2 at each time of ``ts`` in (0, 1]."""
+def denoising_error_map(key: PRNGKey, eps_fn, x0: Array, ts) -> Array:
+    """[B, T, H, W] channel-mean (x0_hat - x0)^2 at each time of ``ts`` in (0, 1].
+
+    Args:
+      key: PRNG key of the forward noise (typed, or a legacy ``uint32`` key).
+      eps_fn: (x [B, H, W, C], t [B]) -> predicted noise [B, H, W, C].
+      x0: [B, H, W, C] clean images.
+      ts: [T] diffusion times in (0, 1].
+
+    Returns:
+      [B, T, H, W] per-pixel denoising error.
+    """
+    key = as_key(key)
     _check_x0(x0)
     validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
     return _denoising_error_map(eps_fn, x0, key, jnp.atleast_1d(jnp.asarray(ts, jnp.float32)))

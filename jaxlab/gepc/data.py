@@ -30,6 +30,9 @@ import numpy as np
 
 from jaxlab.core import extras, validation
 
+__all__ = ["Split", "stratified_split", "mnist", "sklearn_digits", "image_patches", "clutter",
+    "shapes", "embed_targets", "faces", "uniform_noise"]
+
 
 class Split(NamedTuple):
     """Index arrays into the source images (each shuffled): ``train`` (score model),
@@ -43,7 +46,7 @@ class Split(NamedTuple):
 
 
 def stratified_split(labels, id_classes, train_per_class: int, cal_per_class: int,
-                     test_per_class: int, num_heldout: int, seed: int = 0) -> Split:
+                     test_per_class: int, num_heldout: int, *, seed: int = 0) -> Split:
     """Disjoint, stratified, shuffled ID splits and a stratified held-out-class sample.
 
     Args:
@@ -128,7 +131,7 @@ def sklearn_digits(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
 
 
 def image_patches(names=("brick", "grass", "gravel"), num: int = 500, size: int = 16,
-                  patch: int = 48, seed: int = 0) -> np.ndarray:
+                  patch: int = 48, *, seed: int = 0) -> np.ndarray:
     """Random grayscale crops of scikit-image images, resized: [num, size, size, 1]."""
     extras.require("skimage")
     import skimage.data as skd
@@ -162,7 +165,7 @@ def _dihedral(x: np.ndarray, k: int, flip: bool) -> np.ndarray:
     return np.flip(x, 1) if flip else x
 
 
-def clutter(num: int, size: int = 16, seed: int = 0) -> np.ndarray:
+def clutter(num: int, size: int = 16, *, seed: int = 0) -> np.ndarray:
     """G-invariant clutter [num, size, size, 1] in [-1, 1]: half crops of the scikit-image
     textures grass / gravel, half Gaussian noise smoothed at a random isotropic scale, each
     under a random element of the dihedral group D4 and a random circular shift (so the
@@ -189,7 +192,7 @@ def clutter(num: int, size: int = 16, seed: int = 0) -> np.ndarray:
     return np.stack(out)[..., None].astype(np.float32)
 
 
-def shapes(num: int, size: int = 6, seed: int = 0) -> np.ndarray:
+def shapes(num: int, size: int = 6, *, seed: int = 0) -> np.ndarray:
     """[num, size, size] binary shapes in {0, 1}: filled squares, disks, crosses, rings."""
     validation.check_positive_int("num", num)
     validation.check_positive_int("size", size)
@@ -202,7 +205,7 @@ def shapes(num: int, size: int = 6, seed: int = 0) -> np.ndarray:
     return np.stack([kinds[int(rng.integers(len(kinds)))] for _ in range(num)])
 
 
-def embed_targets(images: np.ndarray, targets: np.ndarray, strength: float = 1.0,
+def embed_targets(images: np.ndarray, targets: np.ndarray, strength: float = 1.0, *,
                   seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Pastes one target per image at a random position (fully inside the image).
 
@@ -245,7 +248,7 @@ def faces(size: int = 16) -> np.ndarray:
     return _resize(np.asarray(skd.lfw_subset(), np.float64), size)
 
 
-def uniform_noise(num: int, size: int = 16, seed: int = 0) -> np.ndarray:
+def uniform_noise(num: int, size: int = 16, *, seed: int = 0) -> np.ndarray:
     """[num, size, size, 1] uniform noise in [-1, 1]."""
     validation.check_positive_int("num", num)
     validation.check_positive_int("size", size)

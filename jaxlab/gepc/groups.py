@@ -15,6 +15,8 @@ import jax.numpy as jnp
 
 from jaxlab.core.types import Array
 
+__all__ = ["GroupElement", "ELEMENTS", "DEFAULT_GROUP", "register", "get"]
+
 
 class GroupElement(NamedTuple):
     """forward(x) = g x; inverse(x) = g^-1 x; needs_square: only defined for H == W."""

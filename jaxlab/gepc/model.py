@@ -13,6 +13,8 @@ that is the natural point to move this module to nnx. Callers only see
 import flax.linen as nn
 import jax.numpy as jnp
 
+__all__ = ["timestep_embedding", "ResBlock", "UNet"]
+
 
 def timestep_embedding(t, dim: int):
     """Sinusoidal embedding of continuous t in [0, 1]: [B] -> [B, dim]."""

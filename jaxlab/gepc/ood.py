@@ -34,8 +34,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import metrics, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.gepc import groups, residual, schedule, scoring
+
+__all__ = ["SQRT_ABARS", "SCORERS", "State", "Info", "init", "step", "detector", "AurocCI",
+    "auroc_with_ci"]
 
 #: sqrt(abar) of the candidate times in the public code.
 SQRT_ABARS = (0.99997, 0.9999, 0.9979, 0.9969)
@@ -118,9 +122,10 @@ def init(key: PRNGKey, x_fit: Array, score_fn: residual.ScoreFn, *, ts,
     Returns:
       State.
     """
+    key = as_key(key)
     features = _check_scorer(scorer, features, log_features)
     _check_images("x_fit", x_fit)
-    r, f = residual.consistency_features(score_fn, x_fit, key, ts, group, rho)
+    r, f = residual.consistency_features(key, score_fn, x_fit, ts, group=group, rho=rho)
     if scorer == "per_element":
         return State(*scoring.fit(r, num_t, log_features)[:4])
     return State(*scoring.fit_official(_scorer_input(r, f, scorer, features), num_t,
@@ -138,9 +143,10 @@ def step(key: PRNGKey, state: State, x: Array, score_fn: residual.ScoreFn, *, ts
     Returns:
       (``state`` unchanged, Info(scores [B], residuals [B, T, G], features [B, T, 3])).
     """
+    key = as_key(key)
     features = _check_scorer(scorer, features, log_features)
     _check_images("x", x)
-    r, f = residual.consistency_features(score_fn, x, key, ts, group, rho)
+    r, f = residual.consistency_features(key, score_fn, x, ts, group=group, rho=rho)
     sc = scoring.KDEScorer(*state, log_features)
     return state, Info(scoring.score(sc, _scorer_input(r, f, scorer, features)), r, f)
 

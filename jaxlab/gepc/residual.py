@@ -12,11 +12,13 @@ channel-mean of the ratio *before* pooling, averaged over g.
 ``consistency_features`` also returns the public code's per-t features
 (RouzAY/gepc-diffusion, ``gepc/methods/gepc.py::_gepc_at_t``), each averaged over the
 group *with the identity included* (n_G = |G| + 1 unless ``"id"`` is named):
+
   * ``gepc_s``      = (1 / n_G) sum_g r_g (the identity's r is exactly 0);
   * ``gepc_s_cos``  = (1 / n_G) sum_g (1 - cos(g^-1 s(g x_t), s(x_t))), cosine over all
     pixels and channels with norms clamped at 1e-6;
   * ``gepc_s_pair`` = mean over pairs i < j of the n_G back-transformed scores of
     P[(s_i - s_j)^2] / (P[s(x_t)^2] + 1e-8).
+
 Same forward noise and the same (1 + |G|) score evaluations per t as the residuals.
 
 Blind spot (exact, any score function): for a self-inverse g (hflip, vflip, rot180) and
@@ -40,8 +42,12 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.gepc import groups, schedule
+
+__all__ = ["ScoreFn", "top_rho_pool", "score_from_eps", "OFFICIAL_FEATURES",
+    "consistency_features", "gepc_residuals"]
 
 ScoreFn = Callable[[Array, Array], Array]  # (x [B, H, W, C], t [B]) -> score [B, H, W, C]
 
@@ -96,7 +102,7 @@ def _check_outputs(*arrays) -> None:
 OFFICIAL_FEATURES = ("gepc_s", "gepc_s_cos", "gepc_s_pair")
 
 
-def consistency_features(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts,
+def consistency_features(key: PRNGKey, score_fn: ScoreFn, x0: Array, ts, *,
                          group=groups.DEFAULT_GROUP, rho: float = 0.3,
                          with_maps: bool = False):
     """Per-element residuals and the public code's per-t features in one pass.
@@ -107,6 +113,7 @@ def consistency_features(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts,
       (residuals [B, T, G], features [B, T, 3]) with the feature columns
       ``OFFICIAL_FEATURES`` (module docstring), and maps [B, T, H, W] when ``with_maps``.
     """
+    key = as_key(key)
     ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
     _check(x0, ts, rho)
     elems = groups.get(group, x0.shape)
@@ -118,14 +125,16 @@ def consistency_features(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts,
     return (r, f, maps) if with_maps else (r, f)
 
 
-def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.DEFAULT_GROUP,
-                   rho: float = 0.3, with_maps: bool = False, noise: Array | None = None):
+def gepc_residuals(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, *,
+                   group=groups.DEFAULT_GROUP, rho: float = 0.3, with_maps: bool = False,
+                   noise: Array | None = None):
     """Residuals r_g at every t and group element, vmapped in one jitted call.
 
     Args:
+      key: PRNG key for the forward noise (shared across g, as in the public code; typed,
+        or a legacy ``uint32`` key); may be None when ``noise`` is given.
       score_fn: (x [B, H, W, C], t [B]) -> score.
       x0: [B, H, W, C] clean images in [-1, 1].
-      key: PRNG key for the forward noise (shared across g, as in the public code).
       ts: [T] diffusion times in (0, 1].
       group: names of group elements (see groups.ELEMENTS).
       rho: top fraction kept by the pooling, in (0, 1].
@@ -135,6 +144,7 @@ def gepc_residuals(score_fn: ScoreFn, x0: Array, key: PRNGKey, ts, group=groups.
     Returns:
       residuals [B, T, G] (and maps [B, T, H, W] averaged over g when ``with_maps``).
     """
+    key = as_key(key) if noise is None else key
     ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
     _check(x0, ts, rho)
     elems = groups.get(group, x0.shape)

@@ -9,6 +9,8 @@ import numpy as np
 
 from jaxlab.core import validation
 
+__all__ = ["S", "alpha_bar", "t_from_sqrt_alpha_bar", "noise"]
+
 S = 0.008
 
 

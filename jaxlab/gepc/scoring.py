@@ -6,12 +6,14 @@ Two scorers share one fitted structure (``KDEScorer``) and one ``score``:
 ``fit_id_train``, ``_KDE1D``, ``_compute_t_weights_from_id``, ``_stable_t_mask``,
 ``_agg_across_t``). Features F [N, T, F'] per time t (``residual.consistency_features``;
 column 0 is ``gepc_s``, the residual averaged over G):
+
   1. CV_t = std(gepc_s_t) / (|mean(gepc_s_t)| + 1e-6) on ID-train (unbiased std); keep the
      ``num_t`` times with the lowest CV; w_t = 1 / (CV_t + 1e-6), normalised over the kept t;
   2. one 1-D Gaussian KDE per (t, feature), Silverman bandwidth 0.9 min(std, IQR / 1.34)
      n^(-1/5) (IQR ignored when 0; bandwidth 0.1 when it comes out <= 1e-6);
   3. L_t = sum_f log p_{t,f} (``agg_feat="mean"``: the mean, the SVHN config);
      OOD score = -sum_t w_t L_t.
+
 ``fit`` -- the per-element variant (``per_element``, ours, jaxlab's first version): one KDE
 per (t, g) residual, t kept by the CV of the mean residual, weight of each (t, g) column
 1 / CV of that column, normalised. ``log_features=True`` (ours) fits the KDEs to log
@@ -41,6 +43,10 @@ import numpy as np
 
 from jaxlab.core import extras, validation
 from jaxlab.core.types import Array
+
+__all__ = ["KDEScorer", "silverman_bandwidth", "kde_log_density", "fit", "official_bandwidth",
+    "fit_official", "score", "DiagGMM", "fit_gmm", "gmm_component_logpdf", "gmm_nll",
+    "GMM_COVARIANCES", "GMMSearch", "fit_gmm_search", "gmm_search_nll"]
 
 
 class KDEScorer(NamedTuple):
@@ -191,7 +197,7 @@ class DiagGMM(NamedTuple):
     variances: np.ndarray
 
 
-def fit_gmm(x, num_components: int = 4, iters: int = 100, seed: int = 0) -> DiagGMM:
+def fit_gmm(x, num_components: int = 4, iters: int = 100, *, seed: int = 0) -> DiagGMM:
     """EM for a diagonal GMM (a plain density model; the experiment's MSMA / DiffPath-6D use
     ``fit_gmm_search``).
 
@@ -260,7 +266,7 @@ class GMMSearch(NamedTuple):
 
 
 def fit_gmm_search(x, components=(1, 2, 4, 8, 16), covariance_types=GMM_COVARIANCES,
-                   folds: int = 5, max_iter: int = 200, seed: int = 0) -> GMMSearch:
+                   folds: int = 5, max_iter: int = 200, *, seed: int = 0) -> GMMSearch:
     """The density model of DiffPath-6D and MSMA: StandardScaler + GaussianMixture, the
     number of components and covariance type chosen by ``folds``-fold cross-validated
     held-out log-likelihood on ``x`` only (the official DiffPath ``eval_6d.py`` grid-searches

@@ -23,6 +23,8 @@ from jaxlab.core.types import Array, PRNGKey, PyTree
 from jaxlab.gepc import schedule
 from jaxlab.gepc.model import UNet
 
+__all__ = ["ScoreTrainState", "diffusion_loss", "make_eps_fn", "train_score_model"]
+
 
 class ScoreTrainState(NamedTuple):
     """Carry of ``train_score_model``'s chunks (what a resumable runner checkpoints)."""

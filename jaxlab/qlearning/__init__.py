@@ -6,7 +6,7 @@ The uniform jaxlab API (``jaxlab.core.types.Algorithm``; the key always first)::
 
     mdp = ql.garnet(jax.random.key(0), num_states=10, num_actions=2, branching=3, gamma=0.9)
     alg = ql.periodic(mdp, ql.schedules.theory(0.9, base=50.0))
-    state = alg.init(key)                  # ql.State (= PeriodicQState)
+    state = alg.init(key)                  # ql.State
     state, info = alg.step(key, state)     # one SGD sample step; ql.Info diagnostics
 
 Signatures:
@@ -19,8 +19,8 @@ Signatures:
   * ``Info``: state, action, next_state, td_error, step_size, target_updated.
 
 The experiment's bulk path (one ``lax.scan`` per chunk, uniforms drawn up front from
-``state.key``): ``run_steps``, ``simulate`` (-> ``Trace``), ``run_uniforms``,
-``build_kernel``; then ``samples_to_accuracy``. MDPs: ``garnet``, ``chain``,
+``state.key``): ``run_steps``, ``simulate`` (-> ``Trace``), ``run_uniforms``; then
+``samples_to_accuracy``. MDPs: ``garnet``, ``chain``,
 ``sparse_reward``, ``with_bernoulli_rewards``, ``make_mdp``; ``value_iteration`` for Q*;
 ``stationary_distribution`` / ``sampling_distribution`` for the behaviour distribution;
 period schedules and inner-loop step sizes in ``schedules`` (the paper's SGD inner loop:
@@ -42,10 +42,8 @@ from jaxlab.qlearning.mdp import (
 from jaxlab.qlearning.periodic_q import (
     SAMPLING_MODES,
     Info,
-    PeriodicQState,
     State,
     Trace,
-    build_kernel,
     init,
     paper_sgd_step,
     periodic,
@@ -55,14 +53,13 @@ from jaxlab.qlearning.periodic_q import (
     sampling_distribution,
     simulate,
     step,
-    validate_config,
 )
 from jaxlab.qlearning.value_iteration import VIInfo, bellman_optimality, value_iteration
 
 __all__ = [
-    "SAMPLING_MODES", "Info", "PeriodicQState", "State", "TabularMDP", "Trace", "VIInfo",
-    "bellman_optimality", "build_kernel", "chain", "check_mdp", "garnet", "init", "make_mdp",
-    "paper_sgd_step", "periodic", "run_steps", "run_uniforms", "samples_to_accuracy",
-    "sampling_distribution", "schedules", "simulate", "sparse_reward", "stationary_distribution",
-    "step", "validate_config", "value_iteration", "with_bernoulli_rewards",
+    "SAMPLING_MODES", "Info", "State", "TabularMDP", "Trace", "VIInfo", "bellman_optimality",
+    "chain", "check_mdp", "garnet", "init", "make_mdp", "paper_sgd_step", "periodic",
+    "run_steps", "run_uniforms", "samples_to_accuracy", "sampling_distribution", "schedules",
+    "simulate", "sparse_reward", "stationary_distribution", "step", "value_iteration",
+    "with_bernoulli_rewards",
 ]

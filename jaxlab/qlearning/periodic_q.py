@@ -64,6 +64,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import checked, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.qlearning.mdp import TabularMDP, check_mdp, check_mdp_traced, stationary_distribution
 from jaxlab.qlearning.schedules import PolynomialStep, SGDStep, inverse_count_step, sgd_step
@@ -150,6 +151,7 @@ def init(key: PRNGKey, mdp: TabularMDP, q0: Array | None = None) -> PeriodicQSta
     Returns:
       The ``PeriodicQState`` before any sample.
     """
+    key = as_key(key)
     shape = (mdp.num_states, mdp.num_actions)
     if q0 is None:
         q0 = jnp.zeros(shape, jnp.float32)
@@ -261,6 +263,7 @@ def step(key: PRNGKey, state: PeriodicQState, mdp: TabularMDP, schedule,
     Returns:
       (next state, Info of the step).
     """
+    key = as_key(key)
     return _build_sgd_step(mdp, sampling, step_size)(state, schedule, _uniforms(key))
 
 

@@ -34,6 +34,9 @@ import jax.numpy as jnp
 from jaxlab.core import validation
 from jaxlab.core.types import Array, ArrayLike
 
+__all__ = ["GeometricPeriod", "geometric", "constant", "theory", "growth", "stack",
+    "PolynomialStep", "inverse_count_step", "constant_step", "SGDStep", "sgd_step"]
+
 _INT32_MAX = 2**31 - 1
 
 

@@ -21,7 +21,8 @@ blackjax/optax style)::
 ``State`` is ``RFOState | PPOState`` (the state of whichever method ``cfg`` selects);
 ``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared.
 
-Tasks: ``make_task(name)`` for ``task_names()`` (pendulum, cartpole, hopper, bouncing_ball);
+Tasks: ``make_task(name)`` for a name of ``task_names()`` (built in: ``bouncing_ball``,
+``cartpole``, ``hopper``, ``pendulum``, ``reacher``);
 ``register_task(name, factory)`` adds an MJCF task (``new_task`` / ``envs.Task``,
 ``load_mjcf``; MJCF angles are in degrees unless ``<compiler angle="radian"/>``; brax fuses
 bodies without a joint into their parent: look bodies and sites up with ``body_index`` /
@@ -32,6 +33,7 @@ static arguments last. Different keys give different initial weights; the same k
 the same run.
 """
 
+from jaxlab.rfo import envs
 from jaxlab.rfo.envs import (
     TASK_NAMES,
     EnvState,
@@ -51,7 +53,6 @@ from jaxlab.rfo.train import (
     RFOState,
     TrainConfig,
     check_nonfinite_grad_share,
-    validate_config,
 )
 from jaxlab.rfo.trainers import (
     Config,
@@ -67,6 +68,6 @@ from jaxlab.rfo.trainers import (
 __all__ = [
     "TASK_NAMES", "Config", "EnvState", "Info", "PPOConfig", "PPOState", "RFOState", "State",
     "Task", "TrainConfig", "body_index", "check_nonfinite_grad_share", "env_steps_per_update",
-    "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
-    "register_task", "scan_steps", "site_index", "step", "task_names", "validate_config",
+    "envs", "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
+    "register_task", "scan_steps", "site_index", "step", "task_names",
 ]

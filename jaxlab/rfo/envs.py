@@ -29,6 +29,7 @@ import contextlib
 import dataclasses
 import functools
 import io
+import logging
 import re
 import sys
 import xml.etree.ElementTree as ElementTree
@@ -39,13 +40,18 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab.core import extras, validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
+
+__all__ = ["EnvState", "Task", "TASK_NAMES", "task_names", "register_task", "new_task",
+    "load_mjcf", "fused_bodies", "body_index", "site_index", "make_task", "reset", "step"]
 
 
 def _import_mujoco_quietly() -> None:
     """Imports ``mujoco.mjx`` once, dropping its "Failed to import warp" / "mujoco_warp"
     lines (printed on every import without the optional GPU backend ``warp``, which MJX on
-    JAX does not use); any other output is passed on. The one place this is done."""
+    JAX does not use); any other output is passed on to this module's ``logging`` logger
+    (level WARNING). The one place this is done."""
     if "mujoco.mjx" in sys.modules:
         return
     buf = io.StringIO()
@@ -57,7 +63,7 @@ def _import_mujoco_quietly() -> None:
     rest = [line for line in buf.getvalue().splitlines()
             if not re.match(r"Failed to import (mujoco_)?warp", line)]
     if rest:
-        print("\n".join(rest))
+        logging.getLogger(__name__).warning("%s", "\n".join(rest))
 
 
 _import_mujoco_quietly()
@@ -539,7 +545,12 @@ def initial_q_qd(key: PRNGKey, task: Task) -> tuple[Array, Array]:
 
 def reset(key: PRNGKey, task: Task) -> EnvState:
     """Initial state: ``task.reset_fn(key)`` if the task has one, else uniform noise of
-    ``task.reset_noise`` on positions and zero velocity."""
+    ``task.reset_noise`` on positions and zero velocity; ``key`` typed, or a legacy
+    ``uint32`` key."""
+    key = as_key(key)
+    if not isinstance(task, Task):
+        raise TypeError(f"`task` must be an envs.Task (the arguments are reset(key, task)), "
+                        f"got {type(task).__name__}.")
     extras.require("brax")
     from brax.mjx import pipeline
 
@@ -551,10 +562,25 @@ def reset(key: PRNGKey, task: Task) -> EnvState:
 def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
     """``task.n_frames`` physics steps with ``action`` in [-1, 1]^act_dim.
 
+    Args:
+      task: the ``Task``.
+      state: the ``EnvState`` of one environment.
+      action: [act_dim] action.
+
     Returns:
       (next state, whose ``done`` is ``task.done_fn`` of the state reached (0 for a task
       that never terminates), reward scalar).
+
+    Raises:
+      TypeError: ``task`` is not a ``Task`` or ``state`` not an ``EnvState`` (e.g. the
+        arguments in another order than ``step(task, state, action)``).
     """
+    if not isinstance(task, Task):
+        raise TypeError(f"`task` must be an envs.Task (the arguments are step(task, state, "
+                        f"action)), got {type(task).__name__}.")
+    if not isinstance(state, EnvState):
+        raise TypeError(f"`state` must be an envs.EnvState (the arguments are step(task, "
+                        f"state, action)), got {type(state).__name__}.")
     extras.require("brax")
     from brax.mjx import pipeline
 

@@ -269,7 +269,7 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
 
         (params, opt_state), gnorms = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                    jax.random.split(k_perm, cfg.epochs))
-        info = Info(jnp.mean(r), maybe_evaluate(do_eval, evaluate, k_eval, params),
+        info = Info(jnp.mean(r), maybe_evaluate(k_eval, do_eval, evaluate, params),
                     jnp.mean(gnorms), jnp.float32(0.0))
         return PPOState(params, opt_state, final), info
 

@@ -372,7 +372,7 @@ class Info(NamedTuple):
     critic_loss: Array
 
 
-def maybe_evaluate(do_eval, evaluate: Callable, key: PRNGKey, params) -> Array:
+def maybe_evaluate(key: PRNGKey, do_eval, evaluate: Callable, params) -> Array:
     """``evaluate(key, params)`` when ``do_eval``, else NaN (no evaluation rollout is run).
 
     A Python bool decides at trace time; a traced bool goes through ``lax.cond``, which stays
@@ -506,7 +506,7 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         final = jax.lax.stop_gradient(final)
         buf = replay.add(state.buffer, o, a) if uses_buffer else None
         new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state, buf)
-        return new, Info(ret, maybe_evaluate(do_eval, evaluate, k_eval, params), gnorm, c_loss)
+        return new, Info(ret, maybe_evaluate(k_eval, do_eval, evaluate, params), gnorm, c_loss)
 
     return Algorithm(init, step)
 

@@ -28,6 +28,7 @@ from typing import TypeAlias
 import jax
 
 from jaxlab.core import validation
+from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, PRNGKey
 from jaxlab.rfo import envs, ppo, train
 from jaxlab.rfo.ppo import PPOConfig, PPOState
@@ -62,11 +63,13 @@ def _cached(task: envs.Task, cfg: Config) -> Algorithm:
 
 def init(key: PRNGKey, task: envs.Task, cfg: Config) -> State:
     """``make_trainer(task, cfg).init(key)``: the state at update 0."""
+    key = as_key(key)
     return _cached(task, cfg).init(key)
 
 
 def step(key: PRNGKey, state: State, task: envs.Task, cfg: Config) -> tuple[State, Info]:
     """``make_trainer(task, cfg).step(key, state)``: one update."""
+    key = as_key(key)
     return _cached(task, cfg).step(key, state)
 
 

@@ -52,6 +52,11 @@ import numpy as np
 
 from pallas_kernels.sale import _checks
 
+__all__ = ["BlockSizes", "QMAX", "DEFAULT_TAU", "padded_length", "quantize_blocks",
+    "dequantize_blocks", "smooth", "estimate_scores", "always_kept_blocks", "row_stats",
+    "block_log_margin", "block_ras_max", "block_keep_mask", "dense_attention", "sale_attention",
+    "attention_row_recall", "attention_recall", "causal_density", "calibrate_tau"]
+
 
 @dataclasses.dataclass(frozen=True)
 class BlockSizes:

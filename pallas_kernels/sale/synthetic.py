@@ -14,7 +14,7 @@ import jax.numpy as jnp
 from pallas_kernels.sale import _checks
 
 
-def structured_qkv(n: int = 1024, d: int = 32, q_heads: int = 4, kv_heads: int = 2,
+def structured_qkv(n: int = 1024, d: int = 32, q_heads: int = 4, kv_heads: int = 2, *,
                    seed: int = 0, dtype=jnp.float32):
     """(q [1, q_heads, n, d], k, v [1, kv_heads, n, d]); needs d >= 17."""
     for name, value in (("n", n), ("d", d), ("q_heads", q_heads), ("kv_heads", kv_heads)):

@@ -54,7 +54,7 @@ def test_metrics_against_brute_force():
 
 @pytest.mark.parametrize("strategy", avatar.STRATEGIES)
 def test_queries_are_new_test_nodes_never_queried(karate, strategy):
-    res = avatar.run_active(karate, jax.random.key(0), strategy, rounds=3, test_frac=0.3,
+    res = avatar.run_active(jax.random.key(0), karate, strategy, rounds=3, test_frac=0.3,
                             init_frac=0.2, budget_frac=0.3)
     q = np.asarray(res.queried).ravel()
     test = np.asarray(res.test)
@@ -70,33 +70,33 @@ def test_queries_are_new_test_nodes_never_queried(karate, strategy):
 def test_more_anchors_improve_alignment_and_vmap_over_seeds():
     task = tasks.synthetic_graph_pair(60, seed=3)
     keys = jax.random.split(jax.random.key(1), 3)
-    res = jax.vmap(lambda k: avatar.run_active(task, k, "avatar", rounds=4))(keys)
+    res = jax.vmap(lambda k: avatar.run_active(k, task, "avatar", rounds=4))(keys)
     mrr = np.asarray(res.metrics["mrr"])
     assert mrr.shape == (3, 5)
     assert np.all(mrr[:, -1] > mrr[:, 0])
-    one = avatar.run_active(task, keys[1], "avatar", rounds=4)
+    one = avatar.run_active(keys[1], task, "avatar", rounds=4)
     np.testing.assert_allclose(one.metrics["mrr"], mrr[1], rtol=1e-5)
 
 
 def test_loop_returns_solver_flags_and_warns(karate):
-    res = avatar.run_active(karate, jax.random.key(0), "avatar", rounds=2, budget_frac=0.1)
+    res = avatar.run_active(jax.random.key(0), karate, "avatar", rounds=2, budget_frac=0.1)
     assert res.plan_converged.shape == res.plan_error.shape == (3,)
     assert res.cg_converged.shape == res.cg_residual.shape == (2,)
     assert np.all(np.asarray(res.cg_converged)) and np.all(np.asarray(res.cg_residual) < 1e-4)
     assert np.all(np.asarray(res.plan_error) < 1e-4)
     assert np.all(np.asarray(res.plan_converged))  # the defaults converge: no warning
     with pytest.warns(RuntimeWarning, match="epsilon"):
-        bad = avatar.run_active(karate, jax.random.key(0), "random", rounds=1, budget_frac=0.1,
+        bad = avatar.run_active(jax.random.key(0), karate, "random", rounds=1, budget_frac=0.1,
                                 epsilon=1e-5)
     assert not np.any(np.asarray(bad.plan_converged))
     keys = jax.random.split(jax.random.key(0), 2)
     with pytest.warns(RuntimeWarning, match="did not converge"):  # under vmap: a callback
         jax.block_until_ready(jax.vmap(lambda k: avatar.run_active(
-            karate, k, "random", rounds=1, budget_frac=0.1, epsilon=1e-5))(keys))
+            k, karate, "random", rounds=1, budget_frac=0.1, epsilon=1e-5))(keys))
 
 
 def test_fgw_solver_runs_in_the_loop(karate):
-    res = avatar.run_active(karate, jax.random.key(0), "avatar", solver="fgw", rounds=2,
+    res = avatar.run_active(jax.random.key(0), karate, "avatar", solver="fgw", rounds=2,
                             budget_frac=0.1)
     assert np.all(np.isfinite(res.metrics["mrr"]))
 
@@ -104,15 +104,15 @@ def test_fgw_solver_runs_in_the_loop(karate):
 def test_bad_input(karate):
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="exceeds"):
-        avatar.run_active(karate, key, budget_frac=0.5, test_frac=0.5, init_frac=0.2)
+        avatar.run_active(key, karate, budget_frac=0.5, test_frac=0.5, init_frac=0.2)
     with pytest.raises(ValueError, match="epsilon"):
-        avatar.run_active(karate, key, epsilon=0.0)
+        avatar.run_active(key, karate, epsilon=0.0)
     with pytest.raises(ValueError, match="strategy"):
-        avatar.run_active(karate, key, "oracle")
+        avatar.run_active(key, karate, "oracle")
     with pytest.raises(ValueError, match="task.pos2"):
-        avatar.run_active(karate._replace(pos2=karate.pos2[:-1]), key)
+        avatar.run_active(key, karate._replace(pos2=karate.pos2[:-1]))
     with pytest.raises(ValueError, match="rounds"):
-        avatar.run_active(karate, key, rounds=0)
+        avatar.run_active(key, karate, rounds=0)
     with pytest.raises(ValueError, match="name"):
         tasks.real_graph_pair("facebook")
 
@@ -143,7 +143,7 @@ def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
     kw = dict(rounds=3, test_frac=0.3, init_frac=0.2, budget_frac=0.3)
     for strategy in ("avatar", "random"):
         key = jax.random.key(5)
-        ref = avatar.run_active(karate, key, strategy, **kw)
+        ref = avatar.run_active(key, karate, strategy, **kw)
         alg = avatar.active(karate, strategy, **kw)
         k_init, k_loop = jax.random.split(key)
         state = jax.jit(alg.init)(k_init)
@@ -151,7 +151,7 @@ def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
         infos = []
         for k in jax.random.split(k_loop, kw["rounds"]):
             state, info = step(k, state)
-            assert avatar.check_result(info)
+            assert avatar.loop.check_result(info)
             infos.append(info)
         last, res = avatar.evaluate(state, karate)
         np.testing.assert_array_equal(state.anchors, ref.anchors)
@@ -200,16 +200,50 @@ def test_switch_run_equals_per_strategy_runs(karate):
     # swap places within a round's top-k on jax 0.12: same set, same MRR.)
     table = (("avatar", "official"), ("random", "abs"), ("entropy", "abs"))
     kw = dict(rounds=2, init_frac=0.2, budget_frac=0.3, utility="sq_l2", protocol="paper")
-    run = jax.jit(lambda k, i: avatar.run_active_switch(karate, k, table, i, **kw))
+    run = jax.jit(lambda k, i: avatar.run_active_switch(k, karate, table, i, **kw))
     key = jax.random.key(3)
     for i, (strat, score) in enumerate(table):
         got = run(key, np.int32(i))
         ref = jax.jit(lambda k, s=strat, sc=score: avatar.run_active(
-            karate, k, s, score=sc, **kw))(key)
+            k, karate, s, score=sc, **kw))(key)
         np.testing.assert_array_equal(np.asarray(got.queried), np.asarray(ref.queried))
         np.testing.assert_allclose(np.asarray(got.metrics["mrr"]),
                                    np.asarray(ref.metrics["mrr"]), rtol=1e-6)
     with pytest.raises(ValueError, match="strategy_index"):
-        avatar.run_active_switch(karate, key, table, 3, **kw)
+        avatar.run_active_switch(key, karate, table, 3, **kw)
     with pytest.raises(ValueError, match="strategies"):
-        avatar.run_active_switch(karate, key, (("avatar", "nope"),), 0, **kw)
+        avatar.run_active_switch(key, karate, (("avatar", "nope"),), 0, **kw)
+
+
+def _ring_task(n):
+    """An n-node task from a networkx ring with chords (no features), truth the identity."""
+    import networkx as nx
+
+    adj = nx.to_numpy_array(nx.circulant_graph(n, [1, 3]), weight=None)
+    return tasks.task_from_adjacency(adj, adj, np.zeros((n, 0)), np.zeros((n, 0)),
+                                     truth=np.arange(n))
+
+
+def test_the_smallest_graph_is_named_and_a_floored_budget_warns():
+    import warnings
+
+    from jaxlab.avatar import loop
+
+    # defaults: half the nodes held out, 20% anchors, a 20% budget over 10 rounds
+    assert loop.smallest_task(0.5, 0.2, 0.2, 10) == 48
+    with pytest.raises(ValueError, match=r"`task` has 34 nodes.*has 48 nodes"):
+        avatar.active(_ring_task(34), "random")
+    with pytest.raises(ValueError, match="`task` has 47 nodes"):
+        loop.budget_sizes(47, 0.5, 0.2, 0.2, 10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 10 queries, one per round: nothing floored
+        assert loop.budget_sizes(48, 0.5, 0.2, 0.2, 10) == (24, 10, 1)
+        avatar.active(_ring_task(48), "random")
+    with pytest.warns(UserWarning, match="asks for 15 queries.*10 rounds of 1.*spend 10"):
+        alg = avatar.active(_ring_task(77), "random")
+    state, info = alg.step(jax.random.key(1), alg.init(jax.random.key(0)))
+    assert info.queried.shape == (1,) and int(state.anchors.sum()) == 15 + 1
+    # the paper protocol has no held-out set: smaller graphs fit
+    assert loop.smallest_task(0.0, 0.2, 0.2, 10) == 48
+    with pytest.raises(ValueError, match="no task size fits"):
+        loop.budget_sizes(34, 0.5, 0.4, 0.2, 10)

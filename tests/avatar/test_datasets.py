@@ -151,12 +151,12 @@ def test_bad_sources_name_the_argument(call, match):
 def test_snowball_is_breadth_first_over_allowed_nodes():
     adj = sp.csr_matrix(nx.to_numpy_array(nx.path_graph(30)))
     rng = np.random.default_rng(0)
-    out = datasets.snowball(adj, np.ones(30, bool), 7, rng)
+    out = datasets.snowball(rng, adj, np.ones(30, bool), 7)
     # BFS on a path from any start visits a contiguous interval, in order of distance.
     assert len(set(out.tolist())) == 7 and out.max() - out.min() == 6
     assert np.all(np.diff(np.abs(out - out[0])) >= 0)
     allowed = np.arange(30) % 3 == 0
-    out = datasets.snowball(adj, allowed, 5, np.random.default_rng(1))
+    out = datasets.snowball(np.random.default_rng(1), adj, allowed, 5)
     assert np.all(allowed[out]) and len(set(out.tolist())) == 5
 
 
@@ -170,7 +170,7 @@ def test_subsample_is_the_induced_pair_of_ground_truth_nodes(name):
     rng = np.random.default_rng(3)
     partner = np.full(d.adj1.shape[0], -1)
     partner[d.pairs[:, 0]] = d.pairs[:, 1]
-    src = datasets.snowball(d.adj1, partner >= 0, n, rng)
+    src = datasets.snowball(rng, d.adj1, partner >= 0, n)
     np.testing.assert_array_equal(task.degree, d.adj1[src][:, src].toarray().sum(1))
     tgt = partner[src]  # the partner of src[i]; in the task it is target node truth[i]
     a2 = d.adj2[tgt][:, tgt].toarray()

@@ -155,8 +155,8 @@ def test_pair_metrics_against_brute_force():
 def test_graph_task_runs_the_loop_like_the_square_task(karate, strategy, score, solver):
     kw = dict(rounds=2, init_frac=0.2, budget_frac=0.2, utility="sq_l2", protocol="paper",
               score=score, solver=solver)
-    ref = avatar.run_active(karate, jax.random.key(1), strategy, **kw)
-    got = avatar.run_active(tasks.as_graph_task(karate), jax.random.key(1), strategy, **kw)
+    ref = avatar.run_active(jax.random.key(1), karate, strategy, **kw)
+    got = avatar.run_active(jax.random.key(1), tasks.as_graph_task(karate), strategy, **kw)
     np.testing.assert_array_equal(got.queried, ref.queried)
     for k in ref.metrics:
         np.testing.assert_allclose(got.metrics[k], ref.metrics[k], atol=1e-6)
@@ -176,7 +176,7 @@ def test_rectangular_graph_task_plans_and_loop():
     np.testing.assert_array_equal(np.asarray(cost)[task.src[a], task.tgt[a]], 0.0)
     c = np.asarray(alignment.anchor_cost(task, mask))
     assert c.shape == (39, 34) and np.all(c[task.src[a], task.tgt[a]] == 0.0)
-    res = avatar.run_active(task, jax.random.key(0), "avatar", score="official",
+    res = avatar.run_active(jax.random.key(0), task, "avatar", score="official",
                             solver="parrot", rounds=2, init_frac=0.2, budget_frac=0.2,
                             utility="sq_l2", protocol="fixed", test_frac=0.3)
     q = np.asarray(res.queried).ravel()
@@ -198,11 +198,11 @@ def test_graph_task_limits_are_loud(karate):
     g = tasks.as_graph_task(karate)
     key = jax.random.key(0)
     with pytest.raises(ValueError, match="score"):
-        avatar.run_active(g, key, "avatar", score="gain")
+        avatar.run_active(key, g, "avatar", score="gain")
     with pytest.raises(ValueError, match="fgw"):
-        avatar.run_active(g, key, "random", solver="fgw")
+        avatar.run_active(key, g, "random", solver="fgw")
     with pytest.raises(ValueError, match="consistency"):
-        avatar.run_active(g, key, "avatar", utility="consistency")
+        avatar.run_active(key, g, "avatar", utility="consistency")
     with pytest.raises(ValueError, match="mask"):
         parrot.node_cost(g, jnp.zeros(33, bool))
     assert loop.graph_task_limit("random", "abs", "sq_l2", "ot") is None
@@ -223,8 +223,9 @@ def test_graph_task_limits_are_loud(karate):
 
 
 def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch, tmp_path):
-    """The full preset validates, resolves the real tasks to datasets.full_task (not the
-    dense subsample) and builds its units lazily; nothing is loaded here."""
+    """The full preset validates, resolves the real tasks to the cached whole pairs
+    (experiments.lib.task_cache.full_task, not the dense subsample) and builds its units
+    lazily; nothing is loaded here."""
     from experiments import avatar as avatar_experiment
     from experiments.configs import avatar as cfg
 
@@ -240,7 +241,9 @@ def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch
         loop.validate_config(bad)
     assert {"acm_dblp", "foursquare_twitter"} <= set(c.tasks)
     calls = []
-    monkeypatch.setattr(datasets, "full_task", lambda name: calls.append(name) or name)
+    from experiments.lib import task_cache
+
+    monkeypatch.setattr(task_cache, "full_task", lambda name: calls.append(name) or name)
     monkeypatch.setattr(datasets, "subsample", lambda *a, **k: pytest.fail("dense subsample"))
     assert avatar_experiment.build_task("acm_dblp", c) == "acm_dblp"
     assert avatar_experiment.build_task("foursquare_twitter", c) == "foursquare_twitter"

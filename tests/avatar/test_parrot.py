@@ -137,14 +137,14 @@ def test_parrot_settings_and_gain_score_rejected():
             parrot.check_settings(parrot.PARROT_DEFAULTS._replace(**{field: bad}))
     task = tasks.real_graph_pair("karate", seed=0)
     with pytest.raises(ValueError, match="score"):
-        avatar.run_active(task, jax.random.key(0), "avatar", score="gain", solver="parrot")
+        avatar.run_active(jax.random.key(0), task, "avatar", score="gain", solver="parrot")
     with pytest.raises(ValueError, match="solver"):
-        avatar.run_active(task, jax.random.key(0), "random", solver="parot")
+        avatar.run_active(jax.random.key(0), task, "random", solver="parot")
 
 
 def test_parrot_active_loop_runs_and_converges():
     task = tasks.real_graph_pair("karate", seed=0)
-    res = avatar.run_active(task, jax.random.key(1), "avatar", score="official",
+    res = avatar.run_active(jax.random.key(1), task, "avatar", score="official",
                             solver="parrot", rounds=2, init_frac=0.2, budget_frac=0.3,
                             utility="sq_l2", protocol="paper")
     assert bool(np.all(res.plan_converged)) and bool(np.all(res.cg_converged))

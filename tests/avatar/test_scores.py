@@ -98,7 +98,7 @@ def _restricted(task, mask, truth, g, keep, i, j):
 
 def test_paper_protocol_tests_on_every_unanchored_node_and_reports_picks():
     task = tasks.real_graph_pair("karate", seed=0)
-    res = avatar.run_active(task, jax.random.key(0), "avatar", rounds=2, budget_frac=0.2,
+    res = avatar.run_active(jax.random.key(0), task, "avatar", rounds=2, budget_frac=0.2,
                             score="gain", utility="sq_l2", protocol="paper")
     n = task.num_nodes
     np.testing.assert_array_equal(np.asarray(res.test), ~np.asarray(res.anchors))

@@ -1,15 +1,14 @@
-"""The whole-graph protocol (wholegraph): sizes, resumption from checkpoints, stale
-checkpoints refused, warm starts within the solver tolerance; the task cache."""
+"""The whole-graph protocol (wholegraph): sizes and the smallest task, keys, a run resumed
+from a state equal to an uninterrupted one, warm starts within the solver tolerance.
+Checkpoint files and the task cache are the experiments' (tests/test_wholegraph_study.py,
+tests/test_task_cache.py)."""
 
-import os
-import warnings
-
+import jax
 import networkx as nx
 import numpy as np
 import pytest
-import scipy.sparse as sp
 
-from jaxlab.avatar import datasets, parrot_official, task_cache, tasks, wholegraph
+from jaxlab.avatar import datasets, parrot_official, tasks, wholegraph
 
 
 def _problem(n=48, seed=0):
@@ -33,126 +32,131 @@ def _problem(n=48, seed=0):
 
 
 P = wholegraph.Protocol(rounds=3, init_frac=0.2, budget_frac=0.3)
+KEY = jax.random.key(0)
 
 
 def test_sizes_follow_the_official_budget():
     # 6,325 ACM-DBLP pairs: 1,265 initial anchors, (1,265 - 5) / 10 = 126 per round
-    assert wholegraph.sizes(6325, wholegraph.Protocol()) == (1265, 126)
-    assert wholegraph.initial_anchors(6325, 0, wholegraph.Protocol()).sum() == 1265
+    with pytest.warns(UserWarning, match="1265 queries.*spend 1260"):
+        assert wholegraph.sizes(6325, wholegraph.Protocol()) == (1265, 126)
+    with pytest.warns(UserWarning, match="spend 1260"):
+        assert wholegraph.initial_anchors(KEY, 6325, wholegraph.Protocol()).sum() == 1265
     with pytest.raises(ValueError, match="protocol.budget_frac"):
         wholegraph.sizes(20, wholegraph.Protocol(budget_frac=0.2, rounds=10))
-    with pytest.raises(ValueError, match="seed"):
-        wholegraph.initial_anchors(100, -1, P)
+    with pytest.raises(TypeError, match="`key`"):
+        wholegraph.initial_anchors(-1, 100, P)
     with pytest.raises(ValueError, match="protocol.rounds"):
         wholegraph.check_protocol(P._replace(rounds=0))
+
+
+def test_the_smallest_task_is_named_and_a_floored_budget_warns():
+    p = wholegraph.Protocol()  # 20% anchors, 20% budget, 10 rounds
+    assert wholegraph.smallest_task(p) == 50
+    with pytest.raises(ValueError, match=r"`task` has 34 ground-truth pairs.*has 50 "):
+        wholegraph.sizes(34, p)
+    with pytest.raises(ValueError, match="`task` has 49"):
+        wholegraph.sizes(49, p)
+    assert wholegraph.sizes(50, p) == (10, 1)  # 10 queries: one per round, nothing floored
+    with pytest.warns(UserWarning, match="asks for 15 queries.*10 rounds of 1.*spend 10"):
+        assert wholegraph.sizes(77, p) == (15, 1)
+    # a karate-club pair (34 nodes) through the run's own checks
+    pair = datasets.load((nx.karate_club_graph(), nx.karate_club_graph()),
+                         [(v, v) for v in range(34)])
+    s = parrot_official.FOURSQUARE_TWITTER
+    task = datasets.task(pair, restart=s.restart)
+    g = parrot_official.prepare(task, pair.adj1, pair.adj2, s)
+    with pytest.raises(ValueError, match="smallest task for this protocol has 50"):
+        wholegraph.run(KEY, task, g, s, p, "random")
+
+
+def test_initial_anchors_take_typed_and_legacy_keys_alike():
+    typed = wholegraph.initial_anchors(jax.random.key(3), 100, P)
+    legacy = wholegraph.initial_anchors(jax.random.PRNGKey(3), 100, P)
+    np.testing.assert_array_equal(typed, legacy)
+    # the key's bits seed NumPy's permutation: key(seed) is default_rng(seed)
+    order = np.random.default_rng(3).permutation(100)
+    assert set(np.flatnonzero(typed)) == set(order[:20].tolist())
+    assert not np.array_equal(typed, wholegraph.initial_anchors(jax.random.key(4), 100, P))
+    with pytest.raises(ValueError, match="`key`"):
+        wholegraph.initial_anchors(jax.random.split(KEY, 2), 100, P)
 
 
 class _Stop(Exception):
     pass
 
 
-def _stop_after_round_1(msg):
-    if "round 1/" in msg:
-        raise _Stop
-
-
 @pytest.mark.parametrize("strategy", ["avatar", "entropy"])
-def test_resumed_run_equals_an_uninterrupted_one(tmp_path, strategy):
+def test_resumed_run_equals_an_uninterrupted_one(strategy):
     task, g, s = _problem()
-    full = wholegraph.run(task, g, s, P, strategy, 0, str(tmp_path / "a"), "k", log=print)
+    full = wholegraph.run(KEY, task, g, s, P, strategy).records
     assert [r["round"] for r in full] == [0, 1, 2, 3]
     assert full[-1]["anchors"] == 9 + 3 * 4 and full[-1]["test"] == 48 - 21
     assert len({r["mrr"] for r in full}) > 1  # the metrics move: a comparison that can fail
-    with pytest.raises(_Stop):  # stopped after round 1's checkpoint was written
-        wholegraph.run(task, g, s, P, strategy, 0, str(tmp_path / "b"), "k",
-                       log=_stop_after_round_1)
-    lines = []
-    resumed = wholegraph.run(task, g, s, P, strategy, 0, str(tmp_path / "b"), "k",
-                             log=lines.append)
-    assert any("resumed after round 1" in x for x in lines)
-    assert sum("round" in x and "/3" in x for x in lines) == 2  # rounds 2 and 3 only
+    kept = []
+
+    def stop_after_round_1(state):
+        kept.append(state)
+        if state.step == 1:
+            raise _Stop
+
+    with pytest.raises(_Stop):  # stopped after round 1's state was handed out
+        wholegraph.run(KEY, task, g, s, P, strategy, callback=stop_after_round_1)
+    assert [st.step for st in kept] == [1]
+    steps = []
+    resumed = wholegraph.run(KEY, task, g, s, P, strategy, state=kept[-1],
+                             callback=lambda st: steps.append(st.step)).records
+    assert steps == [2, 3]  # rounds 2 and 3 only
     for a, b in zip(full, resumed, strict=True):
         assert a["mrr"] == b["mrr"] and a["anchors"] == b["anchors"]
+    assert len(kept[-1].records) == 2  # the state resumed from is not changed
 
 
-def test_stale_checkpoint_is_not_read(tmp_path):
+def test_measure_readings_join_every_record_and_legacy_keys_give_the_same_run():
     task, g, s = _problem()
-    wholegraph.run(task, g, s, P._replace(rounds=1), "random", 0, str(tmp_path), "k",
-                   log=print)
-    path = str(tmp_path / "run-random-seed0.npz")
-    assert wholegraph.load_checkpoint(path, wholegraph.run_key("k", s, P._replace(rounds=1),
-                                                               "random", 0)) is not None
-    other = wholegraph.run_key("k", s._replace(alpha=0.4), P._replace(rounds=1), "random", 0)
-    with pytest.warns(RuntimeWarning, match="another configuration"):
-        assert wholegraph.load_checkpoint(path, other) is None
-    with open(path, "wb") as f:
-        f.write(b"not a checkpoint")
-    with pytest.warns(RuntimeWarning, match="unreadable"):
-        assert wholegraph.load_checkpoint(path, other) is None
+    p = P._replace(rounds=2)
+    calls = []
+
+    def measure():
+        calls.append(1)
+        return {"reading": len(calls)}
+
+    typed = wholegraph.run(KEY, task, g, s, p, "random", measure=measure).records
+    assert [r["reading"] for r in typed] == [1, 2, 3]
+    legacy = wholegraph.run(jax.random.PRNGKey(0), task, g, s, p, "random").records
+    assert [r["mrr"] for r in typed] == [r["mrr"] for r in legacy]
+    other = wholegraph.run(jax.random.key(1), task, g, s, p, "random").records
+    assert [r["mrr"] for r in typed] != [r["mrr"] for r in other]
+    with pytest.raises(TypeError, match="`key`"):
+        wholegraph.run(0, task, g, s, p, "random")
+    with pytest.raises(TypeError, match="`measure`"):
+        wholegraph.run(KEY, task, g, s, p, "random", measure=lambda: 1.0)
 
 
-def test_warm_and_cold_runs_agree_within_the_tolerance(tmp_path):
+def test_a_state_of_another_task_is_refused():
+    task, g, s = _problem()
+    small, g_small, _ = _problem(n=40)
+    state = wholegraph.solve_round0(KEY, small, g_small, s, P)
+    with pytest.raises(ValueError, match="state.anchors"):
+        wholegraph.run(KEY, task, g, s, P, "entropy", state=state)
+    with pytest.raises(ValueError, match="state.step"):
+        wholegraph.run(KEY, small, g_small, s, P, "entropy", state=state._replace(step=9))
+    with pytest.raises(TypeError, match="`state`"):
+        wholegraph.run(KEY, small, g_small, s, P, "entropy", state=(0, None))
+
+
+def test_warm_and_cold_runs_agree_within_the_tolerance():
     task, g, s = _problem(seed=1)
-    warm = wholegraph.run(task, g, s, P, "entropy", 0, str(tmp_path / "w"), "k",
-                          compare_cold=True, log=print)
-    cold = wholegraph.run(task, g, s, P._replace(warm=False), "entropy", 0,
-                          str(tmp_path / "c"), "k", log=print)
+    warm = wholegraph.run(KEY, task, g, s, P, "entropy", compare_cold=True).records
+    cold = wholegraph.run(KEY, task, g, s, P._replace(warm=False), "entropy").records
     assert all(r["prod_steps"] <= r["prod_steps_cold"] for r in warm[1:])
     assert all(r["cost_gap_cold"] < 0.05 for r in warm[1:])
     assert abs(warm[-1]["mrr"] - cold[-1]["mrr"]) < 0.1
 
 
-def test_unknown_strategy_is_named(tmp_path):
+def test_unknown_strategy_is_named():
     task, g, s = _problem()
     with pytest.raises(ValueError, match="strategy"):
-        wholegraph.run(task, g, s, P, "degree", 0, str(tmp_path), "k")
-
-
-def test_task_cache_hits_and_never_serves_a_stale_build(tmp_path):
-    pair = datasets.from_graphs(nx.karate_club_graph(), nx.karate_club_graph(),
-                                np.stack([np.arange(34), np.arange(34)], 1))
-    built = task_cache.cached_task(pair, 0.2, str(tmp_path))
-    files = os.listdir(tmp_path)
-    assert len(files) == 1
-    msgs = []
-    again = task_cache.cached_task(pair, 0.2, str(tmp_path), log=msgs.append)
-    assert any("read from the cache" in m for m in msgs)
-    for a, b in zip(built, again, strict=True):
-        if isinstance(a, np.ndarray):
-            np.testing.assert_array_equal(a, b)
-        else:
-            np.testing.assert_array_equal(np.asarray(a.todense()), np.asarray(b.todense()))
-    # another restart is another key (a second file), not the first build
-    task_cache.cached_task(pair, 0.3, str(tmp_path))
-    assert len(os.listdir(tmp_path)) == 2
-    # a file whose stored key differs is rebuilt with a warning
-    path = task_cache.path_for(pair, 0.2, str(tmp_path))
-    other = task_cache.path_for(pair, 0.3, str(tmp_path))
-    os.replace(other, path)
-    with pytest.warns(RuntimeWarning, match="stale"):
-        rebuilt = task_cache.cached_task(pair, 0.2, str(tmp_path))
-    np.testing.assert_array_equal(rebuilt.pos1, built.pos1)
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        task_cache.cached_task(pair, 0.2, str(tmp_path))  # now a clean hit
-
-
-def test_full_task_cache_argument_is_checked():
-    with pytest.raises(ValueError, match="cache"):
-        datasets.full_task("foursquare_twitter", cache="yes")
-
-
-def test_graph_task_of_a_sparse_pair_is_unchanged_by_the_cache(tmp_path):
-    g = nx.les_miserables_graph()
-    g = nx.convert_node_labels_to_integers(g)
-    a = nx.to_scipy_sparse_array(g, format="csr")
-    n = a.shape[0]
-    pair = datasets.NetworkPair(sp.csr_matrix(a), sp.csr_matrix(a), np.zeros((n, 0)),
-                                np.zeros((n, 0)), np.stack([np.arange(n), np.arange(n)], 1))
-    fresh = datasets.task(pair)
-    cached = task_cache.cached_task(pair, 0.2, str(tmp_path))
-    np.testing.assert_array_equal(fresh.pos2, cached.pos2)
-    np.testing.assert_array_equal(np.asarray(fresh.adj1.data), np.asarray(cached.adj1.data))
+        wholegraph.run(KEY, task, g, s, P, "degree")
 
 
 def test_tie_aware_mrr_is_the_expectation_over_tie_orders():
@@ -181,7 +185,7 @@ def test_tie_aware_mrr_is_the_expectation_over_tie_orders():
                                0.5 * (np.mean(st[:2]) + np.mean(ts[:2])), rtol=1e-5)
 
 
-def test_the_guides_own_graph_recipe_runs(tmp_path):
+def test_the_guides_own_graph_recipe_runs():
     """docs/avatar.rst's recipe for a graph pair of your own, on a relabelled karate club."""
     g1 = nx.karate_club_graph()
     perm = np.random.default_rng(0).permutation(34)
@@ -192,22 +196,15 @@ def test_the_guides_own_graph_recipe_runs(tmp_path):
     truth = np.stack([np.arange(34), perm], 1)
     pair = datasets.load((g1, g2), truth)
     s = parrot_official.FOURSQUARE_TWITTER
-    task = task_cache.cached_task(pair, restart=s.restart, cache_dir=str(tmp_path / "cache"))
+    task = datasets.task(pair, restart=s.restart)
     g = parrot_official.prepare(task, pair.adj1, pair.adj2, s)
-    records = wholegraph.run(task, g, s, wholegraph.Protocol(rounds=2), "avatar", seed=0,
-                             folder=str(tmp_path / "ckpt"),
-                             data_key=task_cache.digest(pair, s.restart),
-                             host=parrot_official.host_products(g))
+    # 34 pairs: the default budget (10 rounds) needs 50; 2 rounds of 3 queries fit
+    protocol = wholegraph.Protocol(rounds=2)
+    out = wholegraph.run(jax.random.key(0), task, g, s, protocol, "avatar",
+                         host=parrot_official.host_products(g))
+    records = out.records
     assert [r["round"] for r in records] == [0, 1, 2]
     assert all(0.0 < r["mrr"] <= 1.0 for r in records)
-
-
-def test_checkpoint_key_ignores_documentation_not_code():
-    a = 'def f(x):\n    """Doc."""\n    return x + 1  # one\n'
-    b = 'def f(x):\n    """Other words."""\n\n    return x + 1\n'
-    c = 'def f(x):\n    """Doc."""\n    return x + 2\n'
-    assert wholegraph.code_text(a) == wholegraph.code_text(b)
-    assert wholegraph.code_text(a) != wholegraph.code_text(c)
 
 
 def test_density_picks_equal_the_baselines_score():

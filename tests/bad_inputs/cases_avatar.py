@@ -48,7 +48,7 @@ def _run(**kw):
     task = kw.pop("task", None) or _karate()
     kw.setdefault("rounds", 1)
     kw.setdefault("budget_frac", 0.1)
-    return loop.run_active(task, jax.random.key(0), **kw)
+    return loop.run_active(jax.random.key(0), task, **kw)
 
 
 def _train(**changes):

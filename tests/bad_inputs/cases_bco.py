@@ -20,7 +20,7 @@ def _run(learner=None, seq=None, x0=None):
     learner = learner or bco.gradient_variation(bco.ball(D), 0.1)
     seq = _seq() if seq is None else seq
     x0 = jnp.zeros(D) if x0 is None else x0
-    return bco.run(learner, jax.random.key(1), seq, x0).loss
+    return bco.run(jax.random.key(1), learner, seq, x0).loss
 
 
 def _train(**changes):
@@ -28,7 +28,7 @@ def _train(**changes):
 
 
 def _regret_mismatch():
-    info = bco.run(bco.gradient_variation(bco.ball(D), 0.1), jax.random.key(1), _seq(10),
+    info = bco.run(jax.random.key(1), bco.gradient_variation(bco.ball(D), 0.1), _seq(10),
                    jnp.zeros(D))
     return bco.regret(info, _seq(1), bco.ball(D))
 
@@ -132,7 +132,7 @@ CASES = [
                                                                    jnp.zeros((5, D + 1))),
          "grads"),
     Case("bco/variation/played_x_rounds", lambda: variation.played_gradients(
-        bco.RoundInfo(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
+        bco.Info(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
         "info.x"),
     # --- the Algorithm API: init(key, x0), step(key, state, f) ------------------------------
     Case("bco/init/x0_outside_domain", lambda: bco.gradient_variation(bco.ball(D), 0.1).init(
@@ -146,10 +146,10 @@ CASES = [
     Case("bco/run/x0_nan", lambda: _run(x0=jnp.array([0.0, np.nan, 0.0])), "x0"),
     Case("bco/run/x0_shape", lambda: _run(x0=jnp.zeros(D + 1)), "x0"),
     Case("bco/run/predraw_string", lambda: bco.run(
-        bco.gradient_variation(bco.ball(D), 0.1), jax.random.key(1), _seq(), jnp.zeros(D),
+        jax.random.key(1), bco.gradient_variation(bco.ball(D), 0.1), _seq(), jnp.zeros(D),
         predraw="yes"), "predraw"),
     Case("bco/run/predraw_int", lambda: bco.run(
-        bco.gradient_variation(bco.ball(D), 0.1), jax.random.key(1), _seq(), jnp.zeros(D),
+        jax.random.key(1), bco.gradient_variation(bco.ball(D), 0.1), _seq(), jnp.zeros(D),
         predraw=1), "predraw"),
     Case("bco/run/centers_nan", lambda: _run(seq=losses.QuadraticSeq(
         jnp.full((10, D), jnp.nan), jnp.float32(1.0))), "seq.centers"),

@@ -30,19 +30,19 @@ def nan_value_fn(hidden, tokens):
 
 
 def dec(prompt=GOOD, gen=2, **kw):
-    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, **kw}
-    return decoding.decode(toy, prompt, gen, **kw)
+    kw = {"mask_id": MASK, "vocab_size": V, **kw}
+    return decoding.decode(KEY, toy, prompt, gen, **kw)
 
 
 def sdec(prompt=GOOD, gen=2, **kw):
-    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, "num_particles": 2, **kw}
-    return path_smc.smc_decode(toy, prompt, gen, **kw)
+    kw = {"mask_id": MASK, "vocab_size": V, "num_particles": 2, **kw}
+    return path_smc.smc_decode(KEY, toy, prompt, gen, **kw)
 
 
 def srs(prompt=GOOD, gen=2, **kw):
-    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, "num_particles": 2,
+    kw = {"mask_id": MASK, "vocab_size": V, "num_particles": 2,
           "block_length": 1, **kw}
-    return sr_smc.sr_smc_decode(toy, prompt, gen, **kw)
+    return sr_smc.sr_smc_decode(KEY, toy, prompt, gen, **kw)
 
 
 def nan_denoiser(tokens):
@@ -51,8 +51,8 @@ def nan_denoiser(tokens):
 
 
 def thr(prompt=GOOD, gen=2, **kw):
-    kw = {"key": KEY, "mask_id": MASK, "vocab_size": V, **kw}
-    return decoding.decode_threshold(toy, prompt, gen, **kw)
+    kw = {"mask_id": MASK, "vocab_size": V, **kw}
+    return decoding.decode_threshold(KEY, toy, prompt, gen, **kw)
 
 
 def pll(prompt=GOOD, answer=None, order=None):
@@ -119,7 +119,7 @@ CASES = [
     Case("smc_decode: prompt id == mask", lambda: sdec(np.array([[MASK], [0]])), "`prompt`"),
     Case("smc_decode: 1-D prompt", lambda: sdec(np.zeros(3, np.int32)), "`prompt`"),
     Case("best_of_n: prompt id >= vocab", lambda: path_smc.best_of_n(
-        toy, np.array([[7], [0]]), 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2),
+        KEY, toy, np.array([[7], [0]]), 2, mask_id=MASK, vocab_size=V, num_particles=2),
         "`prompt`"),
     Case("decode_threshold: prompt id == mask", lambda: thr(np.array([[MASK], [0]])),
          "`prompt`"),
@@ -169,7 +169,7 @@ CASES = [
     Case("smc_decode: NaN value_fn (traced weights)", lambda: sdec(gen=1, value_fn=nan_value_fn),
          "`value_fn`"),
     Case("run_particles: NaN value_fn (traced weights)", lambda: path_smc.run_particles(
-        toy, GOOD, 1, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        KEY, toy, GOOD, 1, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=nan_value_fn), "`value_fn`"),
     # self-rewarding SMC (jaxlab.dllm.sr_smc)
     Case("sr_smc_decode: prompt id == mask", lambda: srs(np.array([[MASK], [0]])), "`prompt`"),
@@ -184,7 +184,7 @@ CASES = [
          "`steps`"),
     Case("sr_smc_decode: vocab mismatch", lambda: srs(vocab_size=V + 1), "`vocab_size`"),
     Case("sr_smc_decode: NaN logits (traced weights)", lambda: sr_smc.sr_smc_decode(
-        nan_denoiser, GOOD, 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        KEY, nan_denoiser, GOOD, 2, mask_id=MASK, vocab_size=V, num_particles=2,
         block_length=1), "`denoise_fn`"),
     # the Algorithm constructors and their init
     Case("smc: num_particles 0", lambda: path_smc.smc(
@@ -203,11 +203,11 @@ CASES = [
         toy, gen_length=2, mask_id=MASK).init(KEY, np.zeros(3, np.int32)), "`prompt`"),
     # POKE
     Case("collect_rollouts: prompt id == mask", lambda: poke.collect_rollouts(
-        toy, np.array([[MASK], [0]]), 2, KEY, mask_id=MASK), "`prompt`"),
+        KEY, toy, np.array([[MASK], [0]]), 2, mask_id=MASK), "`prompt`"),
     Case("collect_rollouts: temperature -1", lambda: poke.collect_rollouts(
-        toy, GOOD, 2, KEY, mask_id=MASK, temperature=-1.0), "`temperature`"),
+        KEY, toy, GOOD, 2, mask_id=MASK, temperature=-1.0), "`temperature`"),
     Case("collect_rollouts: unknown policy", lambda: poke.collect_rollouts(
-        toy, GOOD, 2, KEY, mask_id=MASK, policy="greedy"), "`policy`"),
+        KEY, toy, GOOD, 2, mask_id=MASK, policy="greedy"), "`policy`"),
     Case("poke.fit: lr 0", lambda: poke.fit(rollouts(), steps=2, num_chunks=1, lr=0.0),
          "`lr`"),
     Case("poke.fit: lr NaN", lambda: poke.fit(rollouts(), steps=2, num_chunks=1,

@@ -64,7 +64,7 @@ ninf_logits = functools.partial(_logits, fill=-jnp.inf)
 
 
 def dec(fn, **kw):
-    return decoding.decode(fn, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V, **kw)
+    return decoding.decode(KEY, fn, PROMPT, 2, mask_id=MASK, vocab_size=V, **kw)
 
 
 def good_value(hidden, tokens):
@@ -130,7 +130,7 @@ def _resample(w):
 
 def _decode_nan(prompt):
     return dec(nan_logits, ).answer if prompt is None else decoding.decode(
-        nan_logits, prompt, 2, key=KEY, mask_id=MASK, vocab_size=V).path_ll
+        KEY, nan_logits, prompt, 2, mask_id=MASK, vocab_size=V).path_ll
 
 
 def _q_run(rewards):
@@ -141,13 +141,13 @@ def _q_run(rewards):
 
 def _bco_run(centers):
     seq = losses.QuadraticSeq(centers, jnp.float32(1.0))
-    return bco.run(bco.gradient_variation(BALL, 0.1), KEY, seq, jnp.zeros(2)).loss
+    return bco.run(KEY, bco.gradient_variation(BALL, 0.1), seq, jnp.zeros(2)).loss
 
 
 def _bco_delta(delta):
     learner = bco.gradient_variation(BALL, delta)
     seq = losses.QuadraticSeq(jnp.zeros((4, 2)), jnp.float32(1.0))
-    return bco.run(learner, KEY, seq, jnp.zeros(2)).loss
+    return bco.run(KEY, learner, seq, jnp.zeros(2)).loss
 
 
 W3 = np.array([0.2, 0.3, 0.5], np.float32)
@@ -187,15 +187,15 @@ CASES = [
     Case("dllm.decode: +inf logits", lambda: dec(pinf_logits), "`denoise_fn`"),
     Case("dllm.decode: every non-mask logit -inf", lambda: dec(ninf_logits), "`denoise_fn`"),
     Case("dllm.decode_threshold: NaN logits", lambda: decoding.decode_threshold(
-        nan_logits, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V), "`denoise_fn`"),
+        KEY, nan_logits, PROMPT, 2, mask_id=MASK, vocab_size=V), "`denoise_fn`"),
     Case("dllm.path_log_likelihood: NaN logits", lambda: decoding.path_log_likelihood(
         nan_logits, PROMPT, np.zeros((2, 2), np.int32), np.tile([0, 1], (2, 1)),
         mask_id=MASK), "`denoise_fn`"),
     Case("dllm.smc_decode: value_fn of the wrong shape", lambda: path_smc.smc_decode(
-        _logits, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        KEY, _logits, PROMPT, 2, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=wrong_value), "`value_fn`"),
     Case("dllm.smc_decode: batch-1 denoiser", lambda: path_smc.smc_decode(
-        batch_one, PROMPT, 2, key=KEY, mask_id=MASK, vocab_size=V, num_particles=2,
+        KEY, batch_one, PROMPT, 2, mask_id=MASK, vocab_size=V, num_particles=2,
         value_fn=good_value), "`denoise_fn`"),
     Case("attention dense: NaN q", lambda: attention(
         jnp.full((1, 4, 1, 2), jnp.nan), jnp.ones((1, 4, 1, 2)), jnp.ones((1, 4, 1, 2))),
@@ -215,17 +215,17 @@ CASES = [
     Case("bco.step: loss callback returns inf", lambda: bco_step(
         lambda x: jnp.sum(x) + jnp.inf), "`f`"),
     Case("gepc.score_norm: eps_fn returns NaN", lambda: baselines.score_norm(
-        eps_nan, X0, KEY), "`eps_fn`"),
+        KEY, eps_nan, X0), "`eps_fn`"),
     Case("gepc.score_norm: eps_fn of the wrong shape", lambda: baselines.score_norm(
-        eps_wrong, X0, KEY), "`eps_fn`"),
+        KEY, eps_wrong, X0), "`eps_fn`"),
     Case("gepc.msma_features: integer eps", lambda: baselines.msma_features(
         eps_int, X0, [0.1, 0.2]), "`eps_fn`"),
     Case("gepc.diffpath_features: eps_fn returns NaN", lambda: baselines.diffpath_features(
         eps_nan, X0, num_steps=2), "`eps_fn`"),
     Case("gepc.gepc_residuals: score_fn returns NaN", lambda: residual.gepc_residuals(
-        eps_nan, X0, KEY, [0.1]), "`score_fn`"),
+        KEY, eps_nan, X0, [0.1]), "`score_fn`"),
     Case("gepc.gepc_residuals: integer scores", lambda: residual.gepc_residuals(
-        eps_int, X0, KEY, [0.1]), "`score_fn`"),
+        KEY, eps_int, X0, [0.1]), "`score_fn`"),
     # Constructors that must check as much as their siblings
     Case("avatar.task_from_adjacency: asymmetric adj1", lambda: from_adj(
         adj1=_adj(0, 2, 1.0)), "`adj1`"),

@@ -80,9 +80,9 @@ CASES = [
     Case("gepc/residuals/noise_shape", lambda: _residuals(noise=jnp.zeros((1, 2, 8, 8, 1))),
          "noise"),
     Case("gepc/consistency_features/rho_zero", lambda: residual.consistency_features(
-        _score, _x(), jax.random.key(0), TS, rho=0.0), "rho"),
+        jax.random.key(0), _score, _x(), TS, rho=0.0), "rho"),
     Case("gepc/consistency_features/x0_nan", lambda: residual.consistency_features(
-        _score, _with(_x(), (0, 1, 1, 0), np.nan), jax.random.key(0), TS), "x0"),
+        jax.random.key(0), _score, _with(_x(), (0, 1, 1, 0), np.nan), TS), "x0"),
     # --- schedule -------------------------------------------------------------------------
     Case("gepc/schedule/sqrt_abar_nan", lambda: schedule.t_from_sqrt_alpha_bar(np.nan),
          "sqrt_abar"),
@@ -125,12 +125,12 @@ CASES = [
     Case("gepc/gmm_nll/x_columns", lambda: scoring.gmm_nll(scoring.fit_gmm(
         np.random.default_rng(0).normal(size=(20, 2)), 2), np.ones((3, 4))), "x"),
     # --- baselines ------------------------------------------------------------------------
-    Case("gepc/score_norm/t_zero", lambda: baselines.score_norm(_eps, _x(), jax.random.key(0),
+    Case("gepc/score_norm/t_zero", lambda: baselines.score_norm(jax.random.key(0), _eps, _x(),
                                                                 t=0.0), "t"),
     Case("gepc/score_norm/num_noise_zero", lambda: baselines.score_norm(
-        _eps, _x(), jax.random.key(0), num_noise=0), "num_noise"),
+        jax.random.key(0), _eps, _x(), num_noise=0), "num_noise"),
     Case("gepc/score_norm/x0_nan", lambda: baselines.score_norm(
-        _eps, _with(_x(), (0, 0, 0, 0), np.nan), jax.random.key(0)), "x0"),
+        jax.random.key(0), _eps, _with(_x(), (0, 0, 0, 0), np.nan)), "x0"),
     Case("gepc/msma/ts_above_one", lambda: baselines.msma_features(_eps, _x(), [0.1, 2.0]),
          "ts"),
     Case("gepc/diffpath/num_steps_zero", lambda: baselines.diffpath_features(
@@ -161,9 +161,9 @@ CASES = [
         scoring.fit_gmm_search(_gmm_x(), components=(1,), covariance_types=("diag",),
                                folds=2), _with(np.zeros((3, 2)), (1, 0), np.nan)), "x"),
     Case("gepc/denoising_error_map/ts_zero", lambda: baselines.denoising_error_map(
-        _eps, _x(), jax.random.key(0), [0.0]), "ts"),
+        jax.random.key(0), _eps, _x(), [0.0]), "ts"),
     Case("gepc/denoising_error_map/x0_nan", lambda: baselines.denoising_error_map(
-        _eps, _with(_x(), (0, 0, 0, 0), np.nan), jax.random.key(0), TS), "x0"),
+        jax.random.key(0), _eps, _with(_x(), (0, 0, 0, 0), np.nan), TS), "x0"),
     # --- data / training ------------------------------------------------------------------
     Case("gepc/split/labels_2d", lambda: data.stratified_split(
         np.zeros((4, 2), int), [0], 1, 0, 1, 0), "labels"),

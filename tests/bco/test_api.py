@@ -42,10 +42,10 @@ def test_run_is_a_scan_of_step_with_the_key_first(name):
         state, info = learner.step(k, state, functools.partial(f, p))
         infos.append(info)
     manual = jax.tree.map(lambda *xs: jnp.stack(xs), *infos)
-    ran = bco.run(learner, key, seq, jnp.zeros(D))
+    ran = bco.run(key, learner, seq, jnp.zeros(D))
     for a, b in zip(manual, ran, strict=True):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-5)  # eager vs scanned fp32
-    assert bco.Info is bco.RoundInfo and isinstance(ran, bco.Info)
+    assert bco.Info is bco.learners.RoundInfo and isinstance(ran, bco.Info)
 
 
 def test_two_point_step_queries_along_the_keys_direction():
@@ -117,9 +117,9 @@ def test_predrawn_directions_give_the_same_run(name):
     learner, _ = _learners()[name]
     seq = losses.drifting_quadratic(jax.random.key(0), 60, D, drift=0.1)
     key = jax.random.key(3)
-    a = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(D)))(key)
-    b = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(D), predraw=True))(key)
+    a = jax.jit(lambda k: bco.run(k, learner, seq, jnp.zeros(D)))(key)
+    b = jax.jit(lambda k: bco.run(k, learner, seq, jnp.zeros(D), predraw=True))(key)
     for x, y in zip(a, b, strict=True):
         np.testing.assert_allclose(x, y, rtol=1e-5, atol=1e-5)  # fp32, fused differently
-    other = bco.run(learner, jax.random.key(4), seq, jnp.zeros(D), predraw=True)
+    other = bco.run(jax.random.key(4), learner, seq, jnp.zeros(D), predraw=True)
     assert not np.allclose(other.g, b.g)  # the key does choose the directions

@@ -15,7 +15,7 @@ def test_matches_numpy_reference(optimistic):
     dom = bco.ball(d, 1.0)
     seq = losses.stochastic_quadratic(jax.random.key(0), t, d, sigma=0.3, curvature=1.5)
     learner = bco.two_point(dom, delta, bco.step_rule(2.0), optimistic=optimistic)
-    info = jax.jit(lambda k: bco.run(learner, k, seq, jnp.zeros(d)))(jax.random.key(1))
+    info = jax.jit(lambda k: bco.run(k, learner, seq, jnp.zeros(d)))(jax.random.key(1))
     us = jax.vmap(lambda k: bco.estimators.sphere(k, d))(jax.random.split(jax.random.key(1), t))
     ref_loss, ref_x = two_point_ogd_numpy(seq.centers, 1.5, 1.0, delta, 2.0, np.asarray(us),
                                           optimistic)
@@ -32,7 +32,7 @@ def test_traced_optimistic_flag_is_one_program_for_both_learners():
 
     def xs(opt):
         learner = bco.two_point(dom, delta, bco.step_rule(2.0), optimistic=opt)
-        return bco.run(learner, jax.random.key(1), seq, jnp.zeros(d)).x
+        return bco.run(jax.random.key(1), learner, seq, jnp.zeros(d)).x
 
     both = jax.jit(jax.vmap(xs))(jnp.array([True, False]))
     us = jax.vmap(lambda k: bco.estimators.sphere(k, d))(jax.random.split(jax.random.key(1), t))
@@ -47,7 +47,7 @@ def _mean_final_regret(learner, make_seq, domain, seeds=8, dynamic=False):
     def one(k):
         ks, kr = jax.random.split(k)
         seq = make_seq(ks)
-        info = bco.run(learner, kr, seq, domain.center)
+        info = bco.run(kr, learner, seq, domain.center)
         return (bco.dynamic_regret if dynamic else bco.regret)(info, seq, domain)
 
     return np.asarray(jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(7), seeds))).mean(0)
@@ -87,8 +87,8 @@ def test_one_base_ensemble_equals_its_base():
     single = bco.gradient_variation(dom, 0.05, rule)
     ens = ensembles.ensemble(dom, 0.05, jax.tree.map(lambda x: x[None], rule))
     seq = losses.switching_quadratic(jax.random.key(0), 200, 3, period=20)
-    a = bco.run(single, jax.random.key(1), seq, jnp.zeros(3))
-    b = bco.run(ens, jax.random.key(1), seq, jnp.zeros(3))
+    a = bco.run(jax.random.key(1), single, seq, jnp.zeros(3))
+    b = bco.run(jax.random.key(1), ens, seq, jnp.zeros(3))
     # fp32 tier: p @ xs with p = [1.0] rounds differently from xs[0] at the 1e-7 level.
     np.testing.assert_allclose(a.x, b.x, atol=1e-5)
     np.testing.assert_allclose(a.loss, b.loss, atol=1e-5)
@@ -116,10 +116,10 @@ def test_plays_stay_in_the_shrunk_domain_and_vmap_matches_loop():
     learner = bco.gradient_variation(dom, 0.2)
     keys = jax.random.split(jax.random.key(3), 3)
     seq = losses.drifting_quadratic(jax.random.key(4), 100, 4, drift=0.1, radius=2.0)
-    batched = jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(4)))(keys)
+    batched = jax.vmap(lambda k: bco.run(k, learner, seq, jnp.zeros(4)))(keys)
     assert float(jnp.max(jnp.abs(batched.x))) <= 0.8 + 1e-6
     for i, k in enumerate(keys):
-        np.testing.assert_allclose(batched.loss[i], bco.run(learner, k, seq, jnp.zeros(4)).loss,
+        np.testing.assert_allclose(batched.loss[i], bco.run(k, learner, seq, jnp.zeros(4)).loss,
                                    rtol=1e-5, atol=1e-6)
 
 
@@ -130,7 +130,7 @@ def test_no_retracing_across_keys_and_sequences():
     @jax.jit
     @chex.assert_max_traces(n=1)
     def go(key, centers):
-        return bco.run(learner, key, losses.QuadraticSeq(centers, jnp.float32(1.0)),
+        return bco.run(key, learner, losses.QuadraticSeq(centers, jnp.float32(1.0)),
                        jnp.zeros(3)).loss
 
     for i in range(3):
@@ -150,7 +150,7 @@ def test_bad_input():
     with pytest.raises(ValueError, match="lam"):
         bco.step_rule(lam=-1.0)
     with pytest.raises(ValueError, match="x0"):
-        bco.run(bco.gradient_variation(dom, 0.1), jax.random.key(0),
+        bco.run(jax.random.key(0), bco.gradient_variation(dom, 0.1),
                 losses.stochastic_quadratic(jax.random.key(0), 10, 3, 0.1), jnp.zeros(4))
     with pytest.raises(ValueError, match="domain"):
         bco.one_point_box(dom, 0.1, bco.step_rule())

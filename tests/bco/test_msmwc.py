@@ -121,7 +121,7 @@ def test_msmwc_ensemble_runs_jitted_and_vmapped():
     dom = bco.ball(4)
     seq = losses.switching_quadratic(jax.random.key(0), 300, 4, 50)
     learner = ensembles.dynamic_ensemble(dom, 0.1, 300, meta="msmwc")
-    runs = jax.jit(jax.vmap(lambda k: bco.run(learner, k, seq, jnp.zeros(4))))(
+    runs = jax.jit(jax.vmap(lambda k: bco.run(k, learner, seq, jnp.zeros(4))))(
         jax.random.split(jax.random.key(1), 3))
     r = jax.vmap(lambda info: bco.dynamic_regret(info, seq, dom))(runs)
     assert np.all(np.isfinite(np.asarray(r)))

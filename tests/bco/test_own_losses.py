@@ -42,8 +42,8 @@ def test_user_family_matches_the_shipped_one(pair):
     dom = bco.ball(D)
     learner = bco.gradient_variation(dom, 0.05)
     x0 = jnp.full(D, 0.1)
-    a = bco.run(learner, jax.random.key(1), shipped, x0)
-    b = bco.run(learner, jax.random.key(1), own, x0)
+    a = bco.run(jax.random.key(1), learner, shipped, x0)
+    b = bco.run(jax.random.key(1), learner, own, x0)
     np.testing.assert_allclose(b.loss, a.loss, rtol=1e-6)
     np.testing.assert_allclose(b.x, a.x, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(bco.regret(b, own, dom), bco.regret(a, shipped, dom),
@@ -68,20 +68,20 @@ def test_user_family_under_jit_and_vmap_over_sequences(pair):
     @jax.jit
     @jax.vmap
     def final(seq):
-        info = bco.run(learner, jax.random.key(2), seq, jnp.zeros(D))
+        info = bco.run(jax.random.key(2), learner, seq, jnp.zeros(D))
         return bco.regret(info, seq, dom)[-1]
 
     got = final(seqs)
     for i, s in enumerate(np.asarray(shift)):
         one = losses.FunctionSeq(jax.tree.map(lambda v, s=s: v + s, own.params), own.loss,
                                  own.comparator, own.minimiser, own.smoothness)
-        info = bco.run(learner, jax.random.key(2), one, jnp.zeros(D))
+        info = bco.run(jax.random.key(2), learner, one, jnp.zeros(D))
         np.testing.assert_allclose(got[i], bco.regret(info, one, dom)[-1], rtol=1e-4)
 
 
 def test_missing_comparators_and_bad_params_are_named():
     seq = losses.loss_sequence(jnp.zeros((5, 2)), lambda c, x: jnp.sum((x - c) ** 2))
-    info = bco.run(bco.gradient_variation(bco.ball(2), 0.1), jax.random.key(0), seq,
+    info = bco.run(jax.random.key(0), bco.gradient_variation(bco.ball(2), 0.1), seq,
                    jnp.zeros(2))
     for fn, field in ((bco.regret, "comparator"), (bco.dynamic_regret, "minimiser")):
         with pytest.raises(ValueError, match=f"`seq.{field}` must be given"):
@@ -97,7 +97,7 @@ def test_missing_comparators_and_bad_params_are_named():
     with pytest.raises(ValueError, match="`smoothness`"):
         losses.loss_sequence(jnp.zeros((5, 2)), lambda p, x: 0.0, smoothness=0.0)
     with pytest.raises(ValueError, match="your own FunctionSeq"):
-        bco.run(bco.gradient_variation(bco.ball(2), 0.1), jax.random.key(0), object(),
+        bco.run(jax.random.key(0), bco.gradient_variation(bco.ball(2), 0.1), object(),
                 jnp.zeros(2))
     with pytest.raises(ValueError, match="`info` must hold one round per round"):
         bco.regret(info._replace(loss=info.loss[:3]), seq, bco.ball(2))
@@ -117,7 +117,7 @@ def test_learners_built_inside_jit_match_eager(make, pair):
     shipped, _ = pair
 
     def total(delta, scale, r):
-        info = bco.run(make(delta, scale, r), jax.random.key(3), shipped, jnp.zeros(D))
+        info = bco.run(jax.random.key(3), make(delta, scale, r), shipped, jnp.zeros(D))
         return jnp.sum(info.loss)
 
     np.testing.assert_allclose(jax.jit(total)(0.05, 0.7, 1.0), total(0.05, 0.7, 1.0),
@@ -130,7 +130,7 @@ def test_vmap_over_step_sizes_equals_a_loop(pair):
     scales = jnp.array([0.25, 1.0, 4.0])
 
     def final(scale):
-        info = bco.run(bco.two_point(dom, 0.05, bco.step_rule(scale)), jax.random.key(4),
+        info = bco.run(jax.random.key(4), bco.two_point(dom, 0.05, bco.step_rule(scale)),
                        shipped, jnp.zeros(D))
         return bco.regret(info, shipped, dom)[-1]
 

@@ -55,7 +55,7 @@ def test_compensator_is_unbiased_along_a_learner_path():
     learner = bco.gradient_variation(dom, 0.05)
 
     def one(k):
-        info = bco.run(learner, k, seq, jnp.zeros(d))
+        info = bco.run(k, learner, seq, jnp.zeros(d))
         st = variation.stats(info.g, variation.played_gradients(info, seq))
         return st.estimated - st.compensator, st.estimated
 
@@ -70,6 +70,6 @@ def test_played_gradients_of_a_quadratic():
     d, t = 3, 7
     seq = losses.drifting_quadratic(jax.random.key(0), t, d, 0.3, curvature=2.0)
     x = jax.random.normal(jax.random.key(1), (t, d)) * 0.1
-    info = bco.RoundInfo(x, jnp.zeros(t), jnp.zeros((t, d)))
+    info = bco.Info(x, jnp.zeros(t), jnp.zeros((t, d)))
     np.testing.assert_allclose(variation.played_gradients(info, seq),
                                2.0 * (x - seq.centers), rtol=1e-5, atol=1e-6)

@@ -71,7 +71,7 @@ def test_decode_unchanged_and_flagged_under_jit():
     prompt = np.zeros((2, 1), np.int32)
 
     def run(p, scale):
-        return decoding.decode(lambda t: _denoiser(t, scale), p, 2, key=KEY, mask_id=3,
+        return decoding.decode(KEY, lambda t: _denoiser(t, scale), p, 2, mask_id=3,
                                vocab_size=4).answer
 
     plain = run(prompt, 1.0)
@@ -99,10 +99,10 @@ def test_qlearning_and_bco_runs_unchanged():
     seq = bco.losses.drifting_quadratic(KEY, 8, 2, 0.1)
     learner = bco.gradient_variation(bco.ball(2), 0.1)
     plain_q = qlearning.run_steps(state, mdp, sched, 16).q
-    plain_l = bco.run(learner, KEY, seq, jnp.zeros(2)).loss
+    plain_l = bco.run(KEY, learner, seq, jnp.zeros(2)).loss
     with checks(True):
         q = qlearning.run_steps(state, mdp, sched, 16).q
-        loss = bco.run(learner, KEY, seq, jnp.zeros(2)).loss
+        loss = bco.run(KEY, learner, seq, jnp.zeros(2)).loss
     np.testing.assert_array_equal(plain_q, q)
     np.testing.assert_array_equal(plain_l, loss)
 
@@ -112,7 +112,7 @@ def test_traced_delta_does_not_crash_checks():
     seq = bco.losses.drifting_quadratic(KEY, 4, 2, 0.1)
 
     def run(delta):
-        return bco.run(bco.gradient_variation(ball, delta), KEY, seq, jnp.zeros(2)).loss
+        return bco.run(KEY, bco.gradient_variation(ball, delta), seq, jnp.zeros(2)).loss
 
     np.testing.assert_allclose(jax.jit(run)(0.1), run(0.1), rtol=1e-6)
     box = bco.box(-np.ones(2), np.ones(2))

@@ -41,11 +41,11 @@ def test_scan_of_step_is_smc_decode_bit_for_bit():
     state, info = jax.jit(lambda k: _scan(alg, k, (prompt,), steps))(key)
     assert np.asarray(info.resampled).any()
     denoise_fn, value_fn, _ = api_example.model()
-    kw = dict(key=key, vocab_size=api_example.VOCAB, value_fn=value_fn, **api_example.SETTINGS)
-    ref_state, ref_info = path_smc.run_particles(denoise_fn, prompt, steps, **kw)
+    kw = dict(vocab_size=api_example.VOCAB, value_fn=value_fn, **api_example.SETTINGS)
+    ref_state, ref_info = path_smc.run_particles(key, denoise_fn, prompt, steps, **kw)
     _assert_trees_equal(state, ref_state)
     _assert_trees_equal(info, ref_info)
-    result, _ = path_smc.smc_decode(denoise_fn, prompt, steps, **kw)
+    result, _ = path_smc.smc_decode(key, denoise_fn, prompt, steps, **kw)
     _assert_trees_equal(path_smc.best_particle(state, steps), result)
     # The last step removed the twist: V = 0 and nothing is left masked.
     assert not np.asarray(state.value).any()
@@ -74,7 +74,7 @@ def test_decoder_scan_is_decode_and_best_of_n_is_unresampled_smc():
         alg = dllm.decoder(toy_denoiser, gen_length=2, mask_id=MASK, policy=policy,
                            temperature=temperature)
         state, info = _scan(alg, key, (prompt,), 2)
-        ref = dllm.decode(toy_denoiser, prompt, 2, key=key, mask_id=MASK, vocab_size=V,
+        ref = dllm.decode(key, toy_denoiser, prompt, 2, mask_id=MASK, vocab_size=V,
                           policy=policy, temperature=temperature)
         np.testing.assert_array_equal(np.asarray(state.tokens[:, 1:]), np.asarray(ref.answer))
         np.testing.assert_array_equal(np.asarray(state.order), np.asarray(ref.order))
@@ -82,7 +82,7 @@ def test_decoder_scan_is_decode_and_best_of_n_is_unresampled_smc():
                                    np.asarray(ref.path_ll), rtol=1e-6)
     alg = dllm.smc(toy_denoiser, gen_length=2, num_particles=3, mask_id=MASK, resample=False)
     state, info = _scan(alg, key, (prompt,), 2)
-    bon, _ = dllm.best_of_n(toy_denoiser, prompt, 2, key=key, mask_id=MASK, vocab_size=V,
+    bon, _ = dllm.best_of_n(key, toy_denoiser, prompt, 2, mask_id=MASK, vocab_size=V,
                             num_particles=3)
     _assert_trees_equal(dllm.best_particle(state, 2), bon)
     assert not np.asarray(info.resampled).any()

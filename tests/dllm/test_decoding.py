@@ -42,7 +42,7 @@ def _brute_force_path_ll(denoise_fn, prompt, answer, order):
 @pytest.mark.parametrize("policy", decoding.POLICIES)
 def test_path_ll_while_decoding_equals_exact_and_brute_force(denoiser, policy):
     prompt = jax.random.randint(jax.random.key(0), (3, P), 0, MASK)
-    r = decoding.decode(denoiser, prompt, A, key=jax.random.key(1), mask_id=MASK,
+    r = decoding.decode(jax.random.key(1), denoiser, prompt, A, mask_id=MASK,
                         vocab_size=V, policy=policy, steps=3, temperature=1.0)
     exact = decoding.path_log_likelihood(denoiser, prompt, r.answer, r.order, mask_id=MASK)
     brute = _brute_force_path_ll(denoiser, np.asarray(prompt), np.asarray(r.answer),
@@ -64,7 +64,7 @@ def test_path_ll_depends_on_the_order(denoiser):
 @pytest.mark.parametrize("steps,block", [(6, None), (3, None), (6, 2), (4, 3)])
 def test_decoders_unmask_each_position_once_and_leave_no_mask(denoiser, steps, block):
     prompt = jax.random.randint(jax.random.key(4), (5, P), 0, MASK)
-    r = decoding.decode(denoiser, prompt, A, key=jax.random.key(5), mask_id=MASK,
+    r = decoding.decode(jax.random.key(5), denoiser, prompt, A, mask_id=MASK,
                         vocab_size=V, steps=steps, block_length=block, temperature=1.0)
     order = np.asarray(r.order)
     assert np.all(np.asarray(r.answer) != MASK)
@@ -81,9 +81,9 @@ def test_decoders_unmask_each_position_once_and_leave_no_mask(denoiser, steps, b
 
 def test_threshold_decoding_finishes_with_adaptive_nfe(denoiser):
     prompt = jax.random.randint(jax.random.key(6), (8, P), 0, MASK)
-    lo = decoding.decode_threshold(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
+    lo = decoding.decode_threshold(jax.random.key(0), denoiser, prompt, A, mask_id=MASK,
                                    vocab_size=V, threshold=0.05)
-    hi = decoding.decode_threshold(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
+    hi = decoding.decode_threshold(jax.random.key(0), denoiser, prompt, A, mask_id=MASK,
                                    vocab_size=V, threshold=0.999)
     assert np.all(np.asarray(lo.answer) != MASK) and np.all(np.asarray(hi.answer) != MASK)
     assert np.all(np.asarray(hi.nfe) == A)  # nothing that sure: one token per step
@@ -120,12 +120,12 @@ def test_policies_rank_as_defined():
 def test_wrong_vocab_and_mask_raise(denoiser):
     prompt = jnp.zeros((2, P), jnp.int32)
     with pytest.raises(ValueError, match="vocab_size"):
-        decoding.decode(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
+        decoding.decode(jax.random.key(0), denoiser, prompt, A, mask_id=MASK,
                         vocab_size=V + 1)
     with pytest.raises(ValueError, match="mask_id"):
-        decoding.decode(denoiser, prompt, A, key=jax.random.key(0), mask_id=V, vocab_size=V)
+        decoding.decode(jax.random.key(0), denoiser, prompt, A, mask_id=V, vocab_size=V)
     with pytest.raises(ValueError, match="block_length"):
-        decoding.decode(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
+        decoding.decode(jax.random.key(0), denoiser, prompt, A, mask_id=MASK,
                         vocab_size=V, block_length=4)
 
 
@@ -138,19 +138,18 @@ def test_bad_prompts_raise_naming_prompt(denoiser, bad, err):
         prompt = jnp.zeros((2, P), jnp.float32)
     else:
         prompt = jnp.zeros((2, P), jnp.int32).at[1, 0].set(bad)
-    kw = dict(key=jax.random.key(0), mask_id=MASK, vocab_size=V)
     for fn in (decoding.decode, decoding.decode_threshold):
         with pytest.raises(err, match="`prompt`"):
-            fn(denoiser, prompt, A, **kw)
+            fn(jax.random.key(0), denoiser, prompt, A, mask_id=MASK, vocab_size=V)
 
 
 def test_prompt_checks_do_not_break_jit(denoiser):
     prompt = jnp.zeros((2, P), jnp.int32)
-    fn = jax.jit(functools.partial(decoding.decode, denoiser, gen_length=A, mask_id=MASK,
-                                   vocab_size=V))
-    eager = decoding.decode(denoiser, prompt, A, key=jax.random.key(0), mask_id=MASK,
+    fn = jax.jit(functools.partial(decoding.decode, denoise_fn=denoiser, gen_length=A,
+                                   mask_id=MASK, vocab_size=V))
+    eager = decoding.decode(jax.random.key(0), denoiser, prompt, A, mask_id=MASK,
                             vocab_size=V)
-    np.testing.assert_array_equal(fn(prompt, key=jax.random.key(0)).answer, eager.answer)
+    np.testing.assert_array_equal(fn(jax.random.key(0), prompt=prompt).answer, eager.answer)
 
 
 def test_path_ll_rejects_ids_and_orders_outside_their_ranges(denoiser):
@@ -174,5 +173,5 @@ def test_path_ll_rejects_ids_and_orders_outside_their_ranges(denoiser):
 @pytest.mark.parametrize("temperature", [-0.1, float("nan")])
 def test_bad_temperature_raises(denoiser, temperature):
     with pytest.raises(ValueError, match="`temperature`"):
-        decoding.decode(denoiser, jnp.zeros((2, P), jnp.int32), A, key=jax.random.key(0),
+        decoding.decode(jax.random.key(0), denoiser, jnp.zeros((2, P), jnp.int32), A,
                         mask_id=MASK, vocab_size=V, temperature=temperature)

@@ -59,8 +59,8 @@ def test_particle_correctness_agrees_with_best_of_n():
 
     prompt, _ = task.sample(jax.random.key(0), 5)
     key = jax.random.key(7)
-    pc = evaluation.particle_correctness(denoise, task, prompt, key=key, num_particles=3)
-    ref, _ = path_smc.best_of_n(denoise, prompt, task.answer_len, key=key, num_particles=3,
+    pc = evaluation.particle_correctness(key, denoise, task, prompt, num_particles=3)
+    ref, _ = path_smc.best_of_n(key, denoise, prompt, task.answer_len, num_particles=3,
                                 mask_id=task.mask_id, vocab_size=task.vocab_size)
     best = np.argmax(np.asarray(pc.path_ll), 1)
     np.testing.assert_array_equal(np.asarray(pc.answer)[np.arange(5), best], ref.answer)

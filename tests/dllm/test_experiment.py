@@ -126,7 +126,7 @@ def test_shipped_denoisers_and_heads_load_and_solve_problems(name, min_acc, tmp_
     models = dllm_models.Models(cfg, str(tmp_path))
     m = models.denoiser(name)
     prompt, _ = m.task.sample(jax.random.key(99), 128)
-    r = decoding.decode(m.denoise_fn, prompt, m.task.answer_len, key=jax.random.key(0),
+    r = decoding.decode(jax.random.key(0), m.denoise_fn, prompt, m.task.answer_len,
                         mask_id=m.task.mask_id, vocab_size=m.task.vocab_size)
     assert float(np.mean(m.task.verify(prompt, r.answer))) >= min_acc
     tokens = decoding.init_state(prompt[:8], m.task.answer_len, m.task.mask_id).tokens

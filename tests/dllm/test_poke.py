@@ -24,9 +24,9 @@ def test_rollout_targets_are_remaining_path_ll(setup):
     task, den = setup
     prompt, _ = task.sample(jax.random.key(0), 16)
     a = task.answer_len
-    ro = poke.collect_rollouts(den, prompt, a, jax.random.key(1), mask_id=task.mask_id)
+    ro = poke.collect_rollouts(jax.random.key(1), den, prompt, a, mask_id=task.mask_id)
     assert ro.hidden.shape == (16 * a, a, 32)
-    dec = decoding.decode(den, prompt, a, key=jax.random.key(1), mask_id=task.mask_id,
+    dec = decoding.decode(jax.random.key(1), den, prompt, a, mask_id=task.mask_id,
                           vocab_size=task.vocab_size, temperature=1.0)
     rem = np.asarray(ro.remaining).reshape(16, a)
     np.testing.assert_allclose(rem[:, 0], np.asarray(dec.path_ll), rtol=1e-5)
@@ -44,9 +44,9 @@ def test_rollouts_follow_the_path_proposal_and_its_blocks(setup):
     a = task.answer_len
     blk = decoding.coarse_block(a)
     kw = dict(mask_id=task.mask_id, proposal="path", temperature=0.0, block_length=blk)
-    ro = poke.collect_rollouts(den, prompt, a, jax.random.key(1), position_temperature=0.0,
+    ro = poke.collect_rollouts(jax.random.key(1), den, prompt, a, position_temperature=0.0,
                                **kw)
-    greedy = decoding.decode(den, prompt, a, key=jax.random.key(0), mask_id=task.mask_id,
+    greedy = decoding.decode(jax.random.key(0), den, prompt, a, mask_id=task.mask_id,
                              vocab_size=task.vocab_size, block_length=blk)
     rem = np.asarray(ro.remaining).reshape(16, a)
     np.testing.assert_allclose(rem[:, 0], np.asarray(greedy.path_ll), rtol=1e-5)
@@ -54,23 +54,23 @@ def test_rollouts_follow_the_path_proposal_and_its_blocks(setup):
     masked = np.asarray(ro.masked).reshape(16, a, a)
     first_block_done = masked[:, blk, :blk]  # before step blk the first block is complete
     assert not first_block_done.any()
-    drawn = poke.collect_rollouts(den, prompt, a, jax.random.key(1), position_temperature=2.0,
+    drawn = poke.collect_rollouts(jax.random.key(1), den, prompt, a, position_temperature=2.0,
                                   **kw)
     orders = np.asarray(drawn.masked).reshape(16, a, a)
     assert not np.array_equal(orders, masked)  # other unmasking orders were drawn
     assert not orders[:, blk, :blk].any()  # still inside the blocks
     with pytest.raises(ValueError, match="`proposal`"):
-        poke.collect_rollouts(den, prompt, a, jax.random.key(1), mask_id=task.mask_id,
+        poke.collect_rollouts(jax.random.key(1), den, prompt, a, mask_id=task.mask_id,
                               proposal="order")
 
 
 def test_head_fits_held_out_rollouts_and_drives_smc(setup):
     task, den = setup
     a = task.answer_len
-    tr = poke.collect_rollouts(den, task.sample(jax.random.key(2), 512)[0], a,
-                               jax.random.key(3), mask_id=task.mask_id)
-    te = poke.collect_rollouts(den, task.sample(jax.random.key(4), 128)[0], a,
-                               jax.random.key(5), mask_id=task.mask_id)
+    tr = poke.collect_rollouts(jax.random.key(3), den, task.sample(jax.random.key(2), 512)[0],
+                               a, mask_id=task.mask_id)
+    te = poke.collect_rollouts(jax.random.key(5), den, task.sample(jax.random.key(4), 128)[0],
+                               a, mask_id=task.mask_id)
     graphdef, params, losses, val = poke.fit(tr, hidden=16, steps=200, num_chunks=4,
                                              batch_size=128, lr=3e-3)
     assert losses[-1] < losses[0] and val.shape == (4,)
@@ -79,16 +79,16 @@ def test_head_fits_held_out_rollouts_and_drives_smc(setup):
     assert fit["r2"] > 0.1 and fit["mse"] < fit["baseline_mse_mean_only"]
     value_fn = poke.make_value_fn(graphdef, params, task.prompt_len, task.mask_id)
     prompt = task.sample(jax.random.key(6), 4)[0]
-    res, info = path_smc.smc_decode(den, prompt, a, key=jax.random.key(7), mask_id=task.mask_id,
-                               vocab_size=task.vocab_size, num_particles=3, value_fn=value_fn)
+    res, info = path_smc.smc_decode(jax.random.key(7), den, prompt, a, mask_id=task.mask_id,
+                                    vocab_size=task.vocab_size, num_particles=3, value_fn=value_fn)
     assert np.all(np.asarray(res.answer) != task.mask_id)
     assert np.all(np.isfinite(np.asarray(info.ess)))
 
 
 def test_fit_rejects_bad_arguments(setup):
     task, den = setup
-    ro = poke.collect_rollouts(den, task.sample(jax.random.key(0), 8)[0], task.answer_len,
-                               jax.random.key(1), mask_id=task.mask_id)
+    ro = poke.collect_rollouts(jax.random.key(1), den, task.sample(jax.random.key(0), 8)[0],
+                               task.answer_len, mask_id=task.mask_id)
     with pytest.raises(ValueError, match="num_chunks"):
         poke.fit(ro, steps=10, num_chunks=3)
     with pytest.raises(ValueError, match="val_fraction"):
@@ -114,8 +114,9 @@ def test_sibling_rollouts_group_prompts_and_the_sibling_fit_runs(setup):
     sibling-weighted fit trains on (group, step) rows; bad layouts raise."""
     task, den = setup
     a, k = task.answer_len, 4
-    ro = poke.collect_sibling_rollouts(den, task.sample(jax.random.key(8), 40)[0], a,
-                                       jax.random.key(9), siblings=k, mask_id=task.mask_id)
+    ro = poke.collect_sibling_rollouts(jax.random.key(9), den,
+                                       task.sample(jax.random.key(8), 40)[0], a, siblings=k,
+                                       mask_id=task.mask_id)
     h = np.asarray(ro.hidden).reshape(40, k, a, a, -1)
     np.testing.assert_allclose(h[:, :, 0], np.broadcast_to(h[:, :1, 0], h[:, :, 0].shape),
                                atol=1e-5)  # step 0: same prompt, nothing committed yet

@@ -40,7 +40,7 @@ def test_self_rewarding_smc_targets_p_squared(resampler):
     b, n = 400, 32
     prompt = jnp.zeros((b, 1), jnp.int32)
     state, info = jax.jit(lambda k: path_smc.run_particles(
-        toy_denoiser, prompt, 2, key=k, mask_id=MASK, vocab_size=V, num_particles=n,
+        k, toy_denoiser, prompt, 2, mask_id=MASK, vocab_size=V, num_particles=n,
         policy="random", temperature=1.0, ess_threshold=0.99, resampler=resampler))(
         jax.random.key(0))
     target = np.outer(P1, P2) ** 2
@@ -49,7 +49,7 @@ def test_self_rewarding_smc_targets_p_squared(resampler):
     assert not resampled[0].any() and resampled[1].all()  # uniform at t=0; forced at t=1
     np.testing.assert_allclose(_weighted_histogram(state, n), target, atol=0.015)
     # Without resampling the same target holds (importance sampling only).
-    state, info = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(1),
+    state, info = path_smc.run_particles(jax.random.key(1), toy_denoiser, prompt, 2,
                                     mask_id=MASK, vocab_size=V, num_particles=n,
                                     policy="random", resample=False)
     assert not np.asarray(info.resampled).any()
@@ -65,7 +65,7 @@ def test_twist_telescopes_to_the_path_ll():
         return -0.7 * masked + 0.3 * tokens[:, 1].astype(jnp.float32)
 
     prompt = jnp.zeros((5, 1), jnp.int32)
-    state, _ = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(2), mask_id=MASK,
+    state, _ = path_smc.run_particles(jax.random.key(2), toy_denoiser, prompt, 2, mask_id=MASK,
                                  vocab_size=V, num_particles=6, value_fn=value_fn,
                                  resample=False, policy="random")
     np.testing.assert_allclose(np.asarray(state.log_weights).reshape(-1),
@@ -93,16 +93,17 @@ def test_resample_step_only_touches_degenerate_problems():
 
 def test_decoders_return_the_best_particle_and_count_nfe():
     prompt = jnp.zeros((7, 1), jnp.int32)
-    kw = dict(key=jax.random.key(3), mask_id=MASK, vocab_size=V, num_particles=5)
-    state, _ = path_smc.run_particles(toy_denoiser, prompt, 2, **kw)
-    res, _ = path_smc.smc_decode(toy_denoiser, prompt, 2, **kw)
+    key = jax.random.key(3)
+    kw = dict(mask_id=MASK, vocab_size=V, num_particles=5)
+    state, _ = path_smc.run_particles(key, toy_denoiser, prompt, 2, **kw)
+    res, _ = path_smc.smc_decode(key, toy_denoiser, prompt, 2, **kw)
     np.testing.assert_allclose(np.asarray(res.path_ll),
                                np.asarray(state.decode.path_ll).reshape(7, 5).max(1))
     assert np.all(np.asarray(res.nfe) == 2 * 5)
-    bon, _ = path_smc.best_of_n(toy_denoiser, prompt, 2, **kw)
+    bon, _ = path_smc.best_of_n(key, toy_denoiser, prompt, 2, **kw)
     assert np.all(np.asarray(bon.answer) != MASK)
     # Best-of-N with many particles finds the mode of p, (0, 1).
-    many, _ = path_smc.best_of_n(toy_denoiser, prompt, 2, key=jax.random.key(4), mask_id=MASK,
+    many, _ = path_smc.best_of_n(jax.random.key(4), toy_denoiser, prompt, 2, mask_id=MASK,
                             vocab_size=V, num_particles=64)
     np.testing.assert_array_equal(np.asarray(many.answer), np.tile([0, 1], (7, 1)))
 
@@ -110,17 +111,19 @@ def test_decoders_return_the_best_particle_and_count_nfe():
 @pytest.mark.parametrize("n", [0, -2, 2.5, "4"])
 def test_bad_particle_counts_raise(n):
     with pytest.raises(ValueError, match="num_particles"):
-        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
+        path_smc.smc_decode(jax.random.key(0), toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
                        mask_id=MASK, vocab_size=V, num_particles=n)
 
 
 def test_bad_resampler_and_vocab_raise():
-    kw = dict(key=jax.random.key(0), mask_id=MASK, num_particles=2)
+    key = jax.random.key(0)
+    kw = dict(mask_id=MASK, num_particles=2)
     with pytest.raises(ValueError, match="resampler"):
-        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V,
-                       resampler="greedy", **kw)
+        path_smc.smc_decode(key, toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V,
+                            resampler="greedy", **kw)
     with pytest.raises(ValueError, match="vocab_size"):
-        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, vocab_size=V + 3, **kw)
+        path_smc.smc_decode(key, toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
+                            vocab_size=V + 3, **kw)
 
 
 
@@ -133,20 +136,20 @@ def _nan_after_first_step(hidden, tokens):
 def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
     prompt = jnp.zeros((3, 1), jnp.int32)
     kw = dict(mask_id=MASK, vocab_size=V, num_particles=4, value_fn=_nan_after_first_step)
-    run = jax.jit(lambda k: path_smc.run_particles(toy_denoiser, prompt, 2, key=k, **kw))
+    run = jax.jit(lambda k: path_smc.run_particles(k, toy_denoiser, prompt, 2, **kw))
     with checks(False):  # outside checked mode: a flag per step, raised by the entry point
         _, info = run(jax.random.key(0))
         np.testing.assert_array_equal(np.asarray(info.nonfinite_weights),
                                       [[False] * 3, [True] * 3])
         with pytest.raises(ValueError, match="step 1 .*`value_fn`"):
-            path_smc.smc_decode(toy_denoiser, prompt, 2, key=jax.random.key(0), **kw)
+            path_smc.smc_decode(jax.random.key(0), toy_denoiser, prompt, 2, **kw)
     with checks(True):  # checked mode: the compiled run itself raises, naming `value_fn`
         with pytest.raises(Exception, match="`value_fn` returned non-finite"):
             jax.block_until_ready(
-                jax.jit(lambda k: path_smc.run_particles(toy_denoiser, prompt, 2, key=k,
+                jax.jit(lambda k: path_smc.run_particles(k, toy_denoiser, prompt, 2,
                                                          **kw))(jax.random.key(0)))
     # A healthy run flags nothing.
-    _, info = path_smc.run_particles(toy_denoiser, prompt, 2, key=jax.random.key(0), mask_id=MASK,
+    _, info = path_smc.run_particles(jax.random.key(0), toy_denoiser, prompt, 2, mask_id=MASK,
                                 vocab_size=V, num_particles=4)
     assert not np.asarray(info.nonfinite_weights).any()
 
@@ -160,14 +163,14 @@ def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
 ])
 def test_bad_settings_raise(kwargs, arg):
     with pytest.raises(ValueError, match=f"`{arg}`"):
-        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2, key=jax.random.key(0),
+        path_smc.smc_decode(jax.random.key(0), toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
                        mask_id=MASK, vocab_size=V, num_particles=2, **kwargs)
 
 
 @pytest.mark.parametrize("prompt", [[[-3], [0]], [[7], [0]], [[MASK], [0]]])
 def test_bad_prompt_ids_raise(prompt):
     with pytest.raises(ValueError, match="`prompt`"):
-        path_smc.smc_decode(toy_denoiser, jnp.asarray(prompt, jnp.int32), 2, key=jax.random.key(0),
+        path_smc.smc_decode(jax.random.key(0), toy_denoiser, jnp.asarray(prompt, jnp.int32), 2,
                        mask_id=MASK, vocab_size=V, num_particles=2)
 
 
@@ -311,7 +314,7 @@ def test_resampling_schedule_fires_only_at_its_steps(schedule, fractions, expect
     # In a run, ESS < N (forced) resamples exactly at the allowed steps (A = 4, blocks of 2).
     allowed = path_smc.resample_steps(CA, CA, 2, schedule, fractions)
     _, info = path_smc.run_particles(
-        ctx_denoiser, jnp.zeros((3, 1), jnp.int32), CA, key=jax.random.key(0), mask_id=CMASK,
+        jax.random.key(0), ctx_denoiser, jnp.zeros((3, 1), jnp.int32), CA, mask_id=CMASK,
         vocab_size=CV, num_particles=8, block_length=2, temperature=1.3, ess_threshold=1.0,
         resample_schedule=schedule, resample_fractions=fractions)
     np.testing.assert_array_equal(np.asarray(info.resampled),
@@ -327,8 +330,8 @@ def test_resampling_schedule_fires_only_at_its_steps(schedule, fractions, expect
 ])
 def test_bad_resampling_schedules_raise(kwargs, arg):
     with pytest.raises(ValueError, match=f"`{arg}`"):
-        path_smc.smc_decode(toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
-                            key=jax.random.key(0), mask_id=MASK, vocab_size=V,
+        path_smc.smc_decode(jax.random.key(0), toy_denoiser, jnp.zeros((2, 1), jnp.int32), 2,
+                            mask_id=MASK, vocab_size=V,
                             num_particles=2, **kwargs)
 
 
@@ -418,10 +421,10 @@ def test_path_proposal_weighted_particles_target_the_path_targets(token_t, pos_t
 def test_path_proposal_at_zero_temperatures_is_greedy():
     """Position and token temperatures 0: every particle decodes greedy's path."""
     prompt = jnp.zeros((3, 1), jnp.int32)
-    greedy = decoding.decode(ctx_denoiser, prompt, CA, key=jax.random.key(0), mask_id=CMASK,
+    greedy = decoding.decode(jax.random.key(0), ctx_denoiser, prompt, CA, mask_id=CMASK,
                              vocab_size=CV, block_length=2)
     state, _ = path_smc.run_particles(
-        ctx_denoiser, prompt, CA, key=jax.random.key(1), mask_id=CMASK, vocab_size=CV,
+        jax.random.key(1), ctx_denoiser, prompt, CA, mask_id=CMASK, vocab_size=CV,
         num_particles=4, block_length=2, proposal="path", temperature=0.0,
         position_temperature=0.0)
     np.testing.assert_array_equal(np.asarray(state.decode.tokens[:, 1:]),
@@ -439,13 +442,14 @@ def test_greedy_reference_particle_keeps_greedys_path_through_resampling(proposa
     at least greedy's."""
     b, n, block = 6, 5, 2
     prompt = jnp.zeros((b, 1), jnp.int32)
-    greedy = decoding.decode(ctx_denoiser, prompt, CA, key=jax.random.key(0), mask_id=CMASK,
+    greedy = decoding.decode(jax.random.key(0), ctx_denoiser, prompt, CA, mask_id=CMASK,
                              vocab_size=CV, block_length=block)
-    kw = dict(key=jax.random.key(2), mask_id=CMASK, vocab_size=CV, num_particles=n,
+    key = jax.random.key(2)
+    kw = dict(mask_id=CMASK, vocab_size=CV, num_particles=n,
               block_length=block, proposal=proposal, temperature=temperature,
               position_temperature=2.0, ess_threshold=1.0, weight_scale=3.0,
               value_fn=ctx_value, greedy_reference=True)
-    state, info = path_smc.run_particles(ctx_denoiser, prompt, CA, **kw)
+    state, info = path_smc.run_particles(key, ctx_denoiser, prompt, CA, **kw)
     ref = np.asarray(state.decode.tokens[:, 1:]).reshape(b, n, CA)[:, 0]
     np.testing.assert_array_equal(ref, np.asarray(greedy.answer))
     np.testing.assert_array_equal(np.asarray(state.decode.order).reshape(b, n, CA)[:, 0],
@@ -455,10 +459,10 @@ def test_greedy_reference_particle_keeps_greedys_path_through_resampling(proposa
     np.testing.assert_array_equal(np.asarray(info.ancestors)[:, :, 0], 0)
     # The other particles were redrawn (some ancestors differ from the identity).
     assert (np.asarray(info.ancestors)[1:, :, 1:] != np.arange(1, n)).any()
-    res, _ = path_smc.smc_decode(ctx_denoiser, prompt, CA, **kw)
+    res, _ = path_smc.smc_decode(key, ctx_denoiser, prompt, CA, **kw)
     assert np.all(np.asarray(res.path_ll) >= np.asarray(greedy.path_ll) - 1e-6)
     # Without the reference the same settings lose greedy's path on some problem.
-    state, _ = path_smc.run_particles(ctx_denoiser, prompt, CA,
+    state, _ = path_smc.run_particles(key, ctx_denoiser, prompt, CA,
                                       **{**kw, "greedy_reference": False})
     paths = np.asarray(state.decode.order).reshape(b, n, CA)
     assert not all((paths[i] == np.asarray(greedy.order)[i]).all(-1).any() for i in range(b))
@@ -466,9 +470,10 @@ def test_greedy_reference_particle_keeps_greedys_path_through_resampling(proposa
 
 def test_select_by_weight_and_bad_path_settings_raise():
     prompt = jnp.zeros((4, 1), jnp.int32)
-    kw = dict(key=jax.random.key(3), mask_id=CMASK, vocab_size=CV, num_particles=6,
+    key = jax.random.key(3)
+    kw = dict(mask_id=CMASK, vocab_size=CV, num_particles=6,
               proposal="path", temperature=0.0, position_temperature=1.0)
-    state, _ = path_smc.run_particles(ctx_denoiser, prompt, CA, **kw)
+    state, _ = path_smc.run_particles(key, ctx_denoiser, prompt, CA, **kw)
     res = path_smc.best_particle(state, CA, select="weight")
     best = np.argmax(np.asarray(state.log_weights), 1)
     np.testing.assert_allclose(np.asarray(res.path_ll),
@@ -478,4 +483,4 @@ def test_select_by_weight_and_bad_path_settings_raise():
                      (dict(position_temperature=float("nan")), "position_temperature"),
                      (dict(greedy_reference=True, policy="random"), "greedy_reference")]:
         with pytest.raises(ValueError, match=f"`{arg}`"):
-            path_smc.smc_decode(ctx_denoiser, prompt, CA, **{**kw, **bad})
+            path_smc.smc_decode(key, ctx_denoiser, prompt, CA, **{**kw, **bad})

@@ -86,7 +86,7 @@ def test_weighted_particles_target_q_times_p(temperature, threshold, block_lengt
     b, n = 300, 32
     prompt = jnp.zeros((b, 1), jnp.int32)
     state, info = jax.jit(lambda k: sr_smc.run_particles(
-        toy_denoiser, prompt, 2, key=k, mask_id=MASK, vocab_size=V, num_particles=n,
+        k, toy_denoiser, prompt, 2, mask_id=MASK, vocab_size=V, num_particles=n,
         block_length=block_length, threshold=threshold, temperature=temperature,
         ess_threshold=ess))(jax.random.key(0))
     target = enumerate_target(temperature, threshold, block_length)
@@ -117,18 +117,18 @@ def test_passes_adapt_per_problem_and_the_best_particle_is_returned():
         return jnp.where(sure, logits * 50.0, logits), hidden
 
     prompt = jnp.array([[0], [1]], jnp.int32)
-    res, info = sr_smc.sr_smc_decode(den, prompt, 2, key=jax.random.key(1), mask_id=MASK,
+    res, info = sr_smc.sr_smc_decode(jax.random.key(1), den, prompt, 2, mask_id=MASK,
                                      vocab_size=V, num_particles=4, block_length=2,
                                      threshold=0.9)
     np.testing.assert_array_equal(np.asarray(info.passes.sum(0)), [1, 2])
     np.testing.assert_array_equal(np.asarray(res.nfe), [4, 8])
-    state, _ = sr_smc.run_particles(den, prompt, 2, key=jax.random.key(1), mask_id=MASK,
+    state, _ = sr_smc.run_particles(jax.random.key(1), den, prompt, 2, mask_id=MASK,
                                     vocab_size=V, num_particles=4, block_length=2, threshold=0.9)
     np.testing.assert_allclose(np.asarray(res.path_ll),
                                np.asarray(state.decode.path_ll).reshape(2, 4).max(1))
     # Schedule mode: exactly steps / blocks passes per block.
-    res, info = sr_smc.sr_smc_decode(toy_denoiser, jnp.zeros((3, 1), jnp.int32), 2,
-                                     key=jax.random.key(2), mask_id=MASK, vocab_size=V,
+    res, info = sr_smc.sr_smc_decode(jax.random.key(2), toy_denoiser,
+                                     jnp.zeros((3, 1), jnp.int32), 2, mask_id=MASK, vocab_size=V,
                                      num_particles=2, block_length=1, threshold=None)
     np.testing.assert_array_equal(np.asarray(info.passes), np.ones((2, 3)))
     assert np.all(np.asarray(res.answer) != MASK)

@@ -43,7 +43,7 @@ TS = schedule.t_from_sqrt_alpha_bar(np.array([0.9999, 0.9979]))
 def test_residual_vanishes_for_an_exactly_equivariant_score():
     """Isotropic Gaussian N(0, I): s(x) = -x commutes with every pixel permutation."""
     x = jax.random.uniform(jax.random.key(3), (4, 8, 8, 1), minval=-1, maxval=1)
-    r = residual.gepc_residuals(lambda xt, t: -xt, x, jax.random.key(4), TS)
+    r = residual.gepc_residuals(jax.random.key(4), lambda xt, t: -xt, x, TS)
     assert r.shape == (4, 2, len(groups.DEFAULT_GROUP))
     np.testing.assert_allclose(r, 0.0, atol=1e-10)
 
@@ -52,7 +52,7 @@ def test_residual_is_positive_when_equivariance_is_broken():
     """Diagonal Gaussian with a non-symmetric per-pixel precision: flips break the score."""
     w = 1.0 + 3.0 * jax.random.uniform(jax.random.key(5), (1, 8, 8, 1))
     x = jax.random.uniform(jax.random.key(6), (4, 8, 8, 1), minval=-1, maxval=1)
-    r, maps = residual.gepc_residuals(lambda xt, t: -w * xt, x, jax.random.key(7), TS,
+    r, maps = residual.gepc_residuals(jax.random.key(7), lambda xt, t: -w * xt, x, TS,
                                       with_maps=True)
     assert np.all(np.asarray(r) > 1e-2)
     assert maps.shape == (4, 2, 8, 8) and np.all(np.asarray(maps) >= 0)
@@ -61,16 +61,16 @@ def test_residual_is_positive_when_equivariance_is_broken():
 def test_residual_errors():
     x = jnp.zeros((2, 8, 6, 1))
     with pytest.raises(ValueError, match="square"):
-        residual.gepc_residuals(lambda xt, t: -xt, x, jax.random.key(0), TS)
+        residual.gepc_residuals(jax.random.key(0), lambda xt, t: -xt, x, TS)
     xs = jnp.zeros((2, 8, 8, 1))
     with pytest.raises(ValueError, match="rho"):
-        residual.gepc_residuals(lambda xt, t: -xt, xs, jax.random.key(0), TS, rho=0.0)
+        residual.gepc_residuals(jax.random.key(0), lambda xt, t: -xt, xs, TS, rho=0.0)
     with pytest.raises(ValueError, match="ts"):
-        residual.gepc_residuals(lambda xt, t: -xt, xs, jax.random.key(0), [0.0])
+        residual.gepc_residuals(jax.random.key(0), lambda xt, t: -xt, xs, [0.0])
     with pytest.raises(ValueError, match="ts"):
-        residual.gepc_residuals(lambda xt, t: -xt, xs, jax.random.key(0), [1.5])
+        residual.gepc_residuals(jax.random.key(0), lambda xt, t: -xt, xs, [1.5])
     with pytest.raises(ValueError, match="x0"):
-        residual.gepc_residuals(lambda xt, t: -xt, jnp.zeros((8, 8, 1)), jax.random.key(0), TS)
+        residual.gepc_residuals(jax.random.key(0), lambda xt, t: -xt, jnp.zeros((8, 8, 1)), TS)
 
 
 def test_schedule_inverse():
@@ -194,8 +194,8 @@ def test_detector_is_residuals_then_fit_then_score():
     eps_fn = lambda xt, t: 0.1 * w * xt  # noqa: E731
     score_fn = residual.score_from_eps(eps_fn)
     ts = schedule.t_from_sqrt_alpha_bar(np.asarray(gepc.SQRT_ABARS))
-    r_fit = residual.gepc_residuals(score_fn, x_fit, k_fit, ts)
-    r = residual.gepc_residuals(score_fn, x, k_x, ts)
+    r_fit = residual.gepc_residuals(k_fit, score_fn, x_fit, ts)
+    r = residual.gepc_residuals(k_x, score_fn, x, ts)
     # official (default): gepc_s = residual averaged over G with the identity -> 1 KDE per t
     ref = scoring.fit_official(r_fit.sum(-1, keepdims=True) / 7.0, 2)
     for a, b in zip(state, ref[:4], strict=True):

@@ -33,17 +33,17 @@ def test_experiment_split_is_stratified_disjoint_and_leak_free(preset):
     c = get_config(preset)
     _, y = data.mnist(8) if c.id_dataset == "mnist" else data.sklearn_digits(8)
     s = data.stratified_split(y, c.id_classes, c.train_per_class, c.cal_per_class,
-                              c.test_per_class, c.num_ood, c.split_seed)
+                              c.test_per_class, c.num_ood, seed=c.split_seed)
     _check_split(y, c.id_classes, s, {"train": c.train_per_class, "cal": c.cal_per_class,
                                       "test": c.test_per_class})
     assert len(s.heldout) == c.num_ood
     # Shuffled: not a sorted prefix; seeded: reproducible, and another seed differs.
     assert not np.all(np.diff(s.train) > 0)
     again = data.stratified_split(y, c.id_classes, c.train_per_class, c.cal_per_class,
-                                  c.test_per_class, c.num_ood, c.split_seed)
+                                  c.test_per_class, c.num_ood, seed=c.split_seed)
     np.testing.assert_array_equal(s.train, again.train)
     other = data.stratified_split(y, c.id_classes, c.train_per_class, c.cal_per_class,
-                                  c.test_per_class, c.num_ood, c.split_seed + 1)
+                                  c.test_per_class, c.num_ood, seed=c.split_seed + 1)
     assert set(other.train.tolist()) != set(s.train.tolist())
 
 
@@ -112,7 +112,7 @@ def test_official_features_match_numpy():
 
     x = np.asarray(jax.random.uniform(jax.random.key(6), (3, 8, 8, 1), minval=-1, maxval=1))
     key = jax.random.key(7)
-    r, f = residual.consistency_features(score_fn, jnp.asarray(x), key, TS)
+    r, f = residual.consistency_features(key, score_fn, jnp.asarray(x), TS)
     eps = np.asarray(jax.random.normal(key, (len(TS),) + x.shape))
     elems = groups.get(groups.DEFAULT_GROUP, x.shape)
 
@@ -156,8 +156,9 @@ def test_self_inverse_elements_are_a_blind_spot_for_any_score(name):
     eps = jax.random.normal(k[3], (len(TS),) + x.shape)
     g = groups.ELEMENTS[name]
     group = (name, "rot90")
-    r0 = residual.gepc_residuals(score_fn, x, None, TS, group, noise=eps)
-    r1 = residual.gepc_residuals(score_fn, g.forward(x), None, TS, group, noise=g.forward(eps))
+    r0 = residual.gepc_residuals(None, score_fn, x, TS, group=group, noise=eps)
+    r1 = residual.gepc_residuals(None, score_fn, g.forward(x), TS, group=group,
+                                 noise=g.forward(eps))
 
     def denom(x0, e):
         out = []

@@ -8,7 +8,7 @@ from pallas_kernels.sale.synthetic import structured_qkv
 
 
 def structured(n=1024, d=32, hq=4, hk=2, seed=0):
-    return structured_qkv(n, d, hq, hk, seed)
+    return structured_qkv(n, d, hq, hk, seed=seed)
 
 
 @pytest.mark.parametrize("bits", [8, 4])

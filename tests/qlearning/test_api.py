@@ -7,6 +7,7 @@ import pytest
 
 from jaxlab import qlearning as ql
 from jaxlab.core.types import Algorithm
+from jaxlab.qlearning import periodic_q
 from jaxlab.qlearning.reference import periodic_q_learning_numpy
 from tests.qlearning import api_example
 
@@ -34,7 +35,7 @@ def test_step_is_the_kernel_on_the_keys_uniforms(mdp):
     alg = ql.periodic(mdp, sched)
     assert isinstance(alg, Algorithm)
     state = alg.init(jax.random.key(1))
-    kernel = ql.build_kernel(mdp)
+    kernel = periodic_q.build_kernel(mdp)
     for i in range(10):
         key = jax.random.key(100 + i)
         new, info = alg.step(key, state)
@@ -90,7 +91,7 @@ def test_init_is_the_module_init(mdp):
     alg = ql.periodic(mdp, ql.schedules.constant(3))
     a, b = alg.init(jax.random.key(7)), ql.init(jax.random.key(7), mdp)
     _assert_equal(a, b)
-    assert ql.State is ql.PeriodicQState
+    assert ql.State is periodic_q.PeriodicQState
 
 
 def test_api_example_is_deterministic_jittable_and_vmaps():

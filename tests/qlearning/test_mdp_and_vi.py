@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 from jaxlab import qlearning as ql
+from jaxlab.qlearning import periodic_q
 
 
 def _vi_numpy(p, r, gamma, iters=5000):
@@ -125,7 +126,7 @@ def test_presets_pass_validation_and_bad_fields_fail(preset):
     from experiments.configs import qlearning as qcfg
 
     cfg = qcfg.get_config(preset)
-    ql.validate_config(cfg)
+    periodic_q.validate_config(cfg)
     cfg.num_seeds = 1
     with pytest.raises(ValueError, match="config.num_seeds"):
-        ql.validate_config(cfg)
+        periodic_q.validate_config(cfg)

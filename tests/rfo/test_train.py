@@ -111,7 +111,7 @@ def test_scan_steps_evaluates_every_k_updates_and_skips_the_rollout_elsewhere():
     def step(key, state, do_eval=True):
         k_eval, k_upd = jax.random.split(key)
         new = {"w": state["w"] + jax.random.normal(k_upd)}
-        ev = rfo_train.maybe_evaluate(do_eval, evaluate, k_eval, new)
+        ev = rfo_train.maybe_evaluate(k_eval, do_eval, evaluate, new)
         return new, rfo_train.Info(new["w"], ev, jnp.float32(0), jnp.float32(0))
 
     from jaxlab.core.types import Algorithm

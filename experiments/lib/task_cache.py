@@ -3,7 +3,9 @@
 Building the whole ACM-DBLP task (``datasets.task``: two sparse LU factorisations and
 2 x 6,325 RWR solves, the normalised adjacencies, a betweenness estimate) takes minutes on
 a 2-core CPU; every active run, seed and strategy needs the same arrays. ``cached_task``
-builds once and reads the ``.npz`` afterwards.
+builds once and reads the ``.npz`` afterwards; ``full_task`` is ``datasets.full_task``
+through it. The library (``jaxlab.avatar``) builds tasks and never writes them: this
+cache is the experiments' part.
 
 Key (ours): SHA-256 over the pair's arrays (both adjacencies' CSR data / indices / indptr
 and shapes, both attribute matrices, the ground-truth pairs), the RWR ``restart`` and the
@@ -15,7 +17,8 @@ name and renamed (``save_npz_atomic``), so an interrupted write leaves no half f
 the key.
 
 Folder: ``$JAXLAB_CACHE_DIR/avatar`` if that variable is set, else
-``~/.cache/jaxlab/avatar``; ``cache_dir=`` overrides both.
+``~/.cache/jaxlab/avatar``; ``cache_dir=`` overrides both. ``save_npz_atomic`` is also the
+writer of the whole-graph checkpoints (``experiments.lib.wholegraph_runs``).
 """
 
 import contextlib
@@ -29,7 +32,9 @@ import numpy as np
 import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
-from jaxlab.avatar import tasks
+from jaxlab.avatar import datasets, tasks
+
+__all__ = ["ENV_VAR", "default_dir", "digest", "path_for", "cached_task"]
 
 ENV_VAR = "JAXLAB_CACHE_DIR"
 FORMAT = 1  # bumped when the file layout changes
@@ -134,8 +139,6 @@ def cached_task(pair, restart: float = 0.2, cache_dir: str | None = None,
     Returns:
       tasks.GraphTask equal to a fresh build (the arrays round-trip exactly through npz).
     """
-    from jaxlab.avatar import datasets  # datasets imports this module lazily
-
     key = digest(pair, restart)
     path = os.path.join(cache_dir or default_dir(), f"task-{key[:24]}.npz")
     say = log or (lambda _msg: None)
@@ -152,3 +155,22 @@ def cached_task(pair, restart: float = 0.2, cache_dir: str | None = None,
     _save(path, key, t)
     say(f"task written to the cache {path}")
     return t
+
+
+def full_task(name: str, restart: float = 0.2, cache: bool = True,
+              cache_dir: str | None = None, log=None) -> tasks.GraphTask:
+    """``datasets.full_task(name, restart)`` through the cache (ACM-DBLP: minutes to build,
+    about a second to read).
+
+    Args:
+      name: one of ``datasets.DATASETS``.
+      restart: RWR restart probability of the position features.
+      cache: read / write the build through the cache (False: build, write nothing).
+      cache_dir: the cache folder (default ``default_dir()``).
+      log: optional callable taking one message string.
+    """
+    if not isinstance(cache, bool):
+        raise ValueError(f"`cache` must be a bool, got {cache!r}.")
+    if not cache:
+        return datasets.full_task(name, restart)
+    return cached_task(datasets.load_pair(name), restart, cache_dir, log)
