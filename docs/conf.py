@@ -13,8 +13,9 @@ import os
 import re
 import sys
 
-sys.path.insert(0, os.path.abspath(".."))
-sys.path.insert(0, os.path.abspath("_ext"))
+_HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.dirname(_HERE))
+sys.path.insert(0, os.path.join(_HERE, "_ext"))
 
 project = "jaxlab"
 author = "jaxlab contributors"

@@ -22,11 +22,12 @@ task builds are cached (``experiments.lib.task_cache``).
   python -m experiments.avatar_wholegraph --workdir=/tmp/wg --round0_variants
 """
 
+import os
 import sys
 
 from absl import app, flags
 
-from .lib import wholegraph_study
+from .lib import console, results, wholegraph_study
 
 _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 _DATASETS = flags.DEFINE_list("datasets", ["acm_dblp", "foursquare_twitter"],
@@ -48,21 +49,19 @@ _COMPARE_ROUNDS = flags.DEFINE_integer(
 def main(argv):
     del argv
     if not _WORKDIR.value:
-        print("--workdir is required.", file=sys.stderr)
+        print("error: --workdir is required.", file=sys.stderr)
         sys.exit(2)
     if _VARIANTS.value:
-        import os
-
-        from .lib import results
-
         out = wholegraph_study.round0_variants(0, log=lambda msg: print(msg, flush=True))
         results.write_json(os.path.join(_WORKDIR.value, "round0_variants.json"), out)
+        print(console.results_line(_WORKDIR.value, "round0_variants.json"), flush=True)
         return
     wholegraph_study.run_study(
         _WORKDIR.value, _DATASETS.value, _SEEDS.value, _STRATEGIES.value, _ROUNDS.value,
         _WARM.value, _CG_TOL.value, _COMPARE_ROUNDS.value,
         log=lambda msg: print(msg, flush=True))
+    print(console.results_line(_WORKDIR.value, "table.md"), flush=True)
 
 
 if __name__ == "__main__":
-    app.run(main)
+    app.run(main, flags_parser=console.parse_flags)

@@ -1,4 +1,4 @@
-"""Check (issue #18): MJX with our solver settings (``opt.iterations == 1``) against the
+"""Check: MJX with our solver settings (``opt.iterations == 1``) against the
 default MuJoCo solver on hopper trajectories, before trusting contact gradients.
 
 ``envs.make_task`` loads every MJCF with ``opt.iterations = 1, opt.ls_iterations = 4``

@@ -1,4 +1,4 @@
-"""Check (issue #18): our PPO (``jaxlab.rfo.ppo``) against brax's PPO
+"""Check: our PPO (``jaxlab.rfo.ppo``) against brax's PPO
 (``brax.training.agents.ppo.train``) on one small run: the same environment, settings and
 env-step budget, several seeds, the same evaluation.
 

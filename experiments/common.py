@@ -34,7 +34,8 @@ from ml_collections.config_flags import tuple_parser
 from jaxlab.core import sharding
 
 from . import package_path
-from .lib import compile_cache, locks, provenance, results, study
+from .lib import compile_cache, console, locks, provenance, results, study
+from .lib.console import parse_flags, results_line  # the binaries' and the suite's
 
 WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkpoints).")
 COORDINATOR = flags.DEFINE_string("coordinator_address", None,
@@ -77,7 +78,7 @@ def run(train_and_evaluate, config) -> dict:
         try:  # before any work: a config the study rejects is the user's input, not a crash
             train_and_evaluate.validate(config)
         except (ValueError, TypeError, FileNotFoundError) as e:
-            print(f"error: {_one_line(e)}", file=sys.stderr)
+            print(f"error: {console.one_line(e)}", file=sys.stderr)
             sys.exit(2)
     if SHOW_CONFIG.value and sharding.is_main_process():
         print("config:\n" + config_json(config), flush=True)
@@ -93,16 +94,6 @@ def config_json(config) -> str:
     return json.dumps(provenance.config_dict(config), indent=2, sort_keys=True)
 
 
-def results_line(workdir: str | os.PathLike, *extra: str) -> str:
-    """The last line of a binary: the results folder (absolute) and what is in it, e.g.
-    ``results: /abs/workdir (summary.json, figures: a.png, b.png)``; ``extra`` names are
-    listed first (those that exist)."""
-    workdir = os.path.abspath(os.fspath(workdir))
-    names = [n for n in (*extra, results.SUMMARY) if os.path.exists(os.path.join(workdir, n))]
-    figures = results.figures_in(workdir)
-    if figures:
-        names.append("figures: " + ", ".join(figures))
-    return f"results: {workdir}" + (f" ({', '.join(names)})" if names else "")
 
 
 def _flag_value(argv, name):
@@ -189,7 +180,7 @@ def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
     try:
         fields = config_fields(load_config(spec))
     except Exception as e:  # noqa: BLE001 - a bad file or preset is the user's input
-        return f"error: --config={spec}: {_one_line(e).removeprefix('`--config`: ')}"
+        return f"error: --config={spec}: {console.one_line(e).removeprefix('`--config`: ')}"
     groups = {k.rsplit(".", i)[0] for k in fields for i in range(k.count("."))}
     for name, value in _overrides(args):
         if name not in fields and name not in groups:
@@ -250,21 +241,8 @@ def _type_error(value: str, default) -> str | None:
     return None
 
 
-def _one_line(error: BaseException) -> str:
-    """The first line of ``error``'s message (absl and ml_collections errors may carry a
-    traceback as text)."""
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
-def parse_flags(argv: list[str]) -> list[str]:
-    """absl's flag parsing for ``app.run(..., flags_parser=parse_flags)``: a bad flag is one
-    line on stderr, exit 2 (absl's default prints ``FATAL`` and the usage hint)."""
-    try:
-        return flags.FLAGS(argv)
-    except flags.Error as e:
-        print(f"error: {_one_line(e)}", file=sys.stderr)
-        sys.exit(2)
 
 
 def launch(train_and_evaluate, default_config: str) -> None:

@@ -464,6 +464,9 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
             "preconditions": pre, "decoders": rows}
 
 
+THROUGHPUT_REPEATS = 3  # timed runs per contender (best of them, with their spread)
+
+
 def _throughput(config, models, ctx: study.Context) -> dict:
     """Unit ``throughput``: what N particles cost, on 64 problems of ``config.tasks[0]``,
     per N in ``config.throughput_particles``, timed in turn (``best_times_interleaved``):
@@ -491,13 +494,16 @@ def _throughput(config, models, ctx: study.Context) -> dict:
         sampled_fn = jax.jit(functools.partial(decoding.decode, denoise_fn=denoise_fn,
                                                temperature=1.0, **kw))
         rows = jnp.repeat(prompt, n, axis=0)
-        sec = timing.best_times_interleaved({
+        times = timing.times_interleaved({
             "smc": functools.partial(smc_fn, jax.random.key(0), prompt=prompt),
             "greedy_batched": functools.partial(greedy_fn, jax.random.key(0), prompt=rows),
             "sampled_batched": functools.partial(sampled_fn, jax.random.key(0), prompt=rows)},
-            repeats=3)
+            repeats=THROUGHPUT_REPEATS)
+        spreads = {k: timing.spread(t) for k, t in times.items()}
+        sec = {k: s["min"] for k, s in spreads.items()}
         tok = prompt.shape[0] * n * steps
-        out[str(n)] = {"seconds": sec, "tokens_per_s": {k: tok / v for k, v in sec.items()},
+        out[str(n)] = {"seconds": sec, "spread_s": spreads,
+                       "tokens_per_s": {k: tok / v for k, v in sec.items()},
                        "smc_over_greedy": sec["smc"] / sec["greedy_batched"],
                        "smc_over_sampled": sec["smc"] / sec["sampled_batched"],
                        "batch_rows": int(rows.shape[0])}
@@ -896,13 +902,16 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                      "decoder at <= NFE, mean over all tasks", f"{_pct(g)} pts"))
     tp = summary["throughput"]
     for k, v in sorted(tp["per_particles"].items(), key=lambda kv: int(kv[0])):
-        t, e = v["tokens_per_s"], v["batching_efficiency"]
-        rows.append((f"throughput {tp['task']}, N={k} ({v['batch_rows']} rows): time of SMC / "
-                     "N greedy decodes batched the same way (/ N sampled ones); tokens/s SMC, "
-                     "greedy; tokens/s vs the smallest N, SMC, greedy",
+        t, e, s = v["tokens_per_s"], v["batching_efficiency"], v["spread_s"]
+        iqr = {c: s[c]["iqr"] / s[c]["min"] for c in ("smc", "greedy_batched")}
+        rows.append((f"throughput {tp['task']}, N={k} ({v['batch_rows']} rows), best of "
+                     f"{THROUGHPUT_REPEATS}: time of SMC / N greedy decodes batched the same "
+                     "way (/ N sampled ones); tokens/s SMC, greedy; tokens/s vs the smallest "
+                     "N, SMC, greedy; spread of the timed runs (IQR / best), SMC, greedy",
                      f"{v['smc_over_greedy']:.2f}x ({v['smc_over_sampled']:.2f}x); "
                      f"{t['smc']:.0f}, {t['greedy_batched']:.0f}; "
-                     f"{e['smc']:.2f}, {e['greedy_batched']:.2f}"))
+                     f"{e['smc']:.2f}, {e['greedy_batched']:.2f}; "
+                     f"{100 * iqr['smc']:.0f}%, {100 * iqr['greedy_batched']:.0f}%"))
     return rows
 
 

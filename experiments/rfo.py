@@ -216,10 +216,11 @@ def rollout_throughput(task_name: str, batch_sizes, horizon: int,
 
     Both backends step the same brax ``System`` (the task's MJCF, one solver iteration
     for MJX) from the task's reset distribution; each env step is ``task.n_frames``
-    physics steps.
+    physics steps. Rates are of the best of ``repeats`` timed runs; ``spread_s`` holds
+    those runs' spread (``timing.spread``).
     """
     task = envs.make_task(task_name)
-    rates = {}
+    rates, spreads = {}, {}
     for backend in backends:
         pipe = _physics(backend)
 
@@ -247,11 +248,14 @@ def rollout_throughput(task_name: str, batch_sizes, horizon: int,
                         return total_reward(acts, ps0)
                     return jax.grad(total_reward)(acts, ps0)
 
-                sec = timing.best_time(lambda roll=roll: roll(jax.random.key(0)),
-                                       repeats=repeats)
-                rates.setdefault(backend, {}).setdefault(mode, {})[str(b)] = b * horizon / sec
+                times = timing.times_interleaved(
+                    {"roll": lambda roll=roll: roll(jax.random.key(0))}, repeats)["roll"]
+                s = timing.spread(times)
+                rates.setdefault(backend, {}).setdefault(mode, {})[str(b)] = b * horizon / s["min"]
+                spreads.setdefault(backend, {}).setdefault(mode, {})[str(b)] = s
     base = rates[backends[0]]["forward"][str(batch_sizes[0])]
     return {"task": task_name, "horizon": horizon, "env_steps_per_s": rates,
+            "spread_s": spreads, "repeats": repeats,
             "ratio_vs_mjx_forward_smallest_batch": {
                 be: {mo: {k: v / base for k, v in r.items()} for mo, r in by.items()}
                 for be, by in rates.items()}}
@@ -385,10 +389,12 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         tp = summary["throughput"]
         for backend, by_mode in tp["env_steps_per_s"].items():
             for mode, rates in by_mode.items():
-                cells = ", ".join(f"B={b}: {r:.0f}"
-                                  for b, r in sorted(rates.items(), key=lambda kv: int(kv[0])))
-                rows.append((f"{tp['task']}: vmapped {backend} rollout env steps/s, {mode}",
-                             cells))
+                spread = tp["spread_s"][backend][mode]
+                cells = ", ".join(
+                    f"B={b}: {r:.0f} (IQR {100 * spread[b]['iqr'] / spread[b]['min']:.0f}%)"
+                    for b, r in sorted(rates.items(), key=lambda kv: int(kv[0])))
+                rows.append((f"{tp['task']}: vmapped {backend} rollout env steps/s, {mode}, "
+                             f"best of {tp['repeats']} (spread: IQR / best)", cells))
     return rows
 
 

@@ -160,3 +160,18 @@ def test_the_suite_answers_a_mistyped_preset_in_one_line(tmp_path):
     assert out.returncode == 2 and "Traceback" not in out.stderr and "FATAL" not in out.stderr
     assert out.stderr.strip() == ("error: flag --preset=smok: value should be one of "
                                   "<smoke|quick|full>")
+
+
+@pytest.mark.parametrize("args,says", [
+    (["--seeds=x"], "--seeds"),          # a bad flag value
+    (["--workdr=w"], "workdr"),          # a mistyped flag
+    ([], "--workdir is required"),       # no workdir
+])
+def test_wholegraph_binary_flag_errors_are_one_line(args, says):
+    out = subprocess.run([sys.executable, "-m", "experiments.avatar_wholegraph", *args],
+                         cwd=ROOT, capture_output=True, text=True, timeout=300,
+                         env={**os.environ, "JAX_PLATFORMS": "cpu"})
+    lines = out.stderr.strip().splitlines()
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert len(lines) == 1 and lines[0].startswith("error: ") and says in lines[0], lines
+    assert "Traceback" not in out.stderr and "FATAL" not in out.stderr

@@ -18,7 +18,8 @@ PATTERNS = [
     r"\bsessions?[- ]?\d+",             # session 8, session-11, sessions 6-11
     r"\bthis session\b", r"\bsession's\b", r"\bprevious session\b", r"\bearlier session\b",
     r"\bstages? \d+",                   # stage 3
-    r"\bissues? \d+",                   # issue 15 (a tracker number)
+    r"\bissues? #?\d+",                 # issue 15, issue #18 (a tracker number)
+    r"\bthe issue's\b",                # the issue's four
     r"\(#\d+\)",                        # (#23)
 ]
 PATTERN = re.compile("|".join(PATTERNS), re.IGNORECASE)
@@ -47,6 +48,7 @@ def test_the_pattern_flags_stages_and_spares_plain_words():
     assert offending("measured in session 8 on the EPYC") and offending("Session-11 run")
     assert offending("this session's machine") and offending("see stage 3")
     assert offending("(issue 15)") and offending("fixed in (#23)")
+    assert offending("Check (issue #18):") and offending("the issue's four")
     assert not offending("a TensorBoard session; tf.Session; requests.Session()")
     assert not offending("the session of the HTTP client; stages of the pipeline")
 

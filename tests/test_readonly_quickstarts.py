@@ -109,7 +109,10 @@ def test_quickstart_runs_read_only_and_writes_nothing(path, tmp_path):
     for d in (home, work, tmp, tmp_path / "matplotlib"):
         d.mkdir()
     shutil.copy(path, work / "quickstart.rst")
-    env = {k: v for k, v in os.environ.items() if k != "JAXLAB_CACHE_DIR"}
+    # No cache folder from the test run's own settings (tests/conftest.py points JAX's
+    # compilation cache at the user's cache folder): the quickstart must need none.
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("JAXLAB_CACHE_DIR", "JAX_COMPILATION_CACHE_DIR")}
     env.update(HOME=str(home), XDG_CACHE_HOME=str(home / ".cache"),
                XDG_CONFIG_HOME=str(home / ".config"), TMPDIR=str(tmp),
                MPLCONFIGDIR=str(tmp_path / "matplotlib"),

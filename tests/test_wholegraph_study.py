@@ -202,5 +202,6 @@ def test_the_binary_runs_and_resumes(tmp_path):
     t = rec["summary"]["foursquare_twitter"]["table"]
     assert t["avatar"]["seeds"] == 2 and "mrr_random_ties" in t["random"]
     assert (tmp_path / "mrr.png").exists() and (tmp_path / "table.md").exists()
+    assert out.stdout.strip().splitlines()[-1].startswith(f"results: {tmp_path} (table.md, ")
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "resumed after round 1" in again.stdout

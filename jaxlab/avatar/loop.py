@@ -52,9 +52,10 @@ Traced values: each round's Sinkhorn / FGW solve and adjoint CG solve report fla
 ``cg_residual``); ``check_result`` turns them into a ``RuntimeWarning`` with the numbers.
 ``run_active`` calls it itself (directly when its result is concrete, via
 ``jax.debug.callback`` when it is itself traced, e.g. under the experiment's ``vmap``); after
-your own ``jit(alg.step)`` call ``check_result(info)``. ``informativeness`` checks ``plan`` /
-``cost`` (shapes, finite) and warns like ``adjoint.cost_gradient``. ``validate_config``
-checks an experiment config (called first by ``experiments/avatar.py``; with
+your own ``jit(alg.step)`` call ``jaxlab.avatar.loop.check_result(info)``.
+``informativeness`` checks ``plan`` / ``cost`` (shapes, finite) and warns like
+``adjoint.cost_gradient``. The experiment's config check (``validate_config``, not part of
+the public API) runs first in ``experiments/avatar.py``; with
 ``config.real_full`` the budget is checked against the full graphs' pairs,
 ``datasets.SIZES``, and at least one strategy must be defined on them).
 """
@@ -85,7 +86,7 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 __all__ = ["STRATEGIES", "SOLVERS", "SCORES", "PROTOCOLS", "State", "Info", "ActiveResult",
     "informativeness", "smallest_task", "budget_sizes", "init", "align", "evaluate", "step",
-    "active", "run_active", "run_active_switch"]
+    "active", "run_active", "run_active_switch", "check_result"]
 
 STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness", "density",
               "topmatchings")

@@ -5,8 +5,8 @@ shipped weights in ``experiments/pretrained/gepc_mnist16`` (an orbax checkpoint 
 module's linen params tree, part of the code version and of the published numbers). An nnx
 port would have to convert those weights bit-exactly and re-verify every AUROC, and its
 parameter initialisation from the key would differ from linen's, changing the smoke
-preset's (trained from scratch) numbers. Issue #17 retrains and reships the score model;
-that is the natural point to move this module to nnx. Callers only see
+preset's (trained from scratch) numbers. A retrained, reshipped score model is the natural
+point to move this module to nnx. Callers only see
 ``train.make_eps_fn(model, params) -> eps_fn(x, t)``, which the move would keep.
 """
 

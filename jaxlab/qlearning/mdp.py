@@ -1,7 +1,7 @@
 """Tabular MDPs: the container and the study's families (Garnet, chain, sparse reward,
 Bernoulli rewards), plus the stationary distribution of the uniform behaviour policy.
 
-Families (the issue's four; the dynamics generators are ours, standard in the
+Families (four; the dynamics generators are ours, standard in the
 literature): ``garnet`` (Archibald et al. 1995), ``chain`` (an exploration chain),
 ``sparse_reward`` (Garnet dynamics, reward 1 on one random (s, a), 0 elsewhere; meant
 for gamma = 0.99) and ``with_bernoulli_rewards`` (any MDP with mean rewards in [0, 1]

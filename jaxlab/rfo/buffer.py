@@ -1,6 +1,6 @@
 """A fixed-size FIFO ring buffer of past policies' (observation, action chunk) pairs.
 
-RFO's stability regulariser (issue #18; the paper's stability term) fits the flow by
+RFO's stability regulariser (the paper's stability term) fits the flow by
 conditional flow matching toward data produced by *earlier* policies, not toward the
 current rollout's own samples. The buffer is a pytree carried in ``RFOState``: ``add``
 writes each rollout's decision-step pairs after the update that used the buffer, so the

@@ -74,6 +74,8 @@ def test_smoke_study_end_to_end_and_resume(tmp_path, monkeypatch):
     for v in tp.values():
         assert v["smc_over_greedy"] == pytest.approx(v["seconds"]["smc"]
                                                      / v["seconds"]["greedy_batched"])
+        for c, s in v["spread_s"].items():  # best of the timed runs, with their spread
+            assert s["min"] == v["seconds"][c] and s["q75"] >= s["q25"] >= s["min"]
     rows = dict(exp.headline(summary))
     acc = next(v for k, v in rows.items() if k.startswith(f"accuracy {name} N=2 "))
     want = [d[k]["accuracy"] for k in ("confidence", "threshold", "best_of_2", "sr_smc_2",

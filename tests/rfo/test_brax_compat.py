@@ -1,4 +1,4 @@
-"""experiments/lib/brax_compat.py (issue #18): the stand-in for the removed
+"""experiments/lib/brax_compat.py: the stand-in for the removed
 ``jax.device_put_replicated`` (leading axis, values, placement, one and two CPU devices, the
 pmap brax feeds it to), its install / uninstall, the brax ``Env`` around our task, and brax's
 PPO trainer running a handful of env steps on it; plus the matched settings of

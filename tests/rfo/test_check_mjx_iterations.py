@@ -1,4 +1,4 @@
-"""experiments/check_mjx_iterations.py (issue #18) on tiny horizons: the solver variants it
+"""experiments/check_mjx_iterations.py on tiny horizons: the solver variants it
 builds, the structure of its result, exactly zero divergence between two tasks with identical
 solver settings, no divergence from identical initial states at horizon 0, finiteness, and
 the gradient comparison (reverse mode unavailable under the default solver, forward and

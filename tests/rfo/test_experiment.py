@@ -57,6 +57,13 @@ def test_smoke_study_writes_results_and_reuses_finished_units(tmp_path, monkeypa
     for by_mode in tp.values():
         assert set(by_mode) == {"forward", "forward+backward"}
         assert all(set(r) == {"1", "8"} and min(r.values()) > 0 for r in by_mode.values())
+    horizon, spreads = on_disk["throughput"]["horizon"], on_disk["throughput"]["spread_s"]
+    for backend, by_mode in tp.items():  # rates are of the best timed run, with its spread
+        for mode, rates in by_mode.items():
+            for b, rate in rates.items():
+                s = spreads[backend][mode][b]
+                assert rate == pytest.approx(int(b) * horizon / s["min"])
+                assert s["q75"] >= s["q25"] >= s["min"] > 0
     # evaluation every eval_every-th update: 4 updates in 2 chunks of 2 -> every 2nd
     [path] = [u for u in os.listdir(tmp_path / "units") if u.startswith("pendulum_ppo-")]
     unit = study.load_result(str(tmp_path / "units" / path))
