@@ -656,8 +656,17 @@ def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None
     """Warns (RuntimeWarning) if any plan or adjoint solve of ``res`` did not converge.
 
     Call it on the concrete result of ``run_active`` under your own ``jit`` / ``vmap``
-    (``run_active`` does it itself otherwise), or on the ``Info`` of your own ``step``s.
-    Returns True when every solve converged.
+    (``run_active`` does it itself otherwise), or on the ``Info`` of each of your own
+    ``step`` calls.
+
+    Args:
+      res: an ``ActiveResult`` or a step's ``Info`` (concrete arrays).
+      epsilon, sinkhorn_threshold, sinkhorn_max_iterations: the plan solver's settings, as
+        passed to the loop (named in the warning).
+      cg_tol: the adjoint CG's relative residual tolerance.
+
+    Returns:
+      True when every solve converged.
     """
     ok = solvers.check_plan(
         solvers.PlanResult(None, res.plan_converged, res.plan_error, None),
