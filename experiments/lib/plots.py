@@ -289,7 +289,6 @@ def log2_ticks(axis, min_ticks: int = 3) -> None:
     minor labels: costs that double read as such, and a narrow axis still has several
     ticks. Call it once the data are plotted (it reads the view limits)."""
     lo, hi = sorted(axis.get_view_interval())
-    subs = (1.0,)
     for subs in ((1.0,), (1.0, 1.5), (1.0, 1.25, 1.5, 1.75)):
         ticks = [m * 2.0 ** k for k in range(int(np.floor(np.log2(max(lo, 1e-300)))) - 1,
                                              int(np.ceil(np.log2(max(hi, 1e-300)))) + 2)

@@ -52,22 +52,35 @@ def write_json(path: str | os.PathLike, obj) -> str:
     return path
 
 
-def atomic_write_text(path: str | os.PathLike, text: str) -> None:
-    """Writes ``text`` to ``path`` through a uniquely named temporary file in the same
-    folder and ``os.replace`` (folders created); call it on the writing process only."""
+def _atomic_write(path: str | os.PathLike, write, binary: bool) -> None:
+    """Calls ``write(f)`` on a uniquely named temporary file in ``path``'s folder (folders
+    created), then ``os.replace``s it to ``path``: a reader, or a process killed mid-write,
+    sees the old file or the new one, never half of one."""
     path = os.path.abspath(os.fspath(path))
     os.makedirs(os.path.dirname(path), exist_ok=True)
     # A unique name (not mkstemp: its 0600 mode would ignore the umask).
     tmp = os.path.join(os.path.dirname(path),
                        f".{os.path.basename(path)}.{os.getpid()}.{uuid.uuid4().hex[:8]}.tmp")
     try:
-        with open(tmp, "x", encoding="utf-8") as f:
-            f.write(text)
+        with (open(tmp, "xb") if binary else open(tmp, "x", encoding="utf-8")) as f:
+            write(f)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.remove(tmp)
         raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Writes ``text`` to ``path`` atomically (``_atomic_write``); call it on the writing
+    process only."""
+    _atomic_write(path, lambda f: f.write(text), binary=False)
+
+
+def save_npz_atomic(path: str | os.PathLike, arrays: dict) -> None:
+    """``np.savez`` of ``arrays`` to ``path`` atomically (``_atomic_write``): the task cache's
+    and the whole-graph checkpoints' writer."""
+    _atomic_write(path, lambda f: np.savez(f, **arrays), binary=True)
 
 
 def content_hash(obj) -> str:

@@ -13,19 +13,17 @@ source text of every function the build runs (``BUILD_FUNCTIONS``). Another data
 restart or an edited build function gives another key, so a stale build is never served.
 The key is also stored inside the file and compared on reading; an unreadable or
 mismatching file is rebuilt (with a warning), never used. Files are written to a temporary
-name and renamed (``save_npz_atomic``), so an interrupted write leaves no half file under
+name and renamed (``results.save_npz_atomic``), so an interrupted write leaves no half file under
 the key.
 
 Folder: ``$JAXLAB_CACHE_DIR/avatar`` if that variable is set, else
-``~/.cache/jaxlab/avatar``; ``cache_dir=`` overrides both. ``save_npz_atomic`` is also the
+``~/.cache/jaxlab/avatar``; ``cache_dir=`` overrides both. ``results.save_npz_atomic`` is also the
 writer of the whole-graph checkpoints (``experiments.lib.wholegraph_runs``).
 """
 
-import contextlib
 import hashlib
 import inspect
 import os
-import uuid
 import warnings
 
 import numpy as np
@@ -33,6 +31,8 @@ import scipy.sparse as sp
 from jax.experimental import sparse as jsparse
 
 from jaxlab.avatar import datasets, tasks
+
+from . import results
 
 __all__ = ["ENV_VAR", "default_dir", "digest", "path_for", "cached_task"]
 
@@ -80,28 +80,7 @@ def _save(path: str, key: str, t: tasks.GraphTask) -> None:
         arrays[f"{name}_data"] = np.asarray(m.data)
         arrays[f"{name}_indices"] = np.asarray(m.indices)
         arrays[f"{name}_shape"] = np.asarray(m.shape)
-    save_npz_atomic(path, arrays)
-
-
-def save_npz_atomic(path: str, arrays: dict) -> None:
-    """``np.savez`` of ``arrays`` to ``path`` through a uniquely named temporary file in the
-    same folder and ``os.replace`` (folders created): a reader, or a process killed
-    mid-write, sees the old file or the new one, never half of one. The same rule as
-    ``experiments.lib.results.atomic_write_text`` (a unique name, not ``mkstemp``, whose
-    0600 mode would ignore the umask)."""
-    path = os.path.abspath(path)
-    folder = os.path.dirname(path)
-    os.makedirs(folder, exist_ok=True)
-    tmp = os.path.join(folder, f".{os.path.basename(path)}.{os.getpid()}."
-                               f"{uuid.uuid4().hex[:8]}.tmp")
-    try:
-        with open(tmp, "xb") as f:
-            np.savez(f, **arrays)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    results.save_npz_atomic(path, arrays)
 
 
 def _load(path: str, key: str) -> tasks.GraphTask:

@@ -15,7 +15,7 @@ callback and writes nothing; this module is the house around it:
 * ``machine_readings``: the process's peak resident memory and the 1-minute load average,
   merged into every record (``wholegraph.run``'s ``measure``).
 
-Imports only ``jaxlab`` and ``experiments.lib.task_cache`` (for ``save_npz_atomic``).
+Imports only ``jaxlab`` and ``experiments.lib.results`` (for ``save_npz_atomic``).
 """
 
 import ast
@@ -42,7 +42,7 @@ from jaxlab.avatar import (
     wholegraph,
 )
 
-from . import task_cache
+from . import results
 
 
 def code_text(source: str) -> str:
@@ -89,7 +89,7 @@ def save_checkpoint(path: str, key: str, state: wholegraph.RunState) -> None:
               "y": np.asarray(rnd.y)}
     for name, v in rnd.stats._asdict().items():
         arrays[f"stats_{name}"] = np.asarray(v)
-    task_cache.save_npz_atomic(path, arrays)
+    results.save_npz_atomic(path, arrays)
 
 
 def load_checkpoint(path: str, key: str) -> wholegraph.RunState | None:
