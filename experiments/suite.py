@@ -169,11 +169,12 @@ def _write_report(preset, workdir, methods, summaries, timings):
             workdir, name, "suite_wall_time.json")) or {}).get("load_avg"))
         meta = (f"Wall time of the run that wrote this summary: {wall}; {load}. Config hash "
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
-                f"{p['code_version']}.{_compile_share(os.path.join(workdir, name), p)}")
+                f"{p['code_version']}.")
+        share, timing = _timing(os.path.join(workdir, name), p)
         experiment = registry.experiment(name)
-        _add_section(lines, sections, name, name, METHODS[name].title, meta,
+        _add_section(lines, sections, name, name, METHODS[name].title, meta + share,
                      experiment.headline(summaries[name]), experiment.caption,
-                     os.path.join(workdir, name))
+                     os.path.join(workdir, name), timing)
     for run in registry.LARGER_RUNS:  # written by the method's binary, not by this preset
         folder = os.path.join(workdir, run.folder)
         summary = _trusted_summary(run.folder, folder)
@@ -184,11 +185,13 @@ def _write_report(preset, workdir, methods, summaries, timings):
                 + provenance.machine_line(p["machine"], (results.read_timing(folder, p) or {})
                                           .get("load_avg")) + "; code "
                 + provenance.code_line(p["git"], p["packages"], p["code_version"])
-                + f"; config hash {p['config_hash']}.{_compile_share(folder, p)}")
+                + f"; config hash {p['config_hash']}.")
+        share, timing = _timing(folder, p)
         experiment = registry.experiment(run.method)
         _add_section(lines, sections, run.folder, f"{run.method} ({run.preset} preset)",
-                     f"{registry.METHODS[run.method].title} ({run.preset} preset)", meta,
-                     experiment.headline(summary), experiment.caption, folder)
+                     f"{registry.METHODS[run.method].title} ({run.preset} preset)",
+                     meta + share, experiment.headline(summary), experiment.caption, folder,
+                     timing)
     whole = _read_json(os.path.join(workdir, WHOLEGRAPH_FOLDER, "summary.json"))
     avatar_wholegraph = _wholegraph_study() if whole is not None else None
     if avatar_wholegraph is not None:  # written by experiments/avatar_wholegraph.py
@@ -222,35 +225,51 @@ def _wholegraph_study():
 
 
 def _add_section(lines: list, sections: list, key: str, heading: str, title: str,
-                 meta: str, rows, caption: str | None, folder: str) -> None:
-    """Appends one result to REPORT.md's ``lines`` (a ``## heading``, ``meta``, the caption
-    and the rows as a table) and to report.html's ``sections`` (with the PNGs of
-    ``folder``)."""
-    rows = list(rows)
+                 meta: str, rows, caption: str | None, folder: str, timing=()) -> None:
+    """Appends one result to REPORT.md's ``lines`` (a ``## heading``, ``meta``, the caption,
+    the rows as a table and the time-by-unit table ``timing``) and to report.html's
+    ``sections`` (with the PNGs of ``folder``)."""
+    rows, timing = list(rows), list(timing)
     lines += [f"## {heading}", "", meta, ""]
     lines += [caption, ""] if caption else []
     lines += ["| metric | value |", "| --- | --- |"]
     lines += [f"| {k} | {v} |" for k, v in rows] + [""]
+    if timing:
+        lines += ["| " + " | ".join(report.TIMING_HEADER) + " |",
+                  "| " + " | ".join("---" for _ in report.TIMING_HEADER) + " |"]
+        lines += ["| " + " | ".join(r) + " |" for r in timing] + [""]
     sections.append(report.Section(key, title, meta, rows,
-                                   sorted(glob.glob(os.path.join(folder, "*.png"))), caption))
+                                   sorted(glob.glob(os.path.join(folder, "*.png"))), caption,
+                                   timing))
 
 
-def _compile_share(out: str, prov: dict) -> str:
-    """The REPORT sentence on compile time from ``out/timing.json`` (written by the study
-    runner), or "" when that file is missing or from another config or code version."""
+def _timing(out: str, prov: dict) -> tuple[str, list[tuple[str, ...]]]:
+    """(REPORT sentence, time-by-unit rows) from ``out/timing.json`` (written by the study
+    runner); ("", []) when that file is missing or from another config or code version.
+
+    Each row: unit, wall, trace (Python to jaxpr), lower (jaxpr to StableHLO), XLA compile
+    (a program loaded from the persistent cache counts its load), run (the rest: execution
+    and Python) seconds, programs compiled + loaded from the persistent cache, and the
+    programs built more than once in the unit (none expected).
+    """
     timing = results.read_timing(out, prov)
     if not timing or not timing.get("units"):
-        return ""
-    rows = timing["units"]
-    tot = {k: sum(r[k] for r in rows.values())
-           for k in ("wall_s", "compile_s", "trace_s", "compiles", "cache_hits")}
-    share = lambda r: (r["compile_s"] + r["trace_s"]) / max(r["wall_s"], 1e-9)  # noqa: E731
-    per_unit = "; ".join(f"{n} {share(r):.0%} of {r['wall_s']:.0f} s ({r['compiles']})"
-                         for n, r in rows.items())
-    return (f" Compile share (XLA compile + tracing): {share(tot):.0%} of "
-            f"{tot['wall_s']:.0f} s, {tot['compiles']} XLA compiles, {tot['cache_hits']} "
-            f"programs loaded from the compilation cache; by unit (share of wall, compiles): "
-            f"{per_unit}.")
+        return "", []
+    rows, tot = [], dict.fromkeys(("wall_s", "trace_s", "lower_s", "compile_s", "compiles",
+                                   "cache_hits"), 0)
+    for name, r in timing["units"].items():
+        r = {k: r.get(k, 0) for k in (*tot, "run_s")} | {
+            "twice": r.get("duplicate_programs") or {}}
+        for k in tot:
+            tot[k] += r[k]
+        twice = ", ".join(f"{n} x{c}" for n, c in sorted(r["twice"].items())) or "none"
+        rows.append((name, *(f"{r[k]:.1f}" for k in ("wall_s", "trace_s", "lower_s",
+                                                     "compile_s", "run_s")),
+                     f"{r['compiles']} + {r['cache_hits']}", twice))
+    spent = tot["trace_s"] + tot["lower_s"] + tot["compile_s"]
+    return (f" Tracing, lowering and XLA compiles took {spent / max(tot['wall_s'], 1e-9):.0%} "
+            f"of the units' {tot['wall_s']:.0f} s ({tot['compiles']} programs compiled, "
+            f"{tot['cache_hits']} loaded from the compilation cache; by unit below)."), rows
 
 
 def update_readme(report_path: str, readme_path: str) -> None:

@@ -63,3 +63,37 @@ def test_second_process_loads_the_program_and_off_means_off(tmp_path):
     assert second["hits"] >= 1 and second["hits"] == second["programs"]
     off = _run({**env, compile_cache.ENV: "0"})
     assert off["folder"] is None and off["hits"] == 0
+
+
+def test_tally_names_a_program_built_twice(tmp_path):
+    """Two jitted closures of the same computation build one program twice (an in-memory
+    jit cache miss): ``CompileTally.duplicates`` names it; distinct programs and a reused
+    jitted function are not duplicates, and JAX's compiler log prints nothing new."""
+    import logging
+
+    import jax
+    import jax.numpy as jnp
+
+    compile_cache.enable(tmp_path)  # the test run's own folder when it is set already
+    shown = []
+    handler = logging.Handler(logging.DEBUG)
+    handler.emit = shown.append
+    logging.getLogger().addHandler(handler)
+    try:
+        t0 = compile_cache.tally()
+        once = jax.jit(lambda x: jnp.cos(x) * 5.0 + 1.0)
+        for _ in range(2):
+            once(jnp.arange(7.0))
+        jax.jit(lambda x: jnp.tanh(x) - 2.0)(jnp.arange(7.0))
+        d = compile_cache.tally() - t0
+        assert d.programs >= 2 and d.duplicates == {}
+        for _ in range(2):
+            jax.jit(lambda x: jnp.cos(x) * 9.0 - 4.0)(jnp.arange(7.0))
+        d = compile_cache.tally() - t0
+    finally:
+        logging.getLogger().removeHandler(handler)
+    assert d.duplicates == {"jit__lambda": 2}
+    assert len(d.keys) == d.programs
+    assert compile_cache.timing_row(1.0, d)["duplicate_programs"] == {"jit__lambda": 2}
+    assert not [r for r in shown if r.name.startswith("jax._src.compiler")
+                and r.levelno < logging.WARNING]

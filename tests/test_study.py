@@ -165,6 +165,8 @@ def test_train_and_evaluate_writes_compile_timing_per_computed_unit(tmp_path):
     row = timing["units"]["jit"]
     assert row["compiles"] + row["cache_hits"] >= 1  # the unit's jitted program
     assert row["wall_s"] >= row["compile_s"] >= 0 and row["run_s"] >= 0
+    assert row["wall_s"] >= row["trace_s"] + row["lower_s"] and row["lower_s"] >= 0
+    assert row["duplicate_programs"] == {}  # one jitted program, built once
     assert timing["unit_key"] == provenance.unit_key(_config())
     summary = (tmp_path / "summary.json").read_bytes()
     study.train_and_evaluate(exp, _config(), str(tmp_path))  # the unit is loaded now

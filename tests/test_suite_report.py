@@ -78,9 +78,12 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     report = (tmp_path / "REPORT.md").read_text()
     assert "(quick preset)" in report and "| value | 20 |" in report
     assert provenance.config_hash(fake.get_config("quick")) in report
-    # The compile share of the run that wrote the summary (its timing.json), per unit.
-    assert re.search(r"Compile share \(XLA compile \+ tracing\): \d+% of \d+ s, \d+ XLA "
-                     r"compiles, \d+ programs loaded .*value \d+% of \d+ s \(\d+\)", report)
+    # The compile share of the run that wrote the summary (its timing.json), and its
+    # trace / lower / compile / run split per unit.
+    assert re.search(r"Tracing, lowering and XLA compiles took \d+% of the units' \d+ s "
+                     r"\(\d+ programs compiled, \d+ loaded from the compilation cache", report)
+    assert "| unit | wall s | trace s | lower s | compile s | run s |" in report
+    assert re.search(r"\| value( \| \d+\.\d){5} \| \d+ \+ \d+ \| none \|", report)
     monkeypatch.setattr(provenance, "code_version", lambda: "0.0.0+src.changed")
     suite.run_suite("quick", str(tmp_path), ["fake"])
     assert fake.runs == [1, 2, 2]  # code changed: rerun

@@ -19,10 +19,12 @@ A folder already set through JAX's own ``jax_compilation_cache_dir`` option (or 
 can write to it can make this process run arbitrary code, so it must not be shared with
 untrusted users. Its size is not bounded (delete it at any time to reclaim the space).
 
-``tally()`` counts the compile work of this process (seconds, programs, cache hits) from
-JAX's monitoring events; the study runner writes it per unit to ``timing.json``.
+``tally()`` counts the compile work of this process (tracing, lowering and XLA compile
+seconds, programs, cache hits, programs built twice) from JAX's monitoring events and its
+compiler log; the study runner writes it per unit to ``timing.json``.
 """
 
+import logging
 import os
 from typing import NamedTuple
 
@@ -85,38 +87,64 @@ def enable(path: str | os.PathLike | None = None,
 
 # ---------------------------------------------------------------- compile accounting
 
-_TRACE_EVENTS = ("/jax/core/compile/jaxpr_trace_duration",
-                 "/jax/core/compile/jaxpr_to_mlir_module_duration")
+_TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+_LOWER_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 _COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 _HIT_EVENT = "/jax/compilation_cache/cache_hits"
-_totals = {"compile_s": 0.0, "trace_s": 0.0, "programs": 0, "cache_hits": 0}
+# JAX logs every program it compiles or loads through the persistent cache with the
+# program's cache key (a digest of the HLO, the compile options, the versions and the
+# device), at DEBUG level unless asked otherwise; the same key twice in one process means
+# the same program was built twice (an in-memory jit cache miss).
+_COMPILER_LOGGER = "jax._src.compiler"
+_KEY_MESSAGES = ("PERSISTENT COMPILATION CACHE MISS for ", "Persistent compilation cache hit for ")
+_totals = {"compile_s": 0.0, "trace_s": 0.0, "lower_s": 0.0, "programs": 0, "cache_hits": 0}
+_program_keys: list[tuple[str, str]] = []  # (program name, cache key), in compile order
 _listening = False
 
 
 class CompileTally(NamedTuple):
     """Compile work done in this process since the first ``tally()`` call (JAX's
-    ``jax.monitoring`` events).
+    ``jax.monitoring`` events and its compiler log).
 
     Attributes:
       compile_s: seconds in XLA compiles (a program loaded from the persistent cache
         counts its load time).
-      trace_s: seconds tracing to jaxprs and lowering them to MLIR.
+      trace_s: seconds tracing Python functions to jaxprs.
+      lower_s: seconds lowering jaxprs to MLIR (StableHLO) modules.
       programs: XLA programs compiled or loaded from the persistent cache.
       cache_hits: of ``programs``, those loaded from the persistent cache.
+      keys: ``(program name, persistent-cache key)`` of every program compiled or loaded,
+        in order (empty when the persistent cache is off: JAX computes no key then).
     """
 
     compile_s: float
     trace_s: float
+    lower_s: float
     programs: int
     cache_hits: int
+    keys: tuple[tuple[str, str], ...] = ()
 
     @property
     def compiles(self) -> int:
         """Programs XLA actually compiled (``programs - cache_hits``)."""
         return self.programs - self.cache_hits
 
+    @property
+    def duplicates(self) -> dict[str, int]:
+        """``{program name: times built}`` for every program (same cache key) built more
+        than once in this stretch of work."""
+        counts: dict[tuple[str, str], int] = {}
+        for k in self.keys:
+            counts[k] = counts.get(k, 0) + 1
+        out: dict[str, int] = {}
+        for (name, _), n in counts.items():
+            if n > 1:
+                out[name] = out.get(name, 0) + n
+        return out
+
     def __sub__(self, other: "CompileTally") -> "CompileTally":
-        return CompileTally(*(a - b for a, b in zip(self, other, strict=True)))
+        numbers = (a - b for a, b in zip(self[:-1], other[:-1], strict=True))
+        return CompileTally(*numbers, keys=self.keys[len(other.keys):])
 
 
 def _on_duration(event: str, seconds: float, **kwargs) -> None:
@@ -124,14 +152,35 @@ def _on_duration(event: str, seconds: float, **kwargs) -> None:
     if event == _COMPILE_EVENT:
         _totals["compile_s"] += seconds
         _totals["programs"] += 1
-    elif event in _TRACE_EVENTS:
+    elif event == _TRACE_EVENT:
         _totals["trace_s"] += seconds
+    elif event == _LOWER_EVENT:
+        _totals["lower_s"] += seconds
 
 
 def _on_event(event: str, **kwargs) -> None:
     del kwargs
     if event == _HIT_EVENT:
         _totals["cache_hits"] += 1
+
+
+class _ProgramKeys(logging.Filter):
+    """Records the cache key of every program JAX's compiler logs, and passes on only the
+    records the logger would have passed before its level was lowered to DEBUG (so no
+    debug output appears that did not before)."""
+
+    def __init__(self, logger: logging.Logger):
+        super().__init__()
+        self._logger = logger
+        self._own_level = logger.level  # NOTSET: the parent's effective level applies
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        msg = record.msg if isinstance(record.msg, str) else ""
+        if msg.startswith(_KEY_MESSAGES) and len(record.args or ()) == 2:
+            _program_keys.append((str(record.args[0]), str(record.args[1])))
+        parent = self._logger.parent
+        threshold = self._own_level or (parent.getEffectiveLevel() if parent else 0)
+        return record.levelno >= threshold
 
 
 def tally() -> CompileTally:
@@ -143,15 +192,22 @@ def tally() -> CompileTally:
 
         jax.monitoring.register_event_duration_secs_listener(_on_duration)
         jax.monitoring.register_event_listener(_on_event)
+        logger = logging.getLogger(_COMPILER_LOGGER)
+        logger.addFilter(_ProgramKeys(logger))
+        logger.setLevel(logging.DEBUG)
         _listening = True
-    return CompileTally(**_totals)
+    return CompileTally(**_totals, keys=tuple(_program_keys))
 
 
 def timing_row(wall_s: float, work: CompileTally) -> dict:
-    """``{"wall_s", "compile_s", "trace_s", "run_s", "compiles", "cache_hits"}`` of a
-    stage that took ``wall_s`` seconds and did ``work`` (run_s: the rest of the wall time,
-    execution and Python)."""
-    return {"wall_s": round(wall_s, 3), "compile_s": round(work.compile_s, 3),
-            "trace_s": round(work.trace_s, 3),
-            "run_s": round(max(wall_s - work.compile_s - work.trace_s, 0.0), 3),
-            "compiles": work.compiles, "cache_hits": work.cache_hits}
+    """``{"wall_s", "trace_s", "lower_s", "compile_s", "run_s", "compiles", "cache_hits",
+    "duplicate_programs"}`` of a stage that took ``wall_s`` seconds and did ``work``
+    (run_s: the rest of the wall time, execution and Python; duplicate_programs: ``{name:
+    times built}`` of programs built more than once in the stage, ``CompileTally.
+    duplicates``)."""
+    spent = work.compile_s + work.trace_s + work.lower_s
+    return {"wall_s": round(wall_s, 3), "trace_s": round(work.trace_s, 3),
+            "lower_s": round(work.lower_s, 3), "compile_s": round(work.compile_s, 3),
+            "run_s": round(max(wall_s - spent, 0.0), 3),
+            "compiles": work.compiles, "cache_hits": work.cache_hits,
+            "duplicate_programs": work.duplicates}

@@ -74,6 +74,8 @@ class Section(NamedTuple):
       rows: ``[(metric, value)]`` headline rows.
       figures: PNG paths.
       caption: one sentence above the table: what it shows and which way is better.
+      timing: rows of the time-by-unit table (``TIMING_HEADER`` columns, strings), shown
+        under the headline table; empty: no table.
     """
 
     name: str
@@ -82,6 +84,12 @@ class Section(NamedTuple):
     rows: Sequence[tuple[str, str]]
     figures: Sequence[str]
     caption: str = ""
+    timing: Sequence[Sequence[str]] = ()
+
+
+# Columns of a section's time-by-unit table (REPORT.md and report.html).
+TIMING_HEADER = ("unit", "wall s", "trace s", "lower s", "compile s", "run s",
+                 "programs compiled + loaded", "built twice")
 
 
 def _img(path: str) -> str:
@@ -117,6 +125,13 @@ def render(title: str, provenance: Sequence[str], sections: Sequence[Section],
         if s.rows:
             out.append("<table><thead><tr><th>metric</th><th>value</th></tr></thead><tbody>")
             out += [f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in s.rows]
+            out.append("</tbody></table>")
+        if s.timing:
+            out.append("<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>"
+                                                     for h in TIMING_HEADER)
+                       + "</tr></thead><tbody>")
+            out += ["<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in r) + "</tr>"
+                    for r in s.timing]
             out.append("</tbody></table>")
         out += [_img(p) for p in s.figures]
     out.append("</body></html>")
