@@ -98,7 +98,10 @@ _HIT_EVENT = "/jax/compilation_cache/cache_hits"
 _COMPILER_LOGGER = "jax._src.compiler"
 _KEY_MESSAGES = ("PERSISTENT COMPILATION CACHE MISS for ", "Persistent compilation cache hit for ")
 _totals = {"compile_s": 0.0, "trace_s": 0.0, "lower_s": 0.0, "programs": 0, "cache_hits": 0}
-_program_keys: list[tuple[str, str]] = []  # (program name, cache key), in compile order
+# (program name, cache key, seconds to compile or load it), in build order; the key is logged
+# just before the build whose duration event follows it
+_program_keys: list[tuple[str, str, float]] = []
+_pending_key: list[tuple[str, str]] = []
 _listening = False
 
 
@@ -113,8 +116,9 @@ class CompileTally(NamedTuple):
       lower_s: seconds lowering jaxprs to MLIR (StableHLO) modules.
       programs: XLA programs compiled or loaded from the persistent cache.
       cache_hits: of ``programs``, those loaded from the persistent cache.
-      keys: ``(program name, persistent-cache key)`` of every program compiled or loaded,
-        in order (empty when the persistent cache is off: JAX computes no key then).
+      keys: ``(program name, persistent-cache key, seconds)`` of every program compiled
+        or loaded, in order (empty when the persistent cache is off: JAX computes no key
+        then).
     """
 
     compile_s: float
@@ -122,7 +126,7 @@ class CompileTally(NamedTuple):
     lower_s: float
     programs: int
     cache_hits: int
-    keys: tuple[tuple[str, str], ...] = ()
+    keys: tuple[tuple[str, str, float], ...] = ()
 
     @property
     def compiles(self) -> int:
@@ -133,14 +137,32 @@ class CompileTally(NamedTuple):
     def duplicates(self) -> dict[str, int]:
         """``{program name: times built}`` for every program (same cache key) built more
         than once in this stretch of work."""
-        counts: dict[tuple[str, str], int] = {}
-        for k in self.keys:
-            counts[k] = counts.get(k, 0) + 1
+        return self.duplicates_over(0.0)
+
+    def duplicates_over(self, seconds: float) -> dict[str, int]:
+        """``duplicates`` restricted to programs whose builds took more than ``seconds`` in
+        all (e.g. to leave out the millisecond eager ops that third-party code builds
+        twice, once per weak type of the same operands)."""
+        counts: dict[tuple[str, str], list] = {}
+        for name, key, secs in self.keys:
+            c = counts.setdefault((name, key), [0, 0.0])
+            c[0] += 1
+            c[1] += secs
         out: dict[str, int] = {}
-        for (name, _), n in counts.items():
-            if n > 1:
+        for (name, _), (n, secs) in counts.items():
+            if n > 1 and secs > seconds:
                 out[name] = out.get(name, 0) + n
         return out
+
+    @property
+    def duplicate_s(self) -> float:
+        """Seconds spent building programs again (every build of a key after its first)."""
+        seen, total = set(), 0.0
+        for name, key, secs in self.keys:
+            if (name, key) in seen:
+                total += secs
+            seen.add((name, key))
+        return total
 
     def __sub__(self, other: "CompileTally") -> "CompileTally":
         numbers = (a - b for a, b in zip(self[:-1], other[:-1], strict=True))
@@ -152,6 +174,8 @@ def _on_duration(event: str, seconds: float, **kwargs) -> None:
     if event == _COMPILE_EVENT:
         _totals["compile_s"] += seconds
         _totals["programs"] += 1
+        if _pending_key:
+            _program_keys.append((*_pending_key.pop(), float(seconds)))
     elif event == _TRACE_EVENT:
         _totals["trace_s"] += seconds
     elif event == _LOWER_EVENT:
@@ -177,7 +201,7 @@ class _ProgramKeys(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         msg = record.msg if isinstance(record.msg, str) else ""
         if msg.startswith(_KEY_MESSAGES) and len(record.args or ()) == 2:
-            _program_keys.append((str(record.args[0]), str(record.args[1])))
+            _pending_key[:] = [(str(record.args[0]), str(record.args[1]))]
         parent = self._logger.parent
         threshold = self._own_level or (parent.getEffectiveLevel() if parent else 0)
         return record.levelno >= threshold
@@ -201,13 +225,14 @@ def tally() -> CompileTally:
 
 def timing_row(wall_s: float, work: CompileTally) -> dict:
     """``{"wall_s", "trace_s", "lower_s", "compile_s", "run_s", "compiles", "cache_hits",
-    "duplicate_programs"}`` of a stage that took ``wall_s`` seconds and did ``work``
-    (run_s: the rest of the wall time, execution and Python; duplicate_programs: ``{name:
-    times built}`` of programs built more than once in the stage, ``CompileTally.
-    duplicates``)."""
+    "duplicate_programs", "duplicate_s"}`` of a stage that took ``wall_s`` seconds and did
+    ``work`` (run_s: the rest of the wall time, execution and Python; duplicate_programs:
+    ``{name: times built}`` of programs built more than once in the stage, ``CompileTally.
+    duplicates``; duplicate_s: the seconds those extra builds took)."""
     spent = work.compile_s + work.trace_s + work.lower_s
     return {"wall_s": round(wall_s, 3), "trace_s": round(work.trace_s, 3),
             "lower_s": round(work.lower_s, 3), "compile_s": round(work.compile_s, 3),
             "run_s": round(max(wall_s - spent, 0.0), 3),
             "compiles": work.compiles, "cache_hits": work.cache_hits,
-            "duplicate_programs": work.duplicates}
+            "duplicate_programs": work.duplicates,
+            "duplicate_s": round(work.duplicate_s, 3)}
