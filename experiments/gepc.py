@@ -37,9 +37,13 @@ keyed by the training settings and the training data's sha1) and exports it to
 ``<workdir>/score_model`` / ``<workdir>/clutter_model`` with a ``provenance.json`` (the
 training spec, and the training images' shape and ``data_signature``, which is
 CPU-independent where their sha1 is not) that ``load_or_train`` checks against the config
-before using a shipped model. Then one unit per (model, image set) computes the GEPC features and
-the baselines' (``features``; ``cm_`` units use the clutter model); the summary fits the
-scorers on the fit sets and reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``).
+before using a shipped model (restored into ``params_template``, abstract shapes: no network
+is initialised to restore one). Then one unit per (model, image set) computes the GEPC
+features and the baselines' (``features``; ``cm_`` units use the clutter model): the fit
+sets first, at every candidate time (their features choose the times), every other set
+only at the times its blocks' fitted GEPC scorers keep (``times_needed``; the same
+numbers as the all-times evaluation). The summary fits the scorers on the fit sets and
+reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``).
 ``train(config, workdir)`` is what experiments/gepc_train.py runs (its output ships in
 experiments/pretrained/).
 """
@@ -155,20 +159,33 @@ def clutter_sets(config) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
     ID = ``data.clutter`` (exactly D4- and shift-invariant in distribution), calibration
     and test drawn with different seeds (the clutter model's training clutter has another
     seed, ``clutter_train_set``); OOD = fresh clutter with one small embedded target: a
-    held-out-class digit (``config.target_size`` px) or a shape."""
-    s, n, k = config.image_size, config.num_ood, config.target_size
-    cal = data.clutter(config.clutter_cal, s, seed=config.split_seed + 10)
-    test = data.clutter(n, s, seed=config.split_seed + 11)
+    held-out-class digit (``config.target_size`` px) or a shape. Drawn once per process
+    and settings (the units, the summary and the maps figure read them); fresh copies."""
+    images, masks = _clutter_sets(config.image_size, config.num_ood, config.target_size,
+                                  config.clutter_cal, config.split_seed,
+                                  tuple(int(c) for c in config.id_classes),
+                                  float(config.target_strength))
+    return ({k: v.copy() for k, v in images.items()}, {k: v.copy() for k, v in masks.items()})
+
+
+@functools.lru_cache(maxsize=4)
+def _clutter_sets(s, n, k, clutter_cal, split_seed, id_classes, target_strength):
+    """``clutter_sets`` of these settings (read-only arrays, shared: callers copy)."""
+    cal = data.clutter(clutter_cal, s, seed=split_seed + 10)
+    test = data.clutter(n, s, seed=split_seed + 11)
     x, y = data.mnist(k)
-    digits = (x[~np.isin(y, config.id_classes)][:n, :, :, 0] + 1.0) / 2.0
-    with_digits, m_digits = data.embed_targets(data.clutter(n, s, seed=config.split_seed + 12),
-                                               digits, config.target_strength, seed=1)
+    digits = (x[~np.isin(y, id_classes)][:n, :, :, 0] + 1.0) / 2.0
+    with_digits, m_digits = data.embed_targets(data.clutter(n, s, seed=split_seed + 12),
+                                               digits, target_strength, seed=1)
     with_shapes, m_shapes = data.embed_targets(
-        data.clutter(n, s, seed=config.split_seed + 13), data.shapes(n, k, seed=2),
-        config.target_strength, seed=2)
+        data.clutter(n, s, seed=split_seed + 13), data.shapes(n, k, seed=2),
+        target_strength, seed=2)
     images = {"clutter_cal": cal, "clutter_test": test, "clutter_digits": with_digits,
               "clutter_shapes": with_shapes}
-    return images, {"clutter_digits": m_digits, "clutter_shapes": m_shapes}
+    masks = {"clutter_digits": m_digits, "clutter_shapes": m_shapes}
+    for a in (*images.values(), *masks.values()):
+        a.setflags(write=False)
+    return images, masks
 
 
 def image_sets(config) -> dict[str, np.ndarray]:
@@ -229,8 +246,16 @@ MODELS = ("id", "clutter")
 
 def clutter_train_set(config) -> np.ndarray:
     """[clutter_train, S, S, 1] ID clutter the clutter model trains on (seed split_seed + 9;
-    calibration, test and OOD clutter use seeds + 10 .. + 13)."""
-    return data.clutter(config.clutter_train, config.image_size, seed=config.split_seed + 9)
+    calibration, test and OOD clutter use seeds + 10 .. + 13); drawn once per process and
+    settings, a fresh copy."""
+    return _clutter(config.clutter_train, config.image_size, config.split_seed + 9).copy()
+
+
+@functools.lru_cache(maxsize=4)
+def _clutter(num, size, seed):
+    out = data.clutter(num, size, seed=seed)
+    out.setflags(write=False)
+    return out
 
 
 def _model_setup(config, which):
@@ -371,6 +396,15 @@ def train(config: ml_collections.ConfigDict, workdir: str, id_train=None,
     return model, params, losses
 
 
+def params_template(model: UNet, image_size: int):
+    """The params tree of ``model`` on [1, image_size, image_size, 1] images as
+    ``jax.ShapeDtypeStruct`` leaves (``jax.eval_shape``: traced once, nothing compiled or
+    run), the restore template of a checkpoint."""
+    x = jax.ShapeDtypeStruct((1, image_size, image_size, 1), jnp.float32)
+    t = jax.ShapeDtypeStruct((1,), jnp.float32)
+    return jax.eval_shape(lambda x, t: model.init(jax.random.key(0), x, t), x, t)
+
+
 def load_or_train(config, workdir, id_train=None, which: str = "id"):
     """(model, params) of model ``which`` ("id" or "clutter"): the shipped one if
     ``config.pretrained_dir`` / ``config.clutter_pretrained_dir`` holds one (its provenance
@@ -378,8 +412,7 @@ def load_or_train(config, workdir, id_train=None, which: str = "id"):
     trained on ``id_train`` (default: the model's training images)."""
     images, steps, field, folder, _ = _model_setup(config, which)
     model = UNet(tuple(config.channels))
-    template = model.init(jax.random.key(0), jnp.zeros((1, config.image_size,
-                                                        config.image_size, 1)), jnp.zeros(1))
+    template = params_template(model, config.image_size)
     if id_train is None:
         id_train = images
     shipped = _shipped(config, field)
@@ -413,19 +446,41 @@ def _batched(fn, x, batch, mesh_shape=(-1,)):
     return out[:n]
 
 
-def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
-    """Per-image features of every method on images ``x``: {"residuals": [N, T, G],
-    "official": [N, T, 3] (``residual.OFFICIAL_FEATURES``), "score_norm": [N],
+def features(config, eps_fn, score_fn, x, key, with_maps: bool = False,
+             t_index=None) -> dict:
+    """Per-image features of every method on images ``x``: {"residuals": [N, T', G],
+    "official": [N, T', 3] (``residual.OFFICIAL_FEATURES``), "t_index": [T'] the candidate
+    times they were evaluated at (indices into ``config.sqrt_abars``), "score_norm": [N],
     "msma": [N, msma_levels], "diffpath": [N, 6] (``baselines.DIFFPATH_FEATURES``)}
-    (float32) and, ``with_maps``, "gepc_map" / "denoise_map" [N, T, H, W]; in batches of
-    ``config.eval_batch`` split over the devices of ``config.mesh_shape``."""
-    ts = schedule.t_from_sqrt_alpha_bar(np.asarray(config.sqrt_abars))
+    (float32, "t_index" int32) and, ``with_maps``, "gepc_map" / "denoise_map" [N, T', H, W];
+    in batches of ``config.eval_batch`` (the last one padded) split over the devices of
+    ``config.mesh_shape``.
+
+    ``t_index`` (default: every candidate time, T' = T) picks the times GEPC and the maps
+    are evaluated at. The forward noise of a time is the same whichever others are
+    evaluated (drawn for all T, then the rows of ``t_index``), so a time's features equal
+    those of the all-times evaluation bit for bit."""
+    ts_all = schedule.t_from_sqrt_alpha_bar(np.asarray(config.sqrt_abars))
+    n_t = len(ts_all)
+    sel = np.arange(n_t) if t_index is None else np.asarray(t_index)
+    if (sel.ndim != 1 or not sel.size or not np.issubdtype(sel.dtype, np.integer)
+            or np.any(np.diff(sel) <= 0) or sel[0] < 0 or sel[-1] >= n_t):
+        raise ValueError(f"`t_index` must be increasing integers in [0, {n_t}), got "
+                         f"{np.asarray(t_index).tolist()}.")
+    every = sel.size == n_t
+    ts = ts_all[sel]
     b, ms = config.eval_batch, config.mesh_shape
     k_res, k_norm, k_map = jax.random.split(key, 3)
 
+    def rows(k, xb):
+        """The forward noise of the evaluated times: the all-times draw, rows ``sel``."""
+        noise = jax.random.normal(k, (n_t,) + tuple(xb.shape))
+        return noise if every else noise[sel]
+
     def gepc(xb):
-        r, f, *m = residual.consistency_features(k_res, score_fn, xb, ts, group=config.group,
-                                                 rho=config.rho, with_maps=with_maps)
+        r, f, *m = residual.consistency_features(None, score_fn, xb, ts, group=config.group,
+                                                 rho=config.rho, with_maps=with_maps,
+                                                 noise=rows(k_res, xb))
         return jnp.concatenate([r, f] + [m[0].reshape(m[0].shape[:2] + (-1,))], -1) \
             if with_maps else jnp.concatenate([r, f], -1)
 
@@ -436,7 +491,7 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
     out = {
         "residuals": g[..., :n_g], "official": g[..., n_g:n_g + 3],
         "score_norm": _batched(lambda xb: baselines.score_norm(k_norm, eps_fn, xb,
-                                                               t=float(ts.min())), x, b, ms),
+                                                               t=float(ts_all.min())), x, b, ms),
         "msma": _batched(lambda xb: baselines.msma_features(eps_fn, xb, msma_ts), x, b, ms),
         "diffpath": _batched(lambda xb: baselines.diffpath_features(
             eps_fn, xb, config.diffpath_steps), x, b, ms),
@@ -445,8 +500,37 @@ def features(config, eps_fn, score_fn, x, key, with_maps: bool = False) -> dict:
         hw = x.shape[1:3]
         out["gepc_map"] = g[..., n_g + 3:].reshape(g.shape[:2] + hw)
         out["denoise_map"] = _batched(lambda xb: baselines.denoising_error_map(
-            k_map, eps_fn, xb, ts), x, b, ms)
-    return {k: np.asarray(v, np.float32) for k, v in out.items()}
+            None, eps_fn, xb, ts, noise=rows(k_map, xb)), x, b, ms)
+    out = {k: np.asarray(v, np.float32) for k, v in out.items()}
+    out["t_index"] = sel.astype(np.int32)
+    return out
+
+
+def selected_times(config, cal) -> dict[str, np.ndarray]:
+    """The candidate times (indices into ``config.sqrt_abars``) the GEPC scorers fitted on
+    one fit set's features ``cal`` (``features``, all times) keep: {"official": [num_t],
+    "per_element": [num_t]} (``baselines.fit``, as the summary fits them)."""
+    fitted = _fit_gepc(config, cal)
+    return {m: np.asarray(f.model.t_index) for m, f in fitted.items()}
+
+
+def times_needed(config, unit, fit_results) -> np.ndarray | None:
+    """The candidate times unit ``unit`` is evaluated at: None (every time) for a fit
+    set, whose features choose the times; else the sorted union, over the blocks that test
+    or score ``unit``, of the times the block's GEPC scorers keep (``selected_times`` of
+    its fit set, read from ``fit_results[fit unit]``); the maps' time (the official
+    scorer's first) is among them."""
+    st = settings(config).values()
+    if unit in {s["fit"] for s in st}:
+        return None
+    keep = set()
+    for s in st:
+        if unit == s["test"] or unit in s["ood"]:
+            for t in selected_times(config, fit_results[s["fit"]]).values():
+                keep.update(int(i) for i in t)
+    if not keep:
+        raise ValueError(f"unit {unit!r} is in no block of `settings`.")
+    return np.asarray(sorted(keep))
 
 
 def _score_fns(config, workdir, which):
@@ -477,16 +561,25 @@ def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         unit = (CLUTTER_MODEL_PREFIX if which == "clutter" else "") + name
 
         def run(ctx):
-            del ctx
-            logging.info("GEPC features (%s model): %s (%d images)", which, name,
-                         sets[name].shape[0])
+            # Outside the fit sets only the times the fit set's scorers keep are evaluated
+            # (the fit units run first; ``ctx.results`` holds their features).
+            t_index = times_needed(config, unit, ctx.results)
+            logging.info("GEPC features (%s model): %s (%d images, times %s)", which, name,
+                         sets[name].shape[0], "all" if t_index is None else t_index.tolist())
             eps_fn, score_fn = fns[which]()
             return features(config, eps_fn, score_fn, sets[name],
-                            jax.random.key(config.seed + i), with_maps=unit in mapped)
+                            jax.random.key(config.seed + i), with_maps=unit in mapped,
+                            t_index=t_index)
         return study.Unit(unit, run)
 
-    return (units + [set_unit(i, name, "id") for i, name in enumerate(sets)]
-            + [set_unit(i, name, "clutter") for i, name in enumerate(CLUTTER_SETS)])
+    # The fit sets first (their features choose the times the other units evaluate); the
+    # noise keys stay those of the sets' declaration order.
+    fits = {s["fit"] for s in settings(config).values()}
+    feature_units = ([(i, n, "id") for i, n in enumerate(sets)]
+                     + [(i, n, "clutter") for i, n in enumerate(CLUTTER_SETS)])
+    feature_units.sort(key=lambda u: ((CLUTTER_MODEL_PREFIX if u[2] == "clutter" else "")
+                                      + u[1]) not in fits)
+    return units + [set_unit(*u) for u in feature_units]
 
 
 # --- summary, plots -------------------------------------------------------------------
@@ -513,14 +606,37 @@ def _summarize(config, out) -> dict:
     return summary
 
 
+def _fit_gepc(config, cal):
+    """The two GEPC scorers fitted on one fit set's features (``baselines.fit``)."""
+    kw = dict(num_t=config.num_t, official_features=tuple(config.features),
+              agg_feat=config.agg_feat)
+    return {m: baselines.fit(m, cal[FEATURE_KEY[m]], **kw) for m in ("official", "per_element")}
+
+
 def _fit_all(config, cal):
     """Every method's scorer fitted on one calibration set's features (``baselines.fit``)."""
-    kw = dict(num_t=config.num_t, official_features=tuple(config.features),
-              agg_feat=config.agg_feat, gmm_components=tuple(config.gmm_components),
+    kw = dict(gmm_components=tuple(config.gmm_components),
               gmm_covariances=tuple(config.gmm_covariances), gmm_folds=config.gmm_folds,
               seed=config.seed)
-    return {m: baselines.fit(m, cal[FEATURE_KEY[m]], **kw)
-            for m in ("official", "per_element", "msma", "diffpath")}
+    return {**_fit_gepc(config, cal),
+            **{m: baselines.fit(m, cal[FEATURE_KEY[m]], **kw) for m in ("msma", "diffpath")}}
+
+
+def _position(f, t, what) -> int:
+    """Where candidate time ``t`` sits in features ``f`` (their "t_index"; all times when
+    absent); ValueError naming ``what`` when it was not evaluated."""
+    have = np.asarray(f.get("t_index", np.arange(np.shape(f["residuals"])[1])))
+    hit = np.flatnonzero(have == int(t))
+    if not hit.size:
+        raise ValueError(f"{what}: candidate time {int(t)} was not evaluated (features at "
+                         f"times {have.tolist()}).")
+    return int(hit[0])
+
+
+def _at_times(fitted, f, what):
+    """A GEPC scorer re-indexed to the times features ``f`` were evaluated at."""
+    pos = [_position(f, t, what) for t in np.asarray(fitted.model.t_index)]
+    return fitted._replace(model=fitted.model._replace(t_index=np.asarray(pos)))
 
 
 # The features each method reads (``features``' keys).
@@ -528,9 +644,11 @@ FEATURE_KEY = {"official": "official", "per_element": "residuals", "score_norm":
                "msma": "msma", "diffpath": "diffpath"}
 
 
-def _method_scores(config, fitted, f):
+def _method_scores(config, fitted, f, what="features"):
     del config
     fitted = {**fitted, "score_norm": baselines.fit("score_norm", f["score_norm"])}
+    for m in ("official", "per_element"):
+        fitted[m] = _at_times(fitted[m], f, what)
     return {baselines.METHOD_LABELS[m]: baselines.score(fitted[m], f[FEATURE_KEY[m]])
             for m in baselines.METHODS}
 
@@ -560,10 +678,10 @@ def _evaluate(config, feats):
         gmm[block] = {m: {"n_components": fit[k].model.n_components,
                           "covariance_type": fit[k].model.covariance_type}
                       for m, k in (("MSMA", "msma"), ("DiffPath-6D", "diffpath"))}
-        id_scores = _method_scores(config, fit, feats[s["test"]])
+        id_scores = _method_scores(config, fit, feats[s["test"]], s["test"])
         table[block] = {}
         for name in s["ood"]:
-            o = _method_scores(config, fit, feats[name])
+            o = _method_scores(config, fit, feats[name], name)
             table[block][name] = {m: _auroc_ci(key, id_scores[m], o[m], config.bootstrap)
                                   for m in METHODS}
         if s["maps"]:
@@ -575,7 +693,8 @@ def _evaluate(config, feats):
                 loc[block][name] = {}
                 for label, col in (("GEPC map", "gepc_map"),
                                    ("denoising-error map", "denoise_map")):
-                    mp = jnp.asarray(feats[name][col][:, t_loc].reshape(m.shape[0], -1))
+                    at = _position(feats[name], t_loc, name)
+                    mp = jnp.asarray(feats[name][col][:, at].reshape(m.shape[0], -1))
                     point, lo, hi = metrics.bootstrap_ci(key, _pixel_auroc, (mp, m),
                                                          config.bootstrap)
                     loc[block][name][label] = {"auroc": point, "ci95": [lo, hi]}
@@ -645,11 +764,12 @@ def _plot_maps(config, summary, out, path):
         t_loc = list(config.sqrt_abars).index(loc["sqrt_abar"])
         for name in settings(config)[block]["ood"]:
             base = name.removeprefix(CLUTTER_MODEL_PREFIX)
+            at = _position(out[name], t_loc, name)
             for i in range(2):
                 rows.append((f"{_SHORT[block]} {base.replace('clutter_', '+')}",
                              images[base][i, :, :, 0], masks[base][i],
-                             out[name]["gepc_map"][i, t_loc],
-                             out[name]["denoise_map"][i, t_loc]))
+                             out[name]["gepc_map"][i, at],
+                             out[name]["denoise_map"][i, at]))
     plots.save(maps_figure(rows), path, caption="Columns: clutter images with one embedded "
                "target, maps of the clutter-trained model (c) and of the digit-trained model "
                "(c'); rows: " + ", ".join(MAP_ROWS) + " (maps each scaled to their max), at "
@@ -733,8 +853,9 @@ def tb_scalars(config, unit, result, workdir):
     if "losses" in result:
         return {"gepc/score_model_loss": np.asarray(result["losses"]).reshape(-1)}
     if "residuals" in result:
-        r = np.asarray(result["residuals"], np.float64)  # [N, T, G]
-        return {"gepc/mean_residual_vs_timestep_index": r.mean(axis=(0, 2))}
+        r = np.asarray(result["residuals"], np.float64)  # [N, T', G]
+        steps = np.asarray(result.get("t_index", np.arange(r.shape[1])))
+        return {"gepc/mean_residual_vs_timestep_index": (steps, r.mean(axis=(0, 2)))}
     return {}
 
 

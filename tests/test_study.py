@@ -127,6 +127,30 @@ def test_chunked_unit_resumes_from_its_checkpoint_and_cleans_up(tmp_path):
     assert not os.path.exists(tmp_path / "checkpoints" / key)  # removed once done
 
 
+def test_a_unit_sees_the_results_of_the_units_before_it(tmp_path):
+    """``ctx.results`` holds the earlier units' results, computed or loaded, read-only."""
+    seen = []
+
+    def first(ctx):
+        seen.append(dict(ctx.results))
+        return {"x": np.arange(3)}
+
+    def second(ctx):
+        seen.append(dict(ctx.results))
+        with pytest.raises(TypeError):
+            ctx.results["first"] = None
+        return {"y": ctx.results["first"]["x"] * 2}
+
+    units = [study.Unit("first", first), study.Unit("second", second)]
+    out = study.run_units(units, _config(), str(tmp_path))
+    assert seen[0] == {} and list(seen[1]) == ["first"]
+    np.testing.assert_array_equal(out["second"]["y"], [0, 2, 4])
+    units[1] = study.Unit("second", second, spec="other")  # recomputed, "first" loaded
+    study.run_units(units, _config(), str(tmp_path))
+    assert len(seen) == 3 and list(seen[2]) == ["first"]
+    np.testing.assert_array_equal(seen[2]["first"]["x"], [0, 1, 2])
+
+
 def test_train_and_evaluate_writes_summary_with_provenance(tmp_path):
     seen = {}
     exp = study.Experiment(

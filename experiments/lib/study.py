@@ -51,8 +51,9 @@ import json
 import os
 import shutil
 import time
+import types
 import warnings
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -75,12 +76,15 @@ class Context(NamedTuple):
       key: the unit's cache key.
       workdir: the experiment's output folder.
       checkpoint_dir: the folder of this unit's chunk checkpoints.
+      results: read-only ``{name: result}`` of the units before this one in this run
+        (computed or loaded), for a unit that builds on an earlier unit's result.
     """
 
     name: str
     key: str
     workdir: str
     checkpoint_dir: str
+    results: Mapping[str, Any] = types.MappingProxyType({})
 
     @property
     def run_chunks(self) -> loops.ChunkRunner:
@@ -241,7 +245,8 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
                 except UnitFileError as e:
                     _warn(f"{desc}: {e}; recomputing unit {unit.name}")
             t0, c0 = time.perf_counter(), compile_cache.tally()
-            result = unit.run(Context(unit.name, key, workdir, ckdir))
+            result = unit.run(Context(unit.name, key, workdir, ckdir,
+                                      types.MappingProxyType(out)))
             result = _to_host(jax.block_until_ready(result))
             if timing is not None:
                 timing[unit.name] = compile_cache.timing_row(time.perf_counter() - t0,

