@@ -23,7 +23,6 @@ seed axis is placed on the ``config.mesh_shape`` mesh when it divides. A last un
 ``throughput``, measures env steps/s of the vmapped MJX rollout at several batch sizes.
 """
 
-import functools
 import os
 import time
 import zlib
@@ -39,7 +38,7 @@ from jaxlab.core import extras, loops, metrics, sharding, validation
 from jaxlab.rfo import envs, train
 
 from . import common
-from .lib import plots, study, timing
+from .lib import exported, plots, study, timing
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
            "shac_gaussian", "apg", "ppo")
@@ -149,14 +148,19 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     trainer = rfo.make_trainer(envs.make_task(task_name), cfg._replace(num_updates=num_updates))
     keys = jax.vmap(jax.random.split)(seed_keys(config, task_name))  # [seeds, 2]
     k_init, k_steps = keys[:, 0], keys[:, 1]  # as rfo.run splits each seed's key
-    state = jax.jit(jax.vmap(trainer.init))(k_init)
+    # The init and chunk programs are served from the exported-program cache
+    # (``experiments.lib.exported``): a warm run neither traces nor lowers them.
+    spec = run_spec(config, task_name, method)
+    prefix = f"rfo.{task_name}_{method}"
+    init = exported.load_or_export(jax.vmap(trainer.init), k_init, name=f"{prefix}.init",
+                                   key=spec)
+    state = init(k_init)
     buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
     carry = sharding.shard_batch((state, k_steps, buf, buf, buf), config.mesh_shape)
     # out_shardings = input shardings: every chunk hits the same compiled program.
     shardings = jax.tree.map(lambda x: x.sharding, carry)
 
-    @functools.partial(jax.jit, out_shardings=shardings)
-    def chunk(c, i):
+    def chunk_fn(c, i):
         st, ks, ev, tr, gn = c
         start = i * per_chunk
         st, info = jax.vmap(lambda k, s: rfo.scan_steps(k, trainer, s, start, per_chunk,
@@ -167,6 +171,8 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
         return st, ks, ev, tr, gn
 
     t0 = time.perf_counter()
+    chunk = exported.load_or_export(chunk_fn, carry, jnp.int32(0), name=f"{prefix}.chunk",
+                                    key=spec, out_shardings=shardings)
     _, _, ev, tr, gn = run_chunks(
         lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
         desc=f"{task_name} {method}", unit="env steps",
