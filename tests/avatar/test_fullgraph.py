@@ -178,14 +178,15 @@ def test_rectangular_graph_task_plans_and_loop():
     assert tasks.plan_shape(task) == (39, 34) and tasks.num_pairs(task) == 30
     assert task.pos1.shape == (39, 30) and task.pos1.dtype == np.float32
     mask = jnp.asarray(_mask(30, 0.3))
-    cost, res = parrot.parrot_solve(task, mask)
+    # Compiled (op by op, the proximal solve is ~100 small programs).
+    cost, res = jax.jit(lambda t, m: parrot.parrot_solve(t, m))(task, mask)
     plan = np.asarray(res.plan, np.float64)
     assert plan.shape == (39, 34) and bool(res.converged)
     assert np.abs(plan.sum(1) - 1 / 39).sum() <= 1.01e-4
     assert np.abs(plan.sum(0) - 1 / 34).sum() <= 1.01e-4
     a = np.flatnonzero(np.asarray(mask))
     np.testing.assert_array_equal(np.asarray(cost)[task.src[a], task.tgt[a]], 0.0)
-    c = np.asarray(alignment.anchor_cost(task, mask))
+    c = np.asarray(jax.jit(alignment.anchor_cost)(task, mask))
     assert c.shape == (39, 34) and np.all(c[task.src[a], task.tgt[a]] == 0.0)
     res = avatar.run_active(jax.random.key(0), task, "avatar", score="official",
                             solver="parrot", rounds=2, init_frac=0.2, budget_frac=0.2,
