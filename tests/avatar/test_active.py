@@ -1,3 +1,4 @@
+import functools
 import os
 
 import jax
@@ -30,7 +31,7 @@ def test_anchor_cost_pins_anchors(karate):
     n = karate.num_nodes
     mask = np.zeros(n, bool)
     mask[[0, 5]] = True
-    c = np.asarray(alignment.anchor_cost(karate, mask))
+    c = np.asarray(jax.jit(alignment.anchor_cost)(karate, mask))
     for k in (0, 5):
         j = karate.truth[k]
         assert c[k, j] == 0.0
@@ -52,10 +53,18 @@ def test_metrics_against_brute_force():
     np.testing.assert_allclose(m["hits@10"], h10, rtol=1e-6)
 
 
+# Every strategy (default score) as one table of ``run_active_switch``: the strategy is data
+# (a traced index), so the loop tests below share one compiled program instead of one per
+# strategy (``test_switch_run_equals_per_strategy_runs`` checks a table run against
+# ``run_active``).
+_TABLE = tuple((s, "abs") for s in avatar.STRATEGIES)
+_LOOP = dict(rounds=3, test_frac=0.3, init_frac=0.2, budget_frac=0.3)
+
+
 @pytest.mark.parametrize("strategy", avatar.STRATEGIES)
 def test_queries_are_new_test_nodes_never_queried(karate, strategy):
-    res = avatar.run_active(jax.random.key(0), karate, strategy, rounds=3, test_frac=0.3,
-                            init_frac=0.2, budget_frac=0.3)
+    res = avatar.run_active_switch(jax.random.key(0), karate, _TABLE,
+                                   avatar.STRATEGIES.index(strategy), **_LOOP)
     q = np.asarray(res.queried).ravel()
     test = np.asarray(res.test)
     assert len(set(q.tolist())) == q.size  # never queried twice
@@ -79,15 +88,15 @@ def test_more_anchors_improve_alignment_and_vmap_over_seeds():
 
 
 def test_loop_returns_solver_flags_and_warns(karate):
-    res = avatar.run_active(jax.random.key(0), karate, "avatar", rounds=2, budget_frac=0.1)
-    assert res.plan_converged.shape == res.plan_error.shape == (3,)
-    assert res.cg_converged.shape == res.cg_residual.shape == (2,)
+    # The settings of the other loop tests (their compiled programs), epsilon traced.
+    res = avatar.run_active(jax.random.key(0), karate, "avatar", **_LOOP)
+    assert res.plan_converged.shape == res.plan_error.shape == (4,)
+    assert res.cg_converged.shape == res.cg_residual.shape == (3,)
     assert np.all(np.asarray(res.cg_converged)) and np.all(np.asarray(res.cg_residual) < 1e-4)
     assert np.all(np.asarray(res.plan_error) < 1e-4)
     assert np.all(np.asarray(res.plan_converged))  # the defaults converge: no warning
     with pytest.warns(RuntimeWarning, match="epsilon"):
-        bad = avatar.run_active(jax.random.key(0), karate, "random", rounds=1, budget_frac=0.1,
-                                epsilon=1e-5)
+        bad = avatar.run_active(jax.random.key(0), karate, "random", epsilon=1e-5, **_LOOP)
     assert not np.any(np.asarray(bad.plan_converged))
     keys = jax.random.split(jax.random.key(0), 2)
     with pytest.warns(RuntimeWarning, match="did not converge"):  # under vmap: a callback
@@ -140,7 +149,7 @@ def test_smoke_experiment_writes_results(tmp_path):
 
 def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
     """The public Algorithm reproduces run_active bit for bit (same keys, same ops)."""
-    kw = dict(rounds=3, test_frac=0.3, init_frac=0.2, budget_frac=0.3)
+    kw = _LOOP
     for strategy in ("avatar", "random"):
         key = jax.random.key(5)
         ref = avatar.run_active(key, karate, strategy, **kw)
@@ -153,7 +162,7 @@ def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
             state, info = step(k, state)
             assert avatar.loop.check_result(info)
             infos.append(info)
-        last, res = avatar.evaluate(state, karate)
+        last, res = jax.jit(avatar.evaluate)(state, karate)
         np.testing.assert_array_equal(state.anchors, ref.anchors)
         np.testing.assert_array_equal(state.test, ref.test)
         np.testing.assert_array_equal(np.stack([i.queried for i in infos]), ref.queried)
@@ -167,11 +176,14 @@ def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
 
 
 def test_step_labels_the_best_unanchored_non_test_nodes(karate):
-    state = avatar.init(jax.random.key(0), karate, test_frac=0.3, init_frac=0.2)
+    # Compiled (op by op, the plan's solver alone is ~100 small programs).
+    init = jax.jit(functools.partial(avatar.init, test_frac=0.3, init_frac=0.2))
+    state = init(jax.random.key(0), karate)
     n = karate.num_nodes
     assert int(state.test.sum()) == round(0.3 * n) and int(state.anchors.sum()) == round(0.2 * n)
     assert not np.any(np.asarray(state.anchors & state.test))
-    new, info = avatar.step(jax.random.key(1), state, karate, strategy="degree", num_queries=3)
+    step = jax.jit(functools.partial(avatar.step, strategy="degree", num_queries=3))
+    new, info = step(jax.random.key(1), state, karate)
     q = np.asarray(info.queried)
     free = ~np.asarray(state.anchors | state.test)
     best = np.argsort(-np.where(free, karate.degree, -np.inf), kind="stable")[:3]
@@ -187,9 +199,10 @@ def test_algorithm_vmaps_over_seeds():
 
     alg, init_args, step_args = api_example.build()
     keys = jax.random.split(jax.random.key(0), 3)
-    states = jax.vmap(lambda k: alg.init(k, *init_args))(keys)
-    states, infos = jax.vmap(lambda k, s: alg.step(k, s, *step_args))(keys, states)
-    one, info = alg.step(keys[2], alg.init(keys[2], *init_args), *step_args)
+    # Compiled (eager vmap runs the solvers op by op: ~300 small programs instead of 3).
+    states = jax.jit(jax.vmap(lambda k: alg.init(k, *init_args)))(keys)
+    states, infos = jax.jit(jax.vmap(lambda k, s: alg.step(k, s, *step_args)))(keys, states)
+    one, info = jax.jit(lambda k: alg.step(k, alg.init(k, *init_args), *step_args))(keys[2])
     np.testing.assert_array_equal(states.anchors[2], one.anchors)
     np.testing.assert_allclose(infos.metrics["mrr"][2], info.metrics["mrr"], rtol=1e-6)
 
@@ -241,7 +254,7 @@ def test_the_smallest_graph_is_named_and_a_floored_budget_warns():
         avatar.active(_ring_task(48), "random")
     with pytest.warns(UserWarning, match="asks for 15 queries.*10 rounds of 1.*spend 10"):
         alg = avatar.active(_ring_task(77), "random")
-    state, info = alg.step(jax.random.key(1), alg.init(jax.random.key(0)))
+    state, info = jax.jit(alg.step)(jax.random.key(1), jax.jit(alg.init)(jax.random.key(0)))
     assert info.queried.shape == (1,) and int(state.anchors.sum()) == 15 + 1
     # the paper protocol has no held-out set: smaller graphs fit
     assert loop.smallest_task(0.0, 0.2, 0.2, 10) == 48

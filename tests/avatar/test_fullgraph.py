@@ -148,15 +148,26 @@ def test_pair_metrics_against_brute_force():
         alignment.pair_metrics(jnp.asarray(plan), src, np.array([4, 0, 5]), mask)
 
 
+# The (strategy, score) pairs of each aligner as one ``run_active_switch`` table: the pair
+# is data (a traced index), so the cases of an aligner share one compiled program per task
+# type instead of one each.
+_SWITCH_TABLES = {"ot": (("avatar", "abs"), ("random", "abs"), ("density", "abs"),
+                         ("topmatchings", "abs"), ("degree", "abs")),
+                  "parrot": (("avatar", "official"), ("entropy", "abs"))}
+
+
 @pytest.mark.parametrize("strategy,score,solver", [
     ("avatar", "official", "parrot"), ("avatar", "abs", "ot"), ("random", "abs", "ot"),
     ("entropy", "abs", "parrot"), ("density", "abs", "ot"), ("topmatchings", "abs", "ot"),
     ("degree", "abs", "ot")])
 def test_graph_task_runs_the_loop_like_the_square_task(karate, strategy, score, solver):
     kw = dict(rounds=2, init_frac=0.2, budget_frac=0.2, utility="sq_l2", protocol="paper",
-              score=score, solver=solver)
-    ref = avatar.run_active(jax.random.key(1), karate, strategy, **kw)
-    got = avatar.run_active(jax.random.key(1), tasks.as_graph_task(karate), strategy, **kw)
+              solver=solver)
+    table = _SWITCH_TABLES[solver]
+    index = table.index((strategy, score))
+    ref = avatar.run_active_switch(jax.random.key(1), karate, table, index, **kw)
+    got = avatar.run_active_switch(jax.random.key(1), tasks.as_graph_task(karate), table,
+                                   index, **kw)
     np.testing.assert_array_equal(got.queried, ref.queried)
     for k in ref.metrics:
         np.testing.assert_allclose(got.metrics[k], ref.metrics[k], atol=1e-6)
@@ -167,14 +178,15 @@ def test_rectangular_graph_task_plans_and_loop():
     assert tasks.plan_shape(task) == (39, 34) and tasks.num_pairs(task) == 30
     assert task.pos1.shape == (39, 30) and task.pos1.dtype == np.float32
     mask = jnp.asarray(_mask(30, 0.3))
-    cost, res = parrot.parrot_solve(task, mask)
+    # Compiled (op by op, the proximal solve is ~100 small programs).
+    cost, res = jax.jit(lambda t, m: parrot.parrot_solve(t, m))(task, mask)
     plan = np.asarray(res.plan, np.float64)
     assert plan.shape == (39, 34) and bool(res.converged)
     assert np.abs(plan.sum(1) - 1 / 39).sum() <= 1.01e-4
     assert np.abs(plan.sum(0) - 1 / 34).sum() <= 1.01e-4
     a = np.flatnonzero(np.asarray(mask))
     np.testing.assert_array_equal(np.asarray(cost)[task.src[a], task.tgt[a]], 0.0)
-    c = np.asarray(alignment.anchor_cost(task, mask))
+    c = np.asarray(jax.jit(alignment.anchor_cost)(task, mask))
     assert c.shape == (39, 34) and np.all(c[task.src[a], task.tgt[a]] == 0.0)
     res = avatar.run_active(jax.random.key(0), task, "avatar", score="official",
                             solver="parrot", rounds=2, init_frac=0.2, budget_frac=0.2,

@@ -1,6 +1,8 @@
 """Node scores: the official signed formula against a NumPy reference of the public code's
 form, and the first-order ``gain`` against the brute-force cost change of a new anchor."""
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
@@ -106,8 +108,10 @@ def test_paper_protocol_tests_on_every_unanchored_node_and_reports_picks():
     assert int(res.anchors.sum()) == round(0.2 * n) + q.size == round(0.2 * n) + 2 * 3
     assert res.picked_correct.shape == res.pool_correct.shape == (2,)
     # Round 0's share of correct picks, recomputed from the plan of the initial anchors.
-    state = avatar.init(jax.random.split(jax.random.key(0))[0], task, protocol="paper")
-    _, plan = avatar.align(state, task)
+    # Compiled (op by op, the initial plan's solve is ~90 small programs).
+    init = jax.jit(functools.partial(avatar.init, protocol="paper"))
+    state = init(jax.random.split(jax.random.key(0))[0], task)
+    _, plan = jax.jit(avatar.align)(state, task)
     correct = np.asarray(jnp.argmax(plan.plan, 1)) == task.truth
     np.testing.assert_allclose(float(res.picked_correct[0]), correct[q[:3]].mean())
     np.testing.assert_allclose(float(res.pool_correct[0]),
