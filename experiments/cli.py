@@ -26,6 +26,7 @@ BINARIES = {
     "bench_qlearning": "benchmark: jitted Q-learning scan vs a NumPy loop",
     "bench_bco": "benchmark: jitted BCO learner vs a NumPy loop",
     "bench_sale": "benchmark: SALE density, recall and error vs sequence length",
+    "bench_poke": "benchmark: POKE-SMC particles vs N greedy decodes batched the same way",
     "bench_avatar_fullgraph": "benchmark: whole-graph aligners (needs [ot])",
     "avatar_wholegraph": "AvAtar's paper protocol on the whole ACM-DBLP / Foursquare-Twitter",
     "local_cluster": "runs a binary as a multi-process job on this machine",

@@ -7,11 +7,11 @@ the tests run. Units: one per task (every decoder of ``decoders`` on
 ``config.num_problems`` held-out problems, and the POKE head's held-out fit; keyed by the
 config without ``tasks``, ``throughput_particles`` and ``sale``, so adding a task keeps
 the others);
-``throughput`` (N-particle SMC against N greedy and N sampled decodes batched the same
-way, on ``config.tasks[0]``); ``sale`` (greedy
-decoding with SALE attention in the denoiser, when ``config.sale.task`` is a task). The
-models come from ``experiments/dllm_models.py`` (shipped, else trained in the workdir by
-the first unit that needs them) and are loaded once per run.
+``sale`` (greedy decoding with SALE attention in the denoiser, when ``config.sale.task`` is
+a task). What N particles cost against N greedy decodes batched the same way is timed by
+the benchmark ``experiments/bench_poke.py``, not by a unit. The models come from
+``experiments/dllm_models.py`` (shipped, else trained in the workdir by the first unit that
+needs them) and are loaded once per run.
 
 **Protocol (declared here before any run).**
 
@@ -85,7 +85,7 @@ from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale.reference import BlockSizes
 
 from . import common, dllm_models
-from .lib import artifacts, plots, provenance, results, study, timing
+from .lib import artifacts, plots, provenance, results, study
 from .lib.progress import Progress
 
 
@@ -96,7 +96,7 @@ class Decoder(NamedTuple):
       family: "greedy", "best_of_n", "smc", "sr_smc" or "poke_smc" (plot marker,
         comparisons).
       particles: N (1 for the greedy decoders).
-      fn: ``fn(prompt [B, P], key) -> (DecodeResult, flag [], ess [S, B], resampled
+      fn: jitted ``fn(prompt [B, P], key) -> (DecodeResult, flag [], ess [S, B], resampled
         [S, B])``; flag: the SMC log weights became non-finite on some step
         (``Info.nonfinite_weights``; False when greedy); ess: the ESS before resampling at
         each of the S steps (SR-SMC: at each block end; for best-of-N the ESS of its
@@ -109,13 +109,39 @@ class Decoder(NamedTuple):
     fn: Callable
 
 
-def _greedy(fn) -> Decoder:
-    return Decoder("greedy", 1, lambda prompt, key: (
-        fn(key, prompt=prompt), jnp.bool_(False), jnp.ones((1, prompt.shape[0])),
-        jnp.zeros((1, prompt.shape[0]), bool)))
+def _static_key(fn: functools.partial):
+    """What determines the program of a decoder built on ``fn``: the function and every
+    bound argument with its type (1 and 1.0 differ), the denoiser and value functions
+    themselves rather than their ids (so a key never outlives them); None when an
+    argument is unhashable."""
+    key = (fn.func, tuple((type(a), a) for a in fn.args),
+           tuple((k, type(v), v) for k, v in sorted(fn.keywords.items())))
+    try:
+        hash(key)
+    except TypeError:
+        return None
+    return key
 
 
-def _particles(family: str, n: int, fn) -> Decoder:
+def _jitted(cache: dict | None, key, run: Callable) -> Callable:
+    """``jax.jit(run)``, built once per ``key`` in ``cache`` (``decoders``)."""
+    if cache is None or key[-1] is None:
+        return jax.jit(run)
+    if key not in cache:
+        cache[key] = jax.jit(run)
+    return cache[key]
+
+
+def _greedy(fn: functools.partial, cache: dict | None = None) -> Decoder:
+    def run(prompt, key):
+        return (fn(key, prompt=prompt), jnp.bool_(False), jnp.ones((1, prompt.shape[0])),
+                jnp.zeros((1, prompt.shape[0]), bool))
+
+    return Decoder("greedy", 1, _jitted(cache, ("greedy", _static_key(fn)), run))
+
+
+def _particles(family: str, n: int, fn: functools.partial,
+               cache: dict | None = None) -> Decoder:
     def run(prompt, key):
         result, info = fn(key, prompt=prompt)
         bad = jnp.any(info.nonfinite_weights)
@@ -123,7 +149,7 @@ def _particles(family: str, n: int, fn) -> Decoder:
             bad = bad | jnp.any(info.unfinished)
         return result, bad, info.ess, info.resampled
 
-    return Decoder(family, n, run)
+    return Decoder(family, n, _jitted(cache, (family, n, _static_key(fn)), run))
 
 
 def decoder_names(config) -> list[str]:
@@ -157,26 +183,33 @@ def _smc_kwargs(settings: dict) -> dict:
 
 
 def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
-             particles=None, names=None) -> dict[str, Decoder]:
+             particles=None, names=None, cache: dict | None = None) -> dict[str, Decoder]:
     """name -> Decoder, in the order of ``config_lib.all_decoders``.
 
     ``tuned``: the settings (``default_tuning``'s layout; default: the config's);
     ``particles``: the N to build (default ``config.particles``); ``names``: keep only
-    these decoders (default: all). Best-of-N, Path-LL SMC and POKE-SMC share the proposal
-    (``dllm_models.proposal_spec``) and, with ``config.greedy_reference``, greedy's path as
-    particle 0; SR-SMC keeps its official sampler (tokens at ``sr_smc_temperature``,
-    threshold commits, block-end resampling) on the same blocks.
+    these decoders (default: all); ``cache``: a dict owned by the caller (one task unit)
+    in which each decoder's jitted function is kept under everything its program depends
+    on (the decoding function, the denoiser and value functions, every static setting),
+    so a decoder built again with the same settings (validation tuning, then the test
+    run) reuses its compiled program instead of tracing and compiling it again; it lives
+    as long as the caller keeps it (None: a new jitted function on every call).
+
+    Best-of-N, Path-LL SMC and POKE-SMC share the proposal (``dllm_models.proposal_spec``)
+    and, with ``config.greedy_reference``, greedy's path as particle 0; SR-SMC keeps its
+    official sampler (tokens at ``sr_smc_temperature``, threshold commits, block-end
+    resampling) on the same blocks.
     """
     tuned = tuned or default_tuning(config)
     spec = dllm_models.proposal_spec(config, task, tuned)
     kw = dict(gen_length=task.answer_len, mask_id=task.mask_id, vocab_size=task.vocab_size)
     dec = functools.partial(decoding.decode, denoise_fn=denoise_fn, **kw)
-    out = {pol: _greedy(functools.partial(dec, policy=pol)) for pol in decoding.POLICIES}
+    out = {pol: _greedy(functools.partial(dec, policy=pol), cache) for pol in decoding.POLICIES}
     out["semi_ar"] = _greedy(functools.partial(
-        dec, block_length=decoding.semi_ar_block(task.answer_len)))
+        dec, block_length=decoding.semi_ar_block(task.answer_len)), cache)
     out["threshold"] = _greedy(functools.partial(
         decoding.decode_threshold, denoise_fn=denoise_fn, threshold=config.threshold,
-        **kw))
+        **kw), cache)
     for n in (config.particles if particles is None else particles):
         pkw = dict(num_particles=n, temperature=spec["temperature"],
                    block_length=spec["block_length"], proposal=spec["proposal"],
@@ -184,17 +217,18 @@ def decoders(config, task, denoise_fn, value_fn, tuned: dict | None = None,
                    greedy_reference=bool(config.get("greedy_reference", False)), **kw)
         smc = functools.partial(path_smc.smc_decode, denoise_fn=denoise_fn, **pkw)
         out[f"best_of_{n}"] = _particles("best_of_n", n, functools.partial(
-            path_smc.best_of_n, denoise_fn=denoise_fn, **pkw))
+            path_smc.best_of_n, denoise_fn=denoise_fn, **pkw), cache)
         out[f"smc_{n}"] = _particles("smc", n, functools.partial(
-            smc, **_smc_kwargs(tuned["smc"])))
+            smc, **_smc_kwargs(tuned["smc"])), cache)
         # Self-rewarding SMC as in its official sampler: the same semi-AR blocks, Fast-dLLM
         # threshold commits, block-end resampling, tokens drawn at its own temperature.
         out[f"sr_smc_{n}"] = _particles("sr_smc", n, functools.partial(
             sr_smc.sr_smc_decode, denoise_fn=denoise_fn, threshold=config.threshold,
             num_particles=n,
-            temperature=tuned["sr_smc_temperature"], block_length=spec["block_length"], **kw))
+            temperature=tuned["sr_smc_temperature"], block_length=spec["block_length"], **kw),
+            cache)
         out[f"poke_smc_{n}"] = _particles("poke_smc", n, functools.partial(
-            smc, value_fn=value_fn, **_smc_kwargs(tuned["poke_smc"])))
+            smc, value_fn=value_fn, **_smc_kwargs(tuned["poke_smc"])), cache)
     return out if names is None else {k: v for k, v in out.items() if k in set(names)}
 
 
@@ -204,12 +238,14 @@ def _grid(values, default) -> tuple:
     return values if len(values) > 1 else (default,)
 
 
-def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
+def _tune(config, task, denoise_fn, head_fn,
+          cache: dict | None = None) -> tuple[dict, Callable | None]:
     """The declared tuning (module docstring) on the validation problems only.
 
     Args:
       head_fn: proposal spec -> the POKE ``value_fn`` of a head trained on that proposal
         (called once, after the proposal is tuned), or None for no POKE head.
+      cache: the task unit's jitted decoders (``decoders``).
 
     Returns:
       ({"tuned", "validation_problems", "grid", "proposal"}, the value_fn).
@@ -239,10 +275,11 @@ def _tune(config, task, denoise_fn, head_fn) -> tuple[dict, Callable | None]:
     def score(settings, families, label, value_fn=None):
         nonlocal prompt
         if prompt is None:
-            prompt = task.sample(jax.random.key(config.seed + 4_242),
-                                 pr.validation_problems)[0]
+            prompt = dllm_models.sample(task, jax.random.key(config.seed + 4_242),
+                                        pr.validation_problems)[0]
         names = [f"{f}_{n}" for f in families for n in ns]
-        decs = decoders(config, task, denoise_fn, value_fn, settings, names=names)
+        decs = decoders(config, task, denoise_fn, value_fn, settings, names=names,
+                        cache=cache)
         accs = []
         for k, d in decs.items():
             accs.append(_run_decoder(config, task, f"validation {label} {k}", d,
@@ -330,7 +367,7 @@ def _preconditions(config, task, denoise_fn, value_fn, tuned, prompt, greedy_acc
             final, (ll, v) = run(p, jax.random.key(config.seed * 1000 + 500 + i))
             b = p.shape[0]
             ans = final.decode.tokens[:, -task.answer_len:]
-            ok = task.verify(jnp.repeat(p, n, axis=0), ans)
+            ok = dllm_models.verify(task, jnp.repeat(p, n, axis=0), ans)
             correct.append(np.asarray(ok).reshape(b, n))
             ll_t.append(np.asarray(ll).reshape(steps, b, n))
             v_t.append(np.asarray(v).reshape(steps, b, n))
@@ -380,7 +417,7 @@ def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
     ``resampling`` (events per problem, share of problems resampled at least once, share of
     steps that resampled) and ``min_ess_histogram`` (per-problem minimum ESS / N, counts in
     ``MIN_ESS_BINS``)."""
-    fn, b = jax.jit(dec.fn), config.eval_batch
+    fn, b = dec.fn, config.eval_batch
     correct, pll, nfe, ess, events = [], [], [], [], []
     ess_sum = 0.0
     n_problems = prompt.shape[0]
@@ -389,7 +426,8 @@ def _run_decoder(config, task, name: str, dec: Decoder, prompt) -> dict:
         p = sharding.shard_batch(prompt[i:i + b], config.get("mesh_shape", (-1,)))
         r, bad, step_ess, resampled = fn(p, jax.random.key(config.seed * 1000 + i))
         ok, path_ll, n_fe, bad, step_ess, resampled = sharding.to_host(
-            (task.verify(p, r.answer), r.path_ll, r.nfe, bad, step_ess, resampled))
+            (dllm_models.verify(task, p, r.answer), r.path_ll, r.nfe, bad, step_ess,
+             resampled))
         ess_sum = ess_sum + step_ess.sum(axis=1)  # [S]: summed over problems
         if bool(bad):
             raise FloatingPointError(
@@ -439,11 +477,15 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
             config, m, 2, min(512, config.poke.rollouts), spec))
         return poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
 
-    tuning, value_fn = _tune(config, m.task, m.denoise_fn, head_fn)
+    # This unit's jitted decoders: one program per decoder and settings, shared by the
+    # validation tuning and the test run (``decoders``); dropped when the unit ends.
+    cache = {}
+    tuning, value_fn = _tune(config, m.task, m.denoise_fn, head_fn, cache)
     poke_fit = fits["fit"]
-    prompt, _ = m.task.sample(jax.random.key(config.seed + 7_777), config.num_problems)
+    prompt, _ = dllm_models.sample(m.task, jax.random.key(config.seed + 7_777),
+                                   config.num_problems)
     decs = decoders(config, m.task, m.denoise_fn, value_fn, tuning["tuned"],
-                    names=decoder_names(config))
+                    names=decoder_names(config), cache=cache)
     rows, prog = {}, Progress(len(decs), desc=f"dllm {name} decoders", unit="decoder")
     for dname, dec in decs.items():
         rows[dname] = _run_decoder(config, m.task, f"{name} {dname}", dec, prompt)
@@ -455,7 +497,7 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
     greedy = rows.get("confidence") or _run_decoder(
         config, m.task, f"{name} confidence", decoders(
             config, m.task, m.denoise_fn, value_fn, tuning["tuned"], particles=(),
-            names=("confidence",))["confidence"], prompt)
+            names=("confidence",), cache=cache)["confidence"], prompt)
     pre = _preconditions(config, m.task, m.denoise_fn, value_fn, tuning["tuned"], prompt,
                          greedy["accuracy"],
                          {k: v["_min_ess"] for k, v in rows.items() if k.startswith("smc_")})
@@ -464,76 +506,36 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
             "preconditions": pre, "decoders": rows}
 
 
-THROUGHPUT_REPEATS = 3  # timed runs per contender (best of them, with their spread)
-
-
-def _throughput(config, models, ctx: study.Context) -> dict:
-    """Unit ``throughput``: what N particles cost, on 64 problems of ``config.tasks[0]``,
-    per N in ``config.throughput_particles``, timed in turn (``best_times_interleaved``):
-
-    * ``smc``: Path-LL SMC (T = 1, ESS test every step) on the [64, P] prompts;
-    * ``greedy_batched``: N greedy (confidence, T = 0) decodes of the same problems batched
-      the same way, i.e. one ``decoding.decode`` of the [64 N, P] repeated prompts;
-    * ``sampled_batched``: the same with T = 1 sampling (SMC's proposal without weights,
-      ESS or resampling).
-
-    ``smc_over_greedy`` = smc / greedy_batched seconds (<= 1.2);
-    ``smc_over_sampled`` isolates the SMC bookkeeping; ``batching_efficiency`` = tokens/s at
-    N over tokens/s at the smallest N, per contender (when greedy falls as much as SMC, the
-    larger batch, not SMC, is what costs).
-    """
-    task, _, _, denoise_fn = models.denoiser(config.tasks[0], ctx)
-    prompt, _ = task.sample(jax.random.key(1), 64)
-    steps = task.answer_len
-    kw = dict(gen_length=steps, mask_id=task.mask_id, vocab_size=task.vocab_size)
-    out = {}
-    for n in config.throughput_particles:
-        smc_fn = jax.jit(functools.partial(path_smc.smc_decode, denoise_fn=denoise_fn,
-                                           num_particles=n, **kw))
-        greedy_fn = jax.jit(functools.partial(decoding.decode, denoise_fn=denoise_fn, **kw))
-        sampled_fn = jax.jit(functools.partial(decoding.decode, denoise_fn=denoise_fn,
-                                               temperature=1.0, **kw))
-        rows = jnp.repeat(prompt, n, axis=0)
-        times = timing.times_interleaved({
-            "smc": functools.partial(smc_fn, jax.random.key(0), prompt=prompt),
-            "greedy_batched": functools.partial(greedy_fn, jax.random.key(0), prompt=rows),
-            "sampled_batched": functools.partial(sampled_fn, jax.random.key(0), prompt=rows)},
-            repeats=THROUGHPUT_REPEATS)
-        spreads = {k: timing.spread(t) for k, t in times.items()}
-        sec = {k: s["min"] for k, s in spreads.items()}
-        tok = prompt.shape[0] * n * steps
-        out[str(n)] = {"seconds": sec, "spread_s": spreads,
-                       "tokens_per_s": {k: tok / v for k, v in sec.items()},
-                       "smc_over_greedy": sec["smc"] / sec["greedy_batched"],
-                       "smc_over_sampled": sec["smc"] / sec["sampled_batched"],
-                       "batch_rows": int(rows.shape[0])}
-    base = out[str(min(config.throughput_particles))]["tokens_per_s"]
-    for v in out.values():
-        v["batching_efficiency"] = {k: v["tokens_per_s"][k] / base[k] for k in base}
-    return {"task": config.tasks[0], "problems": int(prompt.shape[0]), "steps": steps,
-            "per_particles": out}
-
-
 def _sale_check(config, models, ctx: study.Context) -> dict:
     """Unit ``sale``: greedy decoding of ``config.sale.task`` with SALE block-sparse
-    attention vs dense: accuracy and the share of answers equal to the dense ones, per tau."""
+    attention vs dense: accuracy and the share of answers equal to the dense ones, per tau.
+
+    The problems are decoded ``config.sale.batch`` at a time (one program per tau, reused
+    for every chunk): greedy decoding treats each problem on its own, and on a CPU the
+    Pallas interpreter's time per problem grows with the batch (about 12 ms per forward
+    pass and problem at 1, 125 ms at 16 on a 2-core CPU).
+    """
     sc = config.sale
     m = models.denoiser(sc.task, ctx)
     base = dllm_models.model_config(config, m.task)
-    prompt, _ = m.task.sample(jax.random.key(config.seed + 7_777), sc.num_problems)
+    prompt, _ = dllm_models.sample(m.task, jax.random.key(config.seed + 7_777),
+                                   sc.num_problems)
+    batch = int(sc.get("batch", 0) or sc.num_problems)
     out, dense = {}, None
     for tau in (None, *sc.taus):
         cfg = base if tau is None else dataclasses.replace(
             base, attention_impl="sale", sale_tau=tau,
             sale_sizes=BlockSizes(sc.block_q, sc.block_k, sc.local))
         den = functools.partial(model_lib.apply, model_lib.abstract(cfg)[0], m.params)
-        r = jax.jit(functools.partial(
+        fn = jax.jit(functools.partial(
             decoding.decode, jax.random.key(0), den, gen_length=m.task.answer_len,
-            mask_id=m.task.mask_id, vocab_size=m.task.vocab_size))(prompt)
-        dense = np.asarray(r.answer) if tau is None else dense
+            mask_id=m.task.mask_id, vocab_size=m.task.vocab_size))
+        answer = np.concatenate([np.asarray(fn(prompt[i:i + batch]).answer)
+                                 for i in range(0, prompt.shape[0], batch)])
+        dense = answer if tau is None else dense
         out["dense" if tau is None else f"sale_tau_{tau:g}"] = {
-            "accuracy": float(np.mean(m.task.verify(prompt, r.answer))),
-            "same_answer_as_dense": float(np.mean(np.all(np.asarray(r.answer) == dense, 1)))}
+            "accuracy": float(np.mean(dllm_models.verify(m.task, prompt, answer))),
+            "same_answer_as_dense": float(np.mean(np.all(answer == dense, 1)))}
     return {"task": sc.task, "block_sizes": [sc.block_q, sc.block_k, sc.local],
             "seq_len": m.task.prompt_len + m.task.answer_len, "results": out}
 
@@ -559,11 +561,9 @@ def _units(config, workdir: str) -> list[study.Unit]:
     models = dllm_models.Models(config, workdir)
     units = [study.Unit(name, functools.partial(_evaluate_task, config, models, name),
                         _task_spec(config, name)) for name in config.tasks]
-    units.append(study.Unit("throughput", functools.partial(_throughput, config, models),
-                            _spec(config, ("decoders",))))
     if config.sale.task in config.tasks:
         units.append(study.Unit("sale", functools.partial(_sale_check, config, models),
-                                _spec(config, ("decoders",))))
+                                _spec(config, ("decoders", "throughput_particles"))))
     return units
 
 
@@ -693,7 +693,7 @@ def _summarize(config, out) -> dict:
                     for t in tasks.values()])) for n in config.particles
                    if all(str(n) in t["post_hoc_poke_vs_best_on_test"]
                           for t in tasks.values())},
-               "throughput": out["throughput"], "num_problems": config.num_problems}
+               "num_problems": config.num_problems}
     if "sale" in out:
         summary["sale_attention"] = out["sale"]
     return summary
@@ -900,18 +900,6 @@ def headline(summary: dict) -> list[tuple[str, str]]:
     for n, g in summary["post_hoc_mean_gain_over_best_on_test"].items():
         rows.append((f"post hoc (rival chosen on the test set): POKE-SMC N={n} - best other "
                      "decoder at <= NFE, mean over all tasks", f"{_pct(g)} pts"))
-    tp = summary["throughput"]
-    for k, v in sorted(tp["per_particles"].items(), key=lambda kv: int(kv[0])):
-        t, e, s = v["tokens_per_s"], v["batching_efficiency"], v["spread_s"]
-        iqr = {c: s[c]["iqr"] / s[c]["min"] for c in ("smc", "greedy_batched")}
-        rows.append((f"throughput {tp['task']}, N={k} ({v['batch_rows']} rows), best of "
-                     f"{THROUGHPUT_REPEATS}: time of SMC / N greedy decodes batched the same "
-                     "way (/ N sampled ones); tokens/s SMC, greedy; tokens/s vs the smallest "
-                     "N, SMC, greedy; spread of the timed runs (IQR / best), SMC, greedy",
-                     f"{v['smc_over_greedy']:.2f}x ({v['smc_over_sampled']:.2f}x); "
-                     f"{t['smc']:.0f}, {t['greedy_batched']:.0f}; "
-                     f"{e['smc']:.2f}, {e['greedy_batched']:.2f}; "
-                     f"{100 * iqr['smc']:.0f}%, {100 * iqr['greedy_batched']:.0f}%"))
     return rows
 
 
@@ -937,7 +925,7 @@ def _history(config, unit, workdir):
 def tb_scalars(config, unit, result, workdir):
     """TensorBoard series of a unit (``study.Experiment.scalars``): accuracy, NFE and Path LL
     vs particles per decoder family, ESS traces, the POKE fit, the denoiser's losses;
-    tokens/s; the SALE check."""
+    the SALE check."""
     if not isinstance(result, dict):
         return {}
     out = {}
@@ -972,13 +960,6 @@ def tb_scalars(config, unit, result, workdir):
                 if k in hist:
                     out[("denoiser", f"dllm/denoiser_{k}")] = (np.asarray(hist["step"]),
                                                                np.asarray(hist[k]))
-    elif unit == "throughput":
-        per = result["per_particles"]
-        ns = sorted(per, key=int)
-        for k in ("smc", "greedy_batched", "sampled_batched"):
-            out[(k, "dllm/tokens_per_s_vs_particles")] = (
-                np.array([int(n) for n in ns]),
-                np.array([per[n]["tokens_per_s"][k] for n in ns]))
     elif unit == "sale" and isinstance(result.get("results"), dict):
         for name, r in result["results"].items():
             for k, v in r.items():

@@ -51,6 +51,31 @@ def make_task(config, name: str):
     return tasks_lib.make_task(name, **dict(config.task_kwargs.get(name, {})))
 
 
+# Jitted ``sample`` / ``verify`` per task: called eagerly, a task's ops compile one small
+# program each (and a ``lax.scan`` with a body defined inside the method, e.g. addition's
+# carries, compiles again on every call). Bounded, keyed by the (frozen, hashable) task.
+@functools.lru_cache(maxsize=64)
+def _task_fns(task) -> tuple[Any, Any]:
+    return jax.jit(task.sample, static_argnums=1), jax.jit(task.verify)
+
+
+def _jitted(task, which: int):
+    try:
+        return _task_fns(task)[which]
+    except TypeError:  # an unhashable user task: its own (eager) methods
+        return (task.sample, task.verify)[which]
+
+
+def sample(task, key, n: int):
+    """``task.sample(key, n)``, compiled once per task and ``n``."""
+    return _jitted(task, 0)(key, n)
+
+
+def verify(task, prompt, answer):
+    """``task.verify(prompt, answer)``, compiled once per task and shapes."""
+    return _jitted(task, 1)(prompt, answer)
+
+
 def model_config(config, task) -> model_lib.LLaDAConfig:
     return model_lib.LLaDAConfig(vocab_size=task.vocab_size, mask_token_id=task.mask_id,
                                  **dict(config.model))
@@ -162,7 +187,7 @@ def rollouts(config, m: TaskModel, seed_offset: int, num: int,
     """``num`` rollouts of the ``proposal`` spec (default ``legacy_spec``) of ``m`` on
     fresh prompts, in batches of 1024."""
     spec = proposal or legacy_spec(config, m.task)
-    prompt, _ = m.task.sample(jax.random.key(config.seed + seed_offset), num)
+    prompt, _ = sample(m.task, jax.random.key(config.seed + seed_offset), num)
     chunks = [poke.collect_rollouts(
         jax.random.key(seed_offset + i), m.denoise_fn, prompt[i:i + 1024], m.task.answer_len,
         mask_id=m.task.mask_id, **spec)
@@ -221,7 +246,8 @@ class Models:
         """The shipped denoiser of ``name``, else the workdir's, else a newly trained one."""
         if name not in self._loaded:
             c, task = self.config, make_task(self.config, name)
-            graphdef, template = model_lib.init(model_config(c, task), seed=c.seed)
+            # Abstract template (shapes and dtypes only): no weights initialised or compiled.
+            graphdef, template = model_lib.abstract(model_config(c, task))
             params = artifacts.restore_first(
                 [(shipped_path(c, name), None),
                  (_workdir_path(self.workdir, name), model_key(c, name))],
@@ -238,7 +264,7 @@ class Models:
         spec = proposal or legacy_spec(c, m.task)
         slot = head_dir(name, spec)
         if slot not in self._loaded:
-            graphdef, template = poke.init(c.model.d_model, c.poke.hidden, seed=c.seed)
+            graphdef, template = poke.abstract(c.model.d_model, c.poke.hidden)
             params = artifacts.restore_first(
                 [(shipped_head_path(c, name, spec), None),
                  (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],

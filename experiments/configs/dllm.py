@@ -76,9 +76,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         rank_fractions=(0.25, 0.5, 0.75), min_headroom=0.10, max_greedy=0.9))
     c.bootstrap = 1000
     c.throughput_particles = (1, 4, 16)
-    # SALE block-sparse attention inside the denoiser (tiles small enough for L = 32).
+    # SALE block-sparse attention inside the denoiser (tiles small enough for L = 32);
+    # `batch` problems per decode (the Pallas interpreter on CPU is fastest per problem at 1).
     c.sale = ml_collections.ConfigDict(dict(task="sudoku", num_problems=128, taus=(1e-3, 1e-2),
-                                            block_q=8, block_k=8, local=8))
+                                            block_q=8, block_k=8, local=8, batch=1))
     if arg == "smoke":
         c.tasks = ("addition", "star_graph")
         c.pretrained_dir = ""  # train tiny models in the test's workdir
@@ -100,10 +101,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.eval_batch = 128
         c.particles = (4,)  # N = 2 too in `cpu` / `full` (the suite's time budget)
         c.bootstrap = 500
-        # The suite's time budget: N = 16 (4x the rows of N = 4) and SALE's Pallas
-        # interpreter on CPU (about 2.5 s per decode of 16 problems) dominate the quick
-        # run's wall time; `full` keeps N = 16 and 128 SALE problems.
+        # experiments/bench_poke.py --preset=quick times N = 1, 4 (`full`: 1, 4, 16).
         c.throughput_particles = (1, 4)
+        # The SALE check: 16 problems, one at a time (SALE's Pallas interpreter on CPU);
+        # `full` decodes 128.
         c.sale.num_problems = 16
         _frozen(c)  # the untuned settings above, frozen a priori
     elif arg in ("hard", "cpu_hard"):

@@ -56,7 +56,7 @@ RULES = {
     "position_temperature": V.NON_NEGATIVE, "sr_smc_temperature": V.NON_NEGATIVE,
     "weight_scale": V.NON_NEGATIVE, "ess_threshold": V.UNIT_CLOSED,
     "sale.num_problems": V.POSITIVE_INT, "sale.block_q": V.POSITIVE_INT,
-    "sale.block_k": V.POSITIVE_INT, "sale.local": V.POSITIVE_INT,
+    "sale.block_k": V.POSITIVE_INT, "sale.local": V.POSITIVE_INT, "sale.batch": V.POSITIVE_INT,
     "protocol.validation_problems": V.POSITIVE_INT, "protocol.min_headroom": V.UNIT_CLOSED,
     "protocol.max_greedy": V.UNIT_CLOSED,
 }

@@ -32,7 +32,8 @@ from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
 
-__all__ = ["ValueHead", "HeadState", "Rollouts", "init", "make_value_fn", "collect_rollouts",
+__all__ = ["ValueHead", "HeadState", "Rollouts", "init", "abstract", "make_value_fn",
+    "collect_rollouts",
     "collect_sibling_rollouts", "sibling_loss", "fit", "evaluate"]
 
 
@@ -64,6 +65,12 @@ class ValueHead(nnx.Module):
 def init(d_model: int, hidden: int = 64, *, seed: int = 0):
     """(graphdef, params) of a fresh ValueHead."""
     return nnx.split(ValueHead(d_model, hidden, rngs=nnx.Rngs(seed)))
+
+
+def abstract(d_model: int, hidden: int = 64):
+    """(graphdef, ShapeDtypeStruct params) of a ValueHead without allocating or
+    initialising weights (``nnx.eval_shape``): the template to restore a head into."""
+    return nnx.split(nnx.eval_shape(lambda: ValueHead(d_model, hidden, rngs=nnx.Rngs(0))))
 
 
 def make_value_fn(graphdef, params, prompt_len: int, mask_id: int):

@@ -283,6 +283,7 @@ CASES = [
     Case("config: unknown task", lambda: validate(tasks=("chess",)), "`config.tasks`"),
     Case("config: sale.taus negative", lambda: validate(**{"sale.taus": (-1.0,)}),
          "`config.sale.taus`"),
+    Case("config: sale.batch 0", lambda: validate(**{"sale.batch": 0}), "`config.sale.batch`"),
     Case("train_and_evaluate: temperature NaN", lambda: run_experiment(
         temperature=float("nan")), "`config.temperature`"),
 ]

@@ -172,7 +172,6 @@ def test_summary_and_headline_of_a_decoder_subset():
                                               "path_ll_plus_poke": 0.5}},
                  "headline": True}}
     out = {t: {"task": t, "preconditions": pre, "decoders": rows} for t in c.tasks}
-    out["throughput"] = {"task": c.tasks[0], "per_particles": {}}
     summary = exp._summarize(c, out)
     t = summary["tasks"][c.tasks[0]]
     assert set(t["decoders"]) == {"confidence", "poke_smc_2"}

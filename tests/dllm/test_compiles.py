@@ -1,0 +1,80 @@
+"""A task unit of the POKE-SMC study compiles no XLA program twice.
+
+Programs are told apart by JAX's persistent-cache key (a hash of the lowered module, its
+compile options and the backend), which ``jax._src.compiler`` logs for every program it
+compiles or loads while the persistent compilation cache is on (as in the test run).
+"""
+
+import collections
+import contextlib
+import logging
+import re
+
+import jax
+import pytest
+
+from experiments import dllm as exp
+from experiments.configs import dllm as dllm_config
+from experiments.lib import compile_cache, study
+from jaxlab.core import checks
+
+_LINE = re.compile(r"compilation cache (?:hit|miss) for '(.*)' with key '(.*)'", re.I)
+
+
+class _Programs(logging.Filter):
+    """Collects (module name, cache key) of every program compiled or loaded; keeps the
+    debug lines it reads out of the other handlers."""
+
+    def __init__(self, level: int):
+        super().__init__()
+        self.seen, self._level = [], level
+
+    def filter(self, record):
+        m = _LINE.search(record.getMessage())
+        if m is None:
+            return True
+        self.seen.append(m.groups())
+        return record.levelno >= self._level
+
+
+@contextlib.contextmanager
+def programs():
+    """Yields the list of (module name, key) of the programs compiled inside the block."""
+    logger = logging.getLogger("jax._src.compiler")
+    level = logger.level
+    f = _Programs(logger.getEffectiveLevel())
+    logger.addFilter(f)
+    logger.setLevel(logging.DEBUG)
+    try:
+        yield f.seen
+    finally:
+        logger.setLevel(level)
+        logger.removeFilter(f)
+
+
+def test_a_task_unit_compiles_no_program_twice(tmp_path):
+    """The addition unit (shipped models) with validation tuning of the output selection:
+    the decoders built for tuning and for the test run share their programs when their
+    settings agree, and the task's verifier (a ``lax.scan``) compiles once per shape."""
+    if not jax.config.jax_compilation_cache_dir:
+        pytest.skip("needs JAX's persistent compilation cache (it names each program)")
+    c = dllm_config.get_config("quick")
+    c.tasks, c.sale.task = ("addition",), ""
+    c.decoders = ("confidence", "semi_ar", "poke_smc")
+    c.num_problems = c.eval_batch = 8
+    c.bootstrap = 20
+    c.protocol.update(validation_problems=8, tune_particles=(4,),
+                      selections=("path_ll", "weight"), rank_fractions=(0.5,))
+    c.poke.rollouts = 32
+    unit = next(u for u in exp._units(c, str(tmp_path)) if u.name == "addition")
+    ctx = study.Context(unit.name, "k", str(tmp_path), str(tmp_path / "ck"))
+    t0 = compile_cache.tally()
+    # Unchecked, as the study binaries run (a checked body's host callback makes every
+    # trace a new program).
+    with checks(False), programs() as seen:
+        result = unit.run(ctx)
+    assert set(result["decoders"]) == {"confidence", "semi_ar", "poke_smc_4"}
+    # Every program the tally counted was seen with its key (the check cannot go blind).
+    assert len(seen) == (compile_cache.tally() - t0).programs > 0
+    twice = {k: n for k, n in collections.Counter(seen).items() if n > 1}
+    assert not twice, f"programs compiled more than once (name, key): {twice}"
