@@ -230,9 +230,10 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
     ``metrics.auroc`` run in NumPy; ``jnp`` functions also work, op by op), so nothing is
     compiled per call; a resample on which it raises ValueError (``auroc`` of one
     class) counts as NaN, as on the device. ``statistic=metrics.auroc`` on the host is not
-    called per resample: the scores are sorted once and every resample's AUROC is the
-    Mann-Whitney U of the same items weighted by how often the resample drew them (integer
-    arithmetic, so the values equal ``auroc`` of each resample bit for bit). Larger ``jax.Array`` samples stay on the device:
+    called per resample (up to 4096 rows): the scores are ranked once and every
+    resample's AUROC is the Mann-Whitney U of the same items weighted by how often the
+    resample drew them (integer arithmetic, so the values equal ``auroc`` of each resample
+    bit for bit). Larger ``jax.Array`` samples stay on the device:
     ``jax.lax.map`` over chunks of ``BOOTSTRAP_CHUNK`` resamples in one jitted program,
     compiled once per ``statistic`` (hashable, e.g. a module-level function) and shapes.
 
@@ -273,7 +274,7 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
     if on_device:
         boots = np.asarray(_device_resamples(statistic, samples, idx,
                                              min(num_resamples, BOOTSTRAP_CHUNK)))
-    elif statistic is auroc or statistic is _flat_auroc:
+    elif (statistic is auroc or statistic is _flat_auroc) and n * n <= _AUROC_MAX_ROWS_SQUARED:
         boots = _auroc_resamples(samples[0], samples[1], np.asarray(idx))
     else:
         boots = np.array([_host_statistic(statistic, [s[i] for s in samples])
@@ -306,9 +307,9 @@ def bootstrap_auroc(key, scores, labels, num_resamples: int, level: float = 0.95
 
     The same values as ``bootstrap_ci(key, lambda s, l: auroc(s.reshape(-1),
     l.reshape(-1)), (scores, labels), num_resamples, level)``: the same index draws and
-    host / device split. On the host the scores are sorted once and each resample's AUROC
-    is the Mann-Whitney U of the entries weighted by how often their row was drawn (exact
-    integer counts), so no resample is re-ranked.
+    host / device split. On the host (up to 4096 rows) the scores are ranked once and each
+    resample's AUROC is the Mann-Whitney U of the entries weighted by how often their row
+    was drawn (exact integer counts), so no resample is re-ranked.
 
     Args:
       key: PRNG key of the resample indices.
@@ -341,6 +342,9 @@ def _flat_auroc(scores, labels):
     return auroc(scores.reshape(-1), labels.reshape(-1))
 
 
+# Rows n up to which host AUROC resamples are counted (``_auroc_resamples``' [n, n] float64
+# matrix, 128 MiB at the limit); more rows are ranked resample by resample.
+_AUROC_MAX_ROWS_SQUARED = 1 << 24
 # (positive, negative) entry pairs up to which ``_auroc_resamples`` compares all at once.
 _AUROC_PAIRS = 1 << 20
 

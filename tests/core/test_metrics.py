@@ -194,7 +194,7 @@ def test_bootstrap_auroc_resamples_equal_auroc_of_each_resample_bit_for_bit(
     np.testing.assert_allclose(got, sk, rtol=0, atol=1e-12)
 
 
-def test_bootstrap_auroc_equals_the_per_resample_bootstrap():
+def test_bootstrap_auroc_equals_the_per_resample_bootstrap(monkeypatch):
     """``bootstrap_auroc`` of rows of entries (images of pixels) and ``bootstrap_ci`` with
     ``metrics.auroc`` give the values of a statistic ranking each resample anew."""
     rng = np.random.default_rng(2)
@@ -204,6 +204,8 @@ def test_bootstrap_auroc_equals_the_per_resample_bootstrap():
     key = jax.random.key(4)
     ranked_anew = metrics.bootstrap_ci(
         key, lambda s, lab: metrics.auroc(s.reshape(-1), lab.reshape(-1)), (maps, masks), 300)
+    assert metrics.bootstrap_auroc(key, maps, masks, 300) == ranked_anew
+    monkeypatch.setattr(metrics, "_AUROC_MAX_ROWS_SQUARED", 0)  # too many rows to count
     assert metrics.bootstrap_auroc(key, maps, masks, 300) == ranked_anew
     s, lab = maps[:, 0, 0], masks[:, 0, 0] | (np.arange(30) < 3)
     assert (metrics.bootstrap_ci(key, metrics.auroc, (s, lab), 300)
