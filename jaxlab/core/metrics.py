@@ -357,11 +357,10 @@ def _auroc_resamples(scores, labels, idx) -> np.ndarray:
     row k) + #(ties between them) is built once (all pairs compared at once when few,
     else one ``searchsorted`` of the positive entries in each row's sorted negatives). A
     resample drawing row j c_j times holds c_j copies of its entries, so its Mann-Whitney
-    U is c^T M c / 2, and
-    n+ = c . positives_per_row, n- likewise. Every quantity is an integer far below 2^53,
-    so the float64 sums and matrix products are exact in any order, and U / (n+ n-) is
-    the float64 value ``auroc`` gives the resample (whose midrank sums are exact
-    half-integers); NaN where a resample has one class.
+    U is c^T M c / 2, and n+ = c . positives_per_row, n- likewise. Every quantity is an
+    integer far below 2^53, so the float64 sums and matrix products are exact in any
+    order, and U / (n+ n-) is the float64 value ``auroc`` gives the resample (whose
+    midrank sums are exact half-integers); NaN where a resample has one class.
     """
     n = scores.shape[0]
     s = scores.reshape(n, -1)
