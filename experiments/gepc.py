@@ -43,7 +43,8 @@ features and the baselines' (``features``; ``cm_`` units use the clutter model):
 sets first, at every candidate time (their features choose the times), every other set
 only at the times its blocks' fitted GEPC scorers keep (``times_needed``; the same
 numbers as the all-times evaluation). The summary fits the scorers on the fit sets and
-reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``).
+reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``; pixel AUROCs
+``metrics.bootstrap_auroc``).
 ``train(config, workdir)`` is what experiments/gepc_train.py runs (its output ships in
 experiments/pretrained/).
 """
@@ -658,10 +659,6 @@ def _auroc_ci(key, id_scores, ood_scores, num_resamples):
     return {"auroc": r.auroc, "ci95": [r.low, r.high]}
 
 
-def _pixel_auroc(maps, masks):
-    return metrics.auroc(maps.reshape(-1), masks.reshape(-1))
-
-
 def _evaluate(config, feats):
     """AUROC (bootstrap CI over images) of every method on every (block, OOD set): the
     scorers are fitted on the block's fit set only; for the clutter blocks also the pixel
@@ -695,8 +692,7 @@ def _evaluate(config, feats):
                                    ("denoising-error map", "denoise_map")):
                     at = _position(feats[name], t_loc, name)
                     mp = jnp.asarray(feats[name][col][:, at].reshape(m.shape[0], -1))
-                    point, lo, hi = metrics.bootstrap_ci(key, _pixel_auroc, (mp, m),
-                                                         config.bootstrap)
+                    point, lo, hi = metrics.bootstrap_auroc(key, mp, m, config.bootstrap)
                     loc[block][name][label] = {"auroc": point, "ci95": [lo, hi]}
     mean_auroc = {b: {m: float(np.mean([table[b][n][m]["auroc"] for n in s["ood"]]))
                       for m in METHODS} for b, s in st.items()}

@@ -18,6 +18,8 @@ nothing is added to compiled code and ``jit`` / ``vmap`` of ``auroc`` still work
 * ``bootstrap_ci``: ``num_resamples`` >= 2, ``level`` in (0, 1), ``samples`` a non-empty
   tuple of arrays with a common leading axis n >= 2 and no NaN (ValueError naming
   ``samples[i]``).
+* ``bootstrap_auroc``: as ``bootstrap_ci`` with ``samples = (scores, labels)`` of one
+  shape [n, ...] (ValueError naming ``labels``), and ``auroc``'s checks on all entries.
 
 Host values (NumPy arrays, lists) are computed with NumPy in their own precision
 (float64 stays float64), so summaries compile nothing; ``jax.Array`` inputs and traced
@@ -35,7 +37,7 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array, ArrayLike
 
 __all__ = ["average_ranks", "auroc", "cumulative_regret", "loglog_slope", "mean_and_ci",
-    "bootstrap_ci"]
+    "bootstrap_ci", "bootstrap_auroc"]
 
 
 def average_ranks(x: ArrayLike) -> Array:
@@ -227,7 +229,11 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
     called once per resample on NumPy arrays (NumPy functions, array methods and
     ``metrics.auroc`` run in NumPy; ``jnp`` functions also work, op by op), so nothing is
     compiled per call; a resample on which it raises ValueError (``auroc`` of one
-    class) counts as NaN, as on the device. Larger ``jax.Array`` samples stay on the device:
+    class) counts as NaN, as on the device. ``statistic=metrics.auroc`` on the host is not
+    called per resample (up to 4096 rows): the scores are ranked once and every
+    resample's AUROC is the Mann-Whitney U of the same items weighted by how often the
+    resample drew them (integer arithmetic, so the values equal ``auroc`` of each resample
+    bit for bit). Larger ``jax.Array`` samples stay on the device:
     ``jax.lax.map`` over chunks of ``BOOTSTRAP_CHUNK`` resamples in one jitted program,
     compiled once per ``statistic`` (hashable, e.g. a module-level function) and shapes.
 
@@ -268,6 +274,8 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
     if on_device:
         boots = np.asarray(_device_resamples(statistic, samples, idx,
                                              min(num_resamples, BOOTSTRAP_CHUNK)))
+    elif (statistic is auroc or statistic is _flat_auroc) and n * n <= _AUROC_MAX_ROWS_SQUARED:
+        boots = _auroc_resamples(samples[0], samples[1], np.asarray(idx))
     else:
         boots = np.array([_host_statistic(statistic, [s[i] for s in samples])
                           for i in np.asarray(idx)])
@@ -291,3 +299,95 @@ def _device_resamples(statistic, samples, idx, chunk):
     # them, with memory bounded by the chunk (a pixel-level AUROC over 10^5 pixels x 2000
     # resamples held ~10 GB in one vmap).
     return jax.lax.map(lambda i: statistic(*(s[i] for s in samples)), idx, batch_size=chunk)
+
+
+def bootstrap_auroc(key, scores, labels, num_resamples: int, level: float = 0.95):
+    """AUROC of all entries of ``scores`` against ``labels`` with a percentile-bootstrap
+    interval resampling their rows (e.g. images of per-pixel scores and masks).
+
+    The same values as ``bootstrap_ci(key, lambda s, l: auroc(s.reshape(-1),
+    l.reshape(-1)), (scores, labels), num_resamples, level)``: the same index draws and
+    host / device split. On the host (up to 4096 rows) the scores are ranked once and each
+    resample's AUROC is the Mann-Whitney U of the entries weighted by how often their row
+    was drawn (exact integer counts), so no resample is re-ranked.
+
+    Args:
+      key: PRNG key of the resample indices.
+      scores: [n, ...] real scores (larger = more positive), no NaN; n >= 2 rows.
+      labels: booleans or 0/1 of ``scores``' shape, both classes present.
+      num_resamples: bootstrap resamples (>= 2).
+      level: interval level in (0, 1).
+
+    Returns:
+      (point, low, high) Python floats; resamples with one class are ignored.
+
+    Raises:
+      ValueError: naming the argument, as ``bootstrap_ci`` and ``auroc``.
+
+    Example:
+      >>> import jax, numpy as np
+      >>> from jaxlab.core import metrics
+      >>> rng = np.random.default_rng(0)
+      >>> maps = rng.normal(size=(20, 8, 8)); masks = rng.random((20, 8, 8)) < 0.2
+      >>> point, lo, hi = metrics.bootstrap_auroc(jax.random.key(0), maps + masks, masks, 200)
+      >>> bool(lo <= point <= hi)
+      True
+    """
+    validation.check_shape("labels", labels, np.shape(scores))
+    return bootstrap_ci(key, _flat_auroc, (scores, labels), num_resamples, level)
+
+
+def _flat_auroc(scores, labels):
+    """``auroc`` of all entries of a resample of rows (``bootstrap_auroc``' statistic)."""
+    return auroc(scores.reshape(-1), labels.reshape(-1))
+
+
+# Rows n up to which host AUROC resamples are counted (``_auroc_resamples``' [n, n] float64
+# matrix, 128 MiB at the limit); more rows are ranked resample by resample.
+_AUROC_MAX_ROWS_SQUARED = 1 << 24
+# (positive, negative) entry pairs up to which ``_auroc_resamples`` compares all at once.
+_AUROC_PAIRS = 1 << 20
+
+
+def _auroc_resamples(scores, labels, idx) -> np.ndarray:
+    """[R] ``auroc`` of the host resamples ``scores[idx[r]]`` against ``labels[idx[r]]``
+    (rows of [n, ...] arrays; all entries of a row go together) without re-ranking.
+
+    The [n, n] matrix M with M[j, k] = 2 #(positive entry of row j > negative entry of
+    row k) + #(ties between them) is built once (all pairs compared at once when few,
+    else one ``searchsorted`` of the positive entries in each row's sorted negatives). A
+    resample drawing row j c_j times holds c_j copies of its entries, so its Mann-Whitney
+    U is c^T M c / 2, and n+ = c . positives_per_row, n- likewise. Every quantity is an
+    integer far below 2^53, so the float64 sums and matrix products are exact in any
+    order, and U / (n+ n-) is the float64 value ``auroc`` gives the resample (whose
+    midrank sums are exact half-integers); NaN where a resample has one class.
+    """
+    n = scores.shape[0]
+    s = scores.reshape(n, -1)
+    if s.dtype.kind not in "fc":
+        s = s.astype(np.float64)
+    lab = labels.reshape(n, -1).astype(bool)
+    row = np.repeat(np.arange(n), s.shape[1])
+    flat, flat_lab = s.reshape(-1), lab.reshape(-1)
+    pos_s, pos_row = flat[flat_lab], row[flat_lab]
+    neg_s, neg_row = flat[~flat_lab], row[~flat_lab]
+    if pos_s.size * neg_s.size <= _AUROC_PAIRS:  # every (positive, negative) pair at once
+        pairs = ((neg_s[None] < pos_s[:, None]).astype(np.float64)
+                 + (neg_s[None] <= pos_s[:, None]))
+        m = np.eye(n)[:, pos_row] @ pairs @ np.eye(n)[neg_row]
+    else:  # one ``searchsorted`` of the positives in each row's sorted negatives
+        m = np.empty((n, n))
+        for k in range(n):
+            neg = np.sort(s[k][~lab[k]])
+            ranked = np.searchsorted(neg, pos_s, "left") + np.searchsorted(neg, pos_s, "right")
+            m[:, k] = np.bincount(pos_row, weights=ranked, minlength=n)
+    pos_rows = lab.sum(1).astype(np.float64)
+    neg_rows = s.shape[1] - pos_rows
+    r = idx.shape[0]
+    counts = np.bincount((idx + n * np.arange(r)[:, None]).reshape(-1),
+                         minlength=r * n).reshape(r, n).astype(np.float64)
+    n_pos, n_neg = counts @ pos_rows, counts @ neg_rows
+    two_u = ((counts @ m) * counts).sum(1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = (two_u / 2.0) / (n_pos * n_neg)
+    return np.where((n_pos > 0) & (n_neg > 0), out, np.nan)

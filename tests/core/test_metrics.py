@@ -165,3 +165,58 @@ def test_bootstrap_ci_on_host_compiles_nothing_on_a_repeat_call():
     out = metrics.bootstrap_ci(jax.random.key(1), lambda a, b: a.mean() / b.mean(), (x, y), 100)
     assert (compile_cache.tally() - before).programs == 0
     assert out[1] <= out[0] <= out[2]
+
+
+@pytest.mark.parametrize("all_pairs", [True, False])
+@pytest.mark.parametrize("dtype,entries", [(np.float32, 1), (np.float64, 1), (np.float32, 12)])
+def test_bootstrap_auroc_resamples_equal_auroc_of_each_resample_bit_for_bit(
+        dtype, entries, all_pairs, monkeypatch):
+    """The counted resamples (one ranking of the items) give exactly the float64 ``auroc``
+    of every explicit resample, ties included, NaN where a resample has one class (rare
+    positives), and agree with scikit-learn; both ways of counting the pairs."""
+    if not all_pairs:
+        monkeypatch.setattr(metrics, "_AUROC_PAIRS", 0)
+    rng = np.random.default_rng(7)
+    n, r = 45, 400
+    scores = np.round(rng.normal(size=(n, entries)), 1).astype(dtype)  # many ties
+    labels = rng.random((n, entries)) < (0.04 if entries == 1 else 0.2)
+    scores[labels] += 0.3
+    idx = np.asarray(jax.random.randint(jax.random.key(1), (r, n), 0, n))
+    got = metrics._auroc_resamples(scores, labels, idx)
+    want, sk = [], []
+    for i in idx:
+        s, lab = scores[i].reshape(-1), labels[i].reshape(-1)
+        one_class = lab.all() or not lab.any()
+        want.append(np.nan if one_class else float(metrics.auroc(s, lab)))
+        sk.append(np.nan if one_class else roc_auc_score(lab, s))
+    assert np.isnan(want).any() or entries > 1
+    np.testing.assert_array_equal(got, np.array(want))
+    np.testing.assert_allclose(got, sk, rtol=0, atol=1e-12)
+
+
+def test_bootstrap_auroc_equals_the_per_resample_bootstrap(monkeypatch):
+    """``bootstrap_auroc`` of rows of entries (images of pixels) and ``bootstrap_ci`` with
+    ``metrics.auroc`` give the values of a statistic ranking each resample anew."""
+    rng = np.random.default_rng(2)
+    maps = np.round(rng.normal(size=(30, 4, 4)), 1).astype(np.float32)
+    masks = rng.random((30, 4, 4)) < 0.15
+    maps[masks] += 0.5
+    key = jax.random.key(4)
+    ranked_anew = metrics.bootstrap_ci(
+        key, lambda s, lab: metrics.auroc(s.reshape(-1), lab.reshape(-1)), (maps, masks), 300)
+    assert metrics.bootstrap_auroc(key, maps, masks, 300) == ranked_anew
+    monkeypatch.setattr(metrics, "_AUROC_MAX_ROWS_SQUARED", 0)  # too many rows to count
+    assert metrics.bootstrap_auroc(key, maps, masks, 300) == ranked_anew
+    s, lab = maps[:, 0, 0], masks[:, 0, 0] | (np.arange(30) < 3)
+    assert (metrics.bootstrap_ci(key, metrics.auroc, (s, lab), 300)
+            == metrics.bootstrap_ci(key, lambda a, b: metrics.auroc(a, b), (s, lab), 300))
+
+
+def test_bootstrap_auroc_rejects_bad_input_naming_it():
+    x = np.zeros((4, 3))
+    with pytest.raises(ValueError, match="`labels`"):
+        metrics.bootstrap_auroc(jax.random.key(0), x, np.zeros((4, 2), bool), 10)
+    with pytest.raises(ValueError, match="`labels`"):
+        metrics.bootstrap_auroc(jax.random.key(0), x, np.zeros((4, 3), bool), 10)
+    with pytest.raises(ValueError, match="num_resamples"):
+        metrics.bootstrap_auroc(jax.random.key(0), x, np.eye(4, 3, dtype=bool), 1)
