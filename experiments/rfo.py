@@ -42,8 +42,6 @@ from .lib import exported, plots, study, timing
 
 METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
            "shac_gaussian", "apg", "ppo")
-# XLA compile options of the init and chunk programs (see WORKSPACE_NOTES).
-COMPILER_OPTIONS: dict = {}
 # Comparisons declared before any ablation run: RFO with both regularisers
 # minus each ablation and each baseline, paired by seed (every method on a task sees the
 # same seed keys), final eval return, Student-t 95% CI over seeds. Reported for every pair
@@ -155,7 +153,7 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     spec = run_spec(config, task_name, method)
     prefix = f"rfo.{task_name}_{method}"
     init = exported.load_or_export(jax.vmap(trainer.init), k_init, name=f"{prefix}.init",
-                                   key=spec, compiler_options=COMPILER_OPTIONS or None)
+                                   key=spec)
     state = init(k_init)
     buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
     carry = sharding.shard_batch((state, k_steps, buf, buf, buf), config.mesh_shape)
@@ -174,8 +172,7 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
 
     t0 = time.perf_counter()
     chunk = exported.load_or_export(chunk_fn, carry, jnp.int32(0), name=f"{prefix}.chunk",
-                                    key=spec, out_shardings=shardings,
-                                    compiler_options=COMPILER_OPTIONS or None)
+                                    key=spec, out_shardings=shardings)
     _, _, ev, tr, gn = run_chunks(
         lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
         desc=f"{task_name} {method}", unit="env steps",

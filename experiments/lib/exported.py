@@ -165,9 +165,8 @@ def _flat_out_shardings(out_shardings, n_out: int | None):
     return flat
 
 
-def _jit_call(exp: jax.export.Exported, out_shardings, compiler_options=None) -> Callable:
-    return jax.jit(lambda *xs: exp.call(*xs), out_shardings=out_shardings,
-                   compiler_options=compiler_options)
+def _jit_call(exp: jax.export.Exported, out_shardings) -> Callable:
+    return jax.jit(lambda *xs: exp.call(*xs), out_shardings=out_shardings)
 
 
 def _read(path: str):
@@ -191,8 +190,7 @@ def _warn_once(name: str, msg: str) -> None:
 
 
 def load_or_export(fun: Callable, *args, name: str, key: Any,
-                   out_shardings: Any = None, cache_dir: str | None | bool = True,
-                   compiler_options: dict | None = None) -> Program:
+                   out_shardings: Any = None, cache_dir: str | None | bool = True) -> Program:
     """``fun`` jitted at ``args``, its StableHLO loaded from / written to the cache.
 
     Args:
@@ -206,8 +204,6 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
       out_shardings: a pytree of shardings matching ``fun``'s outputs (or None).
       cache_dir: the artefact folder; True (default) for ``folder()``; None / False for no
         cache (plain ``jax.jit``).
-      compiler_options: XLA compile options of the program (``jax.jit``'s; they key the
-        persistent XLA cache, not the artefact, which holds StableHLO before compiling).
 
     Returns:
       A ``Program``: call it as ``fun`` (same pytree structures).
@@ -228,8 +224,7 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
     def traced(why: str | None = None) -> Program:
         if why:
             _warn_once(name, why)
-        call = jax.jit(flat, out_shardings=_flat_out_shardings(out_shardings, None),
-                       compiler_options=compiler_options)
+        call = jax.jit(flat, out_shardings=_flat_out_shardings(out_shardings, None))
         return Program(name, "traced", None, call, in_tree, in_keys, box)
 
     if not cache_dir:
@@ -240,8 +235,7 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
             exp, data = _read(path)
             if data["in_tree"] != in_tree:
                 raise ValueError("its input structure differs")
-            call = _jit_call(exp, _flat_out_shardings(out_shardings, len(exp.out_avals)),
-                             compiler_options)
+            call = _jit_call(exp, _flat_out_shardings(out_shardings, len(exp.out_avals)))
             return Program(name, "loaded", path, call, in_tree, in_keys,
                            {"out_tree": data["out_tree"], "out_keys": data["out_keys"]})
         except Exception as e:  # noqa: BLE001 - any unreadable artefact is traced again
@@ -266,6 +260,5 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
         except Exception as e:  # noqa: BLE001 - a cache that cannot be written is no error
             _warn_once(name + ":write", f"exported: {path} not written ({type(e).__name__}: "
                                         f"{e})")
-    call = _jit_call(exp, _flat_out_shardings(out_shardings, len(exp.out_avals)),
-                     compiler_options)
+    call = _jit_call(exp, _flat_out_shardings(out_shardings, len(exp.out_avals)))
     return Program(name, "exported", path, call, in_tree, in_keys, box)
