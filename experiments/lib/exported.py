@@ -255,8 +255,7 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
             data = {"format": FORMAT, "blob": blob, "sha256": hashlib.sha256(blob).hexdigest(),
                     "in_tree": in_tree, "out_tree": box["out_tree"],
                     "out_keys": box["out_keys"], "name": name}
-            results._atomic_write(path, lambda f: pickle.dump(data, f, protocol=5),
-                                  binary=True)
+            results.atomic_write_bytes(path, pickle.dumps(data, protocol=5))
         except Exception as e:  # noqa: BLE001 - a cache that cannot be written is no error
             _warn_once(name + ":write", f"exported: {path} not written ({type(e).__name__}: "
                                         f"{e})")

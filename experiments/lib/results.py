@@ -77,6 +77,12 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
     _atomic_write(path, lambda f: f.write(text), binary=False)
 
 
+def atomic_write_bytes(path: str | os.PathLike, data: bytes) -> None:
+    """Writes ``data`` to ``path`` atomically (``_atomic_write``); call it on the writing
+    process only."""
+    _atomic_write(path, lambda f: f.write(data), binary=True)
+
+
 def save_npz_atomic(path: str | os.PathLike, arrays: dict) -> None:
     """``np.savez`` of ``arrays`` to ``path`` atomically (``_atomic_write``): the task cache's
     and the whole-graph checkpoints' writer."""
