@@ -62,14 +62,29 @@ class ValueHead(nnx.Module):
         return jnp.sum(per_pos * masked, axis=1)
 
 
+def _check_head_sizes(d_model, hidden) -> None:
+    validation.check_positive_int("d_model", d_model)
+    validation.check_positive_int("hidden", hidden)
+
+
 def init(d_model: int, hidden: int = 64, *, seed: int = 0):
-    """(graphdef, params) of a fresh ValueHead."""
+    """(graphdef, params) of a fresh ValueHead.
+
+    Raises:
+      ValueError: ``d_model`` or ``hidden`` is not a positive int.
+    """
+    _check_head_sizes(d_model, hidden)
     return nnx.split(ValueHead(d_model, hidden, rngs=nnx.Rngs(seed)))
 
 
 def abstract(d_model: int, hidden: int = 64):
     """(graphdef, ShapeDtypeStruct params) of a ValueHead without allocating or
-    initialising weights (``nnx.eval_shape``): the template to restore a head into."""
+    initialising weights (``nnx.eval_shape``): the template to restore a head into.
+
+    Raises:
+      ValueError: ``d_model`` or ``hidden`` is not a positive int.
+    """
+    _check_head_sizes(d_model, hidden)
     return nnx.split(nnx.eval_shape(lambda: ValueHead(d_model, hidden, rngs=nnx.Rngs(0))))
 
 

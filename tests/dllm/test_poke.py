@@ -130,3 +130,24 @@ def test_sibling_rollouts_group_prompts_and_the_sibling_fit_runs(setup):
         poke.fit(jax.tree.map(lambda x: x[:-a], ro), steps=2, num_chunks=1, siblings=k)
     with pytest.raises(ValueError, match="sibling_weight"):
         poke.fit(ro, steps=2, num_chunks=1, siblings=k, sibling_weight=-1.0)
+
+
+def test_abstract_head_is_the_initialised_heads_shapes_without_weights():
+    """``poke.abstract`` gives the graph and the leaf shapes / dtypes of ``poke.init``
+    (the reference), as ShapeDtypeStructs; bad sizes raise naming the argument."""
+    import jax
+    import pytest
+
+    from jaxlab.dllm import poke
+
+    graph, params = poke.init(12, 8, seed=3)
+    a_graph, a_params = poke.abstract(12, 8)
+    assert a_graph == graph
+    leaves, a_leaves = jax.tree.leaves(params), jax.tree.leaves(a_params)
+    assert all(isinstance(x, jax.ShapeDtypeStruct) for x in a_leaves)
+    assert [(x.shape, x.dtype) for x in a_leaves] == [(x.shape, x.dtype) for x in leaves]
+    for bad, name in (((0, 8), "d_model"), ((12, -1), "hidden"), ((12.5, 8), "d_model")):
+        with pytest.raises(ValueError, match=name):
+            poke.abstract(*bad)
+        with pytest.raises(ValueError, match=name):
+            poke.init(*bad)
