@@ -62,3 +62,21 @@ class Progress:
     def close(self) -> None:
         if self._bar is not None:
             self._bar.close()
+
+
+def comparison_reporter(log_every_s: float = 10.0):
+    """A ``progress(done, total, description)`` callable for ``jaxlab.core.protocol.compare``
+    (and every method's ``compare``) that reports each phase through a ``Progress`` (a tqdm
+    bar on a terminal, absl lines in logs), as the binaries report everything else."""
+    bars: dict[str, Progress] = {}
+
+    def report(done: int, total: int, desc: str) -> None:
+        bar = bars.get(desc)
+        if bar is None:
+            bar = bars[desc] = Progress(total, desc, unit="items", log_every_s=log_every_s)
+        bar.update(done - bar.done)
+        if done >= total:
+            bar.close()
+            del bars[desc]
+
+    return report
