@@ -239,7 +239,7 @@ def analyse(key, values: Mapping[str, np.ndarray], *, metric: str = METRIC,
       values: a dict, contender name to its [n] final values on the test seeds.
       metric, field: the compared value (``final_values``), for the table's name.
       pairs: declared differences (default ``declared_pairs(names)``).
-      goals: declared ``protocol.Goal``s (default: a better than b by > 0 on each pair).
+      goals: declared ``protocol.Goal`` objects (default: a better than b by > 0 on each pair).
       level, resamples: the bootstrap's CI level and resamples.
 
     Returns:
@@ -271,7 +271,7 @@ def builtin_contenders(names: Sequence[str] = CONTENDERS, task=None, *,
                        block: int | None = None, mesh_shape=(-1,),
                        metric: str = METRIC, field: str = FIELD,
                        **settings) -> dict[str, protocol.Contender]:
-    """``protocol.Contender``s of built-in contenders ``names`` sharing one program.
+    """``protocol.Contender`` objects of built-in contenders ``names`` sharing one program.
 
     Args:
       names: names of ``loop.STRATEGIES`` or ``"avatar-<score>"``.
@@ -318,7 +318,7 @@ def compare(key, task, *, contenders=CONTENDERS, tuning: protocol.Tuning | int =
       tuning: ``protocol.Tuning(n)`` or n, the tuning seeds (>= 1 when a grid has several
         points, e.g. ``"avatar"``'s scores).
       seeds: the paired test seeds (>= 2).
-      goals: declared ``protocol.Goal``s; None: the paper's claim, each declared pair's
+      goals: declared ``protocol.Goal`` objects; None: the paper's claim, each declared pair's
         AvAtar contender better by > 0.
       pairs: declared differences (default ``declared_pairs``).
       metric: the key of the final-round metrics dict compared (``"mrr"``, ``"hits@1"``,
