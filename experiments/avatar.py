@@ -13,9 +13,15 @@ strategy (the quick preset spent ~6 s CPU compiling each (task, protocol, strate
 
 Strategies are names of ``avatar.STRATEGIES`` or ``avatar-<score>`` (the AvAtar strategy
 with node score ``<score>`` of ``avatar.scores.SCORES``). Declared comparison (fixed
-before the runs): final-round MRR of each ``avatar-*`` strategy minus random and minus
-entropy, paired over the same seeds (same initial anchors), 95% paired bootstrap CI; the
-share of round-0 picks already top-1 correct next to the pool's share. Task seeds / keys
+before the runs): final-round MRR of each ``avatar-*`` strategy minus each baseline, paired
+over the same seeds (same initial anchors), 95% paired bootstrap CI, and the goal that
+each difference's CI lies above 0 (``avatar.comparison.declared_pairs``); the share of
+round-0 picks already top-1 correct next to the pool's share. The seeds are the test
+items of ``jaxlab.core.protocol`` (``protocol.item_keys(key(config.seed), "test", i)``),
+each run is ``avatar.comparison.run_seeds`` and the comparison section of the summary is
+``avatar.comparison.analyse`` of the unit's final MRRs, so it equals
+``avatar.compare(key(config.seed), task, contenders=config.strategies, tuning=0,
+seeds=config.num_seeds, ...)`` on the same task and settings (tested). Task seeds / keys
 of the reports (``task_seed`` 0, ``seed`` 0) were never used for choosing scores (the dev
 runs used task seed 100). Real-data tasks are CPU-sized subsamples (``datasets.subsample``),
 or with ``config.real_full`` (the ``full`` preset) the whole graph pairs
@@ -37,12 +43,12 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab import avatar
-from jaxlab.avatar import adjoint, datasets, loop, solvers, tasks
+from jaxlab.avatar import adjoint, comparison, datasets, loop, solvers, tasks
 from jaxlab.core import metrics, sharding
+from jaxlab.core import protocol as core_protocol
 
 from . import common
-from .lib import plots, study, task_cache, timing
+from .lib import plots, progress, study, task_cache, timing
 from .lib import scalars as S
 
 ALIGNERS = {"simple": "ot", "parrot": "parrot"}  # config.aligner -> avatar solver
@@ -103,8 +109,7 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
     """
     task = build_task(name, c)
     skipped = skipped_strategies(c, task, aligner_for(c, name))
-    init_frac = c.hard_init_frac if name == "synthetic_hard" else c.init_frac
-    all_keys = jax.random.split(jax.random.key(c.seed), c.num_seeds)
+    all_keys = core_protocol.item_keys(jax.random.key(c.seed), "test", np.arange(c.num_seeds))
     chunk = c.get("seed_chunk", 0) or c.num_seeds
     chunks = [(lo, min(lo + chunk, c.num_seeds)) for lo in range(0, c.num_seeds, chunk)]
     shape = (len(c.protocols), len(c.strategies), c.num_seeds)
@@ -116,20 +121,16 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
         logging.info("avatar %s / %s: skipped (%s)", name, name_s, why)
     runs = [(i, name_s) for i, name_s in enumerate(c.strategies) if name_s not in skipped]
     table = tuple(parse_strategy(name_s) for _, name_s in runs)
+    report = progress.comparison_reporter()
     for p, protocol in enumerate(c.protocols):
-        # One compile per (task, protocol): the strategy is a traced switch index.
-        # The task is an argument (not a closed-over constant: XLA would constant-fold it).
-        run = jax.jit(jax.vmap(lambda t, k, i, protocol=protocol: avatar.run_active_switch(
-            k, t, table, i, epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
-            init_frac=init_frac, budget_frac=c.budget_frac, utility=c.utility,
-            solver=ALIGNERS[aligner_for(c, name)], sinkhorn_threshold=c.sinkhorn_threshold,
-            sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,
-            protocol=protocol), in_axes=(None, 0, None)))
+        # One compile per (task, protocol): the strategy is a traced switch index
+        # (comparison.run_seeds keeps the program; avatar.compare runs the same one).
+        settings = run_settings(c, name, protocol)
         for j, (i, name_s) in enumerate(runs):
             t0 = time.perf_counter()
             for lo, hi in chunks:
                 keys = sharding.shard_batch(all_keys[lo:hi], c.mesh_shape)
-                res = run(task, keys, jnp.int32(j))
+                res = comparison.run_seeds(keys, task, table, j, **settings)
                 res_metrics = sharding.to_host(res.metrics)
                 for m, key in enumerate(METRICS):
                     out[p, m, i, lo:hi] = res_metrics[key]
@@ -139,7 +140,43 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
                          "(pool %.2f) (%.1fs)", name, protocol, name_s,
                          out[p, 0, i, :, -1].mean(), picked[p, i, :, 0].mean(),
                          pool[p, i, :, 0].mean(), time.perf_counter() - t0)
+            report(j + 1, len(runs), f"avatar {name} / {protocol}")
     return {"metrics": out, "picked": picked, "pool": pool, "skipped": sorted(skipped)}
+
+
+def run_settings(c: ml_collections.ConfigDict, name: str, protocol_name: str) -> dict:
+    """``avatar.run_active_switch``'s settings of task ``name`` under ``protocol_name``
+    (the keyword arguments of ``comparison.run_seeds`` / ``avatar.compare``)."""
+    return {"epsilon": c.epsilon, "rounds": c.rounds, "test_frac": c.test_frac,
+            "init_frac": c.hard_init_frac if name == "synthetic_hard" else c.init_frac,
+            "budget_frac": c.budget_frac, "utility": c.utility,
+            "solver": ALIGNERS[aligner_for(c, name)],
+            "sinkhorn_threshold": c.sinkhorn_threshold,
+            "sinkhorn_max_iterations": c.sinkhorn_max_iterations, "cg_tol": c.cg_tol,
+            "protocol": protocol_name}
+
+
+def task_comparison(c, result: dict, p: int) -> core_protocol.Comparison:
+    """The declared comparison of one task's unit ``result`` (``task_study``) under
+    protocol ``c.protocols[p]``: ``avatar.comparison.analyse`` of the final MRR per seed
+    of every strategy that ran, with the bootstrap key ``avatar.compare`` uses
+    (``fold_in(key(c.seed), 2)``)."""
+    arr = np.asarray(result["metrics"])
+    skipped = set(result.get("skipped", ()))
+    m = METRICS.index(comparison.METRIC)
+    values = {st: arr[p, m, i, :, -1] for i, st in enumerate(c.strategies)
+              if st not in skipped}
+    return comparison.analyse(jax.random.fold_in(jax.random.key(c.seed), 2), values)
+
+
+def comparison_dict(cmp: core_protocol.Comparison) -> dict:
+    """``cmp.to_dict()`` without the seconds (the summary stays byte-identical across
+    reruns)."""
+    d = cmp.to_dict()
+    for row in d["contenders"].values():
+        row.pop("compile_s")
+        row.pop("run_s")
+    return d
 
 
 def skipped_strategies(c: ml_collections.ConfigDict, task, aligner: str | None = None) -> dict:
@@ -263,17 +300,9 @@ def _scaling_hard(c: ml_collections.ConfigDict) -> np.ndarray:
                          for e in c.scaling_hard_eps], np.float64)
 
 
-def _paired(key, a, b) -> dict:
-    """Mean of a - b over paired seeds with its 95% paired bootstrap CI."""
-    point, lo, hi = metrics.bootstrap_ci(key, lambda x, y: jnp.mean(x - y),
-                                         (jnp.asarray(a), jnp.asarray(b)), 2000)
-    return {"mean": float(point), "lo": float(lo), "hi": float(hi)}
-
-
 def _summarize(c, out) -> dict:
     s = {"config": c.to_dict(), "strategies": list(c.strategies),
          "protocols": list(c.protocols), "tasks": {}}
-    key = jax.random.key(0)
     for name in c.tasks:
         res = out[name]
         arr, picked, pool = (np.asarray(res[k]) for k in ("metrics", "picked", "pool"))
@@ -294,16 +323,11 @@ def _summarize(c, out) -> dict:
             t["round0_picked_correct"] = {st: float(picked[p, i, :, 0].mean())
                                           for i, st in zip(ran, names, strict=True)}
             t["round0_pool_correct"] = float(pool[p, ran, :, 0].mean())
-            final = {st: arr[p, 0, i, :, -1] for i, st in zip(ran, names, strict=True)}
-            t["paired_final_mrr"] = {}
-            for st in names:
-                if not st.startswith("avatar"):
-                    continue
-                for base in ("random", "entropy"):
-                    if base in final:
-                        key, sub = jax.random.split(key)
-                        t["paired_final_mrr"][f"{st} - {base}"] = _paired(sub, final[st],
-                                                                          final[base])
+            cmp = task_comparison(c, res, p)
+            t["comparison"] = comparison_dict(cmp)
+            t["paired_final_mrr"] = {f"{d.a} - {d.b}": {"mean": d.value, "lo": d.low,
+                                                        "hi": d.high}
+                                     for d in cmp.differences}
             task["protocols"][protocol] = t
         s["tasks"][name] = task
     sc = np.asarray(out["scaling"])

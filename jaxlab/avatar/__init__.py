@@ -13,16 +13,20 @@ settings as arguments; ``avatar.evaluate(state, task)`` measures the current anc
 ``solvers`` (ott-jax Sinkhorn / FGW, imported lazily), ``utilities`` and ``adjoint`` (the
 adjoint-CG cost gradient), ``scores`` (node scores: ``official``, ``abs``, ``gain``),
 ``datasets`` (ACM-DBLP / Foursquare-Twitter loaders and subsamples), ``loop`` (the active
-loop: this API; ``protocol="paper"`` or ``"fixed"``). Whole graphs: ``parrot_official``
-(PARROT as its official code runs it), ``wholegraph`` (AvAtar's protocol round by round,
-warm starts, a state to resume from after any round). Nothing here writes a file or
-prints; the experiments cache task builds and checkpoint runs (``experiments/lib``).
+loop: this API; ``protocol="paper"`` or ``"fixed"``), ``comparison`` (``compare(key, task,
+*, contenders, tuning, seeds, goals)``: the study's paired comparison on your task).
+Whole graphs: ``parrot_official`` (PARROT as its official code runs it), ``wholegraph``
+(AvAtar's protocol round by round, warm starts, a state to resume from after any round).
+Nothing here writes a file unless asked (``compare``'s ``results_path``); ``compare``
+reports progress on stderr (``progress=False``: silent); the experiments cache task builds
+and checkpoint runs (``experiments/lib``).
 """
 
 from jaxlab.avatar import (
     adjoint,
     alignment,
     baselines,
+    comparison,
     datasets,
     loop,
     parrot,
@@ -34,6 +38,7 @@ from jaxlab.avatar import (
     wholegraph,
 )
 from jaxlab.avatar.adjoint import cost_gradient
+from jaxlab.avatar.comparison import compare
 from jaxlab.avatar.loop import (
     PROTOCOLS,
     SCORES,
@@ -53,8 +58,8 @@ from jaxlab.avatar.loop import (
 from jaxlab.avatar.tasks import AlignmentTask
 
 __all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask", "Info",
-           "State", "active", "adjoint", "align", "alignment", "cost_gradient",
-           "datasets", "evaluate", "scores",
+           "State", "active", "adjoint", "align", "alignment", "compare", "comparison",
+           "cost_gradient", "datasets", "evaluate", "scores",
            "informativeness", "init", "loop", "parrot", "parrot_official", "baselines",
            "run_active", "run_active_switch", "solvers", "step", "tasks",
            "utilities", "wholegraph"]

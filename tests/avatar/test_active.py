@@ -136,6 +136,13 @@ def test_smoke_experiment_writes_results(tmp_path):
         assert set(pr["paired_final_mrr"]) == {"avatar-gain - random"}
         d = pr["paired_final_mrr"]["avatar-gain - random"]
         assert d["lo"] <= d["mean"] <= d["hi"]
+        # the comparison section: avatar.comparison.analyse of the per-seed final MRRs
+        cmp = pr["comparison"]
+        assert cmp["metric"] == "final mrr" and cmp["test_items"] == 2
+        assert [(g["a"], g["b"], g["margin"]) for g in cmp["goals"]] == [
+            ("avatar-gain", "random", 0.0)]
+        assert cmp["differences"][0]["value"] == d["mean"]
+        assert "compile_s" not in cmp["contenders"]["random"]  # no timing in summary.json
         assert all(0.0 <= v <= 1.0 for v in pr["round0_picked_correct"].values())
     assert s["scaling"]["dense_over_cg"][0] > 0 and s["scaling"]["cholesky_over_cg"][0] > 0
     assert max(s["scaling"]["cholesky_residual"]) < 1e-4
