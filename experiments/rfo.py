@@ -437,7 +437,8 @@ def tb_scalars(config, unit, result, workdir):
 
 
 CAPTION = ("Evaluation return at equal environment steps (higher is better), mean +- t 95% CI "
-           "over seeds; declared differences are RFO minus the rival, paired by seed.")
+           "over seeds; declared differences are RFO minus the rival, paired by seed, with "
+           "paired bootstrap 95% CIs.")
 
 EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,

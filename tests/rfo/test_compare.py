@@ -213,3 +213,56 @@ def test_binary_summary_equals_public_compare_real_trainers(tmp_path):
                          settings=experiment.settings(cfg, "pendulum"), progress=False)
     assert summary["comparison"]["pendulum"]["final_return"] == \
         experiment.without_seconds(public.to_dict())
+
+
+def _guide_block():
+    """The root and the text of the guide's protocol block (docs/_protocol/rfo.rst, which
+    docs/rfo.rst includes under "The paper's protocol on your problem")."""
+    import os
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "docs", "rfo.rst")) as f:
+        guide = f.read()
+    head = guide.index("The paper's protocol on your problem\n")
+    assert guide.index(".. include:: _protocol/rfo.rst", head) < guide.index("\nAPI\n", head)
+    with open(os.path.join(root, "docs", "_protocol", "rfo.rst")) as f:
+        return root, f.read()
+
+
+def test_guide_protocol_block_is_short_and_imports_no_private_name():
+    """The guide's protocol block: at most 15 lines of code beyond defining the task (its
+    XML and ``new_task``), a user-defined task (no built-in name), and no name that starts
+    with ``_`` imported by it or by the quickstart."""
+    import doctest
+    import os
+    import re
+
+    root, section = _guide_block()
+    examples = doctest.DocTestParser().get_examples(section)
+    code = [ln for e in examples for ln in e.source.splitlines()]
+    problem = [ln for e in examples if e.source.startswith(("XML", "swing"))
+               for ln in e.source.splitlines()]
+    assert 0 < len(code) - len(problem) <= 15
+    assert any("rfo.compare(" in ln for ln in code)
+    assert not any(f'"{t}"' in section for t in rfo.TASK_NAMES)
+    with open(os.path.join(root, "docs", "_quickstart", "rfo.rst")) as f:
+        quick = [ln for e in doctest.DocTestParser().get_examples(f.read())
+                 for ln in e.source.splitlines()]
+    for ln in code + quick:
+        for m in re.finditer(r"\bimport\s+([\w., ]+)|\bfrom\s+\S+\s+import\s+([\w., ]+)", ln):
+            names = [n.strip().split(" as ")[0] for g in m.groups() if g for n in g.split(",")]
+            assert not any(n.split(".")[-1].startswith("_") for n in names), ln
+
+
+@pytest.mark.slow
+def test_guide_protocol_block_runs_whole():
+    """The guide's block with its skipped lines run: every default contender trains on the
+    user's task and the table prints (several minutes of MJX compiling on a CPU)."""
+    import doctest
+
+    _, section = _guide_block()
+    text = section.replace("  # doctest: +SKIP", "")
+    test = doctest.DocTestParser().get_doctest(text, {}, "rfo protocol", "rfo.rst", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
