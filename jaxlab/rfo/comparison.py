@@ -101,7 +101,11 @@ class Settings(NamedTuple):
     eval_every: int = 10
 
 
-def contender_config(name: str, settings: Settings = Settings()):
+#: the default ``Settings`` (the ``quick`` study's)
+DEFAULT_SETTINGS = Settings()
+
+
+def contender_config(name: str, settings: Settings = DEFAULT_SETTINGS):
     """The config of the named contender at ``settings``' budget.
 
     Args:
@@ -316,7 +320,7 @@ def _config_run(cfg, settings: Settings, metric: str, what: str):
     return run
 
 
-def contender(spec, settings: Settings = Settings(), *, grid: Sequence[Mapping] = ({},),
+def contender(spec, settings: Settings = DEFAULT_SETTINGS, *, grid: Sequence[Mapping] = ({},),
               metric: str = "final_return") -> Contender:
     """A ``protocol.Contender`` that trains ``spec`` on the problem's task per seed.
 
@@ -349,7 +353,7 @@ def contender(spec, settings: Settings = Settings(), *, grid: Sequence[Mapping] 
     return Contender(_config_run(cfg, settings, metric, what), grid or ({},))
 
 
-def contenders(names: Sequence[str] = DEFAULT_CONTENDERS, settings: Settings = Settings(), *,
+def contenders(names: Sequence[str] = DEFAULT_CONTENDERS, settings: Settings = DEFAULT_SETTINGS, *,
                metric: str = "final_return") -> dict:
     """``{name: contender(name, settings, metric=metric)}``: the named contenders with their
     declared (one-point) grids, in order; default: RFO, SHAC (Gaussian), APG, PPO."""
@@ -360,7 +364,7 @@ def contenders(names: Sequence[str] = DEFAULT_CONTENDERS, settings: Settings = S
 
 def compare(key, problem, *, contenders=DEFAULT_CONTENDERS, tuning: Tuning | int = 0,
             seeds: int = 5, goals: Sequence[Goal] = (), pairs=None,
-            settings: Settings = Settings(), metric: str = "final_return",
+            settings: Settings = DEFAULT_SETTINGS, metric: str = "final_return",
             level: float = 0.95, resamples: int = 2000, batch: int | None = None,
             progress=True, results_path=None) -> protocol.Comparison:
     """The RFO study's comparison on ``problem`` (module docstring).
