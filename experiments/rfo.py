@@ -16,11 +16,18 @@ the tests run. One unit per (task, method), named ``<task>_<method>`` and keyed 
 method config that determines it (``run_spec``): all seeds as one jitted, vmapped program
 whose updates are a ``lax.scan``, split into ``num_chunks`` chunks through the unit's
 resumable runner, so an interrupted study resumes and a finished (task, method) is never
-redone while its spec and the code are unchanged. Seeds are keys split from
-``config.seed`` (per task), so seeds differ in their initial weights and every method on
-a task sees the same seed keys. Methods get the same budget of environment steps. The
-seed axis is placed on the ``config.mesh_shape`` mesh when it divides. A last unit,
-``throughput``, measures env steps/s of the vmapped MJX rollout at several batch sizes.
+redone while its spec and the code are unchanged. Seeds are the test items of the
+task's key (``protocol.item_keys(task_key(config, task), "test", i)``), so seeds differ
+in their initial weights and every method on a task sees the same seed keys. Methods get
+the same budget of environment steps (``rfo.contender_config``). The seed axis is placed
+on the ``config.mesh_shape`` mesh when it divides. A last unit, ``throughput``, measures
+env steps/s of the vmapped MJX rollout at several batch sizes.
+
+The units run ``rfo.seed_program`` (the programs of ``rfo.train_seeds``) and the summary's
+``comparison`` rows are ``protocol.analyse`` of the per-seed values: the summary's
+comparison of a task equals ``rfo.compare(task_key(config, task), task,
+contenders=config.methods, seeds=config.num_seeds, settings=settings(config, task))``
+(``tests/rfo/test_compare.py``), without its seconds.
 """
 
 import os
@@ -34,73 +41,56 @@ import numpy as np
 from absl import logging
 
 from jaxlab import rfo
-from jaxlab.core import extras, loops, metrics, sharding, validation
+from jaxlab.core import extras, loops, metrics, protocol, sharding, validation
 from jaxlab.rfo import envs, train
 
 from . import common
 from .lib import exported, plots, study, timing
 
-METHODS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
-           "shac_gaussian", "apg", "ppo")
+METHODS = rfo.CONTENDERS
 # Comparisons declared before any ablation run: RFO with both regularisers
 # minus each ablation and each baseline, paired by seed (every method on a task sees the
-# same seed keys), final eval return, Student-t 95% CI over seeds. Reported for every pair
+# same seed keys), final eval return and eval-return AUC, paired bootstrap 95% CI over
+# seeds (``protocol.analyse``, the last step of ``rfo.compare``). Reported for every pair
 # present in a run; nothing else is compared in the summary.
 DECLARED = tuple(("rfo", m) for m in METHODS if m != "rfo")
-# regulariser ablations of the flow methods: (stability on, exploration on)
-ABLATIONS = {"rfo": (True, True), "rfo_chunked": (True, True), "rfo_none": (False, False),
-             "rfo_stability": (True, False), "rfo_exploration": (False, True)}
+ABLATIONS = rfo.comparison.ABLATIONS
+
+
+def settings(config: ml_collections.ConfigDict, task: str) -> rfo.Settings:
+    """The ``rfo.Settings`` of ``task`` at ``config`` (what ``rfo.compare`` takes)."""
+    c = config.common
+    return rfo.Settings(
+        env_steps=int(config.task_env_steps.get(task, config.env_steps)),
+        num_envs=c.num_envs, horizon=c.horizon, lr=c.lr, hidden=c.hidden,
+        eval_horizon=c.eval_horizon, episode_length=c.episode_length, critic=c.critic,
+        gamma=c.gamma, chunk=config.rfo.chunk, ode_steps=config.rfo.ode_steps,
+        stability_coef=config.rfo.stability_coef,
+        exploration_coef=config.rfo.exploration_coef, buffer_size=config.rfo.buffer_size,
+        apg_lr=config.apg.lr, apg_lr_decay=config.apg.lr_decay,
+        apg_grad_clip=config.apg.grad_clip, ppo_epochs=config.ppo.epochs,
+        ppo_minibatches=config.ppo.minibatches, ppo_lr=config.ppo.lr,
+        chunks=config.num_chunks, eval_every=int(config.get("eval_every", 1)))
 
 
 def method_config(config: ml_collections.ConfigDict, task: str, method: str):
-    """(TrainConfig | PPOConfig, env steps per update) for ``method`` on ``task``."""
-    c = config.common
-    budget = int(config.task_env_steps.get(task, config.env_steps))
-    num_updates = max(budget // (c.num_envs * c.horizon), 1)
-    if method == "ppo":
-        cfg = rfo.PPOConfig(num_envs=c.num_envs, rollout_len=c.horizon, num_updates=num_updates,
-                            epochs=config.ppo.epochs, minibatches=config.ppo.minibatches,
-                            lr=config.ppo.lr, hidden=c.hidden, episode_length=c.episode_length,
-                            eval_horizon=c.eval_horizon, gamma=c.gamma)
-        return cfg, rfo.env_steps_per_update(cfg)
+    """(TrainConfig | PPOConfig, env steps per update) for ``method`` on ``task``
+    (``rfo.contender_config``)."""
     if method not in METHODS:
         raise ValueError(f"unknown method {method!r}; choose from {METHODS}.")
-    if method == "apg":
-        # brax APG: each update rolls a whole episode out from fresh resets, no critic.
-        a = config.apg
-        horizon = c.episode_length or c.horizon
-        cfg = rfo.TrainConfig(
-            policy="gaussian", num_envs=c.num_envs, horizon=horizon,
-            num_updates=max(budget // (c.num_envs * horizon), 1), lr=a.lr,
-            grad_clip=a.grad_clip, grad_clip_mode="elementwise", lr_decay=a.lr_decay,
-            hidden=c.hidden, eval_horizon=c.eval_horizon, episode_length=0, critic=False)
-        return cfg, rfo.env_steps_per_update(cfg)
-    chunk = config.rfo.chunk if method == "rfo_chunked" else 1
-    stab, expl = ABLATIONS.get(method, (False, False))
-    cfg = rfo.TrainConfig(
-        policy="gaussian" if method == "shac_gaussian" else "flow", num_envs=c.num_envs,
-        horizon=c.horizon, num_updates=num_updates, lr=c.lr, chunk=chunk,
-        ode_steps=config.rfo.ode_steps, hidden=c.hidden,
-        stability_coef=config.rfo.stability_coef if stab else 0.0,
-        exploration_coef=config.rfo.exploration_coef if expl else 0.0,
-        buffer_size=config.rfo.buffer_size, eval_horizon=c.eval_horizon,
-        episode_length=c.episode_length, critic=c.critic, gamma=c.gamma)
-    return cfg, rfo.env_steps_per_update(cfg)
+    return rfo.contender_config(method, settings(config, task))
 
 
 def _chunking(config, cfg) -> tuple[int, int]:
     """(number of chunks, updates per chunk); the run has their product of updates."""
-    n_chunks = min(config.num_chunks, cfg.num_updates)
-    return n_chunks, -(-cfg.num_updates // n_chunks)
+    return rfo.schedule(cfg.num_updates, config.num_chunks)[:2]
 
 
 def eval_every(config, cfg) -> int:
     """Updates between evaluations: the largest divisor of the updates per chunk that is
     <= ``config.eval_every``, so every method's last update is evaluated and its
-    evaluations are evenly spaced in env steps (the AUC is their mean)."""
-    per_chunk = _chunking(config, cfg)[1]
-    return max(e for e in range(1, min(int(config.get("eval_every", 1)), per_chunk) + 1)
-               if per_chunk % e == 0)
+    evaluations are evenly spaced in env steps (the AUC is their mean); ``rfo.schedule``."""
+    return rfo.schedule(cfg.num_updates, config.num_chunks, int(config.get("eval_every", 1)))[2]
 
 
 def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
@@ -108,27 +98,34 @@ def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
     cfg, _ = method_config(config, task, method)
     spec = {"task": task, "method": method, "cfg": cfg._asdict(), "seeds": config.num_seeds,
             "seed": config.seed, "chunks": _chunking(config, cfg)[0],
-            "eval_every": eval_every(config, cfg)}
+            "eval_every": eval_every(config, cfg), "keys": "protocol.item_keys"}
     limit = config.get("max_nonfinite_grad_share", 1.0)
     if limit < 1.0:  # a limit can fail the unit: part of its key (1.0, never, is not)
         spec["max_nonfinite_grad_share"] = limit
     return spec
 
 
+def task_key(config: ml_collections.ConfigDict, task: str) -> jax.Array:
+    """The key of ``task``'s comparison: ``config.seed`` folded with the task name (stable
+    under reordering ``config.tasks``); ``rfo.compare(task_key(config, task), task, ...)``
+    trains from the same seed keys as the binary."""
+    return jax.random.fold_in(jax.random.key(config.seed), zlib.crc32(task.encode()))
+
+
 def seed_keys(config: ml_collections.ConfigDict, task: str) -> jax.Array:
-    """[num_seeds] run keys of ``task``: split from ``config.seed`` folded with the task name
-    (stable under reordering ``config.tasks``); shared by every method on the task."""
-    key = jax.random.fold_in(jax.random.key(config.seed), zlib.crc32(task.encode()))
-    return jax.random.split(key, config.num_seeds)
+    """[num_seeds] run keys of ``task``: the test items of ``task_key``
+    (``protocol.item_keys``); shared by every method on the task."""
+    return protocol.item_keys(task_key(config, task), "test", np.arange(config.num_seeds))
 
 
 def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
                run_chunks: loops.ChunkRunner = loops.run_chunks) -> dict:
     """Trains ``method`` on ``task_name`` for all seeds; returns per-update eval returns.
 
-    Seed ``s`` is ``rfo.run(seed_keys(config, task_name)[s], trainer, num_updates)``, run
-    in ``num_chunks`` chunks through ``run_chunks`` (the unit's resumable runner in the
-    study; a plain loop by default).
+    The seeds run ``rfo.seed_program`` (the programs of ``rfo.train_seeds``, which
+    ``rfo.compare`` runs) from ``seed_keys(config, task_name)``, in ``num_chunks`` chunks
+    through ``run_chunks`` (the unit's resumable runner in the study; a plain loop by
+    default).
 
     Evaluation (``eval_horizon`` steps on ``num_envs`` fresh environments) runs after every
     ``eval_every(config, cfg)``-th update only; its rollouts are not counted as env steps.
@@ -141,46 +138,31 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     Raises:
       FloatingPointError: an eval return is non-finite.
     """
-    cfg, per_update = method_config(config, task_name, method)
-    n_chunks, per_chunk = _chunking(config, cfg)
-    num_updates = per_chunk * n_chunks
-    every = eval_every(config, cfg)
-    trainer = rfo.make_trainer(envs.make_task(task_name), cfg._replace(num_updates=num_updates))
-    keys = jax.vmap(jax.random.split)(seed_keys(config, task_name))  # [seeds, 2]
-    k_init, k_steps = keys[:, 0], keys[:, 1]  # as rfo.run splits each seed's key
+    cfg, _ = method_config(config, task_name, method)
+    prog = rfo.seed_program(envs.make_task(task_name), cfg, chunks=config.num_chunks,
+                            eval_every=int(config.get("eval_every", 1)))
+    keys = seed_keys(config, task_name)
     # The init and chunk programs are served from the exported-program cache
     # (``experiments.lib.exported``): a warm run neither traces nor lowers them.
     spec = run_spec(config, task_name, method)
     prefix = f"rfo.{task_name}_{method}"
-    init = exported.load_or_export(jax.vmap(trainer.init), k_init, name=f"{prefix}.init",
-                                   key=spec)
-    state = init(k_init)
-    buf = jnp.zeros((config.num_seeds, num_updates), jnp.float32)
-    carry = sharding.shard_batch((state, k_steps, buf, buf, buf), config.mesh_shape)
+    init = exported.load_or_export(prog.init, keys, name=f"{prefix}.init", key=spec)
+    carry = sharding.shard_batch(init(keys), config.mesh_shape)
     # out_shardings = input shardings: every chunk hits the same compiled program.
     shardings = jax.tree.map(lambda x: x.sharding, carry)
-
-    def chunk_fn(c, i):
-        st, ks, ev, tr, gn = c
-        start = i * per_chunk
-        st, info = jax.vmap(lambda k, s: rfo.scan_steps(k, trainer, s, start, per_chunk,
-                                                        every))(ks, st)
-        ev = jax.lax.dynamic_update_slice_in_dim(ev, info.eval_return, start, 1)
-        tr = jax.lax.dynamic_update_slice_in_dim(tr, info.train_return, start, 1)
-        gn = jax.lax.dynamic_update_slice_in_dim(gn, info.grad_norm, start, 1)
-        return st, ks, ev, tr, gn
+    per_chunk = prog.per_chunk
 
     t0 = time.perf_counter()
-    chunk = exported.load_or_export(chunk_fn, carry, jnp.int32(0), name=f"{prefix}.chunk",
+    chunk = exported.load_or_export(prog.chunk, carry, jnp.int32(0), name=f"{prefix}.chunk",
                                     key=spec, out_shardings=shardings)
-    _, _, ev, tr, gn = run_chunks(
-        lambda c, i: chunk(c, jnp.int32(i)), carry, n_chunks,
+    carry = run_chunks(
+        lambda c, i: chunk(c, jnp.int32(i)), carry, prog.chunks,
         desc=f"{task_name} {method}", unit="env steps",
-        units_per_chunk=config.num_seeds * per_chunk * per_update,
+        units_per_chunk=config.num_seeds * per_chunk * prog.steps_per_update,
         log_fn=lambda i, c: "eval return "
         f"{sharding.to_host(c[2][:, (i + 1) * per_chunk - 1]).mean():.1f}")
-    ev, tr, gn = sharding.to_host((ev, tr, gn))
-    ev = ev[:, every - 1::every]  # the evaluated updates (the others are NaN)
+    curves = prog.curves(carry, sharding.to_host)
+    gn = curves.grad_norm
     # Non-finite gradient entries (near contacts) are zeroed inside the update and show as a
     # non-finite pre-clip grad norm: counted per seed, reported, never silently averaged.
     bad_grads = (~np.isfinite(gn)).sum(axis=1)
@@ -190,13 +172,13 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
                         int(bad_grads.sum()), gn.size, bad_grads.tolist())
     train.check_nonfinite_grad_share(gn, config.get("max_nonfinite_grad_share", 1.0),
                                      f"rfo: {task_name} {method}")
+    ev = curves.eval_return
     if not np.all(np.isfinite(ev)):
         raise FloatingPointError(f"rfo: {task_name} {method}: non-finite eval returns "
                                  f"({int((~np.isfinite(ev)).sum())} entries).")
-    return {"task": task_name, "method": method,
-            "env_steps": per_update * np.arange(1, num_updates + 1),
-            "eval_env_steps": per_update * every * np.arange(1, num_updates // every + 1),
-            "eval_every": every, "eval_return": np.asarray(ev), "train_reward": np.asarray(tr),
+    return {"task": task_name, "method": method, "env_steps": curves.env_steps,
+            "eval_env_steps": curves.eval_env_steps, "eval_every": prog.eval_every,
+            "eval_return": ev, "train_reward": curves.train_return,
             "nonfinite_grad_updates": bad_grads, "wall_s": time.perf_counter() - t0,
             "config": cfg._asdict()}
 
@@ -305,19 +287,41 @@ def _runs(config, out) -> dict:
 
 
 def _final(run) -> np.ndarray:
-    """[seeds] final eval return: the mean over the last 10% of evaluations, per seed."""
-    ev = np.asarray(run["eval_return"])
-    return ev[:, -max(1, ev.shape[1] // 10):].mean(axis=1)
+    """[seeds] final eval return: the mean over the last 10% of evaluations, per seed
+    (``rfo.final_return``)."""
+    return rfo.final_return(run["eval_return"])
 
 
 def _auc(run) -> np.ndarray:
     """[seeds] area under the learning curve per env step: the mean eval return over the
-    evaluations (evenly spaced in env steps, the last at the end of training)."""
-    return np.asarray(run["eval_return"]).mean(axis=1)
+    evaluations (evenly spaced in env steps, the last at the end of training; ``rfo.auc``)."""
+    return rfo.auc(run["eval_return"])
+
+
+def comparison(config, task: str, per_seed: dict, metric: str) -> dict | None:
+    """The declared comparison of ``task`` (``protocol.analyse``, the last step of
+    ``rfo.compare``, with ``rfo.compare``'s bootstrap key) over per-seed values
+    ``{method: [seeds]}`` of ``metric``, JSON-ready and without seconds; None when no
+    declared pair is present or there is one seed."""
+    pairs = [(a, b) for a, b in DECLARED if a in per_seed and b in per_seed]
+    if not pairs or config.num_seeds < 2:
+        return None
+    out = protocol.analyse(jax.random.fold_in(task_key(config, task), 2), per_seed,
+                           pairs=pairs, metric=metric, higher_is_better=True).to_dict()
+    return without_seconds(out)
+
+
+def without_seconds(comparison_dict: dict) -> dict:
+    """A ``Comparison.to_dict()`` without its (run-dependent) seconds, for summary.json."""
+    out = dict(comparison_dict)
+    out["contenders"] = {n: {k: v for k, v in r.items() if k not in ("compile_s", "run_s")}
+                         for n, r in comparison_dict["contenders"].items()}
+    return out
 
 
 def _summarize(config, out) -> dict:
-    summary = {"config": config.to_dict(), "final_eval_return": {}, "auc_eval_return": {}}
+    summary = {"config": config.to_dict(), "final_eval_return": {}, "auc_eval_return": {},
+               "comparison": {}}
     for t, by_m in _runs(config, out).items():
         summary["final_eval_return"][t] = {}
         summary["auc_eval_return"][t] = {}
@@ -334,16 +338,12 @@ def _summarize(config, out) -> dict:
             summary["auc_eval_return"][t][m] = {"mean": float(a_mean), "ci95": float(a_hw)}
             logging.info("%s %s: eval return %.1f +- %.1f (AUC %.1f) after %d env steps", t, m,
                          mean, hw, a_mean, r["env_steps"][-1])
-        for name, per_seed in (("paired_final_eval_return", finals),
-                               ("paired_auc_eval_return", aucs)):
-            paired = {}
-            for a, b in DECLARED:
-                if a in per_seed and b in per_seed and len(per_seed[a]) == len(per_seed[b]) > 1:
-                    mean, hw = metrics.mean_and_ci(per_seed[a] - per_seed[b])
-                    paired[f"{a} - {b}"] = {"mean": float(mean), "ci95": float(hw),
-                                            "seeds": len(per_seed[a])}
-            if paired:
-                summary.setdefault(name, {})[t] = paired
+        by_metric = {metric: comparison(config, t, per_seed, metric)
+                     for metric, per_seed in (("final_return", finals), ("auc", aucs))}
+        if all(v is not None for v in by_metric.values()):
+            summary["comparison"][t] = by_metric
+    if not summary["comparison"]:
+        del summary["comparison"]
     if "throughput" in out:
         summary["throughput"] = out["throughput"]
     return summary
@@ -382,15 +382,15 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             rows.append((f"{t}: area under the eval-return curve per env step (mean +- 95% CI)",
                          ", ".join(f"{m} {auc[m]['mean']:.1f} +- {auc[m]['ci95']:.1f}"
                                    for m in by_m if m in auc)))
-        for key, what in (("paired_final_eval_return", "final eval return"),
-                          ("paired_auc_eval_return", "eval-return AUC")):
-            paired = summary.get(key, {}).get(t)
-            if paired:
-                n = next(iter(paired.values()))["seeds"]
-                rows.append((f"{t}: declared paired differences of {what} ({n} seeds, "
-                             "mean +- t 95% CI)",
-                             ", ".join(f"{k} {v['mean']:+.1f} +- {v['ci95']:.1f}"
-                                       for k, v in paired.items())))
+        for key, what in (("final_return", "final eval return"),
+                          ("auc", "eval-return AUC")):
+            comp = summary.get("comparison", {}).get(t, {}).get(key)
+            if comp:
+                rows.append((f"{t}: declared paired differences of {what} "
+                             f"({comp['test_items']} seeds, paired bootstrap 95% CI)",
+                             ", ".join(f"{d['a']} - {d['b']} {d['value']:+.1f} "
+                                       f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
+                                       for d in comp["differences"])))
     if "throughput" in summary:
         tp = summary["throughput"]
         for backend, by_mode in tp["env_steps_per_s"].items():
@@ -437,7 +437,8 @@ def tb_scalars(config, unit, result, workdir):
 
 
 CAPTION = ("Evaluation return at equal environment steps (higher is better), mean +- t 95% CI "
-           "over seeds; declared differences are RFO minus the rival, paired by seed.")
+           "over seeds; declared differences are RFO minus the rival, paired by seed, with "
+           "paired bootstrap 95% CIs.")
 
 EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,

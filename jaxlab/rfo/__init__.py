@@ -31,9 +31,30 @@ many non-finite gradients. The
 functional forms ``init(key, task, cfg)`` and ``step(key, state, task, cfg)`` take the
 static arguments last. Different keys give different initial weights; the same key gives
 the same run.
+
+The study's comparison on any task (``comparison``): ``compare(key, task, *, contenders,
+tuning, seeds, goals)`` trains every contender (``CONTENDERS`` by name, a config of yours or
+a ``protocol.Contender``) on the same seeds at an equal budget (``Settings``) and returns a
+``protocol.Comparison`` of final returns or learning-curve areas with paired bootstrap CIs;
+``train_seeds`` / ``seed_program`` are the per-seed runs the study binary shares.
 """
 
-from jaxlab.rfo import envs
+from jaxlab.rfo import comparison, envs
+from jaxlab.rfo.comparison import (
+    CONTENDERS,
+    Curves,
+    SeedProgram,
+    Settings,
+    auc,
+    compare,
+    contender,
+    contender_config,
+    contenders,
+    final_return,
+    schedule,
+    seed_program,
+    train_seeds,
+)
 from jaxlab.rfo.envs import (
     TASK_NAMES,
     EnvState,
@@ -66,8 +87,11 @@ from jaxlab.rfo.trainers import (
 )
 
 __all__ = [
-    "TASK_NAMES", "Config", "EnvState", "Info", "PPOConfig", "PPOState", "RFOState", "State",
-    "Task", "TrainConfig", "body_index", "check_nonfinite_grad_share", "env_steps_per_update",
-    "envs", "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
-    "register_task", "scan_steps", "site_index", "step", "task_names",
+    "CONTENDERS", "TASK_NAMES", "Config", "Curves", "EnvState", "Info", "PPOConfig",
+    "PPOState", "RFOState", "SeedProgram", "Settings", "State", "Task", "TrainConfig", "auc",
+    "body_index", "check_nonfinite_grad_share", "compare", "comparison", "contender",
+    "contender_config", "contenders", "env_steps_per_update", "envs", "final_return",
+    "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
+    "register_task", "scan_steps", "schedule", "seed_program", "site_index", "step",
+    "task_names", "train_seeds",
 ]

@@ -166,8 +166,12 @@ def test_eval_every_is_the_largest_divisor_of_the_updates_per_chunk():
 
 def test_declared_paired_differences_are_per_seed_differences_of_final_returns():
     """The summary's paired comparisons (declared in experiment.DECLARED) against numpy:
-    per seed, the mean of the last 10% of eval returns, differenced, then a t 95% CI."""
-    from scipy import stats
+    per seed, the mean of the last 10% of eval returns (or of all of them: the AUC),
+    differenced, then the percentile bootstrap of ``metrics.bootstrap_ci`` with the key
+    ``rfo.compare`` uses (``fold_in(task_key, 2)``)."""
+    import jax
+
+    from jaxlab.core import metrics
 
     cfg = rfo_cfg.get_config("cpu_ablation")
     rng = np.random.default_rng(0)
@@ -176,28 +180,26 @@ def test_declared_paired_differences_are_per_seed_differences_of_final_returns()
                              "nonfinite_grad_updates": np.zeros(20)}
            for i, m in enumerate(cfg.methods)}
     s = experiment._summarize(cfg, out)
-    got = s["paired_final_eval_return"]["pendulum"]
-    assert set(got) == {f"rfo - {m}" for m in cfg.methods if m != "rfo"}
-    for m in cfg.methods:
-        if m == "rfo":
-            continue
-        d = (out["pendulum_rfo"]["eval_return"][:, -2:].mean(1)
-             - out[f"pendulum_{m}"]["eval_return"][:, -2:].mean(1))
-        hw = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
-        assert got[f"rfo - {m}"]["seeds"] == 5
-        np.testing.assert_allclose([got[f"rfo - {m}"]["mean"], got[f"rfo - {m}"]["ci95"]],
-                                   [d.mean(), hw], rtol=1e-10)
-    auc = s["paired_auc_eval_return"]["pendulum"]
-    for m in cfg.methods:
-        if m == "rfo":
-            continue
-        d = (out["pendulum_rfo"]["eval_return"].mean(1)
-             - out[f"pendulum_{m}"]["eval_return"].mean(1))
-        hw = stats.t.ppf(0.975, 4) * d.std(ddof=1) / np.sqrt(5)
-        np.testing.assert_allclose([auc[f"rfo - {m}"]["mean"], auc[f"rfo - {m}"]["ci95"]],
-                                   [d.mean(), hw], rtol=1e-10)
+    key = jax.random.fold_in(experiment.task_key(cfg, "pendulum"), 2)
+    for metric, per_seed in (("final_return", lambda ev: ev[:, -2:].mean(1)),
+                             ("auc", lambda ev: ev.mean(1))):
+        got = s["comparison"]["pendulum"][metric]
+        assert got["test_items"] == 5 and got["metric"] == metric
+        diffs = {(d["a"], d["b"]): d for d in got["differences"]}
+        assert set(diffs) == {("rfo", m) for m in cfg.methods if m != "rfo"}
+        for m in cfg.methods:
+            if m == "rfo":
+                continue
+            a = per_seed(out["pendulum_rfo"]["eval_return"])
+            b = per_seed(out[f"pendulum_{m}"]["eval_return"])
+            point, lo, hi = metrics.bootstrap_ci(key, lambda x, y: np.mean(x - y), (a, b),
+                                                 2000)
+            d = diffs[("rfo", m)]
+            np.testing.assert_allclose([d["value"], *d["ci"]], [point, lo, hi], rtol=1e-10)
+            assert d["wins"] + d["losses"] + d["ties"] == 5
+        assert "compile_s" not in got["contenders"]["rfo"]
     rows = dict(experiment.headline(s))
     assert "rfo - rfo_none" in rows["pendulum: declared paired differences of final eval "
-                                    "return (5 seeds, mean +- t 95% CI)"]
+                                    "return (5 seeds, paired bootstrap 95% CI)"]
     assert "rfo - apg" in rows["pendulum: declared paired differences of eval-return AUC "
-                               "(5 seeds, mean +- t 95% CI)"]
+                               "(5 seeds, paired bootstrap 95% CI)"]
