@@ -355,32 +355,34 @@ class _Features:
             self._fitted[k] = fit_scorers(self._fit, self.settings, num_t, (method,))[method]
         return self._fitted[k]
 
-    def items(self, items: protocol.Items, problem) -> tuple[np.ndarray, dict, dict]:
-        """(is_ood [n], ID-image features, OOD-image features) of a chunk."""
+    def items(self, items: protocol.Items, problem) -> dict:
+        """The features of a chunk's images in item order (ID and OOD images computed
+        apart, each in padded batches, so an image's features are those of its set)."""
         self._check(problem)
         k = (items.split, tuple(items.index.tolist()))
         if k not in self._chunks:
             is_ood, pos = item_images(problem, items.split, items.index, self.tuning_items)
-            feats = []
+            parts = {}
             for flag, x in ((False, problem.x_id), (True, problem.x_ood)):
-                sel = is_ood == flag
-                feats.append(image_features(problem.eps_fn, np.asarray(x)[pos[sel]],
-                                            items.keys[np.flatnonzero(sel)], self.settings,
-                                            score_fn=self._score_fn) if sel.any() else None)
-            self._chunks[k] = (is_ood, *feats)
+                sel = np.flatnonzero(is_ood == flag)
+                if sel.size:
+                    parts[flag] = (sel, image_features(problem.eps_fn, np.asarray(x)[pos[sel]],
+                                                       items.keys[sel], self.settings,
+                                                       score_fn=self._score_fn))
+            first = next(iter(parts.values()))[1]
+            out = {n: np.empty((is_ood.size,) + a.shape[1:], a.dtype)
+                   for n, a in first.items() if n != "t_index"}
+            for sel, f in parts.values():
+                for n in out:
+                    out[n][sel] = f[n]
+            out["t_index"] = first["t_index"]
+            self._chunks[k] = out
         return self._chunks[k]
 
 
 def _builtin(cache: _Features, method: str) -> Callable:
     def run(items, problem, num_t: int = 2):
-        fitted = cache.fitted(problem, method, num_t)
-        is_ood, f_id, f_ood = cache.items(items, problem)
-        out = np.empty(is_ood.size, np.float64)
-        if f_id is not None:
-            out[~is_ood] = method_scores(fitted, f_id)
-        if f_ood is not None:
-            out[is_ood] = method_scores(fitted, f_ood)
-        return out
+        return method_scores(cache.fitted(problem, method, num_t), cache.items(items, problem))
     return run
 
 
