@@ -47,7 +47,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import metrics, protocol, sharding, validation
+from jaxlab.core import protocol, sharding, validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.protocol import Contender, Goal
 from jaxlab.gepc import baselines, groups, residual, schedule
@@ -153,10 +153,19 @@ def fit_keys(seed: int, n: int) -> jax.Array:
 
 
 def auroc_statistic(values, index) -> float:
-    """AUROC (OOD positive) of scores ``values`` [n] of items ``index`` [n] (odd = OOD);
-    ValueError when the items hold one class only (the protocol drops such resamples)."""
+    """AUROC (OOD positive; ties count one half, Mann-Whitney U / (n+ n-)) of scores
+    ``values`` [n] of items ``index`` [n] (odd = OOD); ValueError when the items hold one
+    class only (the protocol drops such resamples). NumPy, no checks: it runs once per
+    bootstrap resample."""
+    v = np.asarray(values, np.float64)
     labels = np.asarray(index) % 2 == 1
-    return float(metrics.auroc(np.asarray(values, np.float64), labels))
+    n_pos = int(labels.sum())
+    n_neg = labels.size - n_pos
+    if n_pos == 0 or n_neg == 0:
+        raise ValueError("`index` must hold ID (even) and OOD (odd) items.")
+    s = np.sort(v)
+    ranks = (np.searchsorted(s, v, "left") + np.searchsorted(s, v, "right") + 1) / 2.0
+    return float((ranks[labels].sum() - n_pos * (n_pos + 1) / 2.0) / (n_pos * n_neg))
 
 
 # --- features --------------------------------------------------------------------------------
