@@ -52,7 +52,7 @@ from pallas_kernels.sale.synthetic import structured_qkv
 
 from . import dllm_models
 from .configs import dllm as dllm_configs
-from .lib import artifacts, provenance, results
+from .lib import artifacts, progress, provenance, results
 
 _TASKS = flags.DEFINE_list("tasks", ["sudoku", "countdown"], "dLLM tasks (shipped models).")
 _SAMPLES = flags.DEFINE_integer("samples", 64, "Sequences per task.")
@@ -157,10 +157,11 @@ def stack_layers(layers):
     return tuple(jnp.concatenate([layer[i] for layer in layers], axis=1) for i in range(3))
 
 
-def comparison_for(layers, sizes, causal, taus, seed, tolerance=0.05) -> dict:
+def comparison_for(layers, sizes, causal, taus, seed, tolerance=0.05,
+                   progress=False) -> dict:
     """metric -> ``jaxlab.attention.compare(...).to_dict()`` on one source's slices: the
     first half of the sequences (at least one slice) tunes tau over ``taus``, the rest are
-    the paired test slices."""
+    the paired test slices; ``progress`` as ``compare``'s."""
     q, k, v = stack_layers(layers)
     problem = attention.AttentionProblem(q, k, v, causal=causal, sizes=sizes)
     b, h = q.shape[0], q.shape[1]
@@ -169,7 +170,7 @@ def comparison_for(layers, sizes, causal, taus, seed, tolerance=0.05) -> dict:
     for metric in attention_comparison.METRICS:
         c = attention.compare(jax.random.key(seed), problem, tuning=tuning,
                               seeds=b * h - tuning, metric=metric, tolerance=tolerance,
-                              tau_grid=tuple(taus), progress=False)
+                              tau_grid=tuple(taus), progress=progress)
         out[metric] = c.to_dict()
     return out
 
@@ -212,15 +213,17 @@ def main(argv):
         for sizes in tiles:
             tag = f"{sizes.block_q}/{sizes.block_k}/{sizes.local}"
             rows += evaluate(f"dllm/{name} {tag}", layers, sizes, False, taus, _THETA.value)
-            paired[f"dllm/{name} {tag}"] = comparison_for(layers, sizes, False, taus,
-                                                          _SEED.value, _TOLERANCE.value)
+            paired[f"dllm/{name} {tag}"] = comparison_for(
+                layers, sizes, False, taus, _SEED.value, _TOLERANCE.value,
+                progress.comparison_reporter())
             print(f"done dllm/{name} {tag}", flush=True)
     for n in (int(x) for x in _LENGTHS.value):
         q, k, v = structured_qkv(n, seed=_SEED.value)
         rows += evaluate(f"synthetic/N={n}", [(q, k, v)], R.BlockSizes(), True, taus,
                          _THETA.value)
-        paired[f"synthetic/N={n}"] = comparison_for([(q, k, v)], R.BlockSizes(), True, taus,
-                                                    _SEED.value, _TOLERANCE.value)
+        paired[f"synthetic/N={n}"] = comparison_for(
+            [(q, k, v)], R.BlockSizes(), True, taus, _SEED.value, _TOLERANCE.value,
+            progress.comparison_reporter())
         print(f"done synthetic N={n}", flush=True)
     table = summarize(rows)
     flag_values = {f: flags.FLAGS[f].value for f in

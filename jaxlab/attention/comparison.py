@@ -41,13 +41,15 @@ from jaxlab.core.keys import as_key
 from jaxlab.core.protocol import Contender, Goal
 from pallas_kernels.sale import reference as R
 
-__all__ = ["AttentionProblem", "CONTENDERS", "METRICS", "TAU_GRID", "compare",
+__all__ = ["AttentionProblem", "CONTENDERS", "DEFAULT_SIZES", "METRICS", "TAU_GRID", "compare",
            "default_contenders", "default_goals", "item_slices", "slice_metrics"]
 
 #: SALE's declared threshold grid (the accuracy script's taus).
 TAU_GRID = (1e-3, 8e-3, 3e-2, 1e-1)
 #: The built-in contenders.
 CONTENDERS = ("sale", "static", "dense")
+#: SALE's default tiles (64 / 32 / 128).
+DEFAULT_SIZES = R.BlockSizes()
 #: metric -> higher is better.
 METRICS = {"error": False, "recall": True, "density": False}
 
@@ -67,7 +69,7 @@ class AttentionProblem(NamedTuple):
     k: Any
     v: Any
     causal: bool = False
-    sizes: R.BlockSizes = R.BlockSizes()
+    sizes: R.BlockSizes = DEFAULT_SIZES
     bits: int = 8
 
 
@@ -82,7 +84,7 @@ def item_slices(problem: AttentionProblem, split: str, index, tuning_items: int)
     return q[b, h][None], k[b, h // group][None], v[b, h // group][None]
 
 
-def slice_metrics(q, k, v, tau, *, causal: bool = False, sizes=R.BlockSizes(), bits=8,
+def slice_metrics(q, k, v, tau, *, causal: bool = False, sizes=DEFAULT_SIZES, bits=8,
                   dense=None) -> dict:
     """Per slice (head of ``q`` [1, n, N, D]) SALE's accuracy at ``tau`` (scalar or [n];
     ``inf`` keeps only the always-kept blocks).

@@ -52,9 +52,10 @@ from jaxlab.core.keys import as_key
 from jaxlab.core.protocol import Contender, Goal
 from jaxlab.gepc import baselines, groups, residual, schedule
 
-__all__ = ["OODProblem", "Settings", "CONTENDERS", "DEFAULT_GOALS", "NUM_T_GRID",
-           "compare", "default_contenders", "image_features", "item_images", "fit_keys",
-           "fit_scorers", "method_scores", "auroc_statistic", "scores_to_items", "analyse_scores"]
+__all__ = ["OODProblem", "Settings", "CONTENDERS", "DEFAULT_GOALS", "DEFAULT_SETTINGS",
+           "NUM_T_GRID", "compare", "default_contenders", "image_features", "item_images",
+           "fit_keys", "fit_scorers", "method_scores", "auroc_statistic", "scores_to_items",
+           "analyse_scores"]
 
 
 class OODProblem(NamedTuple):
@@ -109,6 +110,8 @@ class Settings(NamedTuple):
     mesh_shape: Any = (-1,)
 
 
+#: The study's settings (the defaults of ``Settings``).
+DEFAULT_SETTINGS = Settings()
 #: Built-in contender name -> ``baselines`` method.
 CONTENDERS = {"gepc": "official", "gepc_per_element": "per_element",
               "score_norm": "score_norm", "msma": "msma", "diffpath": "diffpath"}
@@ -198,7 +201,7 @@ def _score_norm(eps_fn, x0, eps, t):
     return jnp.sqrt(jnp.sum((eps_fn(xt, tb) / sigma) ** 2, axis=(1, 2, 3)))
 
 
-def image_features(eps_fn, x, keys, settings: Settings = Settings(), *, score_fn=None,
+def image_features(eps_fn, x, keys, settings: Settings = DEFAULT_SETTINGS, *, score_fn=None,
                    t_index=None, with_maps: bool = False) -> dict:
     """Every built-in contender's features of images ``x``, each image's noise from its key.
 
@@ -269,8 +272,8 @@ def image_features(eps_fn, x, keys, settings: Settings = Settings(), *, score_fn
     return out
 
 
-def fit_scorers(fit_features: dict, settings: Settings = Settings(), num_t: int = 2,
-                methods=tuple(CONTENDERS.values())) -> dict:
+def fit_scorers(fit_features: dict, settings: Settings = DEFAULT_SETTINGS, num_t: int = 2,
+                methods=baselines.METHODS) -> dict:
     """``baselines.fit`` of each method of ``methods`` on the fit images' features
     (``image_features`` at every candidate time), as the GEPC study fits them."""
     out = {}
@@ -396,7 +399,7 @@ def _builtin(cache: _Features, method: str) -> Callable:
 
 
 def default_contenders(names: Sequence[str] = tuple(CONTENDERS), *, num_t_grid=NUM_T_GRID,
-                       settings: Settings = Settings(), tuning_items: int = 0
+                       settings: Settings = DEFAULT_SETTINGS, tuning_items: int = 0
                        ) -> dict[str, Contender]:
     """The built-in contenders ``names`` (``CONTENDERS``) with their declared grids: the
     GEPC scorers' ``num_t`` over ``num_t_grid`` (each at most ``len(sqrt_abars)``); one
@@ -441,7 +444,7 @@ def _check_problem(problem, tuning_items: int, seeds: int) -> None:
 
 def compare(key, problem: OODProblem, *, contenders=tuple(CONTENDERS), tuning=0,
             seeds: int, goals: Sequence[Goal] = DEFAULT_GOALS, pairs=None,
-            num_t_grid=NUM_T_GRID, settings: Settings = Settings(), level: float = 0.95,
+            num_t_grid=NUM_T_GRID, settings: Settings = DEFAULT_SETTINGS, level: float = 0.95,
             resamples: int = 2000, batch: int | None = None, progress=True,
             results_path=None) -> protocol.Comparison:
     """The GEPC study's comparison on your problem (module docstring): AUROC of every
