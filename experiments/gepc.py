@@ -42,9 +42,15 @@ is initialised to restore one). Then one unit per (model, image set) computes th
 features and the baselines' (``features``; ``cm_`` units use the clutter model): the fit
 sets first, at every candidate time (their features choose the times), every other set
 only at the times its blocks' fitted GEPC scorers keep (``times_needed``; the same
-numbers as the all-times evaluation). The summary fits the scorers on the fit sets and
+numbers as the all-times evaluation). Each image's noise comes from its own key
+(``set_keys``: a block's ID-test image ``j`` is test item ``2 j`` and an OOD image item
+``2 j + 1`` of ``jaxlab.core.protocol.item_keys``), as ``jaxlab.gepc.compare`` draws it.
+The summary fits the scorers on the fit sets (``jaxlab.gepc.comparison.fit_scorers``) and
 reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``; pixel AUROCs
-``metrics.bootstrap_auroc``).
+``metrics.bootstrap_auroc``) and, per (block, OOD set), the protocol's paired comparison
+(``summary["comparison"]``: ``comparison.analyse_scores`` on the balanced paired items,
+every method's AUROC and GEPC minus each other method with paired bootstrap CIs, the
+paper's goals), the dict ``jaxlab.gepc.compare`` returns on the same images.
 ``train(config, workdir)`` is what experiments/gepc_train.py runs (its output ships in
 experiments/pretrained/).
 """
@@ -60,8 +66,8 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import loops, metrics, sharding, validation
-from jaxlab.gepc import baselines, data, ood, residual, schedule, scoring
+from jaxlab.core import loops, metrics, protocol, validation
+from jaxlab.gepc import baselines, comparison, data, ood, residual, scoring
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
 
@@ -435,76 +441,41 @@ def load_or_train(config, workdir, id_train=None, which: str = "id"):
 # --- features -------------------------------------------------------------------------
 
 
-def _batched(fn, x, batch, mesh_shape=(-1,)):
-    """fn over fixed-size batches (the last one padded), so each program compiles once; each
-    batch of images is split over the devices of ``mesh_shape``."""
-    n = x.shape[0]
-    pad = (-n) % batch
-    xp = np.concatenate([x, np.repeat(x[-1:], pad, 0)]) if pad else x
-    out = np.concatenate([sharding.to_host(fn(sharding.shard_batch(xp[i:i + batch],
-                                                                   mesh_shape)))
-                          for i in range(0, xp.shape[0], batch)])
-    return out[:n]
+def comparison_settings(config) -> comparison.Settings:
+    """The ``jaxlab.gepc.comparison.Settings`` of a GEPC config (what ``compare`` runs)."""
+    return comparison.Settings(
+        sqrt_abars=tuple(config.sqrt_abars), group=tuple(config.group), rho=config.rho,
+        features=tuple(config.features), agg_feat=config.agg_feat,
+        msma_levels=config.msma_levels, msma_sigma_min=config.msma_sigma_min,
+        msma_sigma_max=config.msma_sigma_max, diffpath_steps=config.diffpath_steps,
+        gmm_components=tuple(config.gmm_components),
+        gmm_covariances=tuple(config.gmm_covariances), gmm_folds=config.gmm_folds,
+        seed=config.seed, batch=config.eval_batch, mesh_shape=tuple(config.mesh_shape))
 
 
-def features(config, eps_fn, score_fn, x, key, with_maps: bool = False,
+def features(config, eps_fn, score_fn, x, keys, with_maps: bool = False,
              t_index=None) -> dict:
-    """Per-image features of every method on images ``x``: {"residuals": [N, T', G],
-    "official": [N, T', 3] (``residual.OFFICIAL_FEATURES``), "t_index": [T'] the candidate
-    times they were evaluated at (indices into ``config.sqrt_abars``), "score_norm": [N],
-    "msma": [N, msma_levels], "diffpath": [N, 6] (``baselines.DIFFPATH_FEATURES``)}
-    (float32, "t_index" int32) and, ``with_maps``, "gepc_map" / "denoise_map" [N, T', H, W];
-    in batches of ``config.eval_batch`` (the last one padded) split over the devices of
-    ``config.mesh_shape``.
+    """Per-image features of every method on images ``x`` with one noise key per image
+    (``keys`` [N]): ``jaxlab.gepc.comparison.image_features`` under the config's settings
+    ({"residuals": [N, T', G], "official": [N, T', 3], "t_index": [T'], "score_norm": [N],
+    "msma": [N, msma_levels], "diffpath": [N, 6]} and, ``with_maps``, "gepc_map" /
+    "denoise_map" [N, T', H, W]), in padded batches of ``config.eval_batch`` split over
+    ``config.mesh_shape``. ``t_index`` (default: every candidate time) picks the times GEPC
+    and the maps are evaluated at, with the numbers of the all-times evaluation."""
+    return comparison.image_features(eps_fn, x, keys, comparison_settings(config),
+                                     score_fn=score_fn, t_index=t_index, with_maps=with_maps)
 
-    ``t_index`` (default: every candidate time, T' = T) picks the times GEPC and the maps
-    are evaluated at. The forward noise of a time is the same whichever others are
-    evaluated (drawn for all T, then the rows of ``t_index``), so a time's features equal
-    those of the all-times evaluation bit for bit."""
-    ts_all = schedule.t_from_sqrt_alpha_bar(np.asarray(config.sqrt_abars))
-    n_t = len(ts_all)
-    sel = np.arange(n_t) if t_index is None else np.asarray(t_index)
-    if (sel.ndim != 1 or not sel.size or not np.issubdtype(sel.dtype, np.integer)
-            or np.any(np.diff(sel) <= 0) or sel[0] < 0 or sel[-1] >= n_t):
-        raise ValueError(f"`t_index` must be increasing integers in [0, {n_t}), got "
-                         f"{np.asarray(t_index).tolist()}.")
-    every = sel.size == n_t
-    ts = ts_all[sel]
-    b, ms = config.eval_batch, config.mesh_shape
-    k_res, k_norm, k_map = jax.random.split(key, 3)
 
-    def rows(k, xb):
-        """The forward noise of the evaluated times: the all-times draw, rows ``sel``."""
-        noise = jax.random.normal(k, (n_t,) + tuple(xb.shape))
-        return noise if every else noise[sel]
-
-    def gepc(xb):
-        r, f, *m = residual.consistency_features(None, score_fn, xb, ts, group=config.group,
-                                                 rho=config.rho, with_maps=with_maps,
-                                                 noise=rows(k_res, xb))
-        return jnp.concatenate([r, f] + [m[0].reshape(m[0].shape[:2] + (-1,))], -1) \
-            if with_maps else jnp.concatenate([r, f], -1)
-
-    g = _batched(gepc, x, b, ms)
-    n_g = len(config.group)
-    msma_ts = baselines.msma_times(config.msma_sigma_min, config.msma_sigma_max,
-                                   config.msma_levels)
-    out = {
-        "residuals": g[..., :n_g], "official": g[..., n_g:n_g + 3],
-        "score_norm": _batched(lambda xb: baselines.score_norm(k_norm, eps_fn, xb,
-                                                               t=float(ts_all.min())), x, b, ms),
-        "msma": _batched(lambda xb: baselines.msma_features(eps_fn, xb, msma_ts), x, b, ms),
-        "diffpath": _batched(lambda xb: baselines.diffpath_features(
-            eps_fn, xb, config.diffpath_steps), x, b, ms),
-    }
-    if with_maps:
-        hw = x.shape[1:3]
-        out["gepc_map"] = g[..., n_g + 3:].reshape(g.shape[:2] + hw)
-        out["denoise_map"] = _batched(lambda xb: baselines.denoising_error_map(
-            None, eps_fn, xb, ts, noise=rows(k_map, xb)), x, b, ms)
-    out = {k: np.asarray(v, np.float32) for k, v in out.items()}
-    out["t_index"] = sel.astype(np.int32)
-    return out
+def set_keys(config, unit: str, n: int) -> jax.Array:
+    """[n] noise keys of the images of feature unit ``unit``: a fit set's are
+    ``comparison.fit_keys(config.seed, n)``; a block's ID-test image ``j`` is test item
+    ``2 j`` and an OOD image ``j`` item ``2 j + 1`` of ``protocol.item_keys(key(seed))``, as
+    ``jaxlab.gepc.compare`` keys them (its test items with no tuning items)."""
+    st = settings(config).values()
+    if unit in {s["fit"] for s in st}:
+        return comparison.fit_keys(config.seed, n)
+    odd = 0 if unit in {s["test"] for s in st} else 1
+    return protocol.item_keys(jax.random.key(config.seed), "test", 2 * np.arange(n) + odd)
 
 
 def selected_times(config, cal) -> dict[str, np.ndarray]:
@@ -569,8 +540,8 @@ def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
                          sets[name].shape[0], "all" if t_index is None else t_index.tolist())
             eps_fn, score_fn = fns[which]()
             return features(config, eps_fn, score_fn, sets[name],
-                            jax.random.key(config.seed + i), with_maps=unit in mapped,
-                            t_index=t_index)
+                            set_keys(config, unit, sets[name].shape[0]),
+                            with_maps=unit in mapped, t_index=t_index)
         return study.Unit(unit, run)
 
     # The fit sets first (their features choose the times the other units evaluate); the
@@ -608,19 +579,15 @@ def _summarize(config, out) -> dict:
 
 
 def _fit_gepc(config, cal):
-    """The two GEPC scorers fitted on one fit set's features (``baselines.fit``)."""
-    kw = dict(num_t=config.num_t, official_features=tuple(config.features),
-              agg_feat=config.agg_feat)
-    return {m: baselines.fit(m, cal[FEATURE_KEY[m]], **kw) for m in ("official", "per_element")}
+    """The two GEPC scorers fitted on one fit set's features (``comparison.fit_scorers``)."""
+    return comparison.fit_scorers(cal, comparison_settings(config), config.num_t,
+                                  ("official", "per_element"))
 
 
 def _fit_all(config, cal):
-    """Every method's scorer fitted on one calibration set's features (``baselines.fit``)."""
-    kw = dict(gmm_components=tuple(config.gmm_components),
-              gmm_covariances=tuple(config.gmm_covariances), gmm_folds=config.gmm_folds,
-              seed=config.seed)
-    return {**_fit_gepc(config, cal),
-            **{m: baselines.fit(m, cal[FEATURE_KEY[m]], **kw) for m in ("msma", "diffpath")}}
+    """Every method's scorer fitted on one fit set's features (``comparison.fit_scorers``,
+    as ``jaxlab.gepc.compare`` fits them)."""
+    return comparison.fit_scorers(cal, comparison_settings(config), config.num_t)
 
 
 def _position(f, t, what) -> int:
@@ -654,6 +621,35 @@ def _method_scores(config, fitted, f, what="features"):
             for m in baselines.METHODS}
 
 
+#: Study label (``METHODS``) -> ``jaxlab.gepc.compare``'s contender name.
+CONTENDER_NAMES = {baselines.METHOD_LABELS[m]: n for n, m in comparison.CONTENDERS.items()}
+
+
+def comparison_section(config, id_scores, ood_scores) -> dict:
+    """The protocol's comparison of one (block, OOD set): ``comparison.analyse_scores`` of
+    the methods' scores (study labels -> [N] scores) on the balanced paired items (ID-test
+    image ``j`` = item ``2 j``, OOD image ``j`` = item ``2 j + 1``), with the bootstrap key
+    ``jaxlab.gepc.compare`` uses; ``to_dict()`` without the seconds (the summary is
+    byte-stable). The same dict as ``jaxlab.gepc.compare`` with ``tuning=0``,
+    ``num_t_grid=(config.num_t,)`` and ``seeds`` = twice the shorter set."""
+    params = {n: {"num_t": int(config.num_t)} if m in ("official", "per_element") else {}
+              for n, m in comparison.CONTENDERS.items()}
+    out = comparison.analyse_scores(
+        jax.random.fold_in(jax.random.key(config.seed), 2),
+        {CONTENDER_NAMES[k]: v for k, v in id_scores.items()},
+        {CONTENDER_NAMES[k]: v for k, v in ood_scores.items()}, params=params,
+        resamples=config.bootstrap).to_dict()
+    return without_seconds(out)
+
+
+def without_seconds(comparison_dict: dict) -> dict:
+    """A ``Comparison.to_dict()`` without its contenders' compile / run seconds."""
+    for r in comparison_dict["contenders"].values():
+        r.pop("compile_s", None)
+        r.pop("run_s", None)
+    return comparison_dict
+
+
 def _auroc_ci(key, id_scores, ood_scores, num_resamples):
     r = ood.auroc_with_ci(key, id_scores, ood_scores, num_resamples)
     return {"auroc": r.auroc, "ci95": [r.low, r.high]}
@@ -667,7 +663,7 @@ def _evaluate(config, feats):
     st = settings(config)
     sqrt_abars = np.asarray(config.sqrt_abars)
     _, masks = clutter_sets(config)
-    fitted, table, loc, gmm = {}, {}, {}, {}
+    fitted, table, loc, gmm, paired = {}, {}, {}, {}, {}
     for block, s in st.items():
         if s["fit"] not in fitted:
             fitted[s["fit"]] = _fit_all(config, feats[s["fit"]])
@@ -676,11 +672,12 @@ def _evaluate(config, feats):
                           "covariance_type": fit[k].model.covariance_type}
                       for m, k in (("MSMA", "msma"), ("DiffPath-6D", "diffpath"))}
         id_scores = _method_scores(config, fit, feats[s["test"]], s["test"])
-        table[block] = {}
+        table[block], paired[block] = {}, {}
         for name in s["ood"]:
             o = _method_scores(config, fit, feats[name], name)
             table[block][name] = {m: _auroc_ci(key, id_scores[m], o[m], config.bootstrap)
                                   for m in METHODS}
+            paired[block][name] = comparison_section(config, id_scores, o)
         if s["maps"]:
             t_loc = int(np.asarray(fit["official"].model.t_index)[0])
             loc[block] = {"sqrt_abar": float(sqrt_abars[t_loc])}
@@ -697,7 +694,8 @@ def _evaluate(config, feats):
     mean_auroc = {b: {m: float(np.mean([table[b][n][m]["auroc"] for n in s["ood"]]))
                       for m in METHODS} for b, s in st.items()}
     return {"config": config.to_dict(), "settings": st, "blocks": blocks(config),
-            "auroc": table, "mean_auroc": mean_auroc, "localisation_pixel_auroc": loc,
+            "auroc": table, "comparison": paired, "mean_auroc": mean_auroc,
+            "localisation_pixel_auroc": loc,
             "gmm_selected": gmm,
             "selected_sqrt_abar": {
                 k: [float(sqrt_abars[i]) for i in np.asarray(v["official"].model.t_index)]

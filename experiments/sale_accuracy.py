@@ -25,7 +25,14 @@ sequences of the source gives per-head taus and their figures. The kernels
 (Triton form, interpreter) are run once per source at the first tau and their kept sets
 compared with the reference's (``kernel_kept_equal``).
 
-Output: one JSON file (config, versions, git commit, rows).
+Paired comparison (``comparison``): per source, ``jaxlab.attention.compare`` (the protocol
+of every method) with items = the (sequence, layer, head) slices, sequence-major
+(``stack_layers``): the first half of the sequences tunes SALE's tau over ``--taus``, the
+other half is tested; SALE against the static sink / local / diagonal pattern and dense
+attention, for each metric of ``jaxlab.attention.comparison.METRICS`` (density with slices
+above ``--tolerance`` relative error counted as dense), with paired bootstrap CIs.
+
+Output: one JSON file (config, versions, git commit, rows, comparison).
 """
 
 import os
@@ -35,6 +42,8 @@ import jax.numpy as jnp
 import numpy as np
 from absl import app, flags
 
+from jaxlab import attention
+from jaxlab.attention import comparison as attention_comparison
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
@@ -43,7 +52,7 @@ from pallas_kernels.sale.synthetic import structured_qkv
 
 from . import dllm_models
 from .configs import dllm as dllm_configs
-from .lib import artifacts, provenance, results
+from .lib import artifacts, progress, provenance, results
 
 _TASKS = flags.DEFINE_list("tasks", ["sudoku", "countdown"], "dLLM tasks (shipped models).")
 _SAMPLES = flags.DEFINE_integer("samples", 64, "Sequences per task.")
@@ -57,6 +66,8 @@ _THETA = flags.DEFINE_float("theta_official", 0.4,
                             "theta / D.")
 _OUT = flags.DEFINE_string("out", "sale_accuracy.json", "Output JSON path.")
 _SEED = flags.DEFINE_integer("seed", 0, "Seed of prompts, masks and synthetic inputs.")
+_TOLERANCE = flags.DEFINE_float("tolerance", 0.05, "Relative output error above which a "
+                                "slice counts as dense in the paired density comparison.")
 
 
 def capture_qkv(model, tokens):
@@ -138,6 +149,32 @@ def evaluate(source: str, layers, sizes, causal, taus, theta) -> list[dict]:
     return rows
 
 
+def stack_layers(layers):
+    """[(q [B, Hq, N, D], k, v)] per layer -> (q [B, L Hq, N, D], k [B, L Hk, N, D], v):
+    each sequence's layers side by side on the head axis, so the flattened (sequence, head)
+    items of ``jaxlab.attention.compare`` are sequence-major (its tuning slices are whole
+    sequences, its test slices the other sequences)."""
+    return tuple(jnp.concatenate([layer[i] for layer in layers], axis=1) for i in range(3))
+
+
+def comparison_for(layers, sizes, causal, taus, seed, tolerance=0.05,
+                   progress=False) -> dict:
+    """metric -> ``jaxlab.attention.compare(...).to_dict()`` on one source's slices: the
+    first half of the sequences (at least one slice) tunes tau over ``taus``, the rest are
+    the paired test slices; ``progress`` as ``compare``'s."""
+    q, k, v = stack_layers(layers)
+    problem = attention.AttentionProblem(q, k, v, causal=causal, sizes=sizes)
+    b, h = q.shape[0], q.shape[1]
+    tuning = (b // 2) * h if b > 1 else h // 2
+    out = {}
+    for metric in attention_comparison.METRICS:
+        c = attention.compare(jax.random.key(seed), problem, tuning=tuning,
+                              seeds=b * h - tuning, metric=metric, tolerance=tolerance,
+                              tau_grid=tuple(taus), progress=progress)
+        out[metric] = c.to_dict()
+    return out
+
+
 def summarize(rows) -> list[dict]:
     """Mean over layers per (source, tau); worst-row recall is the min over layers."""
     out = {}
@@ -169,18 +206,24 @@ def main(argv):
         if len(parts) != 3 or not all(p.isdigit() for p in parts):
             raise ValueError(f"`model_tiles` entries must be block_q/block_k/local, got {spec!r}.")
         tiles.append(R.BlockSizes(*(int(p) for p in parts)))
-    rows = []
+    rows, paired = [], {}
     for name in _TASKS.value:
         model, task = load_denoiser(config, name)
         layers = model_inputs(model, task, _SAMPLES.value, _SEED.value)
         for sizes in tiles:
             tag = f"{sizes.block_q}/{sizes.block_k}/{sizes.local}"
             rows += evaluate(f"dllm/{name} {tag}", layers, sizes, False, taus, _THETA.value)
+            paired[f"dllm/{name} {tag}"] = comparison_for(
+                layers, sizes, False, taus, _SEED.value, _TOLERANCE.value,
+                progress.comparison_reporter())
             print(f"done dllm/{name} {tag}", flush=True)
     for n in (int(x) for x in _LENGTHS.value):
         q, k, v = structured_qkv(n, seed=_SEED.value)
         rows += evaluate(f"synthetic/N={n}", [(q, k, v)], R.BlockSizes(), True, taus,
                          _THETA.value)
+        paired[f"synthetic/N={n}"] = comparison_for(
+            [(q, k, v)], R.BlockSizes(), True, taus, _SEED.value, _TOLERANCE.value,
+            progress.comparison_reporter())
         print(f"done synthetic N={n}", flush=True)
     table = summarize(rows)
     flag_values = {f: flags.FLAGS[f].value for f in
@@ -189,7 +232,8 @@ def main(argv):
     record = {"flags": flag_values,
               "dllm": {"pretrained_dir": config.pretrained_dir, "model": dict(config.model)},
               "packages": provenance.package_versions(), "git": provenance.git_state(),
-              "machine": provenance.machine(), "table": table, "rows": rows}
+              "machine": provenance.machine(), "table": table, "rows": rows,
+              "comparison": paired}
     results.write_json(_OUT.value, record)
     print(f"{'source':26s} {'tau':>10s} {'density':>8s} {'recall':>8s} {'worst':>8s} "
           f"{'err_mean':>9s} {'err_rel':>8s}")

@@ -177,6 +177,16 @@ def test_smoke_experiment(tmp_path):
     assert s["cost_score_evals_per_image"] == {
         "GEPC (official)": 14, "GEPC per-element (ours)": 14, "score norm": 1, "MSMA": 10,
         "DiffPath-6D": 10}
+    # the protocol's paired comparison per (block, OOD set): jaxlab.gepc.compare's dict
+    assert {b: sorted(v) for b, v in s["comparison"].items()} == {
+        b: sorted(v) for b, v in s["blocks"].items()}
+    for sets in s["comparison"].values():
+        for c in sets.values():
+            assert c["metric"] == "AUROC" and c["test_items"] == 80
+            assert list(c["contenders"]) == ["gepc", "gepc_per_element", "score_norm",
+                                             "msma", "diffpath"]
+            assert [(d["a"], d["b"]) for d in c["differences"]] == [
+                ("gepc", n) for n in ("gepc_per_element", "score_norm", "msma", "diffpath")]
     rows = exp.headline(s)
     assert rows[0][0].startswith("mean AUROC semantic_far")
 

@@ -47,7 +47,9 @@ def test_features_at_selected_times_evaluate_only_them_and_match_all_times(with_
 
     c = _config()
     x = np.asarray(jax.random.uniform(jax.random.key(0), (10, 8, 8, 1), minval=-1, maxval=1))
-    key = jax.random.key(5)
+    from jaxlab.gepc import comparison
+
+    key = comparison.fit_keys(5, 10)  # one noise key per image
     every, some = [], []
     full = exp.features(c, _eps_fn, _counting(every), x, key, with_maps=with_maps)
     sel = np.array([1, 3])
@@ -72,7 +74,8 @@ def test_features_reject_bad_t_index():
     x = np.zeros((2, 8, 8, 1), np.float32)
     for bad in ([], [2, 1], [0, 0], [4], [-1, 0], [0.5]):
         with pytest.raises(ValueError, match="t_index"):
-            exp.features(c, _eps_fn, None, x, jax.random.key(0), t_index=bad)
+            exp.features(c, _eps_fn, None, x, jax.random.split(jax.random.key(0), 2),
+                         t_index=bad)
 
 
 def _fake_features(rng, n, n_t, n_g):

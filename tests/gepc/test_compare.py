@@ -1,0 +1,133 @@
+"""``jaxlab.gepc.compare``: the study's protocol on a user's score model and images, and the
+binary's per-(block, OOD set) comparison is the same computation."""
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+import pytest
+from sklearn.metrics import roc_auc_score
+
+from jaxlab import gepc
+from jaxlab.core import protocol
+from jaxlab.gepc import comparison
+
+_W = jax.random.normal(jax.random.key(1), (3, 3, 1, 1)) * 0.3
+
+
+def _eps_fn(x, t):
+    """A tiny conv 'network': cheap, batch-independent, not equivariant."""
+    y = jax.lax.conv_general_dilated(x, _W, (1, 1), "SAME",
+                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
+    return jnp.tanh(y + x[:, ::-1] * 0.1) * (1.0 + t[:, None, None, None])
+
+
+def _config():
+    from experiments.configs.gepc import get_config
+
+    c = get_config("smoke")
+    c.eval_batch = 4
+    c.msma_levels, c.diffpath_steps = 3, 2
+    c.bootstrap = 100
+    return c
+
+
+def _images(key, n, ood=False):
+    x = jax.random.uniform(key, (n, 8, 8, 1), minval=-1.0, maxval=1.0)
+    bar = jnp.zeros((8, 8, 1)).at[:, 2:4].set(1.0)
+    return np.asarray(0.3 * x + (bar.swapaxes(0, 1) if ood else bar))
+
+
+def _problem(n_fit=20, n_id=8, n_ood=8):
+    k = jax.random.split(jax.random.key(3), 3)
+    return comparison.OODProblem(_eps_fn, _images(k[0], n_fit), _images(k[1], n_id),
+                                 _images(k[2], n_ood, ood=True))
+
+
+def test_binary_comparison_equals_public_compare():
+    """The binary's features (per-image keys of ``set_keys``, selected times only), fits and
+    ``comparison_section`` give the dict ``gepc.compare`` gives on the same images."""
+    from experiments import gepc as exp
+
+    c = _config()
+    p = _problem()
+    fit_feats = exp.features(c, _eps_fn, None, p.x_fit, exp.set_keys(c, "id_cal", 20))
+    fits = {"id_cal": fit_feats}
+    feats = {u: exp.features(c, _eps_fn, None, x, exp.set_keys(c, u, 8),
+                             t_index=exp.times_needed(c, u, fits))
+             for u, x in (("id_test", p.x_id), ("id_rot90", p.x_ood))}
+    assert feats["id_test"]["t_index"].size < len(c.sqrt_abars)  # the subset path
+    fitted = exp._fit_all(c, fit_feats)
+    section = exp.comparison_section(c, exp._method_scores(c, fitted, feats["id_test"]),
+                                     exp._method_scores(c, fitted, feats["id_rot90"]))
+    out = gepc.compare(jax.random.key(c.seed), p, tuning=0, seeds=16,
+                       num_t_grid=(c.num_t,), settings=exp.comparison_settings(c),
+                       resamples=c.bootstrap, progress=False)
+    assert exp.without_seconds(out.to_dict()) == section
+    assert list(section["contenders"]) == list(comparison.CONTENDERS)
+
+
+_SETTINGS = comparison.Settings(msma_levels=3, diffpath_steps=2, gmm_components=(1,),
+                                gmm_folds=2, batch=4)
+
+
+def test_compare_tunes_on_tuning_images_and_reports_auroc_of_paired_items(tmp_path):
+    p = _problem(n_id=12, n_ood=12)
+    seen = []
+
+    def mine(items, problem):  # a user's own scorer: mean brightness of columns 2..3
+        is_ood, pos = comparison.item_images(problem, items.split, items.index, 6)
+        seen.append((items.split, is_ood.tolist(), pos.tolist()))
+        x = np.where(is_ood[:, None, None, None], problem.x_ood[pos], problem.x_id[pos])
+        return -x[:, :, 2:4].mean(axis=(1, 2, 3))
+
+    out = gepc.compare(jax.random.key(0), p, contenders={"gepc": None,
+                                                          "mine": protocol.Contender(mine),
+                                                          "score_norm": None},
+                       tuning=6, seeds=12, settings=_SETTINGS, resamples=200,
+                       progress=False, results_path=tmp_path / "items.jsonl")
+    # balanced items, test images after the tuning images, ID even / OOD odd
+    assert seen == [("test", [False, True] * 6, [3, 3, 4, 4, 5, 5, 6, 6, 7, 7, 8, 8])]
+    labels = np.arange(12) % 2 == 1
+    for name, r in out.contenders.items():
+        assert r.statistic == pytest.approx(roc_auc_score(labels, r.values)), name
+    g = out.contenders["gepc"]
+    assert [p_["num_t"] for p_, _ in g.tuning] == list(comparison.NUM_T_GRID)
+    best = max(range(len(g.tuning)), key=lambda i: g.tuning[i][1])
+    assert g.params == g.tuning[best][0]
+    assert out.contenders["mine"].statistic == 1.0  # the bar's position separates them
+    d = {(x.a, x.b): x for x in out.differences}
+    assert d["gepc", "mine"].value == pytest.approx(g.statistic - 1.0)
+    assert [(x.goal.a, x.goal.b) for x in out.goals] == [("gepc", "score_norm")]
+    assert "AUROC (higher is better), 12 paired test items, tuned on 6" in out.table()
+    lines = (tmp_path / "items.jsonl").read_text().count("\n")
+    assert lines == 3 + 3  # gepc tuned at 3 points, then 3 contenders tested
+
+
+def test_item_scores_do_not_depend_on_the_batch():
+    p = _problem()
+    kw = dict(contenders=["gepc_per_element", "msma"], tuning=0, seeds=10,
+              num_t_grid=(2,), settings=_SETTINGS, resamples=50, progress=False)
+    whole = gepc.compare(jax.random.key(4), p, **kw)
+    parts = gepc.compare(jax.random.key(4), p, batch=3, **kw)
+    for name in whole.contenders:
+        np.testing.assert_allclose(parts.contenders[name].values,
+                                   whole.contenders[name].values, rtol=1e-5)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"problem": (1, 2)}, "problem"),
+    ({"seeds": 20}, "seeds"),
+    ({"contenders": ["gepc", "nope"]}, "contenders"),
+    ({"contenders": "gepc"}, "contenders"),
+    ({"tuning": -1}, "tuning"),
+    ({"num_t_grid": (1, 9)}, "num_t_grid"),
+    ({"problem": comparison.OODProblem(_eps_fn, np.zeros((1, 8, 8, 1)), np.zeros((8, 8, 8, 1)),
+                                       np.zeros((8, 8, 8, 1)))}, "x_fit"),
+    ({"problem": comparison.OODProblem(_eps_fn, np.zeros((4, 8, 8, 1)), np.zeros((8, 4, 4, 1)),
+                                       np.zeros((8, 8, 8, 1)))}, "H, W, C"),
+])
+def test_bad_calls_name_the_argument(kwargs, match):
+    args = {"problem": _problem(), "contenders": ["gepc"], "tuning": 0, "seeds": 4,
+            "num_t_grid": (2,), "progress": False, **kwargs}
+    with pytest.raises((ValueError, TypeError), match=match):
+        gepc.compare(jax.random.key(0), args.pop("problem"), **args)
