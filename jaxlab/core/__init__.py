@@ -9,8 +9,18 @@ experiment plumbing (checkpoints, results, provenance, plots, progress, timing, 
 lives in ``experiments.lib``.
 """
 
-from jaxlab.core import (checked, extras, keys, loops, metrics, protocol, sharding, smc, types,
-                         validation)
+from jaxlab.core import (
+                         checked,
+                         extras,
+                         keys,
+                         loops,
+                         metrics,
+                         protocol,
+                         sharding,
+                         smc,
+                         types,
+                         validation,
+)
 from jaxlab.core.checked import CheckError, checks
 
 __all__ = ["CheckError", "checked", "checks", "extras", "keys", "loops", "metrics", "protocol",

@@ -419,7 +419,8 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
     Args:
       key: PRNG key of the bootstrap draws (every interval uses the same draws, so paired
         intervals are coherent).
-      values: a dict, contender name to its [n] test values (censored items already at ``censor_at``).
+      values: a dict, contender name to its [n] test values (censored items already at
+        ``censor_at``).
       censored: a dict, contender name to [n] bool censoring flags (default: none).
       params: a dict, contender name to its chosen params (default: empty).
       tuning: a dict, contender name to its ``(params, score)`` rows (default: empty).

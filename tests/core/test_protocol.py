@@ -12,6 +12,8 @@ import pytest
 from jaxlab.core import metrics, protocol
 from jaxlab.core.protocol import Contender, Goal, Tuning
 
+K = jax.random.key
+
 
 def _noisy(offset):
     """A contender whose item value is offset + a standard normal of the item's key."""
@@ -38,7 +40,7 @@ def test_tuning_uses_only_tuning_items_and_picks_the_best_point():
         seen.append((items.split, shift, tuple(items.index)))
         return np.full(items.index.size, -abs(shift - 2.0))
 
-    out = protocol.compare(jax.random.key(0), None, contenders={"a": Contender(run, ({"shift": 0.0},
+    out = protocol.compare(K(0), None, contenders={"a": Contender(run, ({"shift": 0.0},
                                                                      {"shift": 2.0},
                                                                      {"shift": 5.0})),
                                                 "b": Contender(lambda i, p: np.zeros(
@@ -53,7 +55,7 @@ def test_tuning_uses_only_tuning_items_and_picks_the_best_point():
 
 def test_lower_is_better_tuning_keeps_the_smallest():
     run = lambda items, problem, *, x: np.full(items.index.size, float(x))
-    out = protocol.compare(jax.random.key(1), None, contenders={"a": Contender(run, ({"x": 3}, {"x": 1},
+    out = protocol.compare(K(1), None, contenders={"a": Contender(run, ({"x": 3}, {"x": 1},
                                                                      {"x": 2}))},
                            tuning=2, seeds=2, higher_is_better=False, progress=False)
     assert out.contenders["a"].params == {"x": 1}
@@ -79,7 +81,7 @@ def test_difference_and_ci_equal_the_bootstrap_of_the_paired_differences():
 
 
 def test_goal_is_met_only_when_the_ci_clears_the_margin():
-    out = protocol.compare(jax.random.key(0), 1.0, contenders={"good": Contender(_noisy(0.5)),
+    out = protocol.compare(K(0), 1.0, contenders={"good": Contender(_noisy(0.5)),
                                                "base": Contender(_noisy(0.0))},
                            tuning=0, seeds=10, goals=[Goal("good", "base", 0.4),
                                                       Goal("good", "base", 0.6),
@@ -87,7 +89,7 @@ def test_goal_is_met_only_when_the_ci_clears_the_margin():
                            progress=False)
     assert [g.met for g in out.goals] == [True, False, False]
     # lower-is-better flips the orientation
-    low = protocol.compare(jax.random.key(0), 1.0, contenders={"good": Contender(_noisy(-0.5)),
+    low = protocol.compare(K(0), 1.0, contenders={"good": Contender(_noisy(-0.5)),
                                                "base": Contender(_noisy(0.0))},
                            tuning=0, seeds=10, goals=[Goal("good", "base", 0.4)],
                            higher_is_better=False, progress=False)
@@ -101,9 +103,9 @@ def test_censored_items_count_as_censor_at_and_are_reported():
         return np.where(items.index % 2 == 0, np.inf, v)
 
     with pytest.raises(ValueError, match="censor_at"):
-        protocol.compare(jax.random.key(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=4,
+        protocol.compare(K(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=4,
                          progress=False)
-    out = protocol.compare(jax.random.key(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=4,
+    out = protocol.compare(K(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=4,
                            censor_at=10.0, higher_is_better=False, progress=False)
     r = out.contenders["a"]
     np.testing.assert_array_equal(r.values, [10.0, 2.0, 10.0, 4.0])
@@ -118,7 +120,7 @@ def test_custom_statistic_sees_the_resampled_item_indices():
     def scores(items, problem):
         return labels[items.index] + 0.01 * items.index  # separable
 
-    out = protocol.compare(jax.random.key(0), None, contenders={"s": Contender(scores),
+    out = protocol.compare(K(0), None, contenders={"s": Contender(scores),
                                                 "r": Contender(lambda i, p: -scores(i, p))},
                            tuning=0, seeds=20, metric="AUROC", resamples=200,
                            statistic=lambda v, idx: float(metrics.auroc(v, labels[idx])),
@@ -131,7 +133,7 @@ def test_custom_statistic_sees_the_resampled_item_indices():
 def test_results_written_per_chunk_and_progress_reported(tmp_path):
     calls = []
     path = tmp_path / "items.jsonl"
-    out = protocol.compare(jax.random.key(0), 1.0, contenders={"a": Contender(_noisy(0.0))}, tuning=0,
+    out = protocol.compare(K(0), 1.0, contenders={"a": Contender(_noisy(0.0))}, tuning=0,
                            seeds=5, batch=2, results_path=path,
                            progress=lambda d, t, desc: calls.append((d, t, desc)))
     lines = [json.loads(x) for x in path.read_text().splitlines()]
@@ -149,7 +151,7 @@ def test_compile_seconds_are_apart_from_run_seconds():
         return jnp.sum(jnp.sin(jax.random.normal(k, (64, 64)) @ jnp.ones((64, 64))))
 
     run = lambda items, problem: np.asarray(jax.vmap(f)(items.keys))
-    out = protocol.compare(jax.random.key(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=3,
+    out = protocol.compare(K(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=3,
                            progress=False)
     assert out.contenders["a"].compile_s > 0.0
     assert out.contenders["a"].run_s >= 0.0
@@ -176,7 +178,7 @@ def test_bad_calls_name_the_argument(kwargs, match):
                            "b": Contender(lambda i, p: np.ones(i.index.size))},
             "tuning": 0, "seeds": 4, "progress": False, **kwargs}
     with pytest.raises((ValueError, TypeError), match=match):
-        protocol.compare(jax.random.key(0), None, **args)
+        protocol.compare(K(0), None, **args)
 
 
 def test_paired_difference_matches_analyse():
