@@ -11,13 +11,15 @@ finished unit is never recomputed when the run is resumed.
 Declared before the runs:
   * ``vs_dim``: optimistic two-point OGD (ours) and plain two-point OGD (agarwal2010), each
     at every step multiplier of ``config.step_grid`` (times the default scale D) and at
-    1/sqrt(d) (the ``ogd_sqrt_d_step`` control). The multiplier of each (learner, d) is
-    chosen on ``config.num_val_seeds`` validation problems (seed ``config.val_seed``) and
-    reported on ``config.num_seeds`` test problems (seed ``config.seed``) never used for the
-    choice. Slopes vs d are fitted on the tuned learners only. Paired differences (same
-    test problems, same directions) get a bootstrap CI. Controls: plain OGD at 1/sqrt(2)
-    (the constant by which S_t ~ 2 sum ||g_s||^2 exceeds the plain accumulator), a
-    d-independent x 1/4, and 1/sqrt(d).
+    1/sqrt(d) (the ``ogd_sqrt_d_step`` control), through the public per-seed runner
+    ``jaxlab.bco.final_regrets`` on the protocol's item keys of ``key(config.seed)``
+    (``config.num_val_seeds`` tuning problems, ``config.num_seeds`` test problems). Per d,
+    the multipliers are chosen and the paired differences (same test problems, same
+    directions) get bootstrap CIs through ``jaxlab.bco.compare`` on those per-seed regrets
+    (``compare_precomputed``; the summary's ``comparison``, without seconds, is its
+    ``to_dict()``). Slopes vs d are fitted on the tuned learners only. Controls: plain OGD
+    at 1/sqrt(2) (the constant by which S_t ~ 2 sum ||g_s||^2 exceeds the plain
+    accumulator), a d-independent x 1/4, and 1/sqrt(d).
   * ``families``: the same tuned protocol on the new smooth families (log-sum-exp, Huber,
     softplus + quadratic; ``FAMILIES``) at ``config.family_dims``; regret against the
     numerical best fixed point (``losses.fixed_comparator_loss``).

@@ -46,6 +46,7 @@ __all__ = ["DEFAULT_MULTIPLIERS", "Problem", "builtin_contenders", "compare", "f
 # The quick study's declared step multipliers (experiments/configs/bco.py), times D.
 DEFAULT_MULTIPLIERS = (1.0, 2**-0.5, 0.5, 2**-1.5, 0.25, 2**-2.5, 0.125, 2**-4, 2**-5, 2**-6)
 REGRETS = ("static", "dynamic")
+_SEED_BLOCK = 8
 
 
 class Problem(NamedTuple):
@@ -103,9 +104,14 @@ def _program(make_seq, dynamic: bool):
         return r[-1]
 
     def f(keys, domain, delta, optimistic, mults):
-        grid = jax.vmap(jax.vmap(one, (None, None, 0, None, None)), (None, 0, None, None, None))
-        return jax.vmap(grid, (0, None, None, None, None))(optimistic, mults, keys, domain,
-                                                            delta)
+        # One (hint, multiplier) point at a time (lax.map), each vmapped over the keys: a
+        # point's regrets are then the same program, bit for bit, whatever the grid's size
+        # (vmapping over the grid changes the float rounding of small batches).
+        o, m = jnp.meshgrid(optimistic, mults, indexing="ij")
+        seeds = jax.vmap(one, (None, None, 0, None, None))
+        out = jax.lax.map(lambda om: seeds(om[0], om[1], keys, domain, delta),
+                          (o.reshape(-1), m.reshape(-1)))
+        return out.reshape(o.shape + (keys.shape[0],))
 
     return jax.jit(f)
 
@@ -133,8 +139,16 @@ def final_regrets(keys, problem: Problem, multipliers: Sequence[float],
     validation.check_in_range("multipliers", mults, 0.0, low_inclusive=False)
     opt = jnp.asarray(optimistic, bool)
     validation.check_ndim("optimistic", opt, 1)
-    return _program(problem.make_seq, problem.regret == "dynamic")(
-        keys, problem.domain, jnp.float32(problem.delta), opt, mults)
+    # The seed axis is padded to a multiple of _SEED_BLOCK (repeating the last key): XLA's
+    # vectorisation over a ragged batch rounds float32 differently in the last bit, so a
+    # seed's regret would depend on how many seeds share its call (the study's unit runs
+    # tuning and test seeds together, ``compare`` runs them apart).
+    n = keys.shape[0]
+    pad = -n % _SEED_BLOCK
+    padded = jnp.concatenate([keys, jnp.repeat(keys[-1:], pad)]) if pad else keys
+    out = _program(problem.make_seq, problem.regret == "dynamic")(
+        padded, problem.domain, jnp.float32(problem.delta), opt, mults)
+    return out[..., :n]
 
 
 def two_point_contender(optimistic: bool = True,
