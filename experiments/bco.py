@@ -11,13 +11,15 @@ finished unit is never recomputed when the run is resumed.
 Declared before the runs:
   * ``vs_dim``: optimistic two-point OGD (ours) and plain two-point OGD (agarwal2010), each
     at every step multiplier of ``config.step_grid`` (times the default scale D) and at
-    1/sqrt(d) (the ``ogd_sqrt_d_step`` control). The multiplier of each (learner, d) is
-    chosen on ``config.num_val_seeds`` validation problems (seed ``config.val_seed``) and
-    reported on ``config.num_seeds`` test problems (seed ``config.seed``) never used for the
-    choice. Slopes vs d are fitted on the tuned learners only. Paired differences (same
-    test problems, same directions) get a bootstrap CI. Controls: plain OGD at 1/sqrt(2)
-    (the constant by which S_t ~ 2 sum ||g_s||^2 exceeds the plain accumulator), a
-    d-independent x 1/4, and 1/sqrt(d).
+    1/sqrt(d) (the ``ogd_sqrt_d_step`` control), through the public per-seed runner
+    ``jaxlab.bco.final_regrets`` on the protocol's item keys of ``key(config.seed)``
+    (``config.num_val_seeds`` tuning problems, ``config.num_seeds`` test problems). Per d,
+    the multipliers are chosen and the paired differences (same test problems, same
+    directions) get bootstrap CIs through ``jaxlab.bco.compare`` on those per-seed regrets
+    (``compare_precomputed``; the summary's ``comparison``, without seconds, is its
+    ``to_dict()``). Slopes vs d are fitted on the tuned learners only. Controls: plain OGD
+    at 1/sqrt(2) (the constant by which S_t ~ 2 sum ||g_s||^2 exceeds the plain
+    accumulator), a d-independent x 1/4, and 1/sqrt(d).
   * ``families``: the same tuned protocol on the new smooth families (log-sum-exp, Huber,
     softplus + quadratic; ``FAMILIES``) at ``config.family_dims``; regret against the
     numerical best fixed point (``losses.fixed_comparator_loss``).
@@ -40,12 +42,12 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.bco import domains, ensembles, learners, losses, variation
+from jaxlab.bco import comparison, domains, ensembles, learners, losses, variation
 from jaxlab.bco.run import dynamic_regret, regret, run
-from jaxlab.core import metrics, sharding
+from jaxlab.core import metrics, protocol, sharding
 
 from . import common
-from .lib import plots, study
+from .lib import plots, progress, study
 from .lib import scalars as S
 
 TWO_POINT = {
@@ -111,25 +113,13 @@ def _two_point_regrets(dom, delta, make_seq, keys, params, horizons=None) -> np.
     return out if horizons is None else np.moveaxis(out, -2, -1)
 
 
-def _scaled_regrets(dom, delta, optimistic, mults, keys, make_seq) -> np.ndarray:
-    """[O, M, S] final regrets of two-point OGD, optimistic (hint g_{t-1}) where
-    ``optimistic[o]`` else plain, at step scales D * mults[m] (one jitted call).
-
-    ``optimistic`` and ``mults`` are traced (vmapped), so both learners over the whole
-    grid are one compiled program per dimension."""
-    base = float(dom.diameter)
-
-    def one(o, m, k):
-        rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
-        learner = learners.two_point(dom, delta, rule, o)
-        k_seq, k_run = jax.random.split(k)
-        seq = make_seq(k_seq)
-        return regret(run(k_run, learner, seq, dom.center), seq, dom)[-1]
-
-    grid = jax.vmap(jax.vmap(one, (None, None, 0)), (None, 0, None))
-    out = jax.jit(jax.vmap(grid, (0, None, None)))(
-        jnp.asarray(optimistic, bool), jnp.asarray(mults, jnp.float32), keys)
-    return sharding.to_host(out)
+def seed_keys(c) -> jax.Array:
+    """[num_val_seeds + num_seeds] problem keys of the tuned studies: the protocol's tuning
+    items, then its test items (``protocol.item_keys`` of ``key(config.seed)``), so
+    ``jaxlab.bco.compare`` with that key plays the same problems."""
+    key = jax.random.key(c.seed)
+    return jnp.concatenate([protocol.item_keys(key, "tuning", np.arange(c.num_val_seeds)),
+                            protocol.item_keys(key, "test", np.arange(c.num_seeds))])
 
 
 def _family_regrets(dom, delta, family, param, mults, keys, num_rounds, sigma,
@@ -203,17 +193,16 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
                                     c.mesh_shape)
 
     def vs_dim():
-        """[2 (ours, plain), dims, step_grid + 1, val + test seeds] final regrets."""
-        keys = jnp.concatenate([
-            jax.random.split(jax.random.key(c.val_seed), c.num_val_seeds),
-            jax.random.split(jax.random.key(c.seed), c.num_seeds)])
-        keys = sharding.shard_batch(keys, c.mesh_shape)
+        """[2 (ours, plain), dims, step_grid + 1, val + test seeds] final regrets, from the
+        public per-seed runner (``jaxlab.bco.comparison.final_regrets``)."""
+        keys = sharding.shard_batch(seed_keys(c), c.mesh_shape)
         m = len(c.step_grid) + 1
         out = np.zeros((2, len(c.dims), m, c.num_val_seeds + c.num_seeds), np.float32)
         for j, d in enumerate(c.dims):  # one program per d: (ours, plain) x steps x seeds
-            out[:, j] = _scaled_regrets(domains.ball(d), delta, [True, False],
-                                        _step_mults(c, d), keys,
-                                        lambda k, d=d: quad(k, c.num_rounds, d, c.sigma))
+            prob = comparison.problem(lambda k, d=d: quad(k, c.num_rounds, d, c.sigma),
+                                      domains.ball(d), delta=delta)
+            out[:, j] = sharding.to_host(comparison.final_regrets(
+                keys, prob, _step_mults(c, d), [True, False]))
         return out
 
     def vs_rounds():
@@ -231,9 +220,7 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
 
     def families():
         """[families, 2 (ours, plain), family_dims, step_grid + 1, val + test seeds]."""
-        keys = jnp.concatenate([
-            jax.random.split(jax.random.key(c.val_seed), c.num_val_seeds),
-            jax.random.split(jax.random.key(c.seed), c.num_seeds)])
+        keys = seed_keys(c)
         out = np.zeros((len(FAMILIES), 2, len(c.family_dims), len(c.step_grid) + 1,
                         c.num_val_seeds + c.num_seeds), np.float32)
         for f, (fam, param) in enumerate(FAMILIES.items()):
@@ -327,17 +314,56 @@ def _fmt(v, spec=".2f"):
     return "n/a" if v is None else format(v, spec)
 
 
+def comparison_dict(cmp: protocol.Comparison) -> dict:
+    """``cmp.to_dict()`` without the compile / run seconds (summary.json stays
+    byte-identical across reruns)."""
+    out = cmp.to_dict()
+    for r in out["contenders"].values():
+        del r["compile_s"], r["run_s"]
+    return out
+
+
+COMPARED = ("gradient_variation", "agarwal2010", "ogd_sqrt_d_step")
+
+
+def compare_precomputed(c, arr_d) -> protocol.Comparison:
+    """``jaxlab.bco.compare`` on a unit's per-seed final regrets of one dimension
+    (``arr_d``: [2 (ours, plain), step_grid + 1, val + test seeds], tuning seeds first):
+    each contender's ``run`` returns its regrets on the requested seeds, so the tuning, the
+    CIs and the goal are the public function's on the same values."""
+    grid = [float(m) for m in c.step_grid]
+    n_val = c.num_val_seeds
+
+    def contender(o, tuned):
+        def run_items(items, problem, multiplier=None):
+            del problem
+            cols = items.index + (0 if items.split == "tuning" else n_val)
+            j = grid.index(multiplier) if tuned else len(grid)
+            return arr_d[o, j, cols]
+        return protocol.Contender(run_items, comparison.two_point_contender(
+            o == 0, grid).grid if tuned else ({},))
+
+    return comparison.compare(
+        jax.random.key(c.seed), comparison.Problem(None, None, c.delta, "static"),
+        contenders={COMPARED[0]: contender(0, True), COMPARED[1]: contender(1, True),
+                    COMPARED[2]: contender(0, False)},
+        tuning=c.num_val_seeds, seeds=c.num_seeds, progress=progress.comparison_reporter())
+
+
 def _summarize_vs_dim(c, arr, dims=None) -> dict:
     """Tuned and fixed-formula rows of the vs_dim study, and paired differences.
 
-    arr: [2 (ours, plain), dims, multipliers, val + test seeds]."""
+    arr: [2 (ours, plain), dims, multipliers, val + test seeds]. The tuned rows, their
+    picks and the tuned difference are ``compare_precomputed``'s (per d)."""
     dims = c.dims if dims is None else dims
-    val, test = arr[..., :c.num_val_seeds], arr[..., c.num_val_seeds:]
+    test = arr[..., c.num_val_seeds:]
     grid = list(c.step_grid)
     n_grid = len(grid)
     at = {v: int(np.argmin(np.abs(np.asarray(grid) - v))) for v in (1.0, _INV_SQRT2, 0.25)}
     # The choice uses validation problems only, over config.step_grid (not 1/sqrt(d)).
-    best = val[:, :, :n_grid].mean(-1).argmin(-1)  # [2, dims]
+    cmps = [compare_precomputed(c, arr[:, k]) for k in range(len(dims))]
+    best = np.asarray([[grid.index(cm.contenders[n].params["multiplier"]) for cm in cmps]
+                       for n in COMPARED[:2]])  # [2, dims]
     j = np.arange(len(dims))
     rows = {
         TUNED_ROWS[0]: test[0, j, best[0]],
@@ -352,18 +378,20 @@ def _summarize_vs_dim(c, arr, dims=None) -> dict:
            "chosen_multiplier": {TUNED_ROWS[i]: [grid[k] for k in best[i]] for i in range(2)},
            "slope_tuned": {n: _slope(dims, rows[n].mean(-1)) for n in TUNED_ROWS},
            "slope_formula": {n: _slope(dims, rows[n].mean(-1)) for n in list(rows)[2:4]}}
-    # Paired (same test problems and directions): tuned ours - tuned plain, and ours at its
-    # formula - plain at the matched constant.
+    # Paired (same test problems and directions): tuned ours - tuned plain (the
+    # comparison's declared difference), and ours at its formula - plain at the matched
+    # constant.
     matched = rows["plain OGD x 1/sqrt(2) (matched constant)"]
-    pairs = {"tuned ours - tuned plain": (rows[TUNED_ROWS[0]], rows[TUNED_ROWS[1]]),
-             "ours formula - plain x 1/sqrt(2)": (rows["ours, formula D/sqrt(1+S_t)"], matched)}
-    diff = {}
-    for name, (a, b) in pairs.items():
-        cis = [metrics.bootstrap_ci(jax.random.key(17), lambda x, y: np.mean(x - y),
-                                    (a[k], b[k]), 2000) for k in range(len(dims))]
-        diff[name] = {"mean": [ci[0] for ci in cis], "low": [ci[1] for ci in cis],
-                      "high": [ci[2] for ci in cis]}
-    out["paired_difference"] = diff
+    formula = [protocol.paired_difference(
+        jax.random.key(17), rows["ours, formula D/sqrt(1+S_t)"][k], matched[k],
+        higher_is_better=False) for k in range(len(dims))]
+    tuned = [cm.differences[0] for cm in cmps]
+    out["paired_difference"] = {
+        name: {"mean": [x.value for x in ds], "low": [x.low for x in ds],
+               "high": [x.high for x in ds]}
+        for name, ds in (("tuned ours - tuned plain", tuned),
+                         ("ours formula - plain x 1/sqrt(2)", formula))}
+    out["comparison"] = [comparison_dict(cm) for cm in cmps]
     return out
 
 

@@ -9,10 +9,14 @@ Declared before any run (the protocol):
     asynchronous trajectory sampling; the running-mean inner loop is a labelled variant.
   * Per family, every schedule runs on ``num_val_seeds`` validation seeds and
     ``num_seeds`` disjoint test seeds (same keys for every schedule: paired).
-  * On validation seeds only: the best constant K per eps (smallest mean samples, runs
-    that never reach eps counted at twice the run length) and, per growth power p, the
-    base K_0 (smallest mean over eps of log samples; one base for all eps). The grid
-    check flags a best constant at either edge of the grid.
+  * Per family and eps, the comparison is ``jaxlab.qlearning.compare``'s protocol on the
+    unit's per-seed samples to eps (``compare_precomputed``; seeds are the protocol's
+    tuning and test items of ``key(config.seed)``): on validation seeds only, the best
+    constant K and, per growth power p, the base K_0 (smallest mean samples, runs that
+    never reach eps counted at the run length). The grid check flags a best constant at
+    either edge of the grid. The summary row's ``comparison`` is that comparison
+    (``Comparison.to_dict()`` without seconds): theory - constant and theory - each other
+    power with paired bootstrap CIs, and the goal theory < constant.
   * On test seeds: samples to eps of the picked constant and the picked theory
     schedule; ratio = mean(constant) / mean(theory) with a paired percentile bootstrap
     CI (runs that never reach eps are censored at the run length and counted). Also
@@ -37,16 +41,18 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.core import metrics, sharding
+from jaxlab.core import metrics, protocol, sharding
+from jaxlab.qlearning import comparison, periodic_q, schedules
 from jaxlab.qlearning import mdp as mdp_lib
-from jaxlab.qlearning import periodic_q, schedules
 from jaxlab.qlearning.value_iteration import value_iteration
 
 from . import common
-from .lib import plots, study
+from .lib import plots, progress, study
 from .lib import scalars as S
 
-_CENSOR_PENALTY = 2.0  # validation ranking: never reached = twice the run length
+_CENSOR_PENALTY = 2.0  # test-oracle ranking: never reached = twice the run length
+THEORY = "theory"
+CONSTANT = "constant"
 
 
 class _Carry(NamedTuple):
@@ -82,9 +88,24 @@ def constant_grid(config, family: str) -> list[int]:
     return sorted(set(int(max(k, 1)) for k in ks))
 
 
+def seed_keys(config) -> jax.Array:
+    """[num_val_seeds + num_seeds] run keys: the protocol's tuning items, then its test
+    items (``protocol.item_keys`` of ``key(config.seed)``), so ``jaxlab.qlearning.compare``
+    with that key runs the same seeds."""
+    key = jax.random.key(config.seed)
+    return jnp.concatenate([protocol.item_keys(key, "tuning", np.arange(config.num_val_seeds)),
+                            protocol.item_keys(key, "test", np.arange(config.num_seeds))])
+
+
+def contender_name(power: float) -> str:
+    """The comparison's name of the growth schedule with exponent ``power``."""
+    return THEORY if abs(power - 2.0 / 3.0) < 1e-9 else f"growth p={power:.3g}"
+
+
 def build_schedules(config, family: str):
     """(names, kinds, stacked GeometricPeriod): constants, then (p, base) growth runs."""
-    gamma = family_gamma(config, family)
+    # The MDP's float32 discount, as jaxlab.qlearning.growth_contender reads it.
+    gamma = float(jnp.float32(family_gamma(config, family)))
     names, kinds, scheds = [], [], []
     for k in constant_grid(config, family):
         names.append(f"constant K={k}")
@@ -127,29 +148,32 @@ def _runs(config, family: str, inner_loop: str, ctx: study.Context) -> dict:
     r = config.num_records
 
     @jax.jit
-    def setup(mdp, scheds):  # one program, not one per eager op
+    def setup(mdp, scheds, keys):  # one program, not one per eager op
         run_scheds = jax.tree.map(lambda x: jnp.repeat(x, n_seeds, axis=0), scheds)
-        keys = jnp.tile(jax.random.split(jax.random.key(config.seed), n_seeds), n_sched)
-        states = jax.vmap(lambda k: periodic_q.init(k, mdp))(keys)
+        states = jax.vmap(lambda k: periodic_q.init(k, mdp))(jnp.tile(keys, n_sched))
         empty = periodic_q.Trace(*(jnp.zeros((num_runs, r), d)
                                    for d in (jnp.int32, jnp.float32, jnp.float32, jnp.int32)))
         return _Carry(states, empty), run_scheds
 
-    carry, run_scheds = sharding.shard_batch(setup(mdp, scheds), config.mesh_shape)
+    carry, run_scheds = sharding.shard_batch(setup(mdp, scheds, seed_keys(config)),
+                                             config.mesh_shape)
     per_chunk = r // config.num_chunks
-    sim = jax.vmap(lambda st, sc: periodic_q.simulate(
-        st, mdp, sc, q_star, per_chunk, record_every, config.sampling, step_size))
 
     @jax.jit
-    def chunk(c: _Carry, i, run_scheds) -> _Carry:
-        st, tr = sim(c.states, run_scheds)
+    def chunk(c: _Carry, i, run_scheds, mdp, q_star, step_size) -> _Carry:
+        # The public per-seed runner's program (jaxlab.qlearning.simulate_runs), so the
+        # per-seed values are the ones jaxlab.qlearning.compare computes for the same keys.
+        st, tr = comparison.simulate_runs(c.states, mdp, run_scheds, q_star, step_size,
+                                          num_records=per_chunk, record_every=record_every,
+                                          sampling=config.sampling)
         trace = jax.tree.map(
             lambda buf, new: jax.lax.dynamic_update_slice_in_dim(buf, new, i * per_chunk, 1),
             c.trace, tr)
         return _Carry(st, trace)
 
     carry = ctx.run_chunks(
-        lambda c, i: chunk(c, jnp.int32(i), run_scheds), carry, config.num_chunks,
+        lambda c, i: chunk(c, jnp.int32(i), run_scheds, mdp, q_star, step_size), carry,
+        config.num_chunks,
         desc=f"periodic Q-learning {family} {inner_loop}",
         unit="updates", units_per_chunk=num_runs * per_chunk * record_every)
     trace = jax.tree.map(lambda x: x.reshape(n_sched, n_seeds, r), sharding.to_host(carry.trace))
@@ -209,6 +233,36 @@ def _censored(x, t_max):
     return np.where(np.isfinite(x), x, t_max)
 
 
+def comparison_dict(cmp: protocol.Comparison) -> dict:
+    """``cmp.to_dict()`` without the compile / run seconds (summary.json stays
+    byte-identical across reruns)."""
+    out = cmp.to_dict()
+    for r in out["contenders"].values():
+        del r["compile_s"], r["run_s"]
+    return out
+
+
+def compare_precomputed(config, problem, grids, need, schedule_index, *, censor_at):
+    """``jaxlab.qlearning.compare`` on the unit's runs: each contender's ``run`` returns the
+    samples to eps its schedule reached on the requested seeds (``need``: [schedules,
+    num_val_seeds + num_seeds], tuning seeds first), so the tuning, the censoring, the CIs
+    and the goal are the public function's on the same per-seed values."""
+    n_val = config.num_val_seeds
+
+    def contender(name, grid):
+        def run(items, problem, **params):
+            del problem
+            cols = items.index + (0 if items.split == "tuning" else n_val)
+            return need[schedule_index(name, params), cols]
+        return protocol.Contender(run, grid)
+
+    return comparison.compare(
+        jax.random.key(config.seed), problem,
+        contenders={n: contender(n, g) for n, g in grids.items()},
+        tuning=config.num_val_seeds, seeds=config.num_seeds, censor_at=censor_at,
+        resamples=config.bootstrap_resamples, progress=progress.comparison_reporter())
+
+
 def _family_summary(config, family, inner_loop, res, key) -> dict:
     names, kinds, _ = build_schedules(config, family)
     tr = periodic_q.Trace(**res["trace"])
@@ -232,24 +286,47 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
         outer_all.append(n)
     need_all = np.stack(need_all)  # [E, sched, seeds]
     outer_all = np.stack(outer_all)
-    val = np.where(np.isfinite(need_all[..., :n_val]), need_all[..., :n_val],
-                   _CENSOR_PENALTY * t_max).mean(-1)  # [E, sched]
     test = need_all[..., n_val:]
+    problem = comparison.problem(build_mdp(config, family), eps_rel=config.eps_rel[0],
+                                 num_records=config.num_records,
+                                 record_every=int(round(config.record_every * float(
+                                     config.scale[family]))),
+                                 sampling=config.sampling, inner_loop=inner_loop,
+                                 q_star=q_star)
+    # The comparison's contenders: the theory schedule, the constant periods, the other
+    # growth exponents, each with the declared grid of jaxlab.qlearning's public contenders.
+    grids = {contender_name(p): comparison.growth_contender(
+        p, [float(b) * float(config.scale[family]) for b in config.base_grid]).grid
+        for p in config.growth_powers}
+    grids[CONSTANT] = comparison.constant_contender(constant_grid(config, family)).grid
+    order = [n for n in (THEORY, CONSTANT) if n in grids] + [
+        n for n in grids if n not in (THEORY, CONSTANT)]
+    grids = {n: grids[n] for n in order}
+    power_kind = {contender_name(p): f"p={p:.3g}" for p in config.growth_powers}
 
-    # Per power p: the base picked on validation (one base for every eps).
-    picked = {}
-    for pk in powers:
-        idx = [j for j, k in enumerate(kinds) if k[0] == pk]
-        score = np.log(val[:, idx]).mean(0)
-        picked[pk] = idx[int(np.argmin(score))]
+    def schedule_index(name, params):
+        kind = (("constant", float(params["period"])) if name == CONSTANT
+                else (power_kind[name], float(params["base"])))
+        return kinds.index(kind)
+
+    comparisons = []
+    for e, eps in enumerate(eps_abs):
+        comparisons.append(compare_precomputed(
+            config, problem._replace(eps=eps), grids, need_all[e], schedule_index,
+            censor_at=t_max))
+
+    picked = {power_kind[n]: [schedule_index(n, c.contenders[n].params) for c in comparisons]
+              for n in grids if n != CONSTANT}
     theory_j = picked.get(theory_kind)
     # A picked K_0 at either end of base_grid (with > 1 base) is flagged like the constant.
-    base_edge = [pk for pk in powers if len(config.base_grid) > 1 and kinds[picked[pk]][1] in (
-        min(k[1] for k in kinds if k[0] == pk), max(k[1] for k in kinds if k[0] == pk))]
+    base_edge = [pk for pk in powers if len(config.base_grid) > 1 and any(
+        kinds[j][1] in (min(k[1] for k in kinds if k[0] == pk),
+                        max(k[1] for k in kinds if k[0] == pk)) for j in picked[pk])]
 
     rows, bc_test, th_test = [], [], []
     for e, eps in enumerate(eps_abs):
-        jc = int(const_idx[np.argmin(val[e, const_idx])])
+        cmp = comparisons[e]
+        jc = schedule_index(CONSTANT, cmp.contenders[CONSTANT].params)
         pos = int(np.flatnonzero(const_idx == jc)[0])
         oracle_scores = np.where(np.isfinite(test[e, const_idx]), test[e, const_idx],
                                  _CENSOR_PENALTY * t_max).mean(-1)
@@ -263,10 +340,11 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
         row["constant_reached"] = float(np.isfinite(test[e, jc]).mean())
         bc_test.append(c.mean())
         if theory_j is not None:
-            t = _censored(test[e, theory_j], t_max)
-            row["theory"] = names[theory_j]
+            tj = theory_j[e]
+            t = _censored(test[e, tj], t_max)
+            row["theory"] = names[tj]
             row["theory_samples"] = _mean_ci(t)
-            row["theory_reached"] = float(np.isfinite(test[e, theory_j]).mean())
+            row["theory_reached"] = float(np.isfinite(test[e, tj]).mean())
             th_test.append(t.mean())
             k = jax.random.fold_in(key, e)
             pt, lo, hi = metrics.bootstrap_ci(k, lambda a, b: a.mean() / b.mean(),
@@ -279,11 +357,12 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
             row["ratio_test_oracle_constant"] = {"value": pt, "ci95": [lo, hi]}
             row["log_factor"] = float(np.log(1.0 / ((1.0 - gamma) * eps)))
             row["bias_share"] = {nm: _bias_share(bias, outer_all[e, j, n_val:], eps)
-                                 for nm, j in (("theory", theory_j), ("constant", jc))}
+                                 for nm, j in (("theory", tj), ("constant", jc))}
         row["growth_sweep"] = {
-            pk: {"schedule": names[j], **_mean_ci(_censored(test[e, j], t_max)),
-                 "reached": float(np.isfinite(test[e, j]).mean())}
-            for pk, j in picked.items()}
+            pk: {"schedule": names[js[e]], **_mean_ci(_censored(test[e, js[e]], t_max)),
+                 "reached": float(np.isfinite(test[e, js[e]]).mean())}
+            for pk, js in picked.items()}
+        row["comparison"] = comparison_dict(cmp)
         rows.append(row)
 
     inv_eps = 1.0 / np.asarray(eps_abs)
@@ -449,6 +528,15 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             rows.append((f"{tag} samples to eps={r['eps_rel']:g} ||Q*||: best constant / theory",
                          f"{ratio_text(r, _record_step(summary, s))} "
                          f"({r['best_constant_val']} vs {r['theory']}{edge})"))
+        goals = [(r["eps_rel"], g) for r in s["rows"]
+                 for g in (r.get("comparison") or {}).get("goals", ())]
+        if goals:
+            rows.append((f"{tag} declared goal: {goals[0][1]['a']} needs fewer samples than "
+                         f"the best {goals[0][1]['b']} (paired difference of mean samples, "
+                         "95% CI over test seeds), per eps ||Q*||",
+                         "; ".join(f"{e:g}: {'met' if g['met'] else 'not met'} "
+                                   f"({-g['difference']:+.4g} [{-g['ci'][1]:+.4g}, "
+                                   f"{-g['ci'][0]:+.4g}])" for e, g in goals)))
         sl = s["slope_samples_vs_inv_eps"]
         rows.append((f"{tag} slope of samples vs 1/eps (best constant, theory)",
                      f"{sl['best_constant']:.2f}, {sl.get('p=0.667', float('nan')):.2f}"))

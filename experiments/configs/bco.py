@@ -7,8 +7,11 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c = ml_collections.ConfigDict()
     c.seed = 0
     c.mesh_shape = (-1,)  # batch axis over all devices (1-D mesh 'batch')
-    c.num_seeds = 16  # test problems (seed `seed`)
-    c.val_seed = 1000  # validation problems for the step choice, disjoint from the test ones
+    c.num_seeds = 16  # test problems (the protocol's test items of `seed`)
+    # Validation problems of the tuned studies are the protocol's tuning items of `seed`
+    # (jaxlab.core.protocol.item_keys), disjoint from its test items; `val_seed` is kept
+    # (checked to differ from `seed`) but no study reads it.
+    c.val_seed = 1000
     c.num_val_seeds = 8
     # Step multipliers of the vs_dim study (times the default scale D); must contain 1,
     # 2^-1/2 (matched constant) and 1/4 (d-independent control).

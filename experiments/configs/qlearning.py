@@ -5,7 +5,7 @@ asynchronous trajectory sampling on several MDP families. Per family: a geometri
 of constant periods K (``constant_grid`` = (K_min, K_max, points per doubling), times
 the family's ``scale``) and the growth family K_n = base gamma^(-p n) for every p in
 ``growth_powers`` (p = 2/3 is the theory schedule) with bases from ``base_grid`` (times
-``scale``). The best constant K (per eps) and each p's base are picked on
+``scale``). The best constant K and each p's base (per eps) are picked on
 ``num_val_seeds`` validation seeds, then evaluated on ``num_seeds`` disjoint test seeds.
 ``variant_families`` rerun those families with the other inner loop (labelled variant).
 eps = ``eps_rel`` * ||Q*||_inf; every run uses ``num_records * record_every * scale``

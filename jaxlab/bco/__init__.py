@@ -30,9 +30,25 @@ Signatures:
     smoothness=None) -> FunctionSeq``, taken by ``run`` / ``regret`` / ``dynamic_regret``.
   * ``step_rule(scale, lam, eta_max) -> StepRule`` (a pytree: ``vmap`` over step sizes);
     every constructor also works inside ``jit`` with traced ``delta`` / domain / rule.
+
+The paper's protocol on your own loss sequences (step multipliers tuned on validation
+seeds, paired test seeds, bootstrap CIs; ``jaxlab.core.protocol``): ``compare(key,
+make_seq, *, contenders=("gradient_variation", "agarwal2010"), tuning=4, seeds=8,
+goals=None, domain=..., delta=0.05, regret="static" | "dynamic") -> Comparison``;
+``final_regrets`` is the per-seed runner, ``two_point_contender`` / ``builtin_contenders``
+the declared grids.
 """
 
 from jaxlab.bco import domains, ensembles, estimators, learners, losses, msmwc, variation
+from jaxlab.bco.comparison import (
+    DEFAULT_MULTIPLIERS,
+    Problem,
+    builtin_contenders,
+    compare,
+    final_regrets,
+    problem,
+    two_point_contender,
+)
 from jaxlab.bco.domains import Ball, Box, ball, box
 from jaxlab.bco.learners import (
     Info,
@@ -51,6 +67,8 @@ from jaxlab.bco.losses import FunctionSeq, loss_sequence
 from jaxlab.bco.run import dynamic_regret, regret, run
 
 __all__ = [
+    "DEFAULT_MULTIPLIERS", "Problem", "builtin_contenders", "compare", "final_regrets",
+    "problem", "two_point_contender",
     "Ball", "Box", "FunctionSeq", "Info", "State", "StepRule", "agarwal2010", "ball", "box",
     "domains", "dynamic_regret", "ensembles", "estimators", "gradient_variation", "init",
     "learners", "loss_sequence", "losses", "msmwc", "ogd_sqrt_d_step", "one_point_box",

@@ -26,9 +26,27 @@ The experiment's bulk path (one ``lax.scan`` per chunk, uniforms drawn up front 
 period schedules and inner-loop step sizes in ``schedules`` (the paper's SGD inner loop:
 ``step_size=paper_sgd_step(mdp, sampling)``; the default ``inverse_count_step`` is the
 running-mean variant).
+
+The paper's protocol on any MDP (validation-tuned grids, paired test seeds, bootstrap CIs,
+censoring at the run length; ``jaxlab.core.protocol``): ``compare(key, mdp, *,
+contenders=("theory", "constant"), tuning=4, seeds=8, goals=None, ...) -> Comparison``;
+``problem`` builds the shared run settings, ``samples_to_eps`` is the per-seed runner,
+``constant_contender`` / ``growth_contender`` / ``builtin_contenders`` the declared grids.
 """
 
 from jaxlab.qlearning import schedules
+from jaxlab.qlearning.comparison import (
+    DEFAULT_BASES,
+    DEFAULT_PERIODS,
+    Problem,
+    builtin_contenders,
+    compare,
+    constant_contender,
+    growth_contender,
+    problem,
+    samples_to_eps,
+    simulate_runs,
+)
 from jaxlab.qlearning.mdp import (
     TabularMDP,
     chain,
@@ -57,6 +75,8 @@ from jaxlab.qlearning.periodic_q import (
 from jaxlab.qlearning.value_iteration import VIInfo, bellman_optimality, value_iteration
 
 __all__ = [
+    "DEFAULT_BASES", "DEFAULT_PERIODS", "Problem", "builtin_contenders", "compare",
+    "constant_contender", "growth_contender", "problem", "samples_to_eps", "simulate_runs",
     "SAMPLING_MODES", "Info", "State", "TabularMDP", "Trace", "VIInfo", "bellman_optimality",
     "chain", "check_mdp", "garnet", "init", "make_mdp", "paper_sgd_step", "periodic",
     "run_steps", "run_uniforms", "samples_to_accuracy", "sampling_distribution", "schedules",
