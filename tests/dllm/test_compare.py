@@ -53,17 +53,17 @@ def test_item_problems_are_one_sample_per_item_key():
 def test_decode_items_equals_each_problem_decoded_alone_at_any_batch():
     """Item i's value is its problem decoded on its own with ``fold_in(k_i, 1)`` and
     verified (no vmap), whatever the number of problems per call."""
-    keys = protocol.item_keys(jax.random.key(1), "test", np.arange(3))
+    keys = protocol.item_keys(jax.random.key(1), "test", np.arange(4))
     fn = comparison.decoder("path_smc", PROBLEM)
     correct, (result, bad) = comparison.decode_items(fn, TASK, keys)
     again, _ = comparison.decode_items(fn, TASK, keys, batch=2)
     np.testing.assert_array_equal(correct, again)
-    assert not bad.any() and result.answer.shape == (3, 1, 4)
+    assert not bad.any() and result.answer.shape == (4, 1, 4)
     prompt, _ = comparison.item_problems(TASK, keys)
     alone = jax.jit(lambda k, p: path_smc.smc_decode(
         k, oracle, p, 4, mask_id=5, vocab_size=6, num_particles=2, proposal="path",
         temperature=0.0, position_temperature=1.0, greedy_reference=True)[0].answer)
-    for i in range(3):
+    for i in range(4):
         answer = alone(jax.random.fold_in(keys[i], 1), prompt[i:i + 1])
         np.testing.assert_array_equal(result.answer[i], answer)
         assert correct[i] == bool(TASK.verify(prompt[i:i + 1], answer)[0])
@@ -76,7 +76,7 @@ def test_compare_on_a_users_problem_tunes_on_tuning_problems_and_pairs_the_test(
                        contenders={"poke_smc": comparison.contender("poke_smc", grid),
                                    "greedy": None, "best_of_n": comparison.contender(
                                        "best_of_n", [{}])},
-                       tuning=4, seeds=12, resamples=200, progress=False,
+                       tuning=4, seeds=12, batch=4, resamples=200, progress=False,
                        results_path=path)
     assert list(out.contenders) == ["poke_smc", "greedy", "best_of_n"]
     assert [(d.a, d.b) for d in out.differences] == [("poke_smc", "greedy"),
@@ -85,7 +85,7 @@ def test_compare_on_a_users_problem_tunes_on_tuning_problems_and_pairs_the_test(
     assert [(g.goal.b, g.goal.margin) for g in out.goals] == [("greedy", 0.02),
                                                               ("best_of_n", 0.02)]
     lines = [json.loads(x) for x in path.read_text().splitlines()]
-    assert [r["split"] for r in lines] == ["tuning"] * 2 + ["test"] * 3
+    assert [r["split"] for r in lines] == ["tuning"] * 2 + ["test"] * 9
     # Tuning kept the better grid point on the tuning problems (first on a tie).
     rows = out.contenders["poke_smc"].tuning
     best = max(range(2), key=lambda i: rows[i][1])
@@ -96,8 +96,10 @@ def test_compare_on_a_users_problem_tunes_on_tuning_problems_and_pairs_the_test(
     r = decoding.decode(jax.random.key(0), oracle, prompt, 4, mask_id=5, vocab_size=6)
     np.testing.assert_array_equal(out.contenders["greedy"].values,
                                   np.asarray(TASK.verify(prompt, r.answer), float))
-    assert [r["values"] for r in lines if r["split"] == "test"] == [
-        out.contenders[n].values.tolist() for n in out.contenders]
+    test = [r for r in lines if r["split"] == "test"]
+    for n in out.contenders:
+        assert sum((r["values"] for r in test if r["contender"] == n), []) == \
+            out.contenders[n].values.tolist()
     d = out.differences[0]
     assert d.value == pytest.approx(np.mean(out.contenders["poke_smc"].values
                                             - out.contenders["greedy"].values))
@@ -130,6 +132,22 @@ def test_grids_name_only_the_contenders_settings():
     assert comparison.default_goals(("greedy", "sr_smc")) == []
 
 
+def test_greedy_accuracy_fn_is_greedy_decodings_accuracy():
+    task = tasks.Addition(n_digits=2)
+    cfg = model.LLaDAConfig(vocab_size=task.vocab_size, mask_token_id=task.mask_id,
+                            d_model=16, n_layers=1, n_heads=2, n_kv_heads=2,
+                            mlp_hidden_size=32)
+    graphdef, params = model.init(cfg, seed=3)
+    prompt, _ = task.sample(jax.random.key(5 + 20_000), 16)
+    r = decoding.decode(jax.random.key(0), lambda t: model.apply(graphdef, params, t), prompt,
+                        task.answer_len, mask_id=task.mask_id, vocab_size=task.vocab_size)
+    assert float(train.greedy_accuracy_fn(task, graphdef, 16, seed=5)(params)) == \
+        pytest.approx(float(np.mean(task.verify(prompt, r.answer))))
+    with pytest.raises(ValueError, match="num_problems"):
+        train.greedy_accuracy_fn(task, graphdef, 0)
+
+
+@pytest.mark.slow  # compiles a training step
 def test_greedy_accuracy_during_training_is_the_decoders_accuracy():
     """``train.train(..., greedy_problems=G)`` logs, per chunk, greedy decoding's accuracy
     on G held-out problems: the final entry equals decoding those problems with the
