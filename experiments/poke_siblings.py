@@ -8,7 +8,8 @@ problems are hard, not which particle of a problem will do better: its mid-path 
 of sibling particles matched Path LL alone (README, POKE-SMC). This binary trains two
 more heads on *sibling* rollouts (``config.poke.rollouts / siblings`` fresh training
 prompts, ``siblings`` proposal rollouts each; prompts from a key used nowhere else) and
-compares the three on the held-out test problems of the study (key ``seed + 7777``).
+compares the three on the held-out test problems of the study
+(``dllm.item_keys(config, "test", n)``).
 
 Declared before the first run, nothing tuned on the test problems:
   * heads: ``shipped`` (the study's head), ``sibling_mse`` (MSE on the sibling rollouts:
@@ -31,7 +32,7 @@ import numpy as np
 from absl import logging
 
 from jaxlab.core import metrics
-from jaxlab.dllm import poke
+from jaxlab.dllm import comparison, poke
 
 from . import common, dllm, dllm_models
 from .lib import results
@@ -77,7 +78,8 @@ def run(config, workdir: str) -> dict:
         spec = dllm_models.default_proposal(config, m.task)
         heads = {"shipped": models.poke_head(name, proposal=spec),
                  **_fit_sibling_heads(config, m)}
-        prompt, _ = m.task.sample(jax.random.key(config.seed + 7_777), config.num_problems)
+        keys = dllm.item_keys(config, "test", config.num_problems)
+        prompt, _ = comparison.item_problems(m.task, keys)
         ranking, runs = {}, {}
         for h, head in heads.items():
             value_fn = poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)
@@ -86,7 +88,7 @@ def run(config, workdir: str) -> dict:
             ranking[h] = pre[str(n)]["ranking_on_mixed"]
             dec = dllm.decoders(config, m.task, m.denoise_fn, value_fn, tuned,
                                 particles=(n,))[f"poke_smc_{n}"]
-            runs[h] = dllm._run_decoder(config, m.task, f"{name} poke_smc_{n} {h}", dec, prompt)
+            runs[h] = dllm._run_decoder(config, m.task, f"{name} poke_smc_{n} {h}", dec, keys)
             logging.info("poke_siblings: %s %s: POKE-SMC accuracy %.3f", name, h,
                          runs[h]["accuracy"])
         diffs = {}

@@ -28,10 +28,15 @@ block-end resampling; the baseline POKE-SMC is compared with),
 answers), ``config`` (experiment-config validation).
 
 Your own task: any object with ``tasks.Task``'s fields; ``tasks.register_task`` (or
-``config.task_refs``) makes the study binaries take it.
+``config.task_refs``) makes the study binaries take it. The paper's comparison on it:
+``dllm.compare(key, dllm.Problem(task, denoise_fn, value_fn), tuning=..., seeds=...)``
+(``comparison``: POKE-SMC against greedy, best-of-N, Path-LL SMC and SR-SMC with their
+declared grids tuned on validation problems, paired bootstrap CIs on test problems, the
+paper's +2 points goal).
 """
 
 from jaxlab.dllm import (
+    comparison,
     config,
     decoding,
     evaluation,
@@ -43,6 +48,7 @@ from jaxlab.dllm import (
     tasks,
     train,
 )
+from jaxlab.dllm.comparison import Problem, Proposal, compare, fit_value_fn
 from jaxlab.dllm.decoding import (
     DecodeInfo,
     DecodeResult,
@@ -66,9 +72,10 @@ from jaxlab.dllm.path_smc import (
 )
 
 __all__ = [
-    "DecodeInfo", "DecodeResult", "DecodeState", "Info", "State", "best_of_n",
-    "best_of_n_correct", "best_particle", "config", "decode", "decode_threshold", "decoder",
-    "decoding", "evaluation", "init", "loading", "model", "particle_correctness", "pass_at_k",
-    "pass_at_n", "path_log_likelihood", "path_smc", "poke", "run_particles", "smc",
-    "smc_decode", "sr_smc", "step", "tasks", "train",
+    "DecodeInfo", "DecodeResult", "DecodeState", "Info", "Problem", "Proposal", "State",
+    "best_of_n", "best_of_n_correct", "best_particle", "compare", "comparison", "config",
+    "decode", "decode_threshold", "decoder", "decoding", "evaluation", "fit_value_fn",
+    "init", "loading", "model", "particle_correctness", "pass_at_k", "pass_at_n",
+    "path_log_likelihood", "path_smc", "poke", "run_particles", "smc", "smc_decode",
+    "sr_smc", "step", "tasks", "train",
 ]

@@ -26,10 +26,11 @@ from flax import nnx
 
 from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
+from jaxlab.dllm import decoding
 from jaxlab.dllm import model as model_lib
 
 __all__ = ["DenoiserTrainState", "mask_answers", "diffusion_loss", "make_train_step",
-    "make_optimizer", "evaluate_loss", "train"]
+    "make_optimizer", "evaluate_loss", "greedy_accuracy_fn", "train"]
 
 
 class DenoiserTrainState(NamedTuple):
@@ -125,17 +126,57 @@ def evaluate_loss(task, graphdef, params, batch_size: int, *, seed: int) -> Arra
     return diffusion_loss(logits[:, task.prompt_len:], answer, is_masked, t)
 
 
+def greedy_accuracy_fn(task, graphdef, num_problems: int, *, seed: int = 0):
+    """A jitted ``params -> accuracy []`` of greedy (confidence-policy) decoding on
+    ``num_problems`` held-out problems ``task.sample(key(seed + 20_000), num_problems)``
+    (a key stream apart from the training data's and ``evaluate_loss``'s).
+
+    Example:
+      >>> import jax
+      >>> from jaxlab.dllm import model, tasks, train
+      >>> task = tasks.Addition(n_digits=2)
+      >>> cfg = model.LLaDAConfig(vocab_size=task.vocab_size, mask_token_id=task.mask_id,
+      ...                         d_model=16, n_layers=1, n_heads=2, n_kv_heads=2,
+      ...                         mlp_hidden_size=32)
+      >>> graphdef, params = model.init(cfg)
+      >>> acc = train.greedy_accuracy_fn(task, graphdef, 8)(params)
+      >>> 0.0 <= float(acc) <= 1.0
+      True
+    """
+    validation.check_positive_int("num_problems", num_problems)
+    prompt, _ = task.sample(jax.random.key(seed + 20_000), num_problems)
+
+    @jax.jit
+    def accuracy(params):
+        result = decoding.decode(jax.random.key(0),
+                                 functools.partial(model_lib.apply, graphdef, params), prompt,
+                                 task.answer_len, mask_id=task.mask_id,
+                                 vocab_size=task.vocab_size)
+        return jnp.mean(task.verify(prompt, result.answer).astype(jnp.float32))
+
+    return accuracy
+
+
 def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: float,
           seed: int = 0, runner: loops.ChunkRunner = loops.run_chunks,
-          num_chunks: int = 10) -> tuple[nnx.GraphDef, nnx.State, dict]:
+          num_chunks: int = 10,
+          greedy_problems: int = 0) -> tuple[nnx.GraphDef, nnx.State, dict]:
     """Trains a denoiser on ``task`` in ``num_chunks`` chunks driven by ``runner``
     (``loops.run_chunks``; the experiments pass a resumable, checkpointing runner).
 
     A Python loop of jitted steps (on XLA:CPU faster than a scan around a network step,
     see WORKSPACE_NOTES.md); the whole DenoiserTrainState is checkpointed after each chunk.
 
+    Args:
+      greedy_problems: with G > 0, after every chunk (every ``steps / num_chunks`` steps)
+        the greedy (confidence-policy) accuracy on G held-out problems
+        (``greedy_accuracy_fn``) is measured and logged beside the losses, to choose the
+        training length by what decoding needs rather than by the loss. Chunks restored
+        from a checkpoint (a resumed run) report NaN.
+
     Returns:
-      (graphdef, params, history) with history = {"step", "train_loss", "eval_loss"} lists.
+      (graphdef, params, history) with history = {"step", "train_loss", "eval_loss"} lists
+      (and ``"greedy_accuracy"`` with ``greedy_problems`` > 0).
     """
     if cfg.vocab_size != task.vocab_size:
         raise ValueError(f"model `vocab_size`={cfg.vocab_size} != task vocab "
@@ -149,7 +190,12 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
     validation.check_finite("lr", lr)
     if steps % num_chunks:
         raise ValueError(f"`steps`={steps} must be divisible by `num_chunks`={num_chunks}.")
+    if greedy_problems:
+        validation.check_positive_int("greedy_problems", greedy_problems)
     graphdef, params = model_lib.init(cfg, seed=seed)
+    greedy = greedy_accuracy_fn(task, graphdef, greedy_problems, seed=seed) \
+        if greedy_problems else None
+    greedy_acc = [float("nan")] * num_chunks
     optimizer = make_optimizer(lr, steps)
     state = DenoiserTrainState(params, optimizer.init(params), jax.random.key(seed),
                                jnp.int32(0), jnp.zeros(num_chunks), jnp.zeros(num_chunks))
@@ -162,14 +208,19 @@ def train(task, cfg: model_lib.LLaDAConfig, *, steps: int, batch_size: int, lr: 
             st, loss = step_fn(st)
             total += loss
         ev = evaluate_loss(task, graphdef, st.params, 512, seed=0)
+        if greedy is not None:
+            greedy_acc[i] = float(greedy(st.params))
         return st._replace(losses=st.losses.at[i].set(total / per_chunk),
                            eval_losses=st.eval_losses.at[i].set(ev))
 
     state = runner(
         chunk, state, num_chunks,
         desc=f"{task.name} denoiser", unit="steps", units_per_chunk=per_chunk,
-        log_fn=lambda i, s: f"loss {float(s.losses[i]):.4f} eval {float(s.eval_losses[i]):.4f}")
+        log_fn=lambda i, s: f"loss {float(s.losses[i]):.4f} eval {float(s.eval_losses[i]):.4f}"
+        + ("" if greedy is None else f" greedy accuracy {greedy_acc[i]:.3f}"))
     history = {"step": [per_chunk * (i + 1) for i in range(num_chunks)],
                "train_loss": [float(x) for x in state.losses],
                "eval_loss": [float(x) for x in state.eval_losses]}
+    if greedy is not None:
+        history["greedy_accuracy"] = greedy_acc
     return graphdef, state.params, history

@@ -144,8 +144,8 @@ def test_every_full_preset_task_is_shipped():
 
 
 def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatch):
-    """``_tune`` with stubbed accuracies: every grid entry is run on the validation prompts
-    (key seed + 4242, never the test prompts) at ``protocol.tune_particles``, in the
+    """``_tune`` with stubbed accuracies: every grid entry is run on the validation problems
+    (the "tuning" item keys, never the test ones) at ``protocol.tune_particles``, in the
     declared order (proposal, SR-SMC's temperature, the head on the chosen proposal, then
     per SMC family beta x ESS threshold and the selection); each argmax is frozen before
     the next stage and ties go to the first entry."""
@@ -160,16 +160,16 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
                         schedules=(), selections=("path_ll", "weight"))
     task = tasks_lib.make_task("addition", n_digits=3)
     assert decoding.coarse_block(task.answer_len) < task.answer_len
-    val, _ = task.sample(jax.random.key(cfg.seed + 4_242), 4)
-    test, _ = task.sample(jax.random.key(cfg.seed + 7_777), 4)
+    val = exp.item_keys(cfg, "tuning", 4)
+    test = exp.item_keys(cfg, "test", 4)
     seen, names = [], []
     accs = iter([0.1, 0.3, 0.5, 0.5,   # proposal: one 0.2, coarse 0.5
                  0.4, 0.4,             # SR-SMC T: tie -> 1.0
                  0.2, 0.6, 0.3, 0.7,   # Path-LL SMC: beta 4; select weight
                  0.5, 0.5, 0.6, 0.2])  # POKE-SMC: tie -> beta 1; select path_ll
 
-    def fake_run(config, task_, name, dec, prompt):
-        seen.append(np.asarray(prompt))
+    def fake_run(config, task_, name, dec, keys):
+        seen.append(np.asarray(jax.random.key_data(keys)))
         names.append(name.rsplit(" ", 1)[-1])
         return {"accuracy": next(accs)}
 
@@ -195,5 +195,6 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
     assert value_fn is not None
     assert names == ["best_of_2", "smc_2"] * 2 + ["sr_smc_2"] * 2 + ["smc_2"] * 4 + [
         "poke_smc_2"] * 4
-    assert len(seen) == 14 and all(np.array_equal(p, np.asarray(val)) for p in seen)
-    assert not np.array_equal(np.asarray(val), np.asarray(test))
+    val, test = (np.asarray(jax.random.key_data(k)) for k in (val, test))
+    assert len(seen) == 14 and all(np.array_equal(k, val) for k in seen)
+    assert not set(map(tuple, val)) & set(map(tuple, test))
