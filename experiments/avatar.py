@@ -97,6 +97,9 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
 
     Returns:
       {"metrics": [protocols, len(METRICS), strategies, seeds, rounds + 1] test metrics,
+       "heldout": the same on the never-queried nodes (``c.heldout_frac`` under "paper";
+       NaN when there are none; "fixed": the test set), "removal": [protocols,
+       len(METRICS), strategies, seeds] the round-0 plan on the final test set,
        "picked": / "pool": [protocols, strategies, seeds, rounds] share of the round's
        queries / candidates already top-1 correct; NaN for a strategy not defined on the
        task), "skipped": the names of those strategies (``skipped_strategies``)}.
@@ -111,6 +114,9 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
     out = np.full((len(c.protocols), len(METRICS), *shape[1:], c.rounds + 1), np.nan,
                   np.float32)
     picked = np.full((*shape, c.rounds), np.nan, np.float32)
+    heldout = c.get("heldout_frac", 0.0)
+    held = np.full_like(out, np.nan)  # never queried ("fixed": the test set itself)
+    removal = np.full(out.shape[:-1], np.nan, np.float32)
     pool = np.full((*shape, c.rounds), np.nan, np.float32)
     for name_s, why in skipped.items():
         logging.info("avatar %s / %s: skipped (%s)", name, name_s, why)
@@ -124,22 +130,28 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
             init_frac=init_frac, budget_frac=c.budget_frac, utility=c.utility,
             solver=ALIGNERS[aligner_for(c, name)], sinkhorn_threshold=c.sinkhorn_threshold,
             sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,
-            protocol=protocol), in_axes=(None, 0, None)))
+            protocol=protocol, heldout_frac=heldout if protocol == "paper" else 0.0),
+            in_axes=(None, 0, None)))
         for j, (i, name_s) in enumerate(runs):
             t0 = time.perf_counter()
             for lo, hi in chunks:
                 keys = sharding.shard_batch(all_keys[lo:hi], c.mesh_shape)
                 res = run(task, keys, jnp.int32(j))
                 res_metrics = sharding.to_host(res.metrics)
+                res_held = sharding.to_host(res.heldout_metrics)
+                res_removal = sharding.to_host(res.removal_metrics)
                 for m, key in enumerate(METRICS):
                     out[p, m, i, lo:hi] = res_metrics[key]
+                    held[p, m, i, lo:hi] = res_held[key]
+                    removal[p, m, i, lo:hi] = res_removal[key]
                 picked[p, i, lo:hi] = sharding.to_host(res.picked_correct)
                 pool[p, i, lo:hi] = sharding.to_host(res.pool_correct)
             logging.info("avatar %s / %s / %s: final MRR %.3f, round-0 picks correct %.2f "
                          "(pool %.2f) (%.1fs)", name, protocol, name_s,
                          out[p, 0, i, :, -1].mean(), picked[p, i, :, 0].mean(),
                          pool[p, i, :, 0].mean(), time.perf_counter() - t0)
-    return {"metrics": out, "picked": picked, "pool": pool, "skipped": sorted(skipped)}
+    return {"metrics": out, "picked": picked, "pool": pool, "skipped": sorted(skipped),
+            "heldout": held, "removal": removal}
 
 
 def skipped_strategies(c: ml_collections.ConfigDict, task, aligner: str | None = None) -> dict:
@@ -296,14 +308,29 @@ def _summarize(c, out) -> dict:
             t["round0_pool_correct"] = float(pool[p, ran, :, 0].mean())
             final = {st: arr[p, 0, i, :, -1] for i, st in zip(ran, names, strict=True)}
             t["paired_final_mrr"] = {}
+            lines = {"": final}
+            if "heldout" in res and "removal" in res:
+                held, removal = np.asarray(res["heldout"]), np.asarray(res["removal"])
+                lines[", never queried"] = {st: held[p, 0, i, :, -1]
+                                            for i, st in zip(ran, names, strict=True)}
+                lines[", removal only"] = {st: removal[p, 0, i]
+                                           for i, st in zip(ran, names, strict=True)}
+                for label, field in ((", never queried", "final_mrr_heldout"),
+                                     (", removal only", "final_mrr_removal")):
+                    t[field] = {}
+                    for st, v in lines[label].items():
+                        if np.all(np.isfinite(v)):
+                            mean, hw = metrics.mean_and_ci(v)
+                            t[field][st] = {"mean": float(mean), "ci95": float(hw)}
             for st in names:
                 if not st.startswith("avatar"):
                     continue
                 for base in ("random", "entropy"):
-                    if base in final:
-                        key, sub = jax.random.split(key)
-                        t["paired_final_mrr"][f"{st} - {base}"] = _paired(sub, final[st],
-                                                                          final[base])
+                    for label, line in lines.items():
+                        if base in line and np.all(np.isfinite(line[st])):
+                            key, sub = jax.random.split(key)
+                            t["paired_final_mrr"][f"{st} - {base}{label}"] = _paired(
+                                sub, line[st], line[base])
             task["protocols"][protocol] = t
         s["tasks"][name] = task
     sc = np.asarray(out["scaling"])
@@ -390,6 +417,13 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                     else "")
             rows.append((f"{name}{ext} ({pr} protocol, {aligner} aligner{size}): final test MRR",
                          ", ".join(f"{k} {v:.3f}" for k, v in f.items()) + pub + skip))
+            for field, label in (("final_mrr_heldout", "never queried"),
+                                 ("final_mrr_removal", "removal only: round-0 plan on the "
+                                                       "final test set")):
+                if t.get(field) and pr == "paper":
+                    rows.append((f"{name} ({pr}): final MRR, {label} (95% CI over seeds)",
+                                 ", ".join(f"{k} {v['mean']:.3f} ± {v['ci95']:.3f}"
+                                           for k, v in t[field].items())))
             for k, d in t["paired_final_mrr"].items():
                 rows.append((f"{name} ({pr}): {k}, paired final MRR",
                              f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"))
