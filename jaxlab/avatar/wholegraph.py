@@ -91,6 +91,11 @@ class Protocol(NamedTuple):
       heldout_frac: share of the pairs drawn before round 0 and never queried (after the
         initial anchors in the same permutation, so the initial anchors do not depend on
         it); 0: none (AvAtar's protocol).
+      frozen_rwr: keep the RWR position features of the initial anchors (the queried pairs
+        are still anchors of the cost, the plan's prior and the test set); False: every
+        current anchor's RWR column (ours). AvAtar's code keeps ``rwr_anchors`` at the
+        initial anchors through a PlanetAlign version that is not public, so which one
+        its runs used cannot be known.
     """
 
     rounds: int = 10
@@ -100,6 +105,7 @@ class Protocol(NamedTuple):
     cg_maxiter: int = 2000
     warm: bool = True
     heldout_frac: float = 0.0
+    frozen_rwr: bool = False
 
 
 def check_protocol(protocol: Protocol) -> None:
@@ -116,8 +122,10 @@ def check_protocol(protocol: Protocol) -> None:
     validation.check_positive_int("protocol.cg_maxiter", protocol.cg_maxiter)
     validation.check_in_range("protocol.heldout_frac", protocol.heldout_frac, 0.0, 1.0,
                               high_inclusive=False)
-    if not isinstance(protocol.warm, bool):
-        raise ValueError(f"`protocol.warm` must be a bool, got {protocol.warm!r}.")
+    for name in ("warm", "frozen_rwr"):
+        if not isinstance(getattr(protocol, name), bool):
+            raise ValueError(f"`protocol.{name}` must be a bool, got "
+                             f"{getattr(protocol, name)!r}.")
 
 
 def _counts(num_pairs: int, protocol: Protocol) -> tuple[int, int, int]:
@@ -530,7 +538,8 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
         anchors = anchors.copy()
         anchors[idx] = True
         t1 = time.perf_counter()
-        rnd, diag = round_solve(task, graph, anchors, rnd._replace(y=y), idx, settings,
+        grown = np.zeros(0, np.int64) if protocol.frozen_rwr else idx  # new RWR columns
+        rnd, diag = round_solve(task, graph, anchors, rnd._replace(y=y), grown, settings,
                                 protocol.warm, host)
         jax.block_until_ready(rnd.plan)
         t_solve = time.perf_counter() - t1
