@@ -216,3 +216,28 @@ def test_the_binary_runs_and_resumes(tmp_path):
     assert out.stdout.strip().splitlines()[-1].startswith(f"results: {tmp_path} (table.md, ")
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "resumed after round 1" in again.stdout
+
+
+def test_a_summary_from_before_random_tie_order_everywhere_keeps_its_meaning():
+    """An older summary.json: "mrr" ranked the truth first, "mrr_random_ties" at random."""
+    old = {"table": {x: {"mrr": v + 0.05, "mrr_random_ties": v, "mrr_st": v,
+                         "mrr_st_ties_against": v - 0.1, "hits@1": v, "seeds": 3,
+                         "round0_mrr": 0.85, "round0_mrr_random_ties": 0.80,
+                         "round_s_mean": 10.0, "round_s_max": 12.0}
+                     for x, v in (("random", 0.80), ("avatar", 0.75))},
+           "paired": {"avatar-random": {"mean": -0.05, "ci95": [-0.06, -0.04]},
+                      "avatar-random, random tie order": {"mean": -0.05,
+                                                          "ci95": [-0.07, -0.03]}},
+           "paper": None, "warm_starts": {"rounds_compared": 0},
+           "solver": {"round0_s": 1.0, "rounds_h": 0.1, "peak_rss_gb": 1.0,
+                      "column_error_max": 0.01, "cg_not_converged": 0}}
+    rows = dict(ws.headline({"summary": {"acm_dblp": old}}))
+    names = "(random / avatar)"
+    assert rows[f"acm_dblp: test MRR after the last round, {ws.LINES['mrr']} {names}"] \
+        .startswith("0.800 / 0.750 (3 seeds")
+    assert rows[f"acm_dblp: the paper's metric with the truth first among ties {names}"] == \
+        "0.850 / 0.800"
+    assert rows["acm_dblp: avatar-random MRR (paired over seeds, 95% CI)"].endswith(
+        "[-0.0700, -0.0300]")
+    assert "acm_dblp: avatar-random, truth first among ties MRR (paired over seeds, 95% CI)" \
+        in rows
