@@ -6,10 +6,11 @@ ground-truth pairs as initial anchors, 10 rounds of floor(0.2 k / 10) queries, t
 set every unanchored pair; strategies random, entropy, density and AvAtar (official score,
 sq_l2 utility). Beside that metric: a set of 20% of the pairs drawn before round 0 and
 never queried (``--heldout_frac``; queries come from the rest) and the removal-only line
-(the round-0 plan on the final test set); ties in random order. Paired seeds (each seed's initial anchors are shared by its strategies,
-and so is its round-0 solve). The comparison is declared here, before any run: AvAtar
-minus random and AvAtar minus entropy in MRR after round 10, paired over seeds, mean and
-95% Student-t interval; nothing is tuned (PARROT's settings are the official scripts').
+(the round-0 plan on the final test set); ties in random order. Paired seeds (each
+seed's initial anchors are shared by its strategies, and so is its round-0 solve). The
+comparison is declared here, before any run: AvAtar minus random and AvAtar minus entropy
+in MRR after round 10, paired over seeds, mean and 95% Student-t interval (on each of the
+three lines); nothing is tuned (PARROT's settings are the official scripts').
 
 Writes ``<workdir>/summary.json`` (every round of every run: metrics, times, solver
 diagnostics, memory; the table; the machine, versions and git commit), ``table.md`` and

@@ -160,7 +160,7 @@ def headline(summary: dict) -> list[tuple[str, str]]:
         seeds = min(t[x]["seeds"] for x in order)
         names = " / ".join(order)
 
-        def with_ci(x, m):
+        def with_ci(x, m, t=t):
             ci = t[x].get(m + "_ci95")
             return f"{t[x][m]:.3f}" + ("" if ci is None else f" ± {ci:.3f}")
 

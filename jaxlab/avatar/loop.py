@@ -10,7 +10,7 @@ utilities (a tuple) give the official weighted sum of L2-normalised scores.
 API (blackjax / optax style; the key always first, shapes static, anchors a boolean mask):
 
     alg = active(task, "avatar", rounds=10)       # validates, binds task and settings
-    state = alg.init(key)                          # State(anchors, test)
+    state = alg.init(key)                          # State(anchors, test, heldout)
     state, info = alg.step(key, state)             # solve, score, pick, label; Info
 
 ``init(key, task, ...)`` / ``step(key, state, task, ...)`` are the same functions with the
