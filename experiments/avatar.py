@@ -103,6 +103,9 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
 
     Returns:
       {"metrics": [protocols, len(METRICS), strategies, seeds, rounds + 1] test metrics,
+       "heldout": the same on the never-queried nodes (``c.heldout_frac`` under "paper";
+       NaN when there are none; "fixed": the test set), "removal": [protocols,
+       len(METRICS), strategies, seeds] the round-0 plan on the final test set,
        "picked": / "pool": [protocols, strategies, seeds, rounds] share of the round's
        queries / candidates already top-1 correct; NaN for a strategy not defined on the
        task), "skipped": the names of those strategies (``skipped_strategies``)}.
@@ -116,6 +119,8 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
     out = np.full((len(c.protocols), len(METRICS), *shape[1:], c.rounds + 1), np.nan,
                   np.float32)
     picked = np.full((*shape, c.rounds), np.nan, np.float32)
+    held = np.full_like(out, np.nan)  # never queried ("fixed": the test set itself)
+    removal = np.full(out.shape[:-1], np.nan, np.float32)
     pool = np.full((*shape, c.rounds), np.nan, np.float32)
     for name_s, why in skipped.items():
         logging.info("avatar %s / %s: skipped (%s)", name, name_s, why)
@@ -132,8 +137,12 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
                 keys = sharding.shard_batch(all_keys[lo:hi], c.mesh_shape)
                 res = comparison.run_seeds(keys, task, table, j, **settings)
                 res_metrics = sharding.to_host(res.metrics)
+                res_held = sharding.to_host(res.heldout_metrics)
+                res_removal = sharding.to_host(res.removal_metrics)
                 for m, key in enumerate(METRICS):
                     out[p, m, i, lo:hi] = res_metrics[key]
+                    held[p, m, i, lo:hi] = res_held[key]
+                    removal[p, m, i, lo:hi] = res_removal[key]
                 picked[p, i, lo:hi] = sharding.to_host(res.picked_correct)
                 pool[p, i, lo:hi] = sharding.to_host(res.pool_correct)
             logging.info("avatar %s / %s / %s: final MRR %.3f, round-0 picks correct %.2f "
@@ -141,7 +150,8 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
                          out[p, 0, i, :, -1].mean(), picked[p, i, :, 0].mean(),
                          pool[p, i, :, 0].mean(), time.perf_counter() - t0)
             report(j + 1, len(runs), f"avatar {name} / {protocol}")
-    return {"metrics": out, "picked": picked, "pool": pool, "skipped": sorted(skipped)}
+    return {"metrics": out, "picked": picked, "pool": pool, "skipped": sorted(skipped),
+            "heldout": held, "removal": removal}
 
 
 def run_settings(c: ml_collections.ConfigDict, name: str, protocol_name: str) -> dict:
@@ -153,7 +163,8 @@ def run_settings(c: ml_collections.ConfigDict, name: str, protocol_name: str) ->
             "solver": ALIGNERS[aligner_for(c, name)],
             "sinkhorn_threshold": c.sinkhorn_threshold,
             "sinkhorn_max_iterations": c.sinkhorn_max_iterations, "cg_tol": c.cg_tol,
-            "protocol": protocol_name}
+            "protocol": protocol_name,
+            "heldout_frac": c.get("heldout_frac", 0.0) if protocol_name == "paper" else 0.0}
 
 
 def task_comparison(c, result: dict, p: int) -> core_protocol.Comparison:
@@ -328,6 +339,27 @@ def _summarize(c, out) -> dict:
             t["paired_final_mrr"] = {f"{d.a} - {d.b}": {"mean": d.value, "lo": d.low,
                                                         "hi": d.high}
                                      for d in cmp.differences}
+            if "heldout" in res and "removal" in res:
+                held, removal = np.asarray(res["heldout"]), np.asarray(res["removal"])
+                lines = {", never queried": {st: held[p, 0, i, :, -1]
+                                             for i, st in zip(ran, names, strict=True)},
+                         ", removal only": {st: removal[p, 0, i]
+                                            for i, st in zip(ran, names, strict=True)}}
+                for label, field in ((", never queried", "final_mrr_heldout"),
+                                     (", removal only", "final_mrr_removal")):
+                    t[field] = {}
+                    for st, v in lines[label].items():
+                        if np.all(np.isfinite(v)):
+                            mean, hw = metrics.mean_and_ci(v)
+                            t[field][st] = {"mean": float(mean), "ci95": float(hw)}
+                    finite = {st: v for st, v in lines[label].items()
+                              if np.all(np.isfinite(v))}
+                    if len(finite) > 1:
+                        extra = comparison.analyse(
+                            jax.random.fold_in(jax.random.key(c.seed), 2), finite)
+                        for d in extra.differences:
+                            t["paired_final_mrr"][f"{d.a} - {d.b}{label}"] = {
+                                "mean": d.value, "lo": d.low, "hi": d.high}
             task["protocols"][protocol] = t
         s["tasks"][name] = task
     sc = np.asarray(out["scaling"])
@@ -414,6 +446,13 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                     else "")
             rows.append((f"{name}{ext} ({pr} protocol, {aligner} aligner{size}): final test MRR",
                          ", ".join(f"{k} {v:.3f}" for k, v in f.items()) + pub + skip))
+            for field, label in (("final_mrr_heldout", "never queried"),
+                                 ("final_mrr_removal", "removal only: round-0 plan on the "
+                                                       "final test set")):
+                if t.get(field) and pr == "paper":
+                    rows.append((f"{name} ({pr}): final MRR, {label} (95% CI over seeds)",
+                                 ", ".join(f"{k} {v['mean']:.3f} ± {v['ci95']:.3f}"
+                                           for k, v in t[field].items())))
             for k, d in t["paired_final_mrr"].items():
                 rows.append((f"{name} ({pr}): {k}, paired final MRR",
                              f"{d['mean']:+.3f} [{d['lo']:+.3f}, {d['hi']:+.3f}]"))

@@ -19,7 +19,8 @@ def _record(rnd, mrr, cold=False, cg=0):
          "hits@30": mrr, "hits@50": mrr, "prod_steps": 3, "prod_change": 0.005,
          "column_error": 0.01, "solve_s": 50.0, "round_s": 55.0, "peak_rss_gb": 7.5,
          "load_avg_1min": 2.0, "cg_iterations": cg, "cg_converged": True,
-         "picked_correct": 0.5}
+         "picked_correct": 0.5, "heldout_mrr": mrr - 0.02, "removal_mrr": mrr - 0.04,
+         "mrr_truth_first": mrr + 0.05}
     if cold:
         r.update(prod_steps_cold=5, cost_gap_cold=1e-3)
         if cg:  # the CG runs (and is compared) for AvAtar only
@@ -47,10 +48,21 @@ def test_paired_differences_and_rows():
     assert s["acm_dblp"]["warm_starts"]["prod_steps_cold"] == 5.0
     assert s["acm_dblp"]["warm_starts"]["cg_cold"] == 150.0  # round 2 only: round 1 had
     assert s["acm_dblp"]["warm_starts"]["rounds_compared"] == 6  # no previous CG solution
+    assert s["acm_dblp"]["paired"]["avatar-random, never queried"]["mean"] == pytest.approx(0.03)
+    assert s["acm_dblp"]["paired"]["avatar-entropy, removal only"]["mean"] == pytest.approx(0.01)
     rows = dict(ws.headline({"summary": s}))
-    key = ("acm_dblp: test MRR after the last round, the truth first among ties (random / "
-           "entropy / avatar)")
-    assert rows[key].startswith("0.901 / 0.921 / 0.931 (3 seeds")
+    names = "(random / entropy / avatar)"
+    paper = f"acm_dblp: test MRR after the last round, {ws.LINES['mrr']} {names}"
+    ci = 4.303 * 0.001 / np.sqrt(3)  # seeds 0.001 apart: sd 0.001, t(2) = 4.303
+    assert rows[paper].startswith(f"0.901 ± {ci:.3f} / 0.921 ± {ci:.3f} / 0.931 ± {ci:.3f} "
+                                  "(3 seeds")
+    held = f"acm_dblp: test MRR after the last round, {ws.LINES['heldout_mrr']} {names}"
+    removal = f"acm_dblp: test MRR after the last round, {ws.LINES['removal_mrr']} {names}"
+    assert rows[held].startswith("0.881 ± ") and rows[removal].startswith("0.861 ± ")
+    assert rows[f"acm_dblp: the paper's metric with the truth first among ties {names}"] == \
+        "0.951 / 0.971 / 0.981"
+    md = ws.table_markdown(s)
+    assert "| avatar | 0.931 ± " in md and "never queried" in md and "removal only" in md
     assert "0.829 / 0.926 / 0.936" in rows[
         "acm_dblp: the AvAtar paper, Table 3 (random / entropy / AvAtar, PARROT)"]
     assert "+0.0300" in rows["acm_dblp: avatar-random MRR (paired over seeds, 95% CI)"]
@@ -140,20 +152,18 @@ def test_checkpoint_key_ignores_documentation_not_code():
     assert wr.code_text(a) != wr.code_text(c)
 
 
-def test_tie_metrics_read_the_checkpointed_plan(tmp_path):
+def test_a_checkpoint_keeps_the_heldout_pairs_and_the_round0_values(tmp_path):
     from tests.avatar.test_wholegraph import P, _problem
 
     task, g, s = _problem()
-    recs = wr.run_resumable(task, g, s, P, "entropy", 0, str(tmp_path), "k", log=print)
-    key = wr.run_key("k", s, P, "entropy", 0)
-    last = dict(recs[-1])
-    ws._add_tie_metrics(last, str(tmp_path / "run-entropy-seed0.npz"), key, task)
-    # random tie order lies between ties-for and ties-against, source -> target
-    lo, hi = last["mrr_st_ties_against"] - 1e-6, last["mrr_st"] + 1e-6
-    assert lo <= last["mrr_st_random_ties"] <= hi
-    before = dict(recs[-1])
-    ws._add_tie_metrics(before, str(tmp_path / "run-entropy-seed0.npz"), "another key", task)
-    assert "mrr_random_ties" not in before  # a checkpoint of another run is not read
+    p = P._replace(rounds=1, heldout_frac=0.25)
+    recs = wr.run_resumable(task, g, s, p, "entropy", 0, str(tmp_path), "k", log=print)
+    got = wr.load_checkpoint(str(tmp_path / "run-entropy-seed0.npz"),
+                             wr.run_key("k", s, p, "entropy", 0))
+    assert got.heldout.sum() == 12 and not (got.heldout & got.anchors).any()
+    assert set(got.round0_values) == {"mrr", "hits@1", "hits@10", "hits@30", "hits@50"}
+    assert all(v.shape == (48,) for v in got.round0_values.values())
+    assert {"heldout_mrr", "removal_mrr"} <= set(recs[-1])
 
 
 def test_run_study_runs_and_resumes_on_a_small_pair(tmp_path, monkeypatch):
@@ -176,7 +186,8 @@ def test_run_study_runs_and_resumes_on_a_small_pair(tmp_path, monkeypatch):
               compare_cold_rounds=1)
     out = ws.run_study(str(tmp_path / "wg"), log=lines.append, **kw)
     t = out["summary"]["small"]["table"]
-    assert t["avatar"]["seeds"] == 2 and "mrr_random_ties" in t["random"]
+    assert t["avatar"]["seeds"] == 2
+    assert {"heldout_mrr", "removal_mrr", "mrr_truth_first"} <= set(t["random"])
     runs = out["runs"]["small"]
     # one shared round 0 per seed: the strategies start from the same anchors and plan
     assert runs["random"][0][0]["mrr"] == runs["avatar"][0][0]["mrr"]
@@ -200,8 +211,33 @@ def test_the_binary_runs_and_resumes(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     rec = json.loads((tmp_path / "summary.json").read_text())
     t = rec["summary"]["foursquare_twitter"]["table"]
-    assert t["avatar"]["seeds"] == 2 and "mrr_random_ties" in t["random"]
+    assert t["avatar"]["seeds"] == 2 and "heldout_mrr" in t["random"]
     assert (tmp_path / "mrr.png").exists() and (tmp_path / "table.md").exists()
     assert out.stdout.strip().splitlines()[-1].startswith(f"results: {tmp_path} (table.md, ")
     again = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
     assert again.returncode == 0 and "resumed after round 1" in again.stdout
+
+
+def test_a_summary_from_before_random_tie_order_everywhere_keeps_its_meaning():
+    """An older summary.json: "mrr" ranked the truth first, "mrr_random_ties" at random."""
+    old = {"table": {x: {"mrr": v + 0.05, "mrr_random_ties": v, "mrr_st": v,
+                         "mrr_st_ties_against": v - 0.1, "hits@1": v, "seeds": 3,
+                         "round0_mrr": 0.85, "round0_mrr_random_ties": 0.80,
+                         "round_s_mean": 10.0, "round_s_max": 12.0}
+                     for x, v in (("random", 0.80), ("avatar", 0.75))},
+           "paired": {"avatar-random": {"mean": -0.05, "ci95": [-0.06, -0.04]},
+                      "avatar-random, random tie order": {"mean": -0.05,
+                                                          "ci95": [-0.07, -0.03]}},
+           "paper": None, "warm_starts": {"rounds_compared": 0},
+           "solver": {"round0_s": 1.0, "rounds_h": 0.1, "peak_rss_gb": 1.0,
+                      "column_error_max": 0.01, "cg_not_converged": 0}}
+    rows = dict(ws.headline({"summary": {"acm_dblp": old}}))
+    names = "(random / avatar)"
+    assert rows[f"acm_dblp: test MRR after the last round, {ws.LINES['mrr']} {names}"] \
+        .startswith("0.800 / 0.750 (3 seeds")
+    assert rows[f"acm_dblp: the paper's metric with the truth first among ties {names}"] == \
+        "0.850 / 0.800"
+    assert rows["acm_dblp: avatar-random MRR (paired over seeds, 95% CI)"].endswith(
+        "[-0.0700, -0.0300]")
+    assert "acm_dblp: avatar-random, truth first among ties MRR (paired over seeds, 95% CI)" \
+        in rows

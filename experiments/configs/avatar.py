@@ -44,6 +44,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.cg_tol = 1e-4  # relative residual of the adjoint CG (see avatar.run_active)
     c.rounds = 10
     c.test_frac = 0.5  # "fixed" protocol only
+    # "paper" protocol: nodes drawn before round 0 and never queried, measured beside the
+    # paper's metric (the never-queried line; 0: none)
+    c.heldout_frac = 0.2
     c.init_frac = 0.2
     c.hard_init_frac = 0.05  # initial anchors of synthetic_hard
     c.budget_frac = 0.2

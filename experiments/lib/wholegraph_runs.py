@@ -65,8 +65,8 @@ def source_digest() -> str:
     h = hashlib.sha256()
     for obj in (parrot_official, parrot, adjoint, alignment, baselines, scores, tasks,
                 wholegraph.initial_anchors, wholegraph.sizes, wholegraph.round_solve,
-                wholegraph.solve_round0, wholegraph.run, wholegraph._select,
-                wholegraph._metrics):
+                wholegraph.initial_split, wholegraph.solve_round0, wholegraph.run,
+                wholegraph._select, wholegraph._metrics, wholegraph._round_metrics):
         h.update(code_text(inspect.getsource(obj)).encode())
     return h.hexdigest()
 
@@ -89,6 +89,10 @@ def save_checkpoint(path: str, key: str, state: wholegraph.RunState) -> None:
               "y": np.asarray(rnd.y)}
     for name, v in rnd.stats._asdict().items():
         arrays[f"stats_{name}"] = np.asarray(v)
+    if state.heldout is not None:
+        arrays["heldout"] = np.asarray(state.heldout)
+    for name, v in (state.round0_values or {}).items():
+        arrays[f"round0_{name}"] = np.asarray(v)
     results.save_npz_atomic(path, arrays)
 
 
@@ -109,8 +113,12 @@ def load_checkpoint(path: str, key: str) -> wholegraph.RunState | None:
                    parrot_official.PositionStats._fields})
             rnd = wholegraph.Round(stats, jnp.asarray(z["raw"]), jnp.asarray(z["cross"]),
                                    jnp.asarray(z["plan"]), jnp.asarray(z["y"]))
+            round0 = {f[len("round0_"):]: z[f].copy() for f in z.files
+                      if f.startswith("round0_")}
             return wholegraph.RunState(int(z["step"]), z["anchors"].copy(), rnd,
-                                       json.loads(str(z["records"])))
+                                       json.loads(str(z["records"])),
+                                       z["heldout"].copy() if "heldout" in z.files else None,
+                                       round0 or None)
     except (OSError, ValueError, KeyError) as e:
         warnings.warn(f"checkpoint {path} is unreadable ({e}); starting this run from round "
                       "0.", RuntimeWarning, stacklevel=2)

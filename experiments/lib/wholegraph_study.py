@@ -22,6 +22,14 @@ CAPTION = ("AvAtar's protocol on the whole graphs with PARROT (official settings
 FOLDER = "avatar_wholegraph"  # its folder in a suite results folder (REPORT.md, docs)
 METRICS = ("mrr", "mrr_st", "mrr_ts", "mrr_st_ties_against", "hits@1", "hits@10", "hits@30",
            "hits@50")
+# In the records when measured: the truth first among ties (the earlier tables' ranking),
+# the never-queried pairs (``Protocol.heldout_frac``), the removal-only line.
+OPTIONAL = ("mrr_truth_first", "mrr_st_truth_first", "heldout_mrr", "heldout_hits@1",
+            "removal_mrr", "removal_hits@1")
+# The three lines every table gives, with their 95% CIs over seeds and paired differences.
+LINES = {"mrr": "the paper's metric (test = pairs not yet queried)",
+         "heldout_mrr": "never queried (a test set fixed before round 0)",
+         "removal_mrr": "removal only (the round-0 plan on the final test set)"}
 
 
 
@@ -43,15 +51,17 @@ def summarize(runs: dict, seeds: int, strategies, rounds: int) -> dict:
         for s, rs in done.items():
             if not rs:
                 continue
-            final = {m: [r[-1][m] for r in rs] for m in METRICS}
+            final = {m: [r[-1][m] for r in rs] for m in (*METRICS, *OPTIONAL)
+                     if all(m in r[-1] for r in rs)}
             table[s] = {m: float(np.mean(v)) for m, v in final.items()}
             table[s]["seeds"] = len(rs)
-            table[s]["mrr_per_seed"] = final["mrr"]
-            table[s]["round0_mrr"] = float(np.mean([r[0]["mrr"] for r in rs]))
-            for m in ("mrr_random_ties", "mrr_st_random_ties"):
-                if all(m in r[-1] for r in rs):
-                    table[s][m] = float(np.mean([r[-1][m] for r in rs]))
-                    table[s][m + "_per_seed"] = [r[-1][m] for r in rs]
+            for m in (*LINES, "mrr_truth_first"):
+                if m in final:
+                    table[s][m + "_per_seed"] = final[m]
+                    if len(rs) >= 2:
+                        table[s][m + "_ci95"] = float(metrics.mean_and_ci(
+                            np.asarray(final[m]))[1])
+            for m in ("mrr", "mrr_truth_first", "heldout_mrr"):
                 if all(m in r[0] for r in rs):
                     table[s]["round0_" + m] = float(np.mean([r[0][m] for r in rs]))
             later = [x for r in rs for x in r[1:]]
@@ -66,12 +76,11 @@ def summarize(runs: dict, seeds: int, strategies, rounds: int) -> dict:
             a, b = done.get("avatar", []), done.get(other, [])
             n = min(len(a), len(b))
             if n >= 2:
-                diffs[f"avatar-{other}"] = _paired([r[-1]["mrr"] for r in a[:n]],
-                                                   [r[-1]["mrr"] for r in b[:n]])
-                if all("mrr_random_ties" in r[-1] for r in a[:n] + b[:n]):
-                    diffs[f"avatar-{other}, random tie order"] = _paired(
-                        [r[-1]["mrr_random_ties"] for r in a[:n]],
-                        [r[-1]["mrr_random_ties"] for r in b[:n]])
+                for m, label in (("mrr", ""), ("heldout_mrr", ", never queried"),
+                                 ("removal_mrr", ", removal only")):
+                    if all(m in r[-1] for r in a[:n] + b[:n]):
+                        diffs[f"avatar-{other}{label}"] = _paired(
+                            [r[-1][m] for r in a[:n]], [r[-1][m] for r in b[:n]])
         recs = [x for per_s in per.values() for r in per_s.values() for x in r[1:]]
         cmp_ = [x for x in recs if "prod_steps_cold" in x]
         # round 1's CG has no previous solution to start from: compare from round 2 on
@@ -117,12 +126,32 @@ def load_ranges(record: dict) -> str:
          if isinstance(d, dict)])
 
 
+def _upgrade(s: dict) -> dict:
+    """A dataset summary written before ties were ordered at random everywhere (its "mrr"
+    ranked the truth first, "mrr_random_ties" at random) in today's names."""
+    table = {}
+    for strat, t in s["table"].items():
+        if "mrr_random_ties" in t and "mrr_truth_first" not in t:
+            t = {**t, "mrr_truth_first": t["mrr"], "mrr": t["mrr_random_ties"]}
+            t.pop("mrr_ci95", None)
+            if "round0_mrr_random_ties" in t:
+                t.update(round0_mrr_truth_first=t["round0_mrr"],
+                         round0_mrr=t["round0_mrr_random_ties"])
+        table[strat] = t
+    paired = dict(s["paired"])
+    if any(k.endswith(", random tie order") for k in paired):
+        paired = {(k[:-len(", random tie order")] if k.endswith(", random tie order")
+                   else f"{k}, truth first among ties"): d for k, d in paired.items()}
+    return {**s, "table": table, "paired": paired}
+
+
 def headline(summary: dict) -> list[tuple[str, str]]:
     """(metric, value) rows for REPORT.md and the docs: per dataset the final MRR of every
     strategy beside the paper's, the declared paired differences, round times, warm-start
     savings, memory and solver diagnostics (from ``summary.json``'s ``summary``)."""
     rows = []
     for name, s in summary["summary"].items():
+        s = _upgrade(s)
         t = s["table"]
         order = [x for x in ("random", "entropy", "density", "avatar") if x in t]
         if not order:
@@ -130,18 +159,25 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             continue
         seeds = min(t[x]["seeds"] for x in order)
         names = " / ".join(order)
-        if all("mrr_random_ties" in t[x] for x in order):
-            rows.append((f"{name}: test MRR after the last round, ties in the plan in random "
-                         f"order ({names})",
-                         " / ".join(f"{t[x]['mrr_random_ties']:.3f}" for x in order)
-                         + f" ({seeds} seeds, both directions, expectation over tie orders)"))
+
+        def with_ci(x, m, t=t):
+            ci = t[x].get(m + "_ci95")
+            return f"{t[x][m]:.3f}" + ("" if ci is None else f" ± {ci:.3f}")
+
+        for m, label in LINES.items():
+            if all(m in t[x] for x in order):
+                rows.append((f"{name}: test MRR after the last round, {label} ({names})",
+                             " / ".join(with_ci(x, m) for x in order)
+                             + f" ({seeds} seeds, 95% CI over seeds, both directions, ties "
+                             "in random order)"))
         if s.get("paper"):
             rows.append((f"{name}: the AvAtar paper, Table 3 (random / entropy / AvAtar, "
                          "PARROT)", " / ".join(f"{s['paper'][x]:.3f}"
                                               for x in ("random", "entropy", "avatar"))))
-        rows.append((f"{name}: test MRR after the last round, the truth first among ties "
-                     f"({names})", " / ".join(f"{t[x]['mrr']:.3f}" for x in order)
-                     + f" ({seeds} seeds, both directions)"))
+        if all("mrr_truth_first" in t[x] for x in order):
+            rows.append((f"{name}: the paper's metric with the truth first among ties "
+                         f"({names})", " / ".join(f"{t[x]['mrr_truth_first']:.3f}"
+                                                  for x in order)))
         rows.append((f"{name}: source->target MRR, and with ties counted against the truth",
                      " / ".join(f"{t[x]['mrr_st']:.3f} ({t[x]['mrr_st_ties_against']:.3f})"
                                 for x in order)))
@@ -152,10 +188,11 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             rows.append((f"{name}: share of queries the plan already matched right (pick "
                          "quality: lower means the labels go where the plan is wrong)",
                          " / ".join(f"{t[x]['picked_correct']:.2f}" for x in order)))
-        r0_tie = [t[x].get("round0_mrr_random_ties") for x in order]
-        rows.append((f"{name}: MRR of the initial anchors (round 0): ties in random order, "
-                     "truth first", (f"{np.mean(r0_tie):.3f}, " if None not in r0_tie else "")
-                     + f"{np.mean([t[x]['round0_mrr'] for x in order]):.3f}"))
+        r0_first = [t[x].get("round0_mrr_truth_first") for x in order]
+        rows.append((f"{name}: MRR of the initial anchors (round 0): ties in random order"
+                     + (", truth first" if None not in r0_first else ""),
+                     f"{np.mean([t[x]['round0_mrr'] for x in order]):.3f}"
+                     + (f", {np.mean(r0_first):.3f}" if None not in r0_first else "")))
         rows.append((f"{name}: seconds per round after round 0, mean (max)",
                      ", ".join(f"{x} {t[x]['round_s_mean']:.0f} ({t[x]['round_s_max']:.0f})"
                                for x in order)
@@ -179,21 +216,35 @@ def headline(summary: dict) -> list[tuple[str, str]]:
 
 
 def table_markdown(summary: dict) -> str:
+    """Per dataset: the three lines (``LINES``) with their 95% CIs over seeds, the truth
+    first among ties, source->target, Hits@1, the paper's figure, seeds, round times."""
+
+    def cell(t, m):
+        if m not in t:
+            return ""
+        ci = t.get(m + "_ci95")
+        return f"{t[m]:.3f}" + ("" if ci is None else f" ± {ci:.3f}")
+
     lines = []
     for name, s in summary.items():
         lines += [f"### {name}", "",
-                  "| strategy | MRR, ties in random order | MRR, truth first among ties | "
-                  "source->target | ties counted against | Hits@1 | paper | seeds | "
-                  "s / round (mean, max) |",
-                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
+                  "| strategy | paper's metric | never queried | removal only | truth first "
+                  "among ties | source->target | Hits@1 | paper | seeds | s / round (mean, "
+                  "max) |",
+                  "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |"]
         for strat, t in s["table"].items():
             paper = (s["paper"] or {}).get(strat)
-            rand = t.get("mrr_random_ties")
-            lines.append(f"| {strat} | {'' if rand is None else f'{rand:.3f}'} | "
-                         f"{t['mrr']:.3f} | {t['mrr_st']:.3f} | "
-                         f"{t['mrr_st_ties_against']:.3f} | {t['hits@1']:.3f} | "
+            lines.append(f"| {strat} | {cell(t, 'mrr')} | {cell(t, 'heldout_mrr')} | "
+                         f"{cell(t, 'removal_mrr')} | {cell(t, 'mrr_truth_first')} | "
+                         f"{t['mrr_st']:.3f} | {t['hits@1']:.3f} | "
                          f"{'' if paper is None else f'{paper:.3f}'} | {t['seeds']} | "
                          f"{t['round_s_mean']:.0f}, {t['round_s_max']:.0f} |")
+        lines.append("\nMRR after the last round, both directions, ties in random order, "
+                     "± the 95% CI half-width over seeds. Paper's metric: the test set is "
+                     "every pair not yet queried. Never queried: a test set drawn before "
+                     "round 0 that no strategy may query. Removal only: the round-0 plan "
+                     "scored on the final test set, i.e. what removing the queried pairs "
+                     "alone gives.")
         for k, d in s["paired"].items():
             lines.append(f"\n{k}: {d['mean']:+.4f} MRR, 95% CI [{d['ci95'][0]:+.4f}, "
                          f"{d['ci95'][1]:+.4f}] (paired over {len(d['per_seed'])} seeds)")
@@ -220,33 +271,16 @@ def plot(runs: dict, path: str, rounds: int) -> None:
         ax.set_title(name)
         ax.set_xlabel("round")
         ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.set_ylabel("test MRR, truth first among ties")
+        ax.set_ylabel("test MRR (paper's metric, ties in random order)")
         ax.legend(fontsize=8)
     seeds = min((len(per) for r in runs.values() for per in r.values()), default=0)
     plots.save(fig, path, caption=plots.t_band(seeds))
 
 
-def _tie_metrics(task, anchors, plan) -> dict:
-    """``wholegraph.tie_aware_metrics`` of ``plan`` on the pairs not in ``anchors``."""
-    import jax.numpy as jnp
-
-    m = wholegraph.tie_aware_metrics(plan, jnp.asarray(task.src), jnp.asarray(task.tgt),
-                                     jnp.asarray(~anchors))
-    return {k: float(v) for k, v in m.items()}
-
-
-def _add_tie_metrics(record: dict, path: str, key: str, task) -> None:
-    """Adds ``_tie_metrics`` of the plan in a checkpoint to ``record`` (the record of the
-    round that checkpoint holds); nothing when the checkpoint is not this run's."""
-    got = wholegraph_runs.load_checkpoint(path, key)
-    if got is not None:
-        record.update(_tie_metrics(task, got.anchors, got.solve.plan))
-
-
 def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds: int = 3,
               strategies=("avatar", "random", "entropy", "density"), rounds: int = 10,
               warm: bool = True, cg_tol: float = 1e-4, compare_cold_rounds: int = 3,
-              log=print) -> dict:
+              heldout_frac: float = 0.2, log=print) -> dict:
     """Runs (or resumes) the whole-graph study into ``workdir`` and writes its outputs.
 
     Args:
@@ -255,6 +289,8 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
       strategies: ``wholegraph.STRATEGIES`` names, run in this order per seed;
       rounds: query rounds; warm: warm starts; cg_tol: AvAtar's CG tolerance;
       compare_cold_rounds: rounds of seed 0 also run from 0 (the warm-start saving).
+      heldout_frac: share of the pairs never queried (``wholegraph.Protocol``; 0: none,
+        then the table has no never-queried line).
       log: callable taking one progress line.
 
     Returns:
@@ -275,7 +311,8 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
     strategies, datasets_ = list(strategies), list(datasets_)
     ckpt = os.path.join(workdir, "checkpoints")
     os.makedirs(ckpt, exist_ok=True)
-    p = wholegraph.Protocol(rounds=rounds, cg_tol=cg_tol, warm=warm)
+    p = wholegraph.Protocol(rounds=rounds, cg_tol=cg_tol, warm=warm,
+                            heldout_frac=float(heldout_frac))
     wholegraph.check_protocol(p)
     config = {"datasets": datasets_, "seeds": seeds, "strategies": strategies,
               "protocol": p._asdict(), "compare_cold_rounds": compare_cold_rounds}
@@ -306,8 +343,6 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
                 wholegraph_runs.save_checkpoint(r0_path, r0_key, round0)
                 log(f"  round 0: MRR {round0.records[0]['mrr']:.4f} "
                     f"({round0.records[0]['solve_s']:.1f} s)")
-            # shared by the strategies
-            r0_ties = _tie_metrics(task, round0.anchors, round0.solve.plan)
             for strat in strategies:
                 folder = os.path.join(ckpt, name)
                 compare = seed == 0 and compare_cold_rounds > 0
@@ -315,12 +350,6 @@ def run_study(workdir: str, datasets_=("acm_dblp", "foursquare_twitter"), seeds:
                     task, g, s, p, strat, seed, folder, data_key, round0=round0,
                     compare_cold=compare, compare_rounds=compare_cold_rounds, host=host,
                     log=log)
-                if len(recs) == p.rounds + 1:  # the final plan is in the run's checkpoint
-                    _add_tie_metrics(recs[-1],
-                                     wholegraph_runs.checkpoint_path(folder, strat, seed),
-                                     wholegraph_runs.run_key(data_key, s, p, strat, seed),
-                                     task)
-                    recs[0] = {**recs[0], **r0_ties}
                 runs[name][strat][seed] = recs
                 results.write_json(os.path.join(workdir, "progress.json"),
                                    {"config": config, "runs": runs, "build_s": build_s})
@@ -364,9 +393,8 @@ def round0_variants(seed: int = 0, log=print) -> dict:
                                      host=parrot_official.host_products(g),
                                      measure=wholegraph_runs.machine_readings)
         rec = dict(r0.records[0])
-        tie = wholegraph.tie_aware_metrics(r0.solve.plan, task.src, task.tgt, ~r0.anchors)
-        rec.update({k: float(v) for k, v in tie.items()})
         out[label] = rec
-        log(f"{label}: MRR {rec['mrr']:.4f}, random tie order {rec['mrr_random_ties']:.4f}, "
-            f"source->target {rec['mrr_st']:.4f} ({rec['solve_s']:.0f} s)")
+        log(f"{label}: MRR {rec['mrr']:.4f} (ties in random order), truth first "
+            f"{rec['mrr_truth_first']:.4f}, source->target {rec['mrr_st']:.4f} "
+            f"({rec['solve_s']:.0f} s)")
     return out

@@ -3,7 +3,7 @@
 The method's API (``jaxlab.core.types.Algorithm``, the key always first)::
 
     alg = avatar.active(task, "avatar", rounds=10)   # constructor: checks, binds settings
-    state = alg.init(key)                            # avatar.State(anchors, test)
+    state = alg.init(key)                            # avatar.State(anchors, test, ...)
     state, info = alg.step(key, state)               # one round -> avatar.Info
 
 ``avatar.init(key, task, ...)`` / ``avatar.step(key, state, task, ...)`` take the task and

@@ -13,6 +13,12 @@ in pair order (``tasks.anchor_positions``) and the cost [n1, n2]; ``pair_metrics
 ``ranks_of_pairs`` are the metrics of a rectangular plan on those pairs (the same numbers
 as ``alignment_metrics`` on a square task with src = arange(n), tgt = truth).
 
+Ties: every metric orders tied scores uniformly at random, never truth first (a plan with
+all scores equal would otherwise get MRR 1 for any truth). Without a key a pair contributes
+the exact expectation over those orders (``pair_values``; ranks: the midrank), with
+``key`` one order is drawn. ``top1_probability`` is the same for "the row ranks the truth
+first" (an argmax takes the first of tied entries).
+
 Checks (shapes and dtypes also under ``jit``, values only on concrete arrays):
 ``anchor_cost``: ``mask`` [k]; ``ranks_of_truth`` / ``alignment_metrics``: ``plan`` /
 ``scores`` [n, n] and finite, ``truth`` [n] integers in [0, n), ``eval_mask`` [n];
@@ -26,10 +32,12 @@ import numpy as np
 
 from jaxlab.avatar import tasks
 from jaxlab.core import validation
-from jaxlab.core.types import Array
+from jaxlab.core.keys import as_key
+from jaxlab.core.types import Array, PRNGKey
 
 __all__ = ["cosine_similarity", "anchor_cost", "ranks_of_truth", "alignment_metrics",
-    "ranks_of_pairs", "pair_metrics", "row_normalise", "row_entropy", "row_margin"]
+    "ranks_of_pairs", "pair_values", "masked_mean", "pair_metrics", "top1_probability",
+    "row_normalise", "row_entropy", "row_margin"]
 
 
 def cosine_similarity(x: Array, y: Array) -> Array:
@@ -77,35 +85,76 @@ def anchor_cost(task, mask: Array, feat_weight: float = 1.0, anchor_weight: floa
     return jnp.where((row_pin | col_pin) & is_match, 0.0, c)
 
 
-def ranks_of_truth(scores: Array, truth: Array) -> tuple[Array, Array]:
+def ranks_of_truth(scores: Array, truth: Array, key: PRNGKey | None = None
+                   ) -> tuple[Array, Array]:
     """0-based rank of the true match per source row and per target column of ``scores``.
+
+    Ties are never broken in the truth's favour: with g candidates scoring strictly higher
+    than the truth and t others scoring the same, the truth's rank under a uniformly random
+    order of the tied entries is g + U, U uniform on {0, ..., t}. Without ``key`` the
+    expected rank g + t / 2 (the midrank) is returned; with ``key`` one such order is drawn.
+
+    Args:
+      scores: [n, n] plan or scores (higher = better match), finite.
+      truth: [n] int, source node i's true target.
+      key: optional PRNG key: draw the order of tied entries (int ranks) instead of
+        returning the expected rank (float ranks).
 
     Returns:
       (source->target ranks [n], target->source ranks [n], aligned with source node i).
     """
     _check_scores("scores", scores, truth)
     n = scores.shape[0]
-    rows = jnp.arange(n)
-    true_row = scores[rows, truth]
-    r_st = jnp.sum(scores > true_row[:, None], axis=1)
-    r_ts = jnp.sum(scores[:, truth] > true_row[None, :], axis=0)
-    return r_st, r_ts
+    return _ranks(*_better_and_tied(scores, jnp.arange(n), truth), key)
 
 
-def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30, 50)) -> dict:
-    """Hits@k and MRR averaged over both directions on nodes where ``eval_mask`` is True."""
+def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30, 50),
+                      key: PRNGKey | None = None) -> dict:
+    """Hits@k and MRR averaged over both directions on nodes where ``eval_mask`` is True.
+
+    Ties in ``plan`` are ordered uniformly at random, never truth first: without ``key``
+    each node contributes the exact expectation over that order (``expected_values``: an
+    all-tied [n, n] plan has MRR H_n / n, H_n the n-th harmonic number, for any truth);
+    with ``key`` one order is drawn (``ranks_of_truth``).
+    """
     _check_scores("plan", plan, truth)
     validation.check_shape("eval_mask", eval_mask, (np.shape(plan)[0],))
     _check_nonempty_mask(eval_mask)
-    return _pair_average(*ranks_of_truth(plan, truth), eval_mask, ks)
+    n = np.shape(plan)[0]
+    return masked_mean(_values(plan, jnp.arange(n), truth, ks, key), eval_mask)
 
 
-def ranks_of_pairs(scores: Array, src: Array, tgt: Array) -> tuple[Array, Array]:
+def ranks_of_pairs(scores: Array, src: Array, tgt: Array, key: PRNGKey | None = None
+                   ) -> tuple[Array, Array]:
     """``ranks_of_truth`` for a rectangular [n1, n2] ``scores`` and k pairs (src, tgt).
 
     Returns:
-      ([k] rank of tgt[p] in row src[p], [k] rank of src[p] in column tgt[p]), 0-based.
+      ([k] rank of tgt[p] in row src[p], [k] rank of src[p] in column tgt[p]), 0-based;
+      ties: the expected rank under a random order (float), or one drawn order with ``key``
+      (int).
     """
+    _check_pairs(scores, src, tgt)
+    return _ranks(*_better_and_tied(scores, src, tgt), key)
+
+
+def pair_values(scores: Array, src: Array, tgt: Array, ks=(1, 10, 30, 50),
+                key: PRNGKey | None = None, per_direction: bool = False) -> dict:
+    """Per-pair reciprocal rank and Hits@k of the pairs (src, tgt), each averaged over both
+    directions: {"mrr": [k], "hits@K": [k]}. Their mean over a mask is ``pair_metrics``.
+    ``per_direction``: also each direction alone ("mrr_st", "hits@K_st": tgt[p] in row
+    src[p]; "mrr_ts", "hits@K_ts": src[p] in column tgt[p]).
+
+    Ties: with g strictly better and t tied candidates the truth's 0-based rank is g + U,
+    U uniform on {0, ..., t}; without ``key`` the values are the exact expectations
+    E[1 / (g + U + 1)] = (H_{g+t+1} - H_g) / (t + 1) (H the harmonic numbers: the first 16
+    terms summed, the rest by the asymptotic expansion of H, error below 1e-9) and
+    P(g + U < K) = clip(K - g, 0, t + 1) / (t + 1); with ``key`` one order is drawn.
+    """
+    _check_pairs(scores, src, tgt)
+    return _values(scores, src, tgt, ks, key, per_direction)
+
+
+def _check_pairs(scores, src, tgt) -> None:
     validation.check_ndim("scores", scores, 2)
     validation.check_finite("scores", scores)
     k = np.shape(src)[-1]
@@ -114,33 +163,105 @@ def ranks_of_pairs(scores: Array, src: Array, tgt: Array) -> tuple[Array, Array]
     n1, n2 = np.shape(scores)
     validation.check_int_range("src", src, 0, n1)
     validation.check_int_range("tgt", tgt, 0, n2)
+
+
+def _better_and_tied(scores, src, tgt):
+    """([k] strictly better / tied others in the row, the same in the column) per pair."""
     true = scores[src, tgt]
-    r_st = jnp.sum(scores[src] > true[:, None], axis=1)
-    r_ts = jnp.sum(scores[:, tgt] > true[None, :], axis=0)
-    return r_st, r_ts
+    rows, cols = scores[src], scores[:, tgt]
+    return (jnp.sum(rows > true[:, None], axis=1), jnp.sum(rows == true[:, None], axis=1) - 1,
+            jnp.sum(cols > true[None, :], axis=0), jnp.sum(cols == true[None, :], axis=0) - 1)
 
 
-def _pair_average(r_st, r_ts, eval_mask, ks) -> dict:
-    w = eval_mask.astype(jnp.float32)
-    denom = jnp.maximum(w.sum(), 1.0)
+def _draws(key, better, tied):
+    """g + U with U uniform on {0, ..., t} (one draw per entry)."""
+    u = jax.random.uniform(key, better.shape)
+    return better + jnp.minimum(jnp.floor(u * (tied + 1.0)).astype(better.dtype), tied)
 
-    def avg(v):
-        return 0.5 * (jnp.sum(w * v[0]) + jnp.sum(w * v[1])) / denom
 
-    out = {"mrr": avg((1.0 / (r_st + 1.0), 1.0 / (r_ts + 1.0)))}
-    for k in ks:
-        out[f"hits@{k}"] = avg(((r_st < k).astype(jnp.float32), (r_ts < k).astype(jnp.float32)))
+def _ranks(b_st, t_st, b_ts, t_ts, key):
+    if key is None:
+        return b_st + 0.5 * t_st, b_ts + 0.5 * t_ts
+    k1, k2 = jax.random.split(as_key(key))
+    return _draws(k1, b_st, t_st), _draws(k2, b_ts, t_ts)
+
+
+_HEAD = 16  # harmonic terms summed exactly before the asymptotic tail
+
+
+def _harmonic_rest(m):
+    """H_m - log m - Euler's gamma for m >= 16 (asymptotic series; error < 1e-12)."""
+    i = 1.0 / m
+    i2 = i * i
+    return 0.5 * i - i2 / 12.0 + i2 * i2 / 120.0 - i2 * i2 * i2 / 252.0
+
+
+def _expected_rr(better, tied):
+    """E[1 / (g + U + 1)], U uniform on {0, ..., t}: (H_{g+t+1} - H_g) / (t + 1)."""
+    g, t = better.astype(jnp.float32), tied.astype(jnp.float32)
+    u = jnp.arange(_HEAD, dtype=jnp.float32)
+    head = jnp.sum(jnp.where(u <= t[..., None], 1.0 / (g[..., None] + u + 1.0), 0.0), -1)
+    a, b = g + _HEAD, g + t + 1.0  # the rest: H_b - H_a when t >= _HEAD
+    rest = jnp.log1p((b - a) / a) + _harmonic_rest(b) - _harmonic_rest(a)
+    return (head + jnp.where(t >= _HEAD, rest, 0.0)) / (t + 1.0)
+
+
+def _expected_hits(better, tied, k):
+    """P(g + U < k), U uniform on {0, ..., t}."""
+    g, t = better.astype(jnp.float32), tied.astype(jnp.float32)
+    return jnp.clip(k - g, 0.0, t + 1.0) / (t + 1.0)
+
+
+def _values(scores, src, tgt, ks, key, per_direction=False) -> dict:
+    b_st, t_st, b_ts, t_ts = _better_and_tied(scores, src, tgt)
+    if key is None:
+        one = {"mrr": (_expected_rr(b_st, t_st), _expected_rr(b_ts, t_ts))}
+        for k in ks:
+            one[f"hits@{k}"] = (_expected_hits(b_st, t_st, k), _expected_hits(b_ts, t_ts, k))
+    else:
+        r_st, r_ts = _ranks(b_st, t_st, b_ts, t_ts, key)
+        one = {"mrr": (1.0 / (r_st + 1.0), 1.0 / (r_ts + 1.0))}
+        for k in ks:
+            one[f"hits@{k}"] = ((r_st < k).astype(jnp.float32),
+                                (r_ts < k).astype(jnp.float32))
+    out = {m: 0.5 * (st + ts) for m, (st, ts) in one.items()}
+    if per_direction:
+        for m, (st, ts) in one.items():
+            out[f"{m}_st"], out[f"{m}_ts"] = st, ts
     return out
 
 
+def masked_mean(values: dict, mask: Array) -> dict:
+    """The mean of each [k] entry of ``values`` (``pair_values``) over the pairs where
+    ``mask`` [k] is True; NaN where ``mask`` selects nothing (under ``jit``; concrete
+    callers of the metrics get a ValueError instead)."""
+    w = mask.astype(jnp.float32)
+    total = w.sum()
+    return {m: jnp.where(total > 0, jnp.sum(w * v) / jnp.maximum(total, 1.0), jnp.nan)
+            for m, v in values.items()}
+
+
 def pair_metrics(plan: Array, src: Array, tgt: Array, eval_mask: Array,
-                 ks=(1, 10, 30, 50)) -> dict:
+                 ks=(1, 10, 30, 50), key: PRNGKey | None = None) -> dict:
     """``alignment_metrics`` of a rectangular [n1, n2] ``plan`` on the pairs (src, tgt)
     where ``eval_mask`` [k] is True: MRR and Hits@k of the true partner in its row (among
-    n2 targets) and in its column (among n1 sources), averaged over both directions."""
+    n2 targets) and in its column (among n1 sources), averaged over both directions; ties
+    in random order (the expectation, or one order drawn from ``key``: ``pair_values``)."""
     validation.check_shape("eval_mask", eval_mask, (np.shape(src)[-1],))
     _check_nonempty_mask(eval_mask)
-    return _pair_average(*ranks_of_pairs(plan, src, tgt), eval_mask, ks)
+    return masked_mean(pair_values(plan, src, tgt, ks, key), eval_mask)
+
+
+def top1_probability(scores: Array, src: Array, tgt: Array) -> Array:
+    """[k] probability that row src[p] of ``scores`` ranks tgt[p] first when its ties are
+    ordered uniformly at random: 1 / (t + 1) with no strictly better entry and t tied
+    others, else 0 (an argmax would take the first of the tied entries)."""
+    _check_pairs(scores, src, tgt)
+    true = scores[src, tgt]
+    rows = scores[src]
+    better = jnp.sum(rows > true[:, None], axis=1)
+    tied = jnp.sum(rows == true[:, None], axis=1) - 1
+    return jnp.where(better == 0, 1.0 / (tied + 1.0), 0.0).astype(jnp.float32)
 
 
 def _check_nonempty_mask(eval_mask) -> None:

@@ -10,7 +10,7 @@ utilities (a tuple) give the official weighted sum of L2-normalised scores.
 API (blackjax / optax style; the key always first, shapes static, anchors a boolean mask):
 
     alg = active(task, "avatar", rounds=10)       # validates, binds task and settings
-    state = alg.init(key)                          # State(anchors, test)
+    state = alg.init(key)                          # State(anchors, test, heldout)
     state, info = alg.step(key, state)             # solve, score, pick, label; Info
 
 ``init(key, task, ...)`` / ``step(key, state, task, ...)`` are the same functions with the
@@ -23,7 +23,13 @@ a static table (one compile for every strategy). Aligners (``solver``): "ot" / "
 ``density`` and ``topmatchings``: ``baselines``. Protocols: "fixed" (default; ours) — a
 fixed random test set is never queried and is where the metrics are measured, so
 strategies are compared on the same nodes; "paper" (AvAtar's) — the test set is every
-node not anchored yet, queried nodes leave it, MRR over both directions on it.
+node not anchored yet, queried nodes leave it, MRR over both directions on it. Under
+"paper", ``heldout_frac`` > 0 also draws a never-queried set before round 0 (queries come
+from the rest) and ``ActiveResult`` reports three lines: ``metrics`` (the paper's),
+``heldout_metrics`` (never queried: what the labels did to pairs nobody labelled) and
+``removal_metrics`` (the round-0 plan on the final test set: what removing the queried
+pairs alone does). Ties in a plan are ordered at random, never truth first
+(``alignment``).
 ``Info.picked_correct`` / ``pool_correct``: the
 share of the round's queries / candidates whose plan row already ranks the true match
 first (a useful strategy picks mostly wrong nodes).
@@ -100,11 +106,16 @@ class State(NamedTuple):
 
     Attributes:
       anchors: [n] bool, source nodes whose match is labelled (initial anchors + queries).
-      test: [n] bool, the held-out evaluation nodes (never queried; fixed by ``init``).
+      test: [n] bool, the nodes the metrics are measured on: "fixed", the held-out nodes
+        (never queried; fixed by ``init``); "paper", every node not anchored yet.
+      heldout: [n] bool, nodes drawn by ``init`` that are never queried (queries come only
+        from the rest): "fixed", the test set; "paper", round(``heldout_frac`` n) nodes
+        (none by default), measured beside the paper's metric.
     """
 
     anchors: Array
     test: Array
+    heldout: Array
 
 
 class Info(NamedTuple):
@@ -119,7 +130,12 @@ class Info(NamedTuple):
         the strategy is not "avatar"; the worst over utilities).
       picked_correct: [] share of this round's queries whose plan row already ranks the
         true match first (top-1 correct before labelling): a useful strategy picks few.
+        Ties in the row count as a random order (``alignment.top1_probability``).
       pool_correct: [] the same share over all candidate nodes of the round (the base rate).
+      heldout_metrics: dict of [] metrics of this round's plan on ``state.heldout`` (NaN
+        when it is empty).
+      pair_values: dict of [k] per-pair values of this round's plan
+        (``alignment.pair_values``: reciprocal rank and Hits@k, both directions).
     """
 
     metrics: dict
@@ -130,6 +146,8 @@ class Info(NamedTuple):
     cg_residual: Array
     picked_correct: Array
     pool_correct: Array
+    heldout_metrics: dict
+    pair_values: dict
 
 
 class ActiveResult(NamedTuple):
@@ -139,7 +157,12 @@ class ActiveResult(NamedTuple):
     convergence flag and marginal L1 error of each plan; cg_converged, cg_residual:
     [rounds] the adjoint CG flag and relative residual of each round (True / 0 when the
     strategy is not "avatar"); picked_correct, pool_correct: [rounds] the share of queries /
-    of candidates already top-1 correct before each round's labels (see ``Info``)."""
+    of candidates already top-1 correct before each round's labels (see ``Info``);
+    heldout_metrics: dict of [rounds + 1] metrics on ``State.heldout`` (never queried; NaN
+    when there is none; under "fixed" the same as ``metrics``); removal_metrics: dict of []
+    the round-0 plan's metrics on the final ``test`` set (the removal-only line: what the
+    last round's metrics would be if the labels had only removed the queried pairs from
+    the test set and improved none of the rest)."""
 
     metrics: dict
     queried: Array
@@ -151,6 +174,8 @@ class ActiveResult(NamedTuple):
     cg_residual: Array
     picked_correct: Array
     pool_correct: Array
+    heldout_metrics: dict
+    removal_metrics: dict
 
 
 def _utilities(utility) -> tuple[str, ...]:
@@ -303,30 +328,43 @@ def budget_sizes(num_nodes: int, test_frac: float, init_frac: float, budget_frac
 
 
 def init(key: PRNGKey, task: AlignmentTask, *, test_frac: float = 0.5,
-         init_frac: float = 0.2, protocol: str = "fixed") -> State:
+         init_frac: float = 0.2, protocol: str = "fixed", heldout_frac: float = 0.0) -> State:
     """Draws the held-out test set and the initial anchors.
 
     Args:
       key: PRNG key (one permutation of the n nodes: the first round(test_frac n) are the
-        test set, the next round(init_frac n) the initial anchors).
+        test set ("paper": the first round(heldout_frac n) are the held-out set), the next
+        round(init_frac n) the initial anchors).
       task: an AlignmentTask with n nodes (arrays may be traced), or a ``tasks.GraphTask``
         (then n is its number k of ground-truth pairs and the masks are over the pairs).
       test_frac, init_frac: fractions of n in [0, 1) (static Python floats).
       protocol: "fixed" (a held-out test set of round(test_frac n) nodes, never queried) or
         "paper" (AvAtar's: test = every node not anchored yet; ``test_frac`` is ignored).
+      heldout_frac: "paper" only: a share of the nodes drawn before round 0 and never
+        queried (``State.heldout``; 0: none, the paper's protocol bit for bit).
 
     Returns:
-      State with ``anchors`` and ``test`` [n] bool masks (disjoint).
+      State with ``anchors``, ``test`` and ``heldout`` [n] bool masks (``anchors`` disjoint
+      from the others).
     """
     validation.check_one_of("protocol", protocol, PROTOCOLS)
+    _check_heldout(heldout_frac, protocol)
     n = tasks_module.num_pairs(task)
-    n_test, n_init = _split_sizes(n, 0.0 if protocol == "paper" else test_frac, init_frac)
+    n_test, n_init = _split_sizes(n, heldout_frac if protocol == "paper" else test_frac,
+                                  init_frac)
     order = jax.random.permutation(as_key(key), n)
     anchors = jnp.zeros(n, bool).at[order[n_test:n_test + n_init]].set(True)
+    held = jnp.zeros(n, bool).at[order[:n_test]].set(True)
     if protocol == "paper":
-        return State(anchors, ~anchors)
-    test = jnp.zeros(n, bool).at[order[:n_test]].set(True)
-    return State(anchors, test)
+        return State(anchors, ~anchors, held)
+    return State(anchors, held, held)
+
+
+def _check_heldout(heldout_frac, protocol) -> None:
+    validation.check_in_range("heldout_frac", heldout_frac, 0.0, 1.0, high_inclusive=False)
+    if protocol != "paper" and heldout_frac != 0.0:
+        raise ValueError(f"`heldout_frac`={heldout_frac} is for protocol='paper'; the "
+                         "'fixed' protocol's never-queried set is `test_frac`.")
 
 
 def align(state: State, task: AlignmentTask, *, epsilon=0.05, solver: str = "ot",
@@ -387,11 +425,14 @@ def _metrics(task, plan, mask) -> dict:
 
 
 def _top1_correct(task, plan) -> Array:
-    """[k] bool: the plan row of pair p's source ranks its target first."""
-    if tasks_module.is_graph_task(task):
-        src, tgt = tasks_module.pair_nodes(task)
-        return jnp.argmax(plan[src], axis=1) == tgt
-    return jnp.argmax(plan, axis=1) == jnp.asarray(task.truth)
+    """[k] probability that the plan row of pair p's source ranks its target first (ties
+    in a uniformly random order: ``alignment.top1_probability``)."""
+    return alignment.top1_probability(plan, *tasks_module.pair_nodes(task))
+
+
+def _pair_values(task, plan) -> dict:
+    """[k] per-pair metric values of ``plan`` (``alignment.pair_values``)."""
+    return alignment.pair_values(plan, *tasks_module.pair_nodes(task))
 
 
 def _scores(key, strategy, task, cost, plan, epsilon, utility, cg_tol, score="abs",
@@ -483,8 +524,8 @@ def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "av
 
     Returns:
       (State with the queried nodes added to ``anchors``, Info of the round). Nodes already
-      anchored are never queried; under "fixed" neither are test nodes, under "paper" the
-      queried nodes leave the test set.
+      anchored or held out (``state.heldout``; under "fixed" the test nodes) are never
+      queried; under "paper" the queried nodes leave the test set.
     """
     if isinstance(strategy, str):
         validation.check_one_of("strategy", strategy, STRATEGIES)
@@ -507,18 +548,20 @@ def step(key: PRNGKey, state: State, task: AlignmentTask, *, strategy: str = "av
     else:
         s, cg = _switch_scores(strategy_index, strategy, key, task, cost, res.plan, eps,
                                utility, cg_tol, utility_weights, state.anchors, anchor_weight)
-    blocked = state.anchors if protocol == "paper" else state.anchors | state.test
+    blocked = state.anchors | state.heldout
     s = jnp.where(blocked, -jnp.inf, s)
     _, idx = jax.lax.top_k(s, num_queries)
-    mets = _metrics(task, res.plan, state.test)
+    values = _pair_values(task, res.plan)
+    mets = alignment.masked_mean(values, state.test)
+    held = alignment.masked_mean(values, state.heldout)
     correct = _top1_correct(task, res.plan)
     free = ~blocked
-    pool = jnp.sum(correct & free) / jnp.maximum(jnp.sum(free), 1)
+    pool = jnp.sum(jnp.where(free, correct, 0.0)) / jnp.maximum(jnp.sum(free), 1)
     anchors = state.anchors.at[idx].set(True)
     test = state.test & ~anchors if protocol == "paper" else state.test
-    return (State(anchors, test),
+    return (State(anchors, test, state.heldout),
             Info(mets, idx, res.converged, res.marginal_error, cg.converged, cg.residual,
-                 jnp.mean(correct[idx].astype(jnp.float32)), pool.astype(jnp.float32)))
+                 jnp.mean(correct[idx]), pool.astype(jnp.float32), held, values))
 
 
 def parrot_settings(solver) -> parrot.ParrotSettings | None:
@@ -536,12 +579,13 @@ def plan_epsilon(solver, epsilon):
 
 def _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score="abs",
-                    utility_weights=None, protocol="fixed") -> None:
+                    utility_weights=None, protocol="fixed", heldout_frac=0.0) -> None:
     if strategy not in STRATEGIES:
         raise ValueError(f"`strategy` must be one of {STRATEGIES}, got {strategy!r}.")
     _check_weights(utility_weights, _utilities(utility))
     validation.check_one_of("score", score, SCORES)
     validation.check_one_of("protocol", protocol, PROTOCOLS)
+    _check_heldout(heldout_frac, protocol)
     if isinstance(solver, parrot.ParrotSettings):
         parrot.check_settings(solver)
     elif solver not in SOLVERS:
@@ -589,7 +633,7 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
            feat_weight: float = 1.0, anchor_weight: float = 1.0,
            sinkhorn_threshold: float = 1e-4, sinkhorn_max_iterations: int = 10000,
            cg_tol: float = 1e-4, score: str = "abs", utility_weights=None,
-           protocol: str = "fixed") -> Algorithm:
+           protocol: str = "fixed", heldout_frac: float = 0.0) -> Algorithm:
     """The active loop on ``task`` as an ``Algorithm`` (every check made here, eagerly).
 
     ``init(key) -> State``; ``step(key, state) -> (State, Info)`` labels
@@ -600,12 +644,13 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
     """
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
-                    utility_weights, protocol)
+                    utility_weights, protocol, heldout_frac)
     per_round = _per_round(tasks_module.num_pairs(task), test_frac, init_frac, budget_frac,
-                           rounds, protocol)
+                           rounds, protocol, heldout_frac)
 
     def init_fn(key: PRNGKey) -> State:
-        return init(key, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol)
+        return init(key, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol,
+                    heldout_frac=heldout_frac)
 
     def step_fn(key: PRNGKey, state: State) -> tuple[State, Info]:
         return step(key, state, task, strategy=strategy, num_queries=per_round,
@@ -620,12 +665,13 @@ def active(task: AlignmentTask, strategy: str = "avatar", *, epsilon: float = 0.
 @functools.partial(jax.jit, static_argnames=(
     "strategy", "rounds", "test_frac", "init_frac", "per_round", "utility", "solver",
     "sinkhorn_threshold", "sinkhorn_max_iterations", "cg_tol", "score", "utility_weights",
-    "protocol"))
+    "protocol", "heldout_frac"))
 def _run(key, task, epsilon, feat_weight, anchor_weight, *, strategy, rounds, test_frac,
          init_frac, per_round, utility, solver, sinkhorn_threshold, sinkhorn_max_iterations,
-         cg_tol, score, utility_weights, protocol, strategy_index=None):
+         cg_tol, score, utility_weights, protocol, heldout_frac=0.0, strategy_index=None):
     k_init, k_loop = jax.random.split(key)
-    state = init(k_init, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol)
+    state = init(k_init, task, test_frac=test_frac, init_frac=init_frac, protocol=protocol,
+                 heldout_frac=heldout_frac)
     plan_kw = {"epsilon": epsilon, "solver": solver, "feat_weight": feat_weight,
                "anchor_weight": anchor_weight, "sinkhorn_threshold": sinkhorn_threshold,
                "sinkhorn_max_iterations": sinkhorn_max_iterations}
@@ -636,19 +682,28 @@ def _run(key, task, epsilon, feat_weight, anchor_weight, *, strategy, rounds, te
                     protocol=protocol, strategy_index=strategy_index, **plan_kw)
 
     state, info = jax.lax.scan(body, state, jax.random.split(k_loop, rounds))
-    last, res = evaluate(state, task, **plan_kw)
-    mets = jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]), info.metrics, last)
+    _, res = align(state, task, **plan_kw)
+    values = _pair_values(task, res.plan)
+
+    def with_last(per_round, last):
+        return jax.tree.map(lambda a, b: jnp.concatenate([a, b[None]]), per_round, last)
+
+    mets = with_last(info.metrics, alignment.masked_mean(values, state.test))
+    held = with_last(info.heldout_metrics, alignment.masked_mean(values, state.heldout))
+    round0 = jax.tree.map(lambda v: v[0], info.pair_values)
     return ActiveResult(mets, info.queried, state.anchors, state.test,
                         jnp.concatenate([info.plan_converged, res.converged[None]]),
                         jnp.concatenate([info.plan_error, res.marginal_error[None]]),
                         info.cg_converged, info.cg_residual, info.picked_correct,
-                        info.pool_correct)
+                        info.pool_correct, held, alignment.masked_mean(round0, state.test))
 
 
-def _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol) -> int:
+def _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol,
+               heldout_frac=0.0) -> int:
     validation.check_one_of("protocol", protocol, PROTOCOLS)
-    return budget_sizes(n, 0.0 if protocol == "paper" else test_frac, init_frac, budget_frac,
-                        rounds)[2]
+    _check_heldout(heldout_frac, protocol)
+    return budget_sizes(n, heldout_frac if protocol == "paper" else test_frac, init_frac,
+                        budget_frac, rounds)[2]
 
 
 def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None,
@@ -682,7 +737,7 @@ def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
                anchor_weight: float = 1.0, sinkhorn_threshold: float = 1e-4,
                sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4,
                score: str = "abs", utility_weights=None,
-               protocol: str = "fixed") -> ActiveResult:
+               protocol: str = "fixed", heldout_frac: float = 0.0) -> ActiveResult:
     """Runs the active alignment protocol (initial anchors, ``rounds`` rounds of queries).
 
     ``init(k0)``, then ``lax.scan`` of ``step`` over ``jax.random.split(k1, rounds)``, then
@@ -719,13 +774,18 @@ def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
       utility_weights: weights of the utilities when ``utility`` is a tuple (default equal).
       protocol: "fixed" (held-out test set, ``test_frac``) or "paper" (test = every node not
         anchored yet; queried nodes leave it; ``test_frac`` ignored).
+      heldout_frac: "paper" only: round(heldout_frac n) nodes drawn before round 0 and never
+        queried (queries come from the rest); their metrics are
+        ``ActiveResult.heldout_metrics``, beside the paper's ``metrics`` (which still count
+        them: they are not anchored). 0 (default): none, the paper's protocol unchanged.
 
     Returns:
-      ActiveResult (metrics before any query and after each round).
+      ActiveResult (metrics before any query and after each round; the never-queried
+      metrics; the removal-only line).
     """
     _check_settings(task, strategy, utility, solver, epsilon, feat_weight, anchor_weight,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
-                    utility_weights, protocol)
+                    utility_weights, protocol, heldout_frac)
     return _run_and_report(as_key(key), task, epsilon, feat_weight, anchor_weight,
                            strategy=strategy,
                            score=score, strategy_index=None, rounds=rounds,
@@ -733,7 +793,8 @@ def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
                            utility=utility, solver=solver,
                            sinkhorn_threshold=sinkhorn_threshold,
                            sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
-                           utility_weights=utility_weights, protocol=protocol)
+                           utility_weights=utility_weights, protocol=protocol,
+                           heldout_frac=heldout_frac)
 
 
 def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_index, *,
@@ -742,7 +803,8 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
                       utility: str = "entropy", solver: str = "ot", feat_weight: float = 1.0,
                       anchor_weight: float = 1.0, sinkhorn_threshold: float = 1e-4,
                       sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4,
-                      utility_weights=None, protocol: str = "fixed") -> ActiveResult:
+                      utility_weights=None, protocol: str = "fixed",
+                      heldout_frac: float = 0.0) -> ActiveResult:
     """``run_active`` of strategy ``strategies[strategy_index]`` with the index traced.
 
     ``strategies`` is a tuple of (strategy, score) pairs (static); the node scores are one
@@ -761,7 +823,7 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
     for strat, score in table:
         _check_settings(task, strat, utility, solver, epsilon, feat_weight, anchor_weight,
                         sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, score,
-                        utility_weights, protocol)
+                        utility_weights, protocol, heldout_frac)
     if not isinstance(strategy_index, jax.core.Tracer):
         validation.check_int_range("strategy_index", strategy_index, 0, len(table))
     return _run_and_report(as_key(key), task, epsilon, feat_weight, anchor_weight,
@@ -771,17 +833,19 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
                            budget_frac=budget_frac, utility=utility, solver=solver,
                            sinkhorn_threshold=sinkhorn_threshold,
                            sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
-                           utility_weights=utility_weights, protocol=protocol)
+                           utility_weights=utility_weights, protocol=protocol,
+                           heldout_frac=heldout_frac)
 
 
 def _run_and_report(key, task, epsilon, feat_weight, anchor_weight, *, strategy, score,
                     strategy_index, rounds, test_frac, init_frac, budget_frac, utility, solver,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, utility_weights,
-                    protocol) -> ActiveResult:
+                    protocol, heldout_frac=0.0) -> ActiveResult:
     """The shared body of ``run_active`` / ``run_active_switch`` after their checks:
     per-round query counts, hashable utility settings, the run, the solver report."""
     n = tasks_module.num_pairs(task)
-    per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol)
+    per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol,
+                           heldout_frac)
     utility = utility if isinstance(utility, str) else tuple(utility)
     utility_weights = None if utility_weights is None else tuple(map(float, utility_weights))
     res = _run(key, task, epsilon, feat_weight, anchor_weight, strategy=strategy,
@@ -789,7 +853,7 @@ def _run_and_report(key, task, epsilon, feat_weight, anchor_weight, *, strategy,
                utility=utility, solver=solver, sinkhorn_threshold=sinkhorn_threshold,
                sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,
                utility_weights=utility_weights, protocol=protocol,
-               strategy_index=strategy_index)
+               heldout_frac=float(heldout_frac), strategy_index=strategy_index)
     return _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
 
 
@@ -869,6 +933,8 @@ def validate_config(config) -> None:
         "hard_nodes": validation.POSITIVE_INT, "real_nodes": validation.POSITIVE_INT,
         "hard_init_frac": validation.UNIT_OPEN_RIGHT, "hard_edge_noise": validation.UNIT_OPEN_RIGHT,
         "sinkhorn_max_iterations": validation.POSITIVE_INT, "cg_tol": validation.POSITIVE})
+    heldout = config.get("heldout_frac", 0.0)
+    validation.check_in_range("config.heldout_frac", heldout, 0.0, 1.0, high_inclusive=False)
     validation.check_min_count("config.num_seeds", config.num_seeds, 2,
                                "a 95% confidence interval over seeds is computed")
     validation.check_min_count("config.graph_nodes", config.graph_nodes, 4,
@@ -930,7 +996,7 @@ def validate_config(config) -> None:
         try:
             for p in config.protocols:
                 _per_round(n, config.test_frac, init_frac, config.budget_frac, config.rounds,
-                           p)
+                           p, heldout if p == "paper" else 0.0)
         except ValueError as e:
             raise ValueError(f"config.budget_frac / config.rounds do not fit task {t!r} "
                              f"({n} nodes): {e}") from None

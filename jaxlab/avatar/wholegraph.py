@@ -8,8 +8,15 @@ floor(int(``budget_frac`` k) / ``rounds``) best, and the test set is every groun
 pair not anchored (queried pairs leave it). Metrics after each round on that test set:
 MRR and Hits@{1,10,30,50} averaged over both directions (PlanetAlign's "mean", which
 AvAtar logs), and each direction (PARROT's own script reports source -> target only);
-ranks count strictly better candidates (ties in the plan favour the truth), and
-``mrr_st_ties_against`` counts ties against it.
+ties in the plan are ordered uniformly at random (the exact expectation,
+``alignment.pair_values``); ``mrr_truth_first`` / ``mrr_st_truth_first`` rank the truth
+first among ties (what counting strictly better candidates gives) and
+``mrr_st_ties_against`` last.
+
+Beside the paper's metric (ours): ``Protocol.heldout_frac`` > 0 draws a set of pairs
+before round 0 that is never queried (queries come from the rest); ``heldout_*`` are the
+metrics on it, what the labels did to pairs nobody labelled. ``removal_*`` score the
+round-0 plan on the round's test set: what removing the queried pairs alone would give.
 
 Aligner: ``parrot_official`` (PARROT's code, its per-dataset settings). Strategies:
 "random", "entropy" (row entropy of the plan), "density" (entropy x representativeness of
@@ -65,7 +72,7 @@ from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 
 __all__ = ["STRATEGIES", "Protocol", "smallest_task", "sizes", "initial_anchors", "Round",
-    "round_solve", "cold_product_steps", "tie_aware_metrics", "RunState", "run", "solve_round0"]
+    "initial_split", "round_solve", "cold_product_steps", "RunState", "run", "solve_round0"]
 
 STRATEGIES = ("random", "entropy", "density", "avatar")
 
@@ -81,6 +88,14 @@ class Protocol(NamedTuple):
         1e-4 as the square-task loop).
       cg_maxiter: CG cap.
       warm: warm starts between rounds (module docstring).
+      heldout_frac: share of the pairs drawn before round 0 and never queried (after the
+        initial anchors in the same permutation, so the initial anchors do not depend on
+        it); 0: none (AvAtar's protocol).
+      frozen_rwr: keep the RWR position features of the initial anchors (the queried pairs
+        are still anchors of the cost, the plan's prior and the test set); False: every
+        current anchor's RWR column (ours). AvAtar's code keeps ``rwr_anchors`` at the
+        initial anchors through a PlanetAlign version that is not public, so which one
+        its runs used cannot be known.
     """
 
     rounds: int = 10
@@ -89,6 +104,8 @@ class Protocol(NamedTuple):
     cg_tol: float = 1e-4
     cg_maxiter: int = 2000
     warm: bool = True
+    heldout_frac: float = 0.0
+    frozen_rwr: bool = False
 
 
 def check_protocol(protocol: Protocol) -> None:
@@ -103,8 +120,12 @@ def check_protocol(protocol: Protocol) -> None:
     validation.check_in_range("protocol.cg_tol", protocol.cg_tol, 0.0, np.inf,
                               low_inclusive=False, high_inclusive=False)
     validation.check_positive_int("protocol.cg_maxiter", protocol.cg_maxiter)
-    if not isinstance(protocol.warm, bool):
-        raise ValueError(f"`protocol.warm` must be a bool, got {protocol.warm!r}.")
+    validation.check_in_range("protocol.heldout_frac", protocol.heldout_frac, 0.0, 1.0,
+                              high_inclusive=False)
+    for name in ("warm", "frozen_rwr"):
+        if not isinstance(getattr(protocol, name), bool):
+            raise ValueError(f"`protocol.{name}` must be a bool, got "
+                             f"{getattr(protocol, name)!r}.")
 
 
 def _counts(num_pairs: int, protocol: Protocol) -> tuple[int, int, int]:
@@ -113,9 +134,14 @@ def _counts(num_pairs: int, protocol: Protocol) -> tuple[int, int, int]:
     return int(protocol.init_frac * num_pairs), budget, budget // protocol.rounds
 
 
+def _held(num_pairs: int, protocol: Protocol) -> int:
+    return int(protocol.heldout_frac * num_pairs)
+
+
 def _fits(num_pairs: int, protocol: Protocol) -> bool:
     n_init, _, per_round = _counts(num_pairs, protocol)
-    return per_round >= 1 and n_init >= 1 and n_init + per_round * protocol.rounds < num_pairs
+    return (per_round >= 1 and n_init >= 1
+            and n_init + _held(num_pairs, protocol) + per_round * protocol.rounds < num_pairs)
 
 
 def smallest_task(protocol: Protocol) -> int | None:
@@ -147,8 +173,8 @@ def sizes(num_pairs: int, protocol: Protocol) -> tuple[int, int]:
             why = (f"`protocol.budget_frac`={protocol.budget_frac} gives {budget} queries, "
                    f"fewer than one per round (`protocol.rounds`={protocol.rounds})")
         else:
-            why = (f"`protocol.init_frac`={protocol.init_frac} and `budget_frac` leave no "
-                   "initial anchor or no test pair")
+            why = (f"`protocol.init_frac`={protocol.init_frac}, `budget_frac` and "
+                   "`heldout_frac` leave no initial anchor or no test pair")
         raise ValueError(f"`task` has {num_pairs} ground-truth pairs: {why}; {need}.")
     if per_round * protocol.rounds != budget:
         warnings.warn(f"`protocol.budget_frac`={protocol.budget_frac} asks for {budget} "
@@ -177,14 +203,25 @@ def initial_anchors(key: PRNGKey, num_pairs: int, protocol: Protocol) -> np.ndar
       num_pairs: k, the task's ground-truth pairs.
       protocol: the Protocol (its ``init_frac``; the budget is checked, ``sizes``).
     """
+    return initial_split(key, num_pairs, protocol)[0]
+
+
+def initial_split(key: PRNGKey, num_pairs: int, protocol: Protocol
+                  ) -> tuple[np.ndarray, np.ndarray]:
+    """([num_pairs] bool initial anchors, [num_pairs] bool never-queried pairs): the first
+    int(init_frac k) pairs of ``initial_anchors``' permutation, then the next
+    int(heldout_frac k) (none when ``protocol.heldout_frac`` is 0)."""
     key = as_key(key)
     if key.shape != ():
         raise ValueError(f"`key` must be one key (shape ()), got shape {key.shape}.")
     n_init, _ = sizes(num_pairs, protocol)
+    n_held = _held(num_pairs, protocol)
     order = np.random.default_rng(_numpy_seed(key)).permutation(num_pairs)
     mask = np.zeros(num_pairs, bool)
     mask[order[:n_init]] = True
-    return mask
+    held = np.zeros(num_pairs, bool)
+    held[order[n_init:n_init + n_held]] = True
+    return mask, held
 
 
 # ----------------------------------------------------------------------------- one round
@@ -212,18 +249,30 @@ def _solve(task, g, stats, anchors, raw, s, warm, host):
 
 
 @jax.jit
-def _metrics(plan, src, tgt, test):
-    r_st, r_ts = alignment.ranks_of_pairs(plan, src, tgt)
-    out = alignment.pair_metrics(plan, src, tgt, test)
+def _metrics(plan, src, tgt, test, heldout, round0):
+    """(metrics of ``plan`` on ``test``; on ``heldout`` ("heldout_*", NaN when empty); the
+    round-0 values ``round0`` on ``test`` ("removal_*"; None at round 0), [k] per-pair
+    values of ``plan``)."""
+    both = alignment.pair_values(plan, src, tgt, per_direction=True)
+    values = {m: v for m, v in both.items() if not m.endswith(("_st", "_ts"))}
+    out = alignment.masked_mean(values, test)
+    out.update({m: v for m, v in alignment.masked_mean(both, test).items()
+                if m in ("mrr_st", "mrr_ts", "hits@1_st")})
     w = test.astype(jnp.float32)
     denom = jnp.maximum(w.sum(), 1.0)
     true = plan[src, tgt]
-    ties_st = jnp.sum(plan[src] >= true[:, None], axis=1) - 1
-    out["mrr_st"] = jnp.sum(w / (r_st + 1.0)) / denom
-    out["mrr_ts"] = jnp.sum(w / (r_ts + 1.0)) / denom
-    out["mrr_st_ties_against"] = jnp.sum(w / (ties_st + 1.0)) / denom
-    out["hits@1_st"] = jnp.sum(w * (r_st < 1)) / denom
-    return out
+    rows, cols = plan[src], plan[:, tgt]
+    better_st = jnp.sum(rows > true[:, None], axis=1)
+    better_ts = jnp.sum(cols > true[None, :], axis=0)
+    tied_st = jnp.sum(rows == true[:, None], axis=1) - 1
+    out["mrr_truth_first"] = 0.5 * jnp.sum(w * (1.0 / (better_st + 1.0)
+                                                + 1.0 / (better_ts + 1.0))) / denom
+    out["mrr_st_truth_first"] = jnp.sum(w / (better_st + 1.0)) / denom
+    out["mrr_st_ties_against"] = jnp.sum(w / (better_st + tied_st + 1.0)) / denom
+    out.update({f"heldout_{m}": v for m, v in alignment.masked_mean(values, heldout).items()})
+    if round0 is not None:
+        out.update({f"removal_{m}": v for m, v in alignment.masked_mean(round0, test).items()})
+    return out, values
 
 
 @functools.partial(jax.jit, static_argnames=("strategy", "num", "cg_tol", "cg_maxiter", "eps",
@@ -252,6 +301,7 @@ def _select(key, plan, cross, y, anchors, src, rep, *, strategy, num, cg_tol, cg
 
 
 _representativeness = jax.jit(baselines.representativeness)
+_top1 = jax.jit(alignment.top1_probability)
 
 
 def round_solve(task: tasks.GraphTask, graph: parrot_official.Graphs, anchors: np.ndarray,
@@ -303,29 +353,6 @@ def _cost_only(task, g, stats, anchors, s, host):
     return parrot_official.cost(task, g, stats, anchors, s, None, host)
 
 
-@jax.jit
-def tie_aware_metrics(plan, src, tgt, test):
-    """MRR with ties in the plan broken in a uniformly random order (the expectation, exact):
-    a truth with r strictly better and e tied candidates has expected reciprocal rank
-    (H(r + e + 1) - H(r)) / (e + 1), H the harmonic numbers (torch's argsort, which
-    PlanetAlign ranks with, orders ties arbitrarily). Returns {"mrr_random_ties": both
-    directions, "mrr_st_random_ties": source -> target} on the pairs where ``test``."""
-    true = plan[src, tgt]
-
-    def expected_rr(better, tied):
-        r, e = better.astype(jnp.float32), tied.astype(jnp.float32)
-        return (jax.scipy.special.digamma(r + e + 2.0)
-                - jax.scipy.special.digamma(r + 1.0)) / (e + 1.0)
-
-    rows, cols = plan[src], plan[:, tgt]
-    st = expected_rr(jnp.sum(rows > true[:, None], 1), jnp.sum(rows == true[:, None], 1) - 1)
-    ts = expected_rr(jnp.sum(cols > true[None, :], 0), jnp.sum(cols == true[None, :], 0) - 1)
-    w = test.astype(jnp.float32)
-    denom = jnp.maximum(w.sum(), 1.0)
-    return {"mrr_random_ties": 0.5 * jnp.sum(w * (st + ts)) / denom,
-            "mrr_st_random_ties": jnp.sum(w * st) / denom}
-
-
 # ----------------------------------------------------------------------------- runs
 
 
@@ -339,12 +366,17 @@ class RunState(NamedTuple):
         the last adjoint CG solution).
       records: [step + 1] dicts, one per round (round 0 = the initial anchors): the test
         metrics, the round's times, solver diagnostics and whatever ``measure`` returned.
+      heldout: [k] bool, the never-queried pairs (``initial_split``; None: none).
+      round0_values: dict of [k] per-pair values of the round-0 plan
+        (``alignment.pair_values``: the removal-only line; None: not recorded).
     """
 
     step: int
     anchors: np.ndarray
     solve: Round
     records: list
+    heldout: np.ndarray | None = None
+    round0_values: dict | None = None
 
 
 def _check_state(state: RunState, num_pairs: int, protocol: Protocol) -> None:
@@ -357,6 +389,9 @@ def _check_state(state: RunState, num_pairs: int, protocol: Protocol) -> None:
     if np.shape(state.anchors) != (num_pairs,):
         raise ValueError(f"`state.anchors` must be [{num_pairs}] (the task's pairs), got "
                          f"{np.shape(state.anchors)}.")
+    if state.heldout is not None and np.shape(state.heldout) != (num_pairs,):
+        raise ValueError(f"`state.heldout` must be [{num_pairs}] (the task's pairs), got "
+                         f"{np.shape(state.heldout)}.")
     if len(state.records) != state.step + 1:
         raise ValueError(f"`state.records` must hold step + 1 = {state.step + 1} records, got "
                          f"{len(state.records)}.")
@@ -402,16 +437,26 @@ def solve_round0(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Gra
       RunState with ``step`` 0 and one record (metrics, ``solve_s``, diagnostics).
     """
     _check_run_args(task, graph, settings, protocol)
-    anchors = initial_anchors(key, tasks.num_pairs(task), protocol)
+    anchors, held = initial_split(key, tasks.num_pairs(task), protocol)
     t0 = time.perf_counter()
     rnd, diag = round_solve(task, graph, anchors, None, None, settings, False, host)
     jax.block_until_ready(rnd.plan)
     t = time.perf_counter() - t0
-    src, tgt = jnp.asarray(task.src), jnp.asarray(task.tgt)
-    mets = {m: float(v) for m, v in _metrics(rnd.plan, src, tgt, jnp.asarray(~anchors)).items()}
+    mets, values = _round_metrics(task, rnd.plan, anchors, held, None)
     rec = {"round": 0, "anchors": int(anchors.sum()), "test": int((~anchors).sum()), **mets,
            **diag, "solve_s": t, "round_s": t, **_measured(measure)}
-    return RunState(0, anchors, rnd, [rec])
+    return RunState(0, anchors, rnd, [rec], held,
+                    {m: np.asarray(v) for m, v in values.items()})
+
+
+def _round_metrics(task, plan, anchors, held, round0) -> tuple[dict, dict]:
+    """(the record's metrics as floats: the paper's on the unanchored pairs, "heldout_*"
+    when ``held`` selects pairs, "removal_*" when ``round0`` is given; the [k] values)."""
+    mets, values = _metrics(plan, jnp.asarray(task.src), jnp.asarray(task.tgt),
+                            jnp.asarray(~anchors), jnp.asarray(held), round0)
+    out = {m: float(v) for m, v in mets.items()
+           if not (m.startswith("heldout_") and not held.any())}
+    return out, values
 
 
 def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
@@ -461,6 +506,10 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
         state = solve_round0(key, task, graph, settings, protocol, host=host, measure=measure)
     _check_state(state, k, protocol)
     step, anchors, rnd = int(state.step), np.array(state.anchors, bool), state.solve
+    held = (np.zeros(k, bool) if state.heldout is None
+            else np.array(state.heldout, bool))
+    round0 = (None if state.round0_values is None
+              else {m: jnp.asarray(v) for m, v in state.round0_values.items()})
     records = [dict(r) for r in state.records]
     src, tgt = jnp.asarray(task.src), jnp.asarray(task.tgt)
     # density's representativeness is an [n1, n1] cosine of the RWR features (~1e12 flops
@@ -473,30 +522,31 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
                cg_maxiter=protocol.cg_maxiter, eps=eps)
     while step < protocol.rounds:
         t0 = time.perf_counter()
-        idx, y, cg = _select(keys[step], rnd.plan, rnd.cross, rnd.y, jnp.asarray(anchors), src,
+        blocked = jnp.asarray(anchors | held)  # never queried: anchored or held out
+        idx, y, cg = _select(keys[step], rnd.plan, rnd.cross, rnd.y, blocked, src,
                              rep, warm_cg=protocol.warm, **sel)
         idx = np.asarray(idx)
         extra = {}
         compare = compare_cold and (compare_rounds is None or step < compare_rounds)
         if compare and strategy == "avatar":
-            _, _, cg0 = _select(keys[step], rnd.plan, rnd.cross, rnd.y, jnp.asarray(anchors),
+            _, _, cg0 = _select(keys[step], rnd.plan, rnd.cross, rnd.y, blocked,
                                 src, rep, warm_cg=False, **sel)
             extra["cg_iterations_cold"] = int(cg0.iterations)
         t_select = time.perf_counter() - t0
-        picked_correct = float(np.mean(np.asarray(jnp.argmax(rnd.plan[src[idx]], axis=1))
-                                       == np.asarray(tgt[idx])))
+        # ties in a plan row in random order (an argmax takes the first tied entry)
+        picked_correct = float(jnp.mean(_top1(rnd.plan, src[idx], tgt[idx])))
         anchors = anchors.copy()
         anchors[idx] = True
         t1 = time.perf_counter()
-        rnd, diag = round_solve(task, graph, anchors, rnd._replace(y=y), idx, settings,
+        grown = np.zeros(0, np.int64) if protocol.frozen_rwr else idx  # new RWR columns
+        rnd, diag = round_solve(task, graph, anchors, rnd._replace(y=y), grown, settings,
                                 protocol.warm, host)
         jax.block_until_ready(rnd.plan)
         t_solve = time.perf_counter() - t1
         if compare:
             steps0, gap = cold_product_steps(task, graph, anchors, rnd, settings, host)
             extra.update(prod_steps_cold=steps0, cost_gap_cold=gap)
-        mets = {m: float(v) for m, v in _metrics(rnd.plan, src, tgt,
-                                                  jnp.asarray(~anchors)).items()}
+        mets, _ = _round_metrics(task, rnd.plan, anchors, held, round0)
         step += 1
         rec = {"round": step, "anchors": int(anchors.sum()), "test": int((~anchors).sum()),
                **mets, **diag, "cg_iterations": int(cg.iterations),
@@ -504,7 +554,7 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
                "picked_correct": picked_correct, "select_s": t_select, "solve_s": t_solve,
                "round_s": time.perf_counter() - t0, **_measured(measure), **extra}
         records = [*records, rec]
-        state = RunState(step, anchors, rnd, records)
+        state = RunState(step, anchors, rnd, records, state.heldout, state.round0_values)
         if callback is not None:
             callback(state)
     return state

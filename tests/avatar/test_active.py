@@ -2,6 +2,7 @@ import functools
 import os
 
 import jax
+import jax.numpy as jnp
 import numpy as np
 import pytest
 
@@ -267,3 +268,30 @@ def test_the_smallest_graph_is_named_and_a_floored_budget_warns():
     assert loop.smallest_task(0.0, 0.2, 0.2, 10) == 48
     with pytest.raises(ValueError, match="no task size fits"):
         loop.budget_sizes(34, 0.5, 0.4, 0.2, 10)
+
+
+def test_heldout_nodes_are_never_queried_and_the_three_lines_are_reported(karate):
+    """protocol="paper" with heldout_frac: the held-out nodes are never queried, their
+    metrics are those of the final plan on them, and the removal-only line is the round-0
+    plan on the final test set."""
+    key = jax.random.key(3)
+    kw = dict(rounds=3, init_frac=0.2, budget_frac=0.1, protocol="paper", heldout_frac=0.25)
+    res = avatar.run_active(key, karate, "entropy", **kw)  # 3 queries: 1 per round
+    k_init, _ = jax.random.split(key)
+    s0 = avatar.init(k_init, karate, init_frac=0.2, protocol="paper", heldout_frac=0.25)
+    held = np.asarray(s0.heldout)
+    assert held.sum() == round(0.25 * 34) and not (held & np.asarray(s0.anchors)).any()
+    assert not np.isin(np.asarray(res.queried), np.flatnonzero(held)).any()
+    plan_kw = dict(epsilon=0.05, solver="ot")
+    final, _ = avatar.evaluate(avatar.State(res.anchors, jnp.asarray(held), s0.heldout),
+                               karate, **plan_kw)
+    round0, _ = avatar.evaluate(avatar.State(s0.anchors, res.test, s0.heldout), karate,
+                                **plan_kw)
+    for m in res.metrics:
+        np.testing.assert_allclose(res.heldout_metrics[m][-1], final[m], rtol=1e-5, err_msg=m)
+        np.testing.assert_allclose(res.removal_metrics[m], round0[m], rtol=1e-5, err_msg=m)
+    with pytest.raises(ValueError, match="heldout_frac"):
+        avatar.run_active(key, karate, "entropy", protocol="fixed", heldout_frac=0.2)
+    # without a held-out set the never-queried line is undefined, the paper's is unchanged
+    plain = avatar.run_active(key, karate, "entropy", **{**kw, "heldout_frac": 0.0})
+    assert np.all(np.isnan(np.asarray(plain.heldout_metrics["mrr"])))

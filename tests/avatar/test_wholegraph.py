@@ -159,7 +159,7 @@ def test_unknown_strategy_is_named():
         wholegraph.run(KEY, task, g, s, P, "degree")
 
 
-def test_tie_aware_mrr_is_the_expectation_over_tie_orders():
+def test_round_metrics_order_ties_at_random_and_keep_the_earlier_rankings():
     import itertools
 
     import jax.numpy as jnp
@@ -168,21 +168,52 @@ def test_tie_aware_mrr_is_the_expectation_over_tie_orders():
                     np.float32)
     src, tgt = np.array([0, 1, 2]), np.array([0, 2, 1])
     test = np.array([True, True, False])
-    got = wholegraph.tie_aware_metrics(jnp.asarray(plan), src, tgt, test)
+    held = np.array([False, False, True])
+    got, _ = wholegraph._metrics(jnp.asarray(plan), src, tgt, test, held, None)
 
-    def mean_rr(vals, t):  # brute force over every order of the tied entries
+    def rr(vals, t):  # (every order of the tied entries, truth first, truth last)
         others = [v for j, v in enumerate(vals) if j != t]
         better = sum(v > vals[t] for v in others)
         ties = sum(v == vals[t] for v in others)
-        rrs = [1.0 / (better + 1 + perm.index(0))
-               for perm in itertools.permutations(range(ties + 1))]
-        return np.mean(rrs)
+        orders = [1.0 / (better + 1 + perm.index(0))
+                  for perm in itertools.permutations(range(ties + 1))]
+        return np.mean(orders), 1.0 / (better + 1), 1.0 / (better + ties + 1)
 
-    st = [mean_rr(plan[s], t) for s, t in zip(src, tgt, strict=True)]
-    ts = [mean_rr(plan[:, t], s) for s, t in zip(src, tgt, strict=True)]
-    np.testing.assert_allclose(float(got["mrr_st_random_ties"]), np.mean(st[:2]), rtol=1e-5)
-    np.testing.assert_allclose(float(got["mrr_random_ties"]),
-                               0.5 * (np.mean(st[:2]) + np.mean(ts[:2])), rtol=1e-5)
+    st = np.array([rr(plan[s], t) for s, t in zip(src, tgt, strict=True)])
+    ts = np.array([rr(plan[:, t], s) for s, t in zip(src, tgt, strict=True)])
+    np.testing.assert_allclose(float(got["mrr_st"]), st[:2, 0].mean(), rtol=1e-5)
+    np.testing.assert_allclose(float(got["mrr"]), 0.5 * (st[:2, 0] + ts[:2, 0]).mean(),
+                               rtol=1e-5)
+    np.testing.assert_allclose(float(got["heldout_mrr"]), 0.5 * (st[2, 0] + ts[2, 0]),
+                               rtol=1e-5)
+    np.testing.assert_allclose(float(got["mrr_truth_first"]),
+                               0.5 * (st[:2, 1] + ts[:2, 1]).mean(), rtol=1e-5)
+    np.testing.assert_allclose(float(got["mrr_st_ties_against"]), st[:2, 2].mean(),
+                               rtol=1e-5)
+
+
+def test_heldout_pairs_are_never_queried_and_the_removal_line_scores_round_0():
+    from jaxlab.avatar import alignment
+
+    task, g, s = _problem()
+    p = P._replace(heldout_frac=0.25)
+    r0 = wholegraph.solve_round0(KEY, task, g, s, p)
+    # the initial anchors do not depend on the held-out share
+    np.testing.assert_array_equal(r0.anchors, wholegraph.initial_anchors(KEY, 48, P))
+    assert r0.heldout.sum() == 12 and not (r0.heldout & r0.anchors).any()
+    out = wholegraph.run(KEY, task, g, s, p, "entropy", state=r0)
+    assert not (out.anchors & out.heldout).any()
+    src, tgt = np.asarray(task.src), np.asarray(task.tgt)
+    for rec in out.records[1:]:
+        assert {"heldout_mrr", "removal_mrr", "mrr"} <= set(rec)
+    # removal only after the last round: the round-0 plan on the final test set
+    ref = alignment.pair_metrics(r0.solve.plan, src, tgt, ~out.anchors)
+    np.testing.assert_allclose(out.records[-1]["removal_mrr"], float(ref["mrr"]), rtol=1e-6)
+    ref_held = alignment.pair_metrics(out.solve.plan, src, tgt, out.heldout)
+    np.testing.assert_allclose(out.records[-1]["heldout_mrr"], float(ref_held["mrr"]),
+                               rtol=1e-6)
+    plain = wholegraph.solve_round0(KEY, task, g, s, P)
+    assert "heldout_mrr" not in plain.records[0] and not plain.heldout.any()
 
 
 def test_the_guides_own_graph_recipe_runs():
