@@ -133,8 +133,12 @@ def test_smoke_experiment_writes_results(tmp_path):
     assert set(s["tasks"]) == {"karate"}
     t = s["tasks"]["karate"]["protocols"]
     assert set(t) == {"paper", "fixed"}
+    lines = {"avatar-gain - random" + label
+             for label in ("", ", never queried", ", removal only")}
+    assert set(t["paper"]["paired_final_mrr"]) == lines  # the three lines, paper protocol
     for pr in t.values():
-        assert set(pr["paired_final_mrr"]) == {"avatar-gain - random"}
+        assert "avatar-gain - random" in pr["paired_final_mrr"]
+        assert set(pr["paired_final_mrr"]) <= lines
         d = pr["paired_final_mrr"]["avatar-gain - random"]
         assert d["lo"] <= d["mean"] <= d["hi"]
         # the comparison section: avatar.comparison.analyse of the per-seed final MRRs
