@@ -22,18 +22,20 @@ blackjax/optax style)::
 ``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared.
 
 Tasks: ``make_task(name)`` for a name of ``task_names()`` (built in: ``bouncing_ball``,
-``cartpole``, ``hopper``, ``pendulum``, ``reacher``);
+``cartpole``, ``hopper``, ``pendulum``, ``reacher``, ``soft_quadruped``);
 ``register_task(name, factory)`` adds an MJCF task (``new_task`` / ``envs.Task``,
 ``load_mjcf``; MJCF angles are in degrees unless ``<compiler angle="radian"/>``; brax fuses
 bodies without a joint into their parent: look bodies and sites up with ``body_index`` /
-``site_index``, see ``fused_bodies``). ``check_nonfinite_grad_share`` fails a run with too
-many non-finite gradients. The
+``site_index``, see ``fused_bodies``); a task without MJCF brings its own physics
+(``Task(init_state_fn=..., step_fn=...)``), as ``soft_quadruped`` does with the pure-JAX
+soft-body simulator ``softbody`` (tetrahedral FEM, muscles, ground contact).
+``check_nonfinite_grad_share`` fails a run with too many non-finite gradients. The
 functional forms ``init(key, task, cfg)`` and ``step(key, state, task, cfg)`` take the
 static arguments last. Different keys give different initial weights; the same key gives
 the same run.
 """
 
-from jaxlab.rfo import envs
+from jaxlab.rfo import envs, softbody
 from jaxlab.rfo.envs import (
     TASK_NAMES,
     EnvState,
@@ -69,5 +71,5 @@ __all__ = [
     "TASK_NAMES", "Config", "EnvState", "Info", "PPOConfig", "PPOState", "RFOState", "State",
     "Task", "TrainConfig", "body_index", "check_nonfinite_grad_share", "env_steps_per_update",
     "envs", "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
-    "register_task", "scan_steps", "site_index", "step", "task_names",
+    "register_task", "scan_steps", "site_index", "softbody", "step", "task_names",
 ]
