@@ -17,8 +17,9 @@ and brax's generalized backend, forward and forward + backward, at B = 1/8/32/64
 ``soft_study``: the soft-body quadruped (``soft_quadruped``, no MJCF). ``soft_study`` is
 declared before it runs: RFO with the regularisers on (``rfo``) and off (``rfo_none``)
 vs SHAC with a Gaussian policy, critic-free APG and PPO, 5 paired seeds drawn from
-``seed`` = 4242 (used by no other preset), 196,608 env steps per seed and method (equal
-across methods), 32 environments, 32-step horizons, 128-step episodes (2.56 s) and
+``seed`` = 4242 (used by no other preset), 98,304 env steps per seed and method (equal
+across methods; 491,520 per method over the seeds, a few hours per method on a 2-core
+CPU at the forward + backward rate ``experiments/bench_softbody.py`` measures), 32 environments, 32-step horizons, 128-step episodes (2.56 s) and
 evaluations; metrics: final eval return and AUC per method with t 95% CIs, the paired
 differences RFO - rival, and the ratio of mean final returns RFO / SHAC-Gaussian with a
 paired-bootstrap 95% CI beside the paper's ~2x. No MJX throughput unit (the simulator's
@@ -118,7 +119,7 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         else:
             c.num_seeds = 5
             c.seed = 4242
-            c.env_steps = 196_608
+            c.env_steps = 98_304
             c.num_chunks = 8
             c.common.update(num_envs=32, horizon=32, eval_horizon=128, episode_length=128)
     elif arg != "quick":
