@@ -87,8 +87,8 @@ def quadruped(torso_cells=(6, 3, 2), leg_cells=(1, 1, 2), h: float = 0.05) -> Qu
     """A box torso of ``torso_cells`` (nx, ny, nz) voxels on four legs of ``leg_cells``
     (lx, ly, lz) voxels under its corners, voxel size ``h`` [m].
 
-    The default (6, 3, 2) torso on (1, 1, 3) legs with h = 5 cm is 48 voxels, 288 tets and
-    132 nodes: a 30 x 15 x 10 cm torso on 15 cm legs.
+    The default (6, 3, 2) torso on (1, 1, 2) legs with h = 5 cm is 44 voxels, 264 tets and
+    116 nodes: a 30 x 15 x 10 cm torso on 10 cm legs.
 
     Raises:
       ValueError: legs that do not fit under the torso (2 lx > nx or 2 ly > ny) or a
