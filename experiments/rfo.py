@@ -55,6 +55,10 @@ METHODS = rfo.CONTENDERS
 # present in a run; nothing else is compared in the summary.
 DECLARED = tuple(("rfo", m) for m in METHODS if m != "rfo")
 ABLATIONS = rfo.comparison.ABLATIONS
+# Declared with the soft-body study: the ratio of mean final eval returns RFO / SHAC with a
+# Gaussian policy (the paper reports ~2x on its soft quadruped), CI by a paired bootstrap.
+DECLARED_RATIOS = (("rfo", "shac_gaussian"),)
+PAPER_RATIO = {"soft_quadruped": 2.0}  # the paper's RFO / strongest baseline, approximate
 
 
 def settings(config: ml_collections.ConfigDict, task: str) -> rfo.Settings:
@@ -319,6 +323,32 @@ def without_seconds(comparison_dict: dict) -> dict:
     return out
 
 
+def paired_ratio(a, b, resamples: int = 10_000, seed: int = 0) -> dict:
+    """mean(a) / mean(b) for paired per-seed values, with a 95% percentile CI from a
+    paired bootstrap (seeds resampled together, ``resamples`` times, NumPy generator
+    ``seed``).
+
+    The ratio is defined only while mean(b) stays away from 0: ``"defined"`` is False
+    (and the CI NaN) when a resample's mean(b) is <= 0, e.g. a rival whose returns
+    straddle zero, where no ratio is meaningful.
+
+    Returns:
+      {"ratio", "ci_low", "ci_high", "seeds", "defined"}.
+    """
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    if a.shape != b.shape or a.ndim != 1 or a.size < 2:
+        raise ValueError(f"`a` and `b` must be paired 1-D arrays of >= 2 seeds, got "
+                         f"{a.shape} and {b.shape}.")
+    idx = np.random.default_rng(seed).integers(0, a.size, (resamples, a.size))
+    mb = b[idx].mean(axis=1)
+    defined = bool(b.mean() > 0 and np.all(mb > 0))
+    lo, hi = (np.percentile(a[idx].mean(axis=1) / mb, [2.5, 97.5]) if defined
+              else (np.nan, np.nan))
+    return {"ratio": float(a.mean() / b.mean()) if b.mean() != 0 else float("nan"),
+            "ci_low": float(lo), "ci_high": float(hi), "seeds": int(a.size),
+            "defined": defined}
+
+
 def _summarize(config, out) -> dict:
     summary = {"config": config.to_dict(), "final_eval_return": {}, "auc_eval_return": {},
                "comparison": {}}
@@ -342,6 +372,12 @@ def _summarize(config, out) -> dict:
                      for metric, per_seed in (("final_return", finals), ("auc", aucs))}
         if all(v is not None for v in by_metric.values()):
             summary["comparison"][t] = by_metric
+        ratios = {f"{a} / {b}": {**paired_ratio(finals[a], finals[b]),
+                                 "paper": PAPER_RATIO.get(t)}
+                  for a, b in DECLARED_RATIOS
+                  if a in finals and b in finals and len(finals[a]) == len(finals[b]) > 1}
+        if ratios:
+            summary.setdefault("ratio_final_eval_return", {})[t] = ratios
     if not summary["comparison"]:
         del summary["comparison"]
     if "throughput" in out:
@@ -391,6 +427,13 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                              ", ".join(f"{d['a']} - {d['b']} {d['value']:+.1f} "
                                        f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
                                        for d in comp["differences"])))
+        for k, v in summary.get("ratio_final_eval_return", {}).get(t, {}).items():
+            ci = (f"[{v['ci_low']:.2f}, {v['ci_high']:.2f}]" if v["defined"]
+                  else "(undefined: the rival's mean return is not > 0 in every resample)")
+            paper = f"; paper ~{v['paper']:.0f}x" if v.get("paper") else ""
+            rows.append((f"{t}: declared ratio of mean final eval returns {k} "
+                         f"({v['seeds']} seeds, paired-bootstrap 95% CI)",
+                         f"{v['ratio']:.2f} {ci}{paper}"))
     if "throughput" in summary:
         tp = summary["throughput"]
         for backend, by_mode in tp["env_steps_per_s"].items():

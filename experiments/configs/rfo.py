@@ -1,5 +1,5 @@
 """Configs for experiments/rfo.py: get_config("smoke" | "quick" | "cpu_ablation" |
-"cpu_long" | "full").
+"cpu_long" | "full" | "soft_smoke" | "soft_study").
 
 ``quick`` (the suite's main job): pendulum, RFO vs SHAC (Gaussian) vs APG vs PPO, 3 seeds,
 49k env steps per seed and method, 32 environments, evaluation every few updates (about
@@ -14,6 +14,17 @@ from ``seed`` = 2026 (never used by any other preset, so never used to pick a se
 197k env steps per seed and method (131k on hopper), and the physics throughput of MJX
 and brax's generalized backend, forward and forward + backward, at B = 1/8/32/64.
 ``full``: accelerator scale (256 environments, 1M env steps, 4M on hopper, 8 seeds).
+``soft_smoke`` (CI size, about a minute on a 2-core CPU, mostly compiles) and
+``soft_study``: the soft-body quadruped (``soft_quadruped``, no MJCF). ``soft_study`` is
+declared before it runs: RFO with the regularisers on (``rfo``) and off (``rfo_none``)
+vs SHAC with a Gaussian policy, critic-free APG and PPO, 5 paired seeds drawn from
+``seed`` = 4242 (used by no other preset), 98,304 env steps per seed and method (equal
+across methods; 491,520 per method over the seeds, a few hours per method on a 2-core
+CPU at the forward + backward rate ``experiments/bench_softbody.py`` measures), 32 environments, 32-step horizons, 128-step episodes (2.56 s) and
+evaluations; metrics: final eval return and AUC per method with t 95% CIs, the paired
+differences RFO - rival, and the ratio of mean final returns RFO / SHAC-Gaussian with a
+paired-bootstrap 95% CI beside the paper's ~2x. No MJX throughput unit (the simulator's
+speed: ``experiments/bench_softbody.py``).
 """
 
 import ml_collections
@@ -92,7 +103,27 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         c.num_chunks = 16
         c.common.update(num_envs=256, eval_horizon=256, episode_length=256)
         c.throughput.update(task="hopper", batch_sizes=(1, 64, 1024, 4096))
+    elif arg in ("soft_smoke", "soft_study"):
+        c.tasks = ("soft_quadruped",)
+        c.methods = ("rfo", "rfo_none", "shac_gaussian", "apg", "ppo")
+        c.task_methods = ml_collections.ConfigDict()
+        c.task_env_steps = ml_collections.ConfigDict()
+        c.throughput.task = ""
+        if arg == "soft_smoke":
+            c.num_seeds = 2
+            c.env_steps = 4 * 8 * 8
+            c.num_chunks = 2
+            c.eval_every = 2
+            c.common.update(num_envs=4, horizon=8, eval_horizon=16, episode_length=16,
+                            hidden=16)
+            c.rfo.buffer_size = 256
+        else:
+            c.num_seeds = 5
+            c.seed = 4242
+            c.env_steps = 98_304
+            c.num_chunks = 8
+            c.common.update(num_envs=32, horizon=32, eval_horizon=128, episode_length=128)
     elif arg != "quick":
-        raise ValueError("config arg must be smoke, quick, cpu_ablation, cpu_long or full, "
-                         f"got {arg!r}.")
+        raise ValueError("config arg must be smoke, quick, cpu_ablation, cpu_long, full, "
+                         f"soft_smoke or soft_study, got {arg!r}.")
     return c

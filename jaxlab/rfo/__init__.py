@@ -22,12 +22,14 @@ blackjax/optax style)::
 ``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared.
 
 Tasks: ``make_task(name)`` for a name of ``task_names()`` (built in: ``bouncing_ball``,
-``cartpole``, ``hopper``, ``pendulum``, ``reacher``);
+``cartpole``, ``hopper``, ``pendulum``, ``reacher``, ``soft_quadruped``);
 ``register_task(name, factory)`` adds an MJCF task (``new_task`` / ``envs.Task``,
 ``load_mjcf``; MJCF angles are in degrees unless ``<compiler angle="radian"/>``; brax fuses
 bodies without a joint into their parent: look bodies and sites up with ``body_index`` /
-``site_index``, see ``fused_bodies``). ``check_nonfinite_grad_share`` fails a run with too
-many non-finite gradients. The
+``site_index``, see ``fused_bodies``); a task without MJCF brings its own physics
+(``Task(init_state_fn=..., step_fn=...)``), as ``soft_quadruped`` does with the pure-JAX
+soft-body simulator ``softbody`` (tetrahedral FEM, muscles, ground contact).
+``check_nonfinite_grad_share`` fails a run with too many non-finite gradients. The
 functional forms ``init(key, task, cfg)`` and ``step(key, state, task, cfg)`` take the
 static arguments last. Different keys give different initial weights; the same key gives
 the same run.
@@ -39,7 +41,7 @@ a ``protocol.Contender``) on the same seeds at an equal budget (``Settings``) an
 ``train_seeds`` / ``seed_program`` are the per-seed runs the study binary shares.
 """
 
-from jaxlab.rfo import comparison, envs
+from jaxlab.rfo import comparison, envs, softbody
 from jaxlab.rfo.comparison import (
     CONTENDERS,
     Curves,
@@ -92,6 +94,6 @@ __all__ = [
     "body_index", "check_nonfinite_grad_share", "compare", "comparison", "contender",
     "contender_config", "contenders", "env_steps_per_update", "envs", "final_return",
     "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
-    "register_task", "scan_steps", "schedule", "seed_program", "site_index", "step",
-    "task_names", "train_seeds",
+    "register_task", "scan_steps", "schedule", "seed_program", "site_index", "softbody",
+    "step", "task_names", "train_seeds",
 ]

@@ -9,8 +9,10 @@ gradients through ``mjx.step`` need ``opt.iterations == 1`` (otherwise the solve
 Tasks: ``pendulum`` (torque-limited swing-up), ``cartpole`` (balance a pole on a cart from
 a tilted start), ``hopper`` (brax's ``Hopper`` v5 reward, health test and termination on
 brax's hopper model; see ``_hopper``), ``reacher`` (brax's ``Reacher`` v5 model, reset,
-observation and reward; see ``_reacher``) and ``bouncing_ball`` (contacts with the floor;
-for gradient checks). Users add tasks with ``register_task(name, factory)``.
+observation and reward; see ``_reacher``), ``bouncing_ball`` (contacts with the floor;
+for gradient checks) and ``soft_quadruped`` (no MJCF: a soft-body quadruped stepped by
+the pure-JAX finite-element simulator ``jaxlab.rfo.softbody``, through the task's own
+``init_state_fn`` / ``step_fn``). Users add tasks with ``register_task(name, factory)``.
 
 Termination: ``EnvState.done`` is 1.0 when the step just taken ended in a terminal state
 (brax's ``State.done``); a ``Task`` with ``done_fn=None`` never terminates (``done`` stays
@@ -141,8 +143,15 @@ class Task:
     With a ``reset_fn``, ``init_q`` and ``reset_noise`` may be None (``new_task`` takes
     every field by keyword and leaves them out).
 
+    A task with its own physics (no MJCF, e.g. ``soft_quadruped``) sets both
+    ``init_state_fn(key) -> ps`` (the initial physics state, any pytree) and
+    ``step_fn(ps, action) -> ps`` (one whole environment step); ``sys`` may then be
+    None, ``reset_fn`` / ``init_q`` / ``reset_noise`` are unused and ``n_frames`` is
+    informative only. ``obs_fn``, ``reward_fn`` and ``done_fn`` take that state.
+
     Raises:
-      ValueError: neither ``reset_fn`` nor both ``init_q`` and ``reset_noise``.
+      ValueError: only one of ``init_state_fn`` and ``step_fn``; without them, neither
+        ``reset_fn`` nor both ``init_q`` and ``reset_noise``.
     """
 
     name: str
@@ -156,11 +165,24 @@ class Task:
     act_dim: int
     done_fn: Callable[[Any], Array] | None = None
     reset_fn: Callable[[PRNGKey], tuple[Array, Array]] | None = None
+    init_state_fn: Callable[[PRNGKey], Any] | None = None
+    step_fn: Callable[[Any, Array], Any] | None = None
 
     def __post_init__(self):
+        if (self.init_state_fn is None) != (self.step_fn is None):
+            raise ValueError(f"task {self.name!r}: give both `init_state_fn` and `step_fn` "
+                             "(a task with its own physics) or neither (an MJX task).")
+        if self.own_physics:
+            return
         if self.reset_fn is None and (self.init_q is None or self.reset_noise is None):
             raise ValueError(f"task {self.name!r}: `init_q` and `reset_noise` are needed when "
                              "there is no `reset_fn`.")
+
+    @property
+    def own_physics(self) -> bool:
+        """Whether the task steps its own physics (``init_state_fn`` / ``step_fn``) rather
+        than brax's MJX pipeline (static)."""
+        return self.step_fn is not None
 
     @property
     def terminates(self) -> bool:
@@ -336,9 +358,21 @@ def _ball():
     return Task("bouncing_ball", sys, 1, jnp.array([0.0]), 0.05, obs, reward, 2, 1)
 
 
+def _soft_quadruped():
+    """The soft-body quadruped (``jaxlab.rfo.softbody.quadruped``): pure-JAX tetrahedral
+    FEM, 8 leg muscles, reward = forward centre-of-mass velocity - 1e-3 ||a||^2; never
+    terminates."""
+    from jaxlab.rfo.softbody import quadruped
+
+    soft = quadruped.soft_quadruped()
+    return new_task("soft_quadruped", None, n_frames=soft.cfg.substeps, obs_fn=soft.obs,
+                    reward_fn=soft.reward, obs_dim=soft.obs_dim, act_dim=soft.act_dim,
+                    init_state_fn=soft.init, step_fn=soft.step)
+
+
 _TASKS: dict[str, Callable[[], Task]] = {
     "pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper, "reacher": _reacher,
-    "bouncing_ball": _ball}
+    "bouncing_ball": _ball, "soft_quadruped": _soft_quadruped}
 TASK_NAMES = tuple(sorted(_TASKS))  # the built-in tasks; ``task_names()`` adds registered ones
 
 
@@ -374,9 +408,10 @@ def register_task(name: str, factory: Callable[[], Task]) -> None:
 
 def new_task(name: str, sys, *, n_frames: int, obs_fn, reward_fn, obs_dim: int,
              act_dim: int, reset_fn=None, init_q=None, reset_noise: float | None = None,
-             done_fn=None) -> Task:
+             done_fn=None, init_state_fn=None, step_fn=None) -> Task:
     """A ``Task`` with every field by keyword; ``init_q`` / ``reset_noise`` only without
-    ``reset_fn``.
+    ``reset_fn``; ``init_state_fn`` and ``step_fn`` (together, ``sys`` None) for a task
+    with its own physics.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -391,7 +426,7 @@ def new_task(name: str, sys, *, n_frames: int, obs_fn, reward_fn, obs_dim: int,
       (2,)
     """
     return Task(name, sys, n_frames, init_q, reset_noise, obs_fn, reward_fn, obs_dim, act_dim,
-                done_fn, reset_fn)
+                done_fn, reset_fn, init_state_fn, step_fn)
 
 
 def _mjcf_root(xml, path):
@@ -535,7 +570,14 @@ def make_task(name: str) -> Task:
 
 
 def initial_q_qd(key: PRNGKey, task: Task) -> tuple[Array, Array]:
-    """Initial (positions [q_size], velocities [qd_size]) of ``reset``."""
+    """Initial (positions [q_size], velocities [qd_size]) of ``reset`` (MJX tasks).
+
+    Raises:
+      ValueError: a task with its own physics (its state comes from ``init_state_fn``).
+    """
+    if task.own_physics:
+        raise ValueError(f"task {task.name!r} has its own physics: its initial state is "
+                         "`task.init_state_fn(key)`, not (q, qd).")
     if task.reset_fn is not None:
         return task.reset_fn(key)
     q = task.init_q + task.reset_noise * jax.random.uniform(key, task.init_q.shape,
@@ -544,13 +586,17 @@ def initial_q_qd(key: PRNGKey, task: Task) -> tuple[Array, Array]:
 
 
 def reset(key: PRNGKey, task: Task) -> EnvState:
-    """Initial state: ``task.reset_fn(key)`` if the task has one, else uniform noise of
+    """Initial state: ``task.init_state_fn(key)`` for a task with its own physics;
+    otherwise ``task.reset_fn(key)`` if the task has one, else uniform noise of
     ``task.reset_noise`` on positions and zero velocity; ``key`` typed, or a legacy
     ``uint32`` key."""
     key = as_key(key)
     if not isinstance(task, Task):
         raise TypeError(f"`task` must be an envs.Task (the arguments are reset(key, task)), "
                         f"got {type(task).__name__}.")
+    if task.own_physics:
+        ps = task.init_state_fn(key)
+        return EnvState(ps, task.obs_fn(ps), jnp.int32(0), jnp.float32(0.0))
     extras.require("brax")
     from brax.mjx import pipeline
 
@@ -560,7 +606,8 @@ def reset(key: PRNGKey, task: Task) -> EnvState:
 
 
 def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
-    """``task.n_frames`` physics steps with ``action`` in [-1, 1]^act_dim.
+    """``task.n_frames`` physics steps with ``action`` in [-1, 1]^act_dim (for a task with
+    its own physics: ``task.step_fn(ps, action)``).
 
     Args:
       task: the ``Task``.
@@ -581,16 +628,18 @@ def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
     if not isinstance(state, EnvState):
         raise TypeError(f"`state` must be an envs.EnvState (the arguments are step(task, "
                         f"state, action)), got {type(state).__name__}.")
-    extras.require("brax")
-    from brax.mjx import pipeline
-
     validation.check_shape("action", action, (task.act_dim,))
     validation.check_finite("action", action)
+    if task.own_physics:
+        ps = task.step_fn(state.pipeline_state, action)
+    else:
+        extras.require("brax")
+        from brax.mjx import pipeline
 
-    def frame(ps, _):
-        return pipeline.step(task.sys, ps, action), None
+        def frame(ps, _):
+            return pipeline.step(task.sys, ps, action), None
 
-    ps, _ = jax.lax.scan(frame, state.pipeline_state, None, length=task.n_frames)
+        ps, _ = jax.lax.scan(frame, state.pipeline_state, None, length=task.n_frames)
     r = task.reward_fn(state.pipeline_state, ps, action)
     done = jnp.float32(0.0) if task.done_fn is None else task.done_fn(ps).astype(jnp.float32)
     return EnvState(ps, task.obs_fn(ps), state.t + 1, done), r

@@ -203,3 +203,60 @@ def test_declared_paired_differences_are_per_seed_differences_of_final_returns()
                                     "return (5 seeds, paired bootstrap 95% CI)"]
     assert "rfo - apg" in rows["pendulum: declared paired differences of eval-return AUC "
                                "(5 seeds, paired bootstrap 95% CI)"]
+
+
+def test_soft_study_is_declared_with_equal_budgets_and_paired_seeds():
+    """The soft-body presets: RFO with the regularisers on and off, SHAC-Gaussian, APG and
+    PPO on ``soft_quadruped`` only, >= 5 seeds in the study, the same env-step budget per
+    method (within one update), no MJX throughput unit."""
+    for arg, min_seeds in (("soft_study", 5), ("soft_smoke", 2)):
+        cfg = rfo_cfg.get_config(arg)
+        experiment._validate(cfg)
+        assert tuple(cfg.tasks) == ("soft_quadruped",) and cfg.throughput.task == ""
+        assert {"rfo", "rfo_none", "shac_gaussian", "apg", "ppo"} == set(cfg.methods)
+        assert cfg.num_seeds >= min_seeds
+        used = {}
+        for m in cfg.methods:
+            mc, per_update = experiment.method_config(cfg, "soft_quadruped", m)
+            used[m] = mc.num_updates * per_update
+            if m == "rfo":
+                assert mc.stability_coef > 0 and mc.exploration_coef > 0
+            if m == "rfo_none":
+                assert mc.stability_coef == 0 and mc.exploration_coef == 0
+        assert set(used.values()) == {cfg.env_steps}, used
+    other_seeds = {rfo_cfg.get_config(a).seed for a in ("smoke", "quick", "cpu_long", "full")}
+    assert rfo_cfg.get_config("soft_study").seed not in other_seeds
+
+
+def test_paired_ratio_of_mean_final_returns():
+    """``paired_ratio``: the ratio of means; an exact multiple has a zero-width CI; the CI
+    brackets the ratio and narrows with less noise; undefined when the rival's mean can
+    reach 0; the summary reports RFO / SHAC-Gaussian with the paper's value."""
+    rng = np.random.default_rng(1)
+    b = 10 + rng.normal(size=6)
+    r = experiment.paired_ratio(2 * b, b)
+    np.testing.assert_allclose([r["ratio"], r["ci_low"], r["ci_high"]], 2.0, rtol=1e-12)
+    wide, narrow = (experiment.paired_ratio(2 * b + s * rng.normal(size=6), b)
+                    for s in (3.0, 0.3))
+    for v in (wide, narrow):
+        assert v["defined"] and v["ci_low"] < v["ratio"] < v["ci_high"]
+    assert narrow["ci_high"] - narrow["ci_low"] < wide["ci_high"] - wide["ci_low"]
+    straddle = experiment.paired_ratio(b, np.array([-1.0, 2.0, -3.0, 4.0, 0.5, -0.5]))
+    assert not straddle["defined"] and np.isnan(straddle["ci_low"])
+    with pytest.raises(ValueError, match="paired"):
+        experiment.paired_ratio(b, b[:3])
+    cfg = rfo_cfg.get_config("soft_study")
+    out = {f"soft_quadruped_{m}": {"eval_return": rng.normal(size=(5, 20)) + 5 + i,
+                                   "env_steps": np.arange(1, 21) * 1024, "wall_s": 1.0,
+                                   "nonfinite_grad_updates": np.zeros(20)}
+           for i, m in enumerate(cfg.methods)}
+    s = experiment._summarize(cfg, out)
+    got = s["ratio_final_eval_return"]["soft_quadruped"]["rfo / shac_gaussian"]
+    final = {m: out[f"soft_quadruped_{m}"]["eval_return"][:, -2:].mean(1)
+             for m in ("rfo", "shac_gaussian")}
+    assert got["ratio"] == pytest.approx(final["rfo"].mean() / final["shac_gaussian"].mean())
+    assert got["paper"] == 2.0 and got["seeds"] == 5
+    rows = dict(experiment.headline(s))
+    key = ("soft_quadruped: declared ratio of mean final eval returns rfo / shac_gaussian "
+           "(5 seeds, paired-bootstrap 95% CI)")
+    assert rows[key].endswith("paper ~2x")

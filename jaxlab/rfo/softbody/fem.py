@@ -1,0 +1,283 @@
+"""Tetrahedral finite elements: stable neo-Hookean elasticity, fibre muscles, lumped mass.
+
+Linear tetrahedra (constant strain per element, Sifakis & Barbic, "FEM simulation of 3D
+deformable solids", SIGGRAPH 2012 course notes, Sec. 4). For element ``t`` with rest nodes
+X_0..X_3 and current nodes x_0..x_3:
+
+    D_m = [X_1 - X_0, X_2 - X_0, X_3 - X_0],   D_s = [x_1 - x_0, x_2 - x_0, x_3 - x_0]
+    F = D_s D_m^{-1}                                  (deformation gradient)
+    V_t = det(D_m) / 6                                (rest volume, > 0 for a valid tet)
+    E_t = V_t Psi(F),   H = -V_t P(F) D_m^{-T},   f_1..3 = columns of H,  f_0 = -sum
+
+with P = dPsi/dF the first Piola-Kirchhoff stress (the course notes' Eq. 4.6 / Alg. 1).
+
+Material: **stable neo-Hookean** (Smith, de Goes & Kim, "Stable Neo-Hookean Flesh
+Simulation", ACM TOG 2018, the variant with the log barrier on I_C):
+
+    Psi(F) = mu/2 (I_C - 3) - mu/2 log((I_C + 1) / 4) + lam/2 (J - alpha)^2,
+    P(F)   = mu (1 - 1 / (I_C + 1)) F + lam (J - alpha) cof(F),
+    I_C = tr(F^T F), J = det F, cof(F) = dJ/dF = [f1 x f2, f2 x f0, f0 x f1] (columns f_i
+    of F), alpha = 1 + 3 mu / (4 lam) so that P(I) = 0 (rest stability).
+
+Why neo-Hookean and not corotated linear elasticity: corotated needs the polar (or SV)
+decomposition of F, whose derivative is singular where singular values repeat (the rest
+state itself) and ill-defined for inverted elements, so reverse-mode gradients through it
+need special care; the stable neo-Hookean energy is a polynomial of F plus a log of
+I_C + 1 >= 1, smooth everywhere (inverted elements included: J < alpha pushes back), and
+it is an energy, so the energy and momentum checks have an exact target.
+
+Muscles (ours, in the scheme of the soft-body locomotion tasks of NVIDIA Warp's
+``example_walker`` and the Rewarped benchmark: an action per group of tetrahedra drives
+an active stress in that group): a fibre direction d (unit, rest frame) per tet and an
+activation a in [-1, 1] give the active stress of a fibre model (Teran et al., SCA 2003):
+
+    P_act = sigma_max a (F d) d^T,    Psi_act = sigma_max a / 2 (|F d|^2 - 1),
+
+so a > 0 shortens the fibres, a < 0 lengthens them (an antagonist pair in one signed
+action). For constant ``a`` this is conservative and rotation invariant: energy and both
+momenta stay exact targets of the checks.
+
+Mass: lumped, each node carries a quarter of rho V_t of every tet it belongs to.
+Rayleigh damping (C = alpha_m M + beta_k K(x)) and contact are in ``sim``.
+
+Checks: ``validate_mesh`` (run by ``build``) raises ValueError for node indices out of
+range, a tet that repeats a node, and degenerate (|V_t| tiny) or inverted (V_t < 0) tets,
+naming the first offending tets.
+"""
+
+from typing import NamedTuple
+
+import jax
+import jax.numpy as jnp
+import numpy as np
+
+from jaxlab.core.types import Array
+
+__all__ = ["Material", "Body", "validate_mesh", "build", "deformation_gradient",
+           "first_piola", "energy_density", "elastic_forces", "elastic_energy", "lame"]
+
+
+class Material(NamedTuple):
+    """Material and actuation constants (SI units).
+
+    Attributes:
+      youngs: Young's modulus E [Pa].
+      poisson: Poisson ratio nu in (-1, 0.5).
+      density: rho [kg / m^3].
+      sigma_max: peak active fibre stress [Pa] at |activation| = 1.
+    """
+
+    youngs: float = 6e4
+    poisson: float = 0.3
+    density: float = 1000.0
+    sigma_max: float = 1.5e4
+
+
+def lame(material: Material) -> tuple[float, float]:
+    """(mu, lam) from Young's modulus and the Poisson ratio."""
+    e, nu = material.youngs, material.poisson
+    return e / (2.0 * (1.0 + nu)), e * nu / ((1.0 + nu) * (1.0 - 2.0 * nu))
+
+
+class Body(NamedTuple):
+    """A meshed body with its precomputed rest quantities (NumPy, float64: arrays become
+    JAX arrays of the default float type where they are used, so the same body runs in
+    float32 and, under ``jax.enable_x64``, float64).
+
+    Attributes:
+      rest: [N, 3] rest node positions.
+      tets: [T, 4] int32 node indices, positively oriented (det D_m > 0).
+      dm_inv: [T, 3, 3] D_m^{-1}.
+      volume: [T] rest volumes V_t.
+      mass: [N] lumped node masses.
+      fibre: [T, 3] unit fibre directions (rest frame).
+      group: [T, G] one-hot muscle group of each tet (a passive tet has a zero row).
+      mu, lam, alpha, sigma_max: float constants (``Material`` converted).
+    """
+
+    rest: np.ndarray
+    tets: np.ndarray
+    dm_inv: np.ndarray
+    volume: np.ndarray
+    mass: np.ndarray
+    fibre: np.ndarray
+    group: np.ndarray
+    mu: float
+    lam: float
+    alpha: float
+    sigma_max: float
+
+    @property
+    def num_groups(self) -> int:
+        """Number of muscle groups G (the action size)."""
+        return int(self.group.shape[1])
+
+
+def _signed_volumes(nodes: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    x = nodes[tets]
+    return np.einsum("ti,ti->t", x[:, 1] - x[:, 0],
+                     np.cross(x[:, 2] - x[:, 0], x[:, 3] - x[:, 0])) / 6.0
+
+
+def validate_mesh(nodes, tets, rel_tol: float = 1e-6) -> None:
+    """Raises ValueError unless every tet has four distinct in-range nodes and a rest
+    volume above ``rel_tol`` times the cube of the mesh's mean edge length.
+
+    Args:
+      nodes: [N, 3] rest positions.
+      tets: [T, 4] node indices (orientation: det[X1-X0, X2-X0, X3-X0] > 0).
+      rel_tol: degenerate-volume threshold, relative to (mean edge)^3.
+
+    Raises:
+      ValueError: wrong shapes, non-finite nodes, indices out of range or repeated within a
+        tet, degenerate (|V| <= tol) or inverted (V < 0) tets; the message names the first
+        few offending tets and their volumes.
+    """
+    nodes = np.asarray(nodes, np.float64)
+    tets_a = np.asarray(tets)
+    if nodes.ndim != 2 or nodes.shape[1] != 3 or nodes.shape[0] < 4:
+        raise ValueError(f"`nodes` must have shape (N >= 4, 3), got {nodes.shape}.")
+    if not np.all(np.isfinite(nodes)):
+        raise ValueError("`nodes` must be finite.")
+    if tets_a.ndim != 2 or tets_a.shape[1] != 4 or tets_a.shape[0] < 1:
+        raise ValueError(f"`tets` must have shape (T >= 1, 4), got {tets_a.shape}.")
+    if not np.issubdtype(tets_a.dtype, np.integer):
+        raise ValueError(f"`tets` must hold integer node indices, got {tets_a.dtype}.")
+    bad = np.nonzero(np.any((tets_a < 0) | (tets_a >= nodes.shape[0]), axis=1))[0]
+    if bad.size:
+        raise ValueError(f"`tets`: node index out of range [0, {nodes.shape[0]}) in tets "
+                         f"{bad[:5].tolist()} (e.g. {tets_a[bad[0]].tolist()}).")
+    srt = np.sort(tets_a, axis=1)
+    bad = np.nonzero(np.any(srt[:, 1:] == srt[:, :-1], axis=1))[0]
+    if bad.size:
+        raise ValueError(f"`tets`: degenerate tets repeat a node: {bad[:5].tolist()} "
+                         f"(e.g. {tets_a[bad[0]].tolist()}).")
+    x = nodes[tets_a]
+    edges = np.concatenate([x[:, i] - x[:, j] for i in range(4) for j in range(i)])
+    tol = rel_tol * np.mean(np.linalg.norm(edges, axis=-1)) ** 3
+    vol = _signed_volumes(nodes, tets_a)
+    bad = np.nonzero(np.abs(vol) <= tol)[0]
+    if bad.size:
+        raise ValueError(f"`tets`: {bad.size} degenerate tets (|volume| <= {tol:.3g}): "
+                         f"{bad[:5].tolist()}, volumes {vol[bad[:5]].tolist()}.")
+    bad = np.nonzero(vol < 0)[0]
+    if bad.size:
+        raise ValueError(f"`tets`: {bad.size} inverted tets (negative volume; swap two "
+                         f"nodes to fix the orientation): {bad[:5].tolist()}, volumes "
+                         f"{vol[bad[:5]].tolist()}.")
+
+
+def build(nodes, tets, material: Material = Material(), groups=None, fibres=None,
+          num_groups: int | None = None) -> Body:
+    """Validates a mesh and precomputes its rest quantities.
+
+    Args:
+      nodes: [N, 3] rest positions [m].
+      tets: [T, 4] node indices, positively oriented.
+      material: a ``Material``.
+      groups: [T] int muscle group per tet, -1 for passive (default: all passive).
+      fibres: [T, 3] fibre directions (normalised here; default +z).
+      num_groups: G (default max(groups) + 1).
+
+    Returns:
+      The ``Body``.
+
+    Raises:
+      ValueError: a bad mesh (``validate_mesh``), bad material constants, or groups /
+        fibres of the wrong shape.
+    """
+    validate_mesh(nodes, tets)
+    nodes = np.asarray(nodes, np.float64)
+    tets = np.asarray(tets, np.int32)
+    t = tets.shape[0]
+    if not material.youngs > 0 or not material.density > 0 or material.sigma_max < 0:
+        raise ValueError(f"`material`: youngs and density must be > 0 and sigma_max >= 0, "
+                         f"got {material}.")
+    if not -1.0 < material.poisson < 0.5:
+        raise ValueError(f"`material.poisson` must lie in (-1, 0.5), got {material.poisson}.")
+    groups = np.full(t, -1, np.int64) if groups is None else np.asarray(groups, np.int64)
+    if groups.shape != (t,):
+        raise ValueError(f"`groups` must have shape ({t},), got {groups.shape}.")
+    g = int(groups.max() + 1) if num_groups is None else int(num_groups)
+    if groups.min() < -1 or groups.max() >= max(g, 1):
+        raise ValueError(f"`groups` entries must lie in [-1, {g}), got [{groups.min()}, "
+                         f"{groups.max()}].")
+    fibres = np.tile([0.0, 0.0, 1.0], (t, 1)) if fibres is None else np.asarray(fibres,
+                                                                              np.float64)
+    if fibres.shape != (t, 3):
+        raise ValueError(f"`fibres` must have shape ({t}, 3), got {fibres.shape}.")
+    fibres = fibres / np.linalg.norm(fibres, axis=1, keepdims=True)
+    x = nodes[tets]
+    dm = np.stack([x[:, 1] - x[:, 0], x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]], axis=-1)
+    volume = np.linalg.det(dm) / 6.0
+    mass = np.zeros(nodes.shape[0])
+    np.add.at(mass, tets.reshape(-1), np.repeat(material.density * volume / 4.0, 4))
+    if np.any(mass <= 0):
+        raise ValueError(f"`nodes` {np.nonzero(mass <= 0)[0][:5].tolist()} belong to no "
+                         "tet (zero mass); drop them from the mesh.")
+    onehot = np.zeros((t, g))
+    active = groups >= 0
+    onehot[np.nonzero(active)[0], groups[active]] = 1.0
+    mu, lam = lame(material)
+    return Body(nodes, tets, np.linalg.inv(dm), volume, mass, fibres, onehot, float(mu),
+                float(lam), float(1.0 + 0.75 * mu / lam), float(material.sigma_max))
+
+
+def deformation_gradient(body: Body, x: Array) -> Array:
+    """F [T, 3, 3] of positions x [N, 3]."""
+    xt = x[body.tets]
+    ds = jnp.swapaxes(xt[:, 1:] - xt[:, :1], 1, 2)  # columns x_i - x_0
+    return ds @ jnp.asarray(body.dm_inv, x.dtype)
+
+
+def _cofactor(f: Array) -> Array:
+    c0, c1, c2 = f[..., :, 0], f[..., :, 1], f[..., :, 2]
+    return jnp.stack([jnp.cross(c1, c2), jnp.cross(c2, c0), jnp.cross(c0, c1)], axis=-1)
+
+
+def first_piola(body: Body, f: Array, activation: Array | None = None) -> Array:
+    """P [T, 3, 3]: stable neo-Hookean plus, with ``activation`` [G], fibre active stress."""
+    ic = jnp.sum(f * f, axis=(-2, -1))
+    cof = _cofactor(f)
+    j = jnp.sum(f[..., :, 0] * cof[..., :, 0], axis=-1)
+    p = (body.mu * (1.0 - 1.0 / (ic + 1.0)))[:, None, None] * f \
+        + (body.lam * (j - body.alpha))[:, None, None] * cof
+    if activation is not None:
+        d = jnp.asarray(body.fibre, f.dtype)
+        a = jnp.asarray(body.group, f.dtype) @ activation  # [T]
+        fd = jnp.einsum("tij,tj->ti", f, d)
+        p = p + (body.sigma_max * a)[:, None, None] * fd[:, :, None] * d[:, None, :]
+    return p
+
+
+def energy_density(body: Body, f: Array, activation: Array | None = None) -> Array:
+    """Psi [T] (plus Psi_act with ``activation``), zero at rest without activation."""
+    ic = jnp.sum(f * f, axis=(-2, -1))
+    j = jnp.linalg.det(f)
+    psi = 0.5 * body.mu * (ic - 3.0) - 0.5 * body.mu * jnp.log((ic + 1.0) / 4.0) \
+        + 0.5 * body.lam * ((j - body.alpha) ** 2 - (1.0 - body.alpha) ** 2)
+    if activation is not None:
+        d = jnp.asarray(body.fibre, f.dtype)
+        a = jnp.asarray(body.group, f.dtype) @ activation
+        fd = jnp.einsum("tij,tj->ti", f, d)
+        psi = psi + 0.5 * body.sigma_max * a * (jnp.sum(fd * fd, axis=-1) - 1.0)
+    return psi
+
+
+def elastic_energy(body: Body, x: Array, activation: Array | None = None) -> Array:
+    """sum_t V_t Psi(F_t) (scalar)."""
+    f = deformation_gradient(body, x)
+    return jnp.sum(jnp.asarray(body.volume, x.dtype) * energy_density(body, f, activation))
+
+
+def elastic_forces(body: Body, x: Array, activation: Array | None = None) -> Array:
+    """Nodal forces [N, 3] = -dE/dx of the elastic (and active) energy, assembled from
+    H = -V_t P D_m^{-T} per tet (module doc)."""
+    f = deformation_gradient(body, x)
+    p = first_piola(body, f, activation)
+    h = -jnp.asarray(body.volume, x.dtype)[:, None, None] * (
+        p @ jnp.swapaxes(jnp.asarray(body.dm_inv, x.dtype), 1, 2))
+    cols = jnp.swapaxes(h, 1, 2)  # [T, 3 (node 1..3), 3 (xyz)]
+    per_node = jnp.concatenate([-jnp.sum(cols, axis=1, keepdims=True), cols], axis=1)
+    return jax.ops.segment_sum(per_node.reshape(-1, 3), body.tets.reshape(-1),
+                               num_segments=body.rest.shape[0])
