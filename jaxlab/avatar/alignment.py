@@ -121,6 +121,9 @@ def ranks_of_pairs(scores: Array, src: Array, tgt: Array) -> tuple[Array, Array]
 
 
 def _pair_average(r_st, r_ts, eval_mask, ks) -> dict:
+    if not all(isinstance(k, int | np.integer) and not isinstance(k, bool) and k >= 1
+               for k in ks):
+        raise ValueError(f"`ks` must be positive integers (Hits@k for k >= 1), got {ks!r}.")
     w = eval_mask.astype(jnp.float32)
     denom = jnp.maximum(w.sum(), 1.0)
 

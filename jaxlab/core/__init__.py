@@ -9,10 +9,19 @@ experiment plumbing (checkpoints, results, provenance, plots, progress, timing, 
 lives in ``experiments.lib``.
 """
 
-from jaxlab.core import (checked, extras, keys, loops, metrics, protocol, sharding, smc, types,
-                         validation)
-from jaxlab.core.checked import CheckError, checks
+from jaxlab.core import (
+                         checked,
+                         extras,
+                         keys,
+                         loops,
+                         metrics,
+                         protocol,
+                         sharding,
+                         smc,
+                         types,
+                         validation,
+)
+from jaxlab.core.checked import CheckError, checks, raise_check_errors
 
-__all__ = ["CheckError", "checked", "checks", "extras", "keys", "loops", "metrics", "protocol",
-           "sharding",
-           "smc", "types", "validation"]
+__all__ = ["CheckError", "checked", "checks", "raise_check_errors", "extras", "keys", "loops",
+           "metrics", "protocol", "sharding", "smc", "types", "validation"]

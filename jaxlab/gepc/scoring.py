@@ -76,7 +76,7 @@ def kde_log_density(train: Array, bandwidth: Array, x: Array) -> Array:
     validation.check_ndim("train", train, 2)
     validation.check_shape("x", x, (None, train.shape[1]))
     validation.check_shape("bandwidth", bandwidth, (train.shape[1],))
-    validation.check_in_range("bandwidth", bandwidth, 0.0, low_inclusive=False)
+    validation.check_in_range("bandwidth", bandwidth, float(jnp.finfo(jnp.float32).tiny))
     z = (x[:, None, :] - train[None, :, :]) / bandwidth
     n = train.shape[0]
     return (jax.nn.logsumexp(-0.5 * z**2, axis=1) - jnp.log(n * bandwidth)
@@ -84,6 +84,10 @@ def kde_log_density(train: Array, bandwidth: Array, x: Array) -> Array:
 
 
 def _cv(x, axis=0):
+    """std / |mean| along ``axis``, on x scaled by its largest |entry| (the ratio is scale
+    free, and std's squares of values near the dtype's max would overflow)."""
+    scale = jnp.max(jnp.abs(x), axis, keepdims=True)
+    x = x / jnp.where(scale > 0, scale, 1.0)
     return jnp.std(x, axis) / jnp.maximum(jnp.abs(jnp.mean(x, axis)), 1e-12)
 
 
@@ -208,6 +212,7 @@ def fit_gmm(x, num_components: int = 4, iters: int = 100, *, seed: int = 0) -> D
     validation.check_ndim("x", x, 2)
     validation.check_finite("x", x)
     validation.check_positive_int("iters", iters)
+    validation.check_min_count("x.shape[0]", x.shape[0], 2, "`x` needs two rows for a variance")
     n, d = x.shape
     if not 1 <= num_components <= n:
         raise ValueError(f"`num_components` must be in [1, {n}], got {num_components}.")
