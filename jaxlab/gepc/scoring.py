@@ -83,11 +83,18 @@ def kde_log_density(train: Array, bandwidth: Array, x: Array) -> Array:
             - 0.5 * jnp.log(2 * jnp.pi))
 
 
+def _pow2_scaled(x, axis=None):
+    """x times the power of two that brings its largest |entry| (along ``axis``) into
+    [0.5, 1): exact, so every scale-free statistic of it is unchanged, and sums and squares
+    of values near the dtype's max no longer overflow."""
+    top = jnp.max(jnp.abs(x), axis, keepdims=True)
+    _, exponent = jnp.frexp(jnp.where(top > 0, top, 1.0))
+    return jnp.ldexp(x, -exponent)
+
+
 def _cv(x, axis=0):
-    """std / |mean| along ``axis``, on x scaled by its largest |entry| (the ratio is scale
-    free, and std's squares of values near the dtype's max would overflow)."""
-    scale = jnp.max(jnp.abs(x), axis, keepdims=True)
-    x = x / jnp.where(scale > 0, scale, 1.0)
+    """std / |mean| along ``axis`` (scale free: computed on ``_pow2_scaled`` columns)."""
+    x = _pow2_scaled(x, axis)
     return jnp.std(x, axis) / jnp.maximum(jnp.abs(jnp.mean(x, axis)), 1e-12)
 
 
@@ -107,7 +114,7 @@ def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScore
     n_t = raw.shape[1]
     if not 1 <= num_t <= n_t:
         raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
-    t_index = jnp.argsort(_cv(raw.mean(-1)))[:num_t]
+    t_index = jnp.argsort(_cv(_pow2_scaled(raw).mean(-1)))[:num_t]
     sel = raw[:, t_index].reshape(raw.shape[0], -1)
     _warn_zero_spread(sel, "features")
     weights = 1.0 / jnp.maximum(_cv(sel), 1e-6)
