@@ -19,7 +19,6 @@ number with its provenance.
 import os
 
 import jax
-import jax.numpy as jnp
 from absl import app, flags
 
 from jaxlab.rfo.softbody import quadruped
@@ -79,7 +78,7 @@ def measure(sizes, batch: int, horizon: int, repeats: int) -> list[dict]:
         soft = quadruped.soft_quadruped(torso_cells=torso, leg_cells=legs)
         fns = rollout_fns(soft, batch, horizon)
         key = jax.random.key(0)
-        times = timing.times_interleaved({k: (lambda f=f: f(key)) for k, f in fns.items()},
+        times = timing.times_interleaved({k: (lambda f=f, key=key: f(key)) for k, f in fns.items()},
                                          repeats)
         steps = batch * horizon
         spread = {k: timing.spread(t) for k, t in times.items()}

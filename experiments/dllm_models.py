@@ -101,6 +101,18 @@ def model_key(config, name: str, head: bool = False, proposal: dict | None = Non
     return provenance.unit_key(spec)
 
 
+def weights_record(config, name: str, head: bool = False) -> dict:
+    """What a weights folder of task ``name`` records in its ``trained_with.json`` and what
+    a lookup checks (``artifacts.restore_first``'s ``expected``): the task, what the
+    weights are (denoiser or POKE head) and the architecture (``config.model``; a head also
+    ``config.poke.hidden``). Same-shape weights of another task are refused by name."""
+    record = {"task": name, "kind": "poke_head" if head else "denoiser",
+              "model": {k: config.model[k] for k in sorted(config.model)}}
+    if head:
+        record["poke_hidden"] = int(config.poke.hidden)
+    return record
+
+
 def particle_block(config, task, rule: str | None = None) -> int:
     """Semi-AR block length of every particle decoder: ``rule`` (default
     ``config.particle_blocks``) "one" = the whole answer, "coarse" =
@@ -206,7 +218,7 @@ def train_denoiser(config, ctx: study.Context, name: str) -> tuple[TaskModel, di
         task, model_config(config, task), seed=config.seed,
         runner=ctx.sub(f"train_{name}").run_chunks, **kw)
     artifacts.export(_workdir_path(ctx.workdir, name), kw["steps"], params,
-                     model_key(config, name))
+                     model_key(config, name), weights_record(config, name))
     results.write_json(_workdir_path(ctx.workdir, f"{name}_history.json"), history)
     logging.info("%s denoiser trained (eval loss %.4f)", name, history["eval_loss"][-1])
     return _bind(task, graphdef, params), history
@@ -227,7 +239,8 @@ def train_poke(config, ctx: study.Context, m: TaskModel, name: str,
         batch_size=pc.batch_size, lr=pc.lr, seed=config.seed, num_chunks=pc.num_chunks,
         runner=ctx.sub(f"poke_{name}_{spec_hash(spec)}").run_chunks)
     path = _workdir_path(ctx.workdir, head_dir(name, spec))
-    artifacts.export(path, pc.steps, params, model_key(config, name, True, spec))
+    artifacts.export(path, pc.steps, params, model_key(config, name, True, spec),
+                     weights_record(config, name, head=True))
     results.write_json(os.path.join(path, "proposal.json"), spec)
     return graphdef, params
 
@@ -251,7 +264,7 @@ class Models:
             params = artifacts.restore_first(
                 [(shipped_path(c, name), None),
                  (_workdir_path(self.workdir, name), model_key(c, name))],
-                template, f"{name} denoiser")
+                template, f"{name} denoiser", expected=weights_record(c, name))
             self._loaded[name] = (_bind(task, graphdef, params) if params is not None else
                                   train_denoiser(c, self._ctx(ctx, name), name)[0])
         return self._loaded[name]
@@ -268,7 +281,7 @@ class Models:
             params = artifacts.restore_first(
                 [(shipped_head_path(c, name, spec), None),
                  (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],
-                template, f"{name} POKE head")
+                template, f"{name} POKE head", expected=weights_record(c, name, head=True))
             self._loaded[slot] = ((graphdef, params) if params is not None else train_poke(
                 c, self._ctx(ctx, name, True, spec), m, name, spec))
         return self._loaded[slot]

@@ -18,6 +18,7 @@ EXAMPLES = [
     ("jaxlab.attention.attention", "attention"),
     ("pallas_kernels.sale.estimate", "kept_block_mask"),
     ("experiments.lib.events", "tag_name"),
+    ("jaxlab.core.checked", "raise_check_errors"),
 ]
 
 

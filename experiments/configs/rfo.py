@@ -20,7 +20,8 @@ declared before it runs: RFO with the regularisers on (``rfo``) and off (``rfo_n
 vs SHAC with a Gaussian policy, critic-free APG and PPO, 5 paired seeds drawn from
 ``seed`` = 4242 (used by no other preset), 98,304 env steps per seed and method (equal
 across methods; 491,520 per method over the seeds, a few hours per method on a 2-core
-CPU at the forward + backward rate ``experiments/bench_softbody.py`` measures), 32 environments, 32-step horizons, 128-step episodes (2.56 s) and
+CPU at the forward + backward rate ``experiments/bench_softbody.py`` measures), 32
+environments, 32-step horizons, 128-step episodes (2.56 s) and
 evaluations; metrics: final eval return and AUC per method with t 95% CIs, the paired
 differences RFO - rival, and the ratio of mean final returns RFO / SHAC-Gaussian with a
 paired-bootstrap 95% CI beside the paper's ~2x. No MJX throughput unit (the simulator's

@@ -16,17 +16,63 @@ from absl import logging
 from . import checkpoint, results
 from .paths import ROOT, resolve
 
-__all__ = ["ROOT", "export", "pretrained_root", "resolve", "restore_first"]
+__all__ = ["ROOT", "RECORD", "check_record", "export", "pretrained_root", "read_record",
+           "resolve", "restore_first"]
 
 
-def export(path: str, step: int, params, key: str) -> None:
-    """Saves ``params`` to ``path`` (one orbax step) with the ``trained_with.json`` marker."""
+RECORD = "trained_with.json"
+
+
+def export(path: str, step: int, params, key: str, record: dict | None = None) -> None:
+    """Saves ``params`` to ``path`` (one orbax step) with the ``trained_with.json`` marker:
+    ``{"unit_key": key}`` plus ``record`` (what the weights are for, e.g. the task and the
+    architecture, checked by ``restore_first``'s ``expected``)."""
     with checkpoint.Checkpointer(path, max_to_keep=1) as ck:
         ck.save(step, params)
-    results.write_json(os.path.join(path, "trained_with.json"), {"unit_key": key})
+    results.write_json(os.path.join(path, RECORD), {"unit_key": key, **(record or {})})
 
 
-def restore_first(candidates, template, what: str):
+def read_record(path: str) -> dict:
+    """The ``trained_with.json`` marker of the weights folder ``path`` ({} if it has none).
+
+    Raises:
+      ValueError: the marker is not a JSON object (names the file).
+    """
+    marker = os.path.join(path, RECORD)
+    if not os.path.exists(marker):
+        return {}
+    try:
+        with open(marker) as f:
+            record = json.load(f)
+    except ValueError as e:
+        raise ValueError(f"{marker}: the weights' record is not valid JSON ({e}).") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{marker}: the weights' record must be a JSON object, got "
+                         f"{type(record).__name__}.")
+    return record
+
+
+def check_record(path: str, expected: dict | None, what: str, field: str) -> None:
+    """Raises ValueError when the record of the weights in ``path`` names another value for
+    a key of ``expected`` (e.g. weights trained for another task put in this task's folder).
+
+    Args:
+      path: the weights folder.
+      expected: {record key: the value this slot needs}; None or {} checks nothing. A key
+        the record does not hold is not checked (weights shipped without a record).
+      what: the weights' name for the message ("addition denoiser").
+      field: where the folder came from, for the message ("config.pretrained_dir").
+    """
+    record = read_record(path)
+    for name, want in (expected or {}).items():
+        if name in record and record[name] != want:
+            raise ValueError(f"`{field}`: the {what} in {path} was trained for {name} "
+                             f"{record[name]!r}, but this slot needs {name} {want!r}; put the "
+                             f"weights of {want!r} there (or pass --{field}='' to train).")
+
+
+def restore_first(candidates, template, what: str, expected: dict | None = None,
+                  field: str = "config.pretrained_dir"):
     """The params in the first candidate folder holding a checkpoint, else None.
 
     Args:
@@ -36,16 +82,21 @@ def restore_first(candidates, template, what: str):
         is skipped with a warning).
       template: pytree with the params' structure, shapes and dtypes.
       what: name for the log lines.
+      expected: record fields every candidate must match (``check_record``), e.g.
+        ``{"task": "addition"}``: same-shape weights of another task raise.
+      field: the config field that names the shipped folder (for the messages).
+
+    Raises:
+      ValueError: a folder's record names another task / spec than ``expected``, or its
+        checkpoint cannot be restored into ``template`` (names the folder and the field).
     """
     for path, key in candidates:
         if not path or not os.path.isdir(path):
             continue
+        source = field if key is None else "workdir models"
+        check_record(path, expected, what, source)
         if key is not None:
-            marker = os.path.join(path, "trained_with.json")
-            found = None
-            if os.path.exists(marker):
-                with open(marker) as f:
-                    found = json.load(f)["unit_key"]
+            found = read_record(path).get("unit_key")
             if found != key:
                 logging.warning("%s in %s was trained with another config or code version "
                                 "(%s); not using it", what, path, found)
@@ -53,7 +104,14 @@ def restore_first(candidates, template, what: str):
         with checkpoint.Checkpointer(path) as ck:
             if ck.latest_step() is not None:
                 logging.info("%s from %s", what, path)
-                return ck.restore(template)
+                try:
+                    return ck.restore(template)
+                except Exception as e:  # noqa: BLE001 - orbax raises many types; one message
+                    text = " ".join(str(e).split())[:300]
+                    raise ValueError(
+                        f"`{source}`: the {what} in {path} (step {ck.latest_step()}) cannot be "
+                        f"restored into the expected parameters: {type(e).__name__}: "
+                        f"{text}") from e
     return None
 
 

@@ -25,10 +25,12 @@ scalar or [Hq] in [0, inf) without NaN, ``bits`` 8 or 4, ``interpret`` None or a
 import jax
 import jax.numpy as jnp
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from pallas_kernels.sale import reference
 from pallas_kernels.sale.estimate import sale_attention_pallas
 from pallas_kernels.sale.reference import BlockSizes
+
+checked.declare("jaxlab.attention.attention")
 
 IMPLS = ("dense", "sale")
 
@@ -45,6 +47,12 @@ def _check_key_mask(key_mask, b, n):
                         f"{jnp.asarray(key_mask).dtype}.")
 
 
+def _traced_qkv(q, k, v) -> None:
+    """Checked-mode checks of traced queries, keys and values."""
+    for name, x in (("q", q), ("k", k), ("v", v)):
+        checked.check(jnp.all(jnp.isfinite(x)), f"`{name}` must be finite.")
+
+
 def _check_inputs(q, k, v, impl, tau, sizes, bits, interpret):
     for name, x in (("q", q), ("k", k), ("v", v)):
         validation.check_ndim(name, x, 4)
@@ -57,6 +65,7 @@ def _check_inputs(q, k, v, impl, tau, sizes, bits, interpret):
     validation.check_shape("v", v, k.shape)
     for name, x in (("q", q), ("k", k), ("v", v)):
         validation.check_finite(name, x)
+    checked.guard("jaxlab.attention.attention", _traced_qkv, q, k, v)
     if n == 0 or d == 0:
         raise ValueError(f"`q` must have N >= 1 and D >= 1 ([B, N, H, D]), got shape "
                          f"{tuple(q.shape)}.")

@@ -212,7 +212,14 @@ def _expected_hits(better, tied, k):
     return jnp.clip(k - g, 0.0, t + 1.0) / (t + 1.0)
 
 
+def _check_ks(ks) -> None:
+    if not all(isinstance(k, int | np.integer) and not isinstance(k, bool) and k >= 1
+               for k in ks):
+        raise ValueError(f"`ks` must be positive integers (Hits@k for k >= 1), got {ks!r}.")
+
+
 def _values(scores, src, tgt, ks, key, per_direction=False) -> dict:
+    _check_ks(ks)
     b_st, t_st, b_ts, t_ts = _better_and_tied(scores, src, tgt)
     if key is None:
         one = {"mrr": (_expected_rr(b_st, t_st), _expected_rr(b_ts, t_ts))}

@@ -19,11 +19,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import extras, validation
+from jaxlab.core import checked, extras, validation
 from jaxlab.core.types import Array
 
 __all__ = ["PlanResult", "marginal_error", "entropic_solve", "entropic_plan", "fgw_solve",
     "fgw_plan", "implicit_utility_grad"]
+
+checked.declare("jaxlab.avatar.solvers.entropic_solve", "jaxlab.avatar.solvers.fgw_solve")
 
 
 class PlanResult(NamedTuple):
@@ -55,10 +57,20 @@ def marginal_error(plan: Array) -> Array:
                        jnp.abs(plan.sum(-2) - 1.0 / m).sum(-1))
 
 
-def _check_cost(cost, epsilon):
+def _traced_cost(cost, epsilon) -> None:
+    """Checked-mode checks of a traced cost / epsilon."""
+    checked.check(jnp.all(jnp.isfinite(cost)), "`cost` must be finite.")
+    checked.check(epsilon > 0, "`epsilon` must be > 0, got {e}.", e=epsilon)
+
+
+def _check_cost(cost, epsilon, where="jaxlab.avatar.solvers.entropic_solve"):
+    validation.check_real("cost", cost)
     validation.check_ndim("cost", cost, 2)
+    validation.check_nonempty("cost", cost)
     validation.check_finite("cost", cost)
     validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
+    if where is not None:
+        checked.guard(where, _traced_cost, cost, epsilon)
 
 
 def entropic_solve(cost: Array, epsilon, threshold: float = 1e-5,
@@ -113,7 +125,7 @@ def fgw_solve(cost: Array, struct1: Array, struct2: Array, epsilon,
       epsilon: entropic regularisation > 0.
       fused_penalty: weight >= 0 of the linear term relative to the GW term.
     """
-    _check_cost(cost, epsilon)
+    _check_cost(cost, epsilon, "jaxlab.avatar.solvers.fgw_solve")
     n, m = cost.shape
     validation.check_shape("struct1", struct1, (n, n))
     validation.check_shape("struct2", struct2, (m, m))
@@ -186,7 +198,7 @@ def check_plan(res: PlanResult, threshold=None, max_iterations=None, epsilon=Non
 
 def implicit_utility_grad(cost: Array, epsilon, weights: Array) -> Array:
     """grad_C <T(C), W> by ott's implicit differentiation (the independent reference)."""
-    _check_cost(cost, epsilon)
+    _check_cost(cost, epsilon, where=None)  # a test reference, not a checked entry point
     validation.check_shape("weights", weights, cost.shape)
 
     def f(c):

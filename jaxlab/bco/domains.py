@@ -97,6 +97,7 @@ def box(low, high) -> Box:
     """The box [low, high] (arrays of shape [d], low < high)."""
     low, high = jnp.asarray(low, jnp.float32), jnp.asarray(high, jnp.float32)
     validation.check_ndim("low", low, 1)
+    validation.check_nonempty("low", low)
     validation.check_shape("high", high, low.shape)
     validation.check_finite("low", low)
     validation.check_finite("high", high)

@@ -23,6 +23,7 @@ closes over; traced values are not checked).
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array, PRNGKey
@@ -40,6 +41,12 @@ def sphere(key: PRNGKey, dim: int) -> Array:
 def two_point(f_plus: Array, f_minus: Array, u: Array, delta, hint: Array | None = None):
     """Two-point estimate from f(x + delta u), f(x - delta u); control variate if hint given."""
     validation.check_in_range("delta", delta, 0.0, low_inclusive=False)
+    validation.check_shape("f_minus", f_minus, np.shape(f_plus))
+    if np.shape(f_plus) != ():
+        raise ValueError(f"`f_plus` / `f_minus` must be scalars (one direction `u` of shape "
+                         f"{np.shape(u)}), got shape {np.shape(f_plus)}.")
+    if hint is not None:
+        validation.check_shape("hint", hint, np.shape(u)[-1:])
     d = u.shape[-1]
     slope = (f_plus - f_minus) / (2.0 * delta)
     if hint is None:
@@ -49,6 +56,7 @@ def two_point(f_plus: Array, f_minus: Array, u: Array, delta, hint: Array | None
 
 def coordinate_query(key: PRNGKey, dim: int) -> tuple[Array, Array]:
     """(i, s): a uniform coordinate and a uniform sign for the one-point box estimator."""
+    validation.check_positive_int("dim", dim)
     k_i, k_s = jax.random.split(key)
     i = jax.random.randint(k_i, (), 0, dim)
     s = jnp.where(jax.random.bernoulli(k_s), 1.0, -1.0)

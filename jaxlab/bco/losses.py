@@ -481,4 +481,6 @@ def gradient_variation(seq) -> Array:
 
 def path_length(points: Array) -> Array:
     """P_T = sum_t ||u_t - u_{t-1}|| for comparators [T, d]."""
+    validation.check_ndim("points", points, 2)
+    validation.check_finite("points", points)
     return jnp.sum(jnp.linalg.norm(jnp.diff(points, axis=0), axis=-1))

@@ -117,6 +117,8 @@ def adaptive_rates(state: MsMwCState, meta_scale: float = 1.0) -> Array:
 def capped_rates(eta: Array, loss: Array, hint: Array) -> Array:
     """[N] min(eta_i, 1 / (32 |l_i - m_i|)): the rates of an update that keep the paper's
     condition 32 eta_i |l_i - m_i| <= 1 on this round (ours; see the module docstring)."""
+    validation.check_finite("loss", loss)
+    validation.check_finite("hint", hint)
     return _cap(eta, jnp.abs(loss - hint))
 
 

@@ -19,6 +19,8 @@ from jaxlab.core import checked, validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
+checked.declare("jaxlab.bco.run")
+
 
 def run(key: PRNGKey, learner: Algorithm, seq, x0: Array, *,
         predraw: bool = True) -> RoundInfo:

@@ -21,8 +21,7 @@ from jaxlab.core import (
                          types,
                          validation,
 )
-from jaxlab.core.checked import CheckError, checks
+from jaxlab.core.checked import CheckError, checks, raise_check_errors
 
-__all__ = ["CheckError", "checked", "checks", "extras", "keys", "loops", "metrics", "protocol",
-           "sharding",
-           "smc", "types", "validation"]
+__all__ = ["CheckError", "checked", "checks", "raise_check_errors", "extras", "keys", "loops",
+           "metrics", "protocol", "sharding", "smc", "types", "validation"]

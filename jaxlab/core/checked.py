@@ -3,10 +3,11 @@
 Eager checks (``jaxlab.core.validation``) look at concrete inputs at the Python boundary;
 a value that is traced (built inside a caller's ``jit``, ``vmap`` or ``scan``) cannot be
 inspected there. Checked mode adds the same checks to the compiled code with
-``jax.experimental.checkify``: a method's entry point (SMC resampling, ``dllm.decode``,
-Q-learning runs, ``bco.run`` and ``bco.msmwc.run``) then traces its body through
-``checkify.checkify`` and each ``check(pred, msg)`` of the body becomes a checkify check
-naming the argument; the error is raised naming the function.
+``jax.experimental.checkify``: every entry point in ``GUARDED`` (SMC resampling and log
+weights, AUROC, the dLLM decoders, Q-learning runs and ``make_mdp``, ``bco.run``, TD(lambda)
+targets and GAE, entropic OT / FGW, GEPC residuals, attention) then traces its body, or
+its argument checks, through ``checkify.checkify`` and each ``check(pred, msg)`` becomes a
+checkify check naming the argument; the error is raised naming the function.
 
 Switch it on with ``jaxlab.core.checks(True)`` (a setter, and a context manager that
 restores the previous setting on exit: ``with jaxlab.core.checks(True): ...``) or with the
@@ -21,9 +22,19 @@ Where the error surfaces:
   ``vmap`` wrapped once at the top): the error is handed to that outer checkify, which
   raises ``CheckError`` when ``f`` returns;
 * entry point called inside a plain ``jit``: a host callback raises when the compiled
-  code runs; JAX reports it as ``jax.errors.JaxRuntimeError`` (a RuntimeError) whose
-  message ends with the check's text. Under a plain eager ``vmap`` the callback raises
-  checkify's ``JaxRuntimeError`` (a ValueError).
+  code runs; JAX re-raises every host-callback exception as its own
+  ``jax.errors.JaxRuntimeError`` (a RuntimeError) whose message ends with the check's
+  text (under a plain eager ``vmap``, as checkify's ``JaxRuntimeError``). Python's
+  ``except`` matches the raised type's real bases, so no subclassing trick lets
+  ``except CheckError`` catch it; run the call inside ``raise_check_errors()`` (a context
+  manager and decorator) to get the ``CheckError`` itself:
+  ``with jaxlab.core.raise_check_errors(): y = jax.jit(f)(x)``.
+
+Public functions that are no loop of their own (metrics, targets, solvers, attention)
+add their value checks with ``guard(where, checks_fn, *args)``: a checked body that only
+checks, run when checked mode is on and an argument is traced (concrete arguments were
+already checked eagerly). ``GUARDED`` lists every public function that carries checked-mode
+checks.
 
 Only the checks written into the bodies run (``checkify.user_checks``); checkify's
 automatic NaN checks are not enabled, since several bodies produce a NaN on purpose in an
@@ -31,8 +42,10 @@ unused ``jnp.where`` branch. A function jitted by the caller keeps the trace of 
 call: switch the mode before the first call of a jitted function, not between calls.
 """
 
+import contextlib
 import functools
 import os
+import re
 import threading
 from collections.abc import Callable
 
@@ -40,7 +53,8 @@ import jax
 from jax.experimental import checkify as _checkify
 from jax.experimental import io_callback as _io_callback
 
-__all__ = ["CheckError", "ENV_VAR", "checks", "enabled", "check", "run", "checkify"]
+__all__ = ["CheckError", "ENV_VAR", "GUARDED", "checks", "enabled", "check", "run", "guard",
+           "declare", "checkify", "raise_check_errors"]
 
 ENV_VAR = "JAXLAB_CHECKS"
 ERRORS = _checkify.user_checks
@@ -51,6 +65,12 @@ _enabled = os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "
 
 class CheckError(ValueError):
     """A check failed in checked mode (the message names the function and the argument)."""
+
+
+# Every public function with checked-mode checks, by the name its messages carry (the name
+# given to ``run`` / ``guard``), declared by its module at import (``declare``); tests keep
+# the docs' list, the README's items and the traced bad calls equal to it.
+GUARDED: set[str] = set()
 
 
 def enabled() -> bool:
@@ -175,6 +195,66 @@ def run(where: str, fn: Callable, *args, fast: Callable | None = None, **kwargs)
     err, out = checked_fn(*args)
     _surface(err)
     return out
+
+
+def guard(where: str, checks_fn: Callable, *args, **kwargs) -> None:
+    """Value checks of a public function's (possibly traced) arguments in checked mode.
+
+    ``checks_fn(*args, **kwargs)`` is a body of ``check`` calls returning nothing; it runs
+    through ``run`` (so its errors surface as that function's) when checked mode is on and
+    some argument in ``args`` is traced. Concrete arguments are skipped: the eager checks
+    (``jaxlab.core.validation``) already saw them.
+
+    Args:
+      where: the public function's name for the message.
+      checks_fn: a module-level function (its identity keys the compile cache).
+      *args: the array arguments to check.
+      **kwargs: static (hashable) arguments of ``checks_fn``.
+    """
+    if _enabled and _is_traced(args):
+        run(where, checks_fn, *args, **kwargs)
+
+
+def declare(*where: str) -> None:
+    """Records public functions as guarded (``GUARDED``), at their module's import."""
+    GUARDED.update(where)
+
+
+_CHECK_TEXT = re.compile(r"CheckError: (.*?\[checked mode\])", re.S)
+
+
+class raise_check_errors(contextlib.ContextDecorator):  # noqa: N801 - used like a function
+    """Re-raises a checked-mode failure that JAX wrapped in its own runtime error as the
+    ``CheckError`` itself (chained to JAX's error); every other exception passes unchanged.
+
+    A check that fails inside a caller's plain ``jax.jit`` raises from a host callback,
+    which JAX reports as ``jax.errors.JaxRuntimeError``; inside this context (or a function
+    decorated with it) the caller can write ``except jaxlab.core.CheckError``.
+
+    Example:
+      >>> import jax, numpy as np
+      >>> import jaxlab
+      >>> from jaxlab.core import smc
+      >>> f = jax.jit(lambda w: smc.systematic(jax.random.key(0), w, 2))
+      >>> with jaxlab.core.checks(True):
+      ...     try:
+      ...         with jaxlab.core.raise_check_errors():
+      ...             jax.block_until_ready(f(np.array([0.5, np.nan], np.float32)))
+      ...     except jaxlab.core.CheckError as e:
+      ...         print("`weights`" in str(e))
+      True
+    """
+
+    def __enter__(self) -> "raise_check_errors":
+        return self
+
+    def __exit__(self, typ, exc, tb) -> bool:
+        if exc is None or isinstance(exc, CheckError) or not isinstance(exc, Exception):
+            return False
+        found = _CHECK_TEXT.findall(str(exc))
+        if not found:
+            return False
+        raise CheckError(found[-1]) from exc
 
 
 def checkify(fn: Callable) -> Callable:

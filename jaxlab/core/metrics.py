@@ -33,11 +33,13 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, ArrayLike
 
 __all__ = ["average_ranks", "auroc", "cumulative_regret", "loglog_slope", "mean_and_ci",
     "bootstrap_ci", "bootstrap_auroc"]
+
+checked.declare("jaxlab.core.metrics.auroc")
 
 
 def average_ranks(x: ArrayLike) -> Array:
@@ -68,10 +70,22 @@ def _check_no_nan(name: str, x) -> None:
                          f"entries (shape {v.shape}).")
 
 
+def _traced_auroc(scores, labels) -> None:
+    """Checked-mode checks of traced AUROC inputs (a one-class resample stays NaN)."""
+    scores, labels = jnp.asarray(scores), jnp.asarray(labels)
+    checked.check(~jnp.any(jnp.isnan(scores)), "`scores` must not contain NaN.")
+    if labels.dtype != jnp.bool_:
+        checked.check(jnp.all((labels == 0) | (labels == 1)),
+                      "`labels` must be booleans or 0/1.")
+
+
 def _check_auroc_inputs(scores, labels) -> None:
+    validation.check_real("scores", scores)
+    validation.check_real("labels", labels, allow_bool=True)
     validation.check_ndim("scores", scores, 1)
     validation.check_shape("labels", labels, np.shape(scores))
     _check_no_nan("scores", scores)
+    checked.guard("jaxlab.core.metrics.auroc", _traced_auroc, scores, labels)
     if isinstance(labels, jax.core.Tracer):
         return
     lab = np.asarray(labels)
@@ -155,6 +169,13 @@ def cumulative_regret(losses: ArrayLike, comparator_losses: ArrayLike) -> Array:
     validation.check_shape("comparator_losses", comparator_losses, losses.shape)
     validation.check_finite("losses", losses)
     validation.check_finite("comparator_losses", comparator_losses)
+    dtype = jnp.result_type(losses, comparator_losses)
+    if jnp.issubdtype(dtype, jnp.floating) and not isinstance(losses - comparator_losses,
+                                                               jax.core.Tracer):
+        diff = np.asarray(losses, np.float64) - np.asarray(comparator_losses, np.float64)
+        worst = float(np.max(np.sum(np.abs(diff), axis=-1), initial=0.0))
+        validation.check_representable("losses", worst, dtype,
+                                       "the running regret sum |losses - comparator_losses|")
     return jnp.cumsum(losses - comparator_losses, axis=-1)
 
 
@@ -333,6 +354,8 @@ def bootstrap_auroc(key, scores, labels, num_resamples: int, level: float = 0.95
       >>> bool(lo <= point <= hi)
       True
     """
+    validation.check_real("scores", scores)
+    _check_no_nan("scores", scores)
     validation.check_shape("labels", labels, np.shape(scores))
     return bootstrap_ci(key, _flat_auroc, (scores, labels), num_resamples, level)
 

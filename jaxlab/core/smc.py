@@ -35,6 +35,9 @@ from jaxlab.core.types import Array, ArrayLike, PRNGKey
 __all__ = ["systematic", "stratified", "multinomial", "residual", "RESAMPLERS", "get_resampler",
     "normalize_log_weights", "ess"]
 
+checked.declare(*(f"jaxlab.core.smc.{n}" for n in ("systematic", "stratified", "multinomial",
+                                                     "residual", "normalize_log_weights", "ess")))
+
 
 def _is_concrete(x) -> bool:
     return not isinstance(x, jax.core.Tracer)
@@ -93,10 +96,22 @@ def _relative(weights: Array) -> Array:
     return jnp.ldexp(w, -exponent)
 
 
-def _check_log_weights(log_weights) -> Array:
+def _traced_log_weights(log_weights) -> None:
+    """Checked-mode checks of traced log weights (the eager checks' traced twin)."""
+    checked.check(~jnp.any(jnp.isnan(log_weights) | (log_weights == jnp.inf)),
+                  "`log_weights` must not contain NaN or +inf.")
+    checked.check(jnp.any(log_weights > -jnp.inf),
+                  "`log_weights` are all -inf (every weight is zero); at least one must be "
+                  "finite.")
+
+
+def _check_log_weights(log_weights, where: str = "jaxlab.core.smc.normalize_log_weights"
+                       ) -> Array:
     """Validates log weights (see the module docstring); returns them as an array."""
     log_weights = jnp.asarray(log_weights)
+    validation.check_real("log_weights", log_weights)
     validation.check_ndim("log_weights", log_weights, 1)
+    checked.guard(where, _traced_log_weights, log_weights)
     if log_weights.shape[0] == 0:
         raise ValueError("`log_weights` must hold at least one particle, got shape (0,).")
     if _is_concrete(log_weights):
@@ -219,5 +234,6 @@ def normalize_log_weights(log_weights: ArrayLike) -> tuple[Array, Array]:
 
 def ess(log_weights: ArrayLike) -> Array:
     """Effective sample size 1 / sum(w_i^2) of normalised weights, from log weights [N]."""
-    w, _ = normalize_log_weights(log_weights)
+    log_weights = _check_log_weights(log_weights, "jaxlab.core.smc.ess")
+    w = jax.nn.softmax(log_weights)
     return 1.0 / jnp.sum(w**2)

@@ -13,7 +13,8 @@ import numpy as np
 __all__ = ["check_shape", "check_ndim", "check_in_range", "concrete_float", "check_positive_int",
     "check_finite", "check_int_range", "check_floating", "check_min_count", "check_one_of", "Rule",
     "POSITIVE", "NON_NEGATIVE", "UNIT_CLOSED", "UNIT_OPEN_RIGHT", "UNIT_OPEN", "POSITIVE_INT",
-    "check_fields", "failed_solves"]
+    "check_fields", "failed_solves", "check_real", "check_bool", "check_nonempty",
+    "check_representable", "memory_limit", "check_memory"]
 
 
 def _is_concrete(x) -> bool:
@@ -129,6 +130,90 @@ def check_floating(name: str, x) -> None:
     dtype = np.asarray(x).dtype if dtype is None else dtype
     if not np.issubdtype(dtype, np.floating) and dtype != jax.numpy.bfloat16:
         raise TypeError(f"`{name}` must have a floating dtype, got {dtype}.")
+
+
+def _dtype_of(x):
+    dtype = getattr(x, "dtype", None)
+    return np.asarray(x).dtype if dtype is None else np.dtype(dtype)
+
+
+def check_real(name: str, x, *, allow_bool: bool = False) -> None:
+    """Raises TypeError unless ``x`` holds real numbers: a float or integer dtype (not
+    complex, string or object; bool only with ``allow_bool``; works on traced values)."""
+    dtype = _dtype_of(x)
+    if dtype == jax.numpy.bfloat16 or (allow_bool and dtype == np.bool_):
+        return
+    if dtype.kind not in "fiu":
+        raise TypeError(f"`{name}` must hold real numbers (a float or integer dtype), got "
+                        f"dtype {dtype}.")
+
+
+def check_bool(name: str, x) -> None:
+    """Raises TypeError unless ``x`` has a bool dtype, or an integer dtype whose concrete
+    entries are all 0 / 1 (a float is never taken for a truth value)."""
+    dtype = _dtype_of(x)
+    if dtype == np.bool_:
+        return
+    if dtype.kind not in "iu":
+        raise TypeError(f"`{name}` must be a bool array (or 0/1 integers), got dtype {dtype}.")
+    if _is_concrete(x):
+        v = np.asarray(x)
+        if np.any((v != 0) & (v != 1)):
+            raise ValueError(f"`{name}` must hold only 0 / 1 (truth values), got "
+                             f"{int(((v != 0) & (v != 1)).sum())} other entries.")
+
+
+def check_nonempty(name: str, x, axis: int | None = None) -> None:
+    """Raises ValueError if ``x`` has no entries (or a zero-length ``axis``)."""
+    shape = np.shape(x)
+    if axis is None:
+        if int(np.prod(shape)) == 0:
+            raise ValueError(f"`{name}` must not be empty, got shape {tuple(shape)}.")
+    elif shape[axis] == 0:
+        raise ValueError(f"`{name}` must not be empty along axis {axis}, got shape "
+                         f"{tuple(shape)}.")
+
+
+def check_representable(name: str, value, dtype, what: str) -> None:
+    """Raises ValueError if a concrete ``value`` (a bound computed in float64 on the host)
+    exceeds the largest finite number of ``dtype``; ``what`` says which result it bounds."""
+    if not _is_concrete(value):
+        return
+    v = float(np.max(np.abs(np.asarray(value, np.float64)), initial=0.0))
+    top = float(np.finfo(dtype).max)
+    if not v <= top:
+        raise ValueError(f"`{name}` is too large for {np.dtype(dtype).name}: {what} reaches "
+                         f"{v:.3g} > {top:.3g}; rescale it.")
+
+
+def memory_limit() -> int:
+    """Bytes one program may use: the default device's memory limit when JAX reports one
+    (GPU / TPU), else the host's physical memory."""
+    try:
+        stats = jax.devices()[0].memory_stats() or {}
+    except Exception:  # noqa: BLE001 - backends without memory statistics
+        stats = {}
+    if stats.get("bytes_limit"):
+        return int(stats["bytes_limit"])
+    import os
+
+    return int(os.sysconf("SC_PAGE_SIZE")) * int(os.sysconf("SC_PHYS_PAGES"))
+
+
+def check_memory(name: str, value, nbytes: float, what: str) -> None:
+    """Raises ValueError, before anything is allocated, when a request needs more memory
+    than ``memory_limit()``.
+
+    Args:
+      name: the argument that sets the size (named in the message with its ``value``).
+      value: its value.
+      nbytes: the estimated bytes (a Python number: no overflow).
+      what: what the estimate counts, e.g. "tokens and logits of B * N particles".
+    """
+    limit = memory_limit()
+    if nbytes > limit:
+        raise ValueError(f"`{name}`={value!r} needs about {nbytes / 2**30:,.3g} GiB for {what}, "
+                         f"more than the {limit / 2**30:,.3g} GiB this device has; lower it.")
 
 
 def check_min_count(name: str, value, minimum: int, why: str) -> None:

@@ -75,6 +75,9 @@ __all__ = ["Denoiser", "POLICIES", "PROPOSALS", "DecodeState", "DecodeInfo", "De
     "log_probs", "transfer_schedule", "semi_ar_block", "coarse_block", "policy_scores",
     "gumbel_top_k", "decode_step", "decoder", "decode", "decode_threshold", "path_log_likelihood"]
 
+checked.declare("jaxlab.dllm.decode", "jaxlab.dllm.decode_threshold",
+                "jaxlab.dllm.path_log_likelihood")
+
 Denoiser = Callable[[Array], tuple[Array, Array]]
 POLICIES = ("confidence", "margin", "neg_entropy", "random")
 PROPOSALS = ("tokens", "path")
@@ -114,6 +117,9 @@ class DecodeResult(NamedTuple):
 
 def log_probs(logits: Array, mask_id: int) -> Array:
     """log softmax over the vocabulary with the mask token excluded. [..., V] -> [..., V]."""
+    if not 0 <= mask_id < np.shape(logits)[-1]:
+        raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, "
+                         f"{np.shape(logits)[-1]}) of `logits`.")
     logits = logits.at[..., mask_id].set(-jnp.inf)
     return jax.nn.log_softmax(logits, axis=-1)
 
@@ -166,6 +172,7 @@ def step_plan(gen_length: int, steps: int | None = None,
 
 def semi_ar_block(gen_length: int) -> int:
     """Largest proper divisor of gen_length (1 = left-to-right for prime lengths)."""
+    validation.check_positive_int("gen_length", gen_length)
     return max([d for d in range(1, gen_length) if gen_length % d == 0] or [1])
 
 
@@ -313,13 +320,26 @@ def check_temperature(temperature) -> None:
     validation.check_finite("temperature", temperature)
 
 
-def check_prompt(prompt, vocab_size: int, mask_id: int, name: str = "prompt") -> None:
-    """``prompt`` 2-D integer [B, P] with ids in [0, vocab_size) other than ``mask_id``.
+def _traced_prompt(prompt, *, name: str, vocab_size: int, mask_id: int) -> None:
+    checked.check(jnp.all((prompt >= 0) & (prompt < vocab_size)),
+                  f"`{name}` must lie in [0, {vocab_size}).")
+    checked.check(jnp.all(prompt != mask_id),
+                  f"`{name}` must not contain the reserved id {mask_id} (the mask id).")
 
-    Values are checked only when concrete (a traced prompt has its dtype and shape checked).
+
+def check_prompt(prompt, vocab_size: int, mask_id: int, name: str = "prompt",
+                 where: str = "jaxlab.dllm.decode") -> None:
+    """``prompt`` 2-D integer [B, P], B >= 1, with ids in [0, vocab_size) other than
+    ``mask_id``.
+
+    Values are checked when concrete, and in checked mode (``jaxlab.core.checks``) when
+    traced, as a check of ``where``.
     """
     validation.check_ndim(name, prompt, 2)
+    validation.check_nonempty(name, prompt, axis=0)
     validation.check_int_range(name, prompt, 0, vocab_size, exclude=mask_id)
+    checked.guard(where, _traced_prompt, prompt, name=name, vocab_size=int(vocab_size),
+                  mask_id=int(mask_id))
 
 
 def check_denoiser_output(denoise_fn: Denoiser, shape: tuple[int, int]):
@@ -372,15 +392,17 @@ def _check_logits_flag(flag: Array) -> None:
 
 
 def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size: int | None,
-                mask_id: int) -> None:
+                mask_id: int, where: str = "jaxlab.dllm.decode") -> None:
     """Clear errors for a denoiser/vocabulary mismatch (checked on abstract shapes) and for
-    a bad ``prompt`` (see ``check_prompt``); ``vocab_size`` None: the denoiser's."""
+    a bad ``prompt`` (see ``check_prompt``, its checked-mode checks named ``where``);
+    ``vocab_size`` None: the denoiser's."""
     validation.check_ndim("prompt", prompt, 2)
+    validation.check_nonempty("prompt", prompt, axis=0)
     if vocab_size is None:
         vocab_size = vocab_of(denoise_fn, prompt.shape[0], prompt.shape[1] + gen_length)
     if not 0 <= mask_id < vocab_size:
         raise ValueError(f"`mask_id`={mask_id} must lie in the vocabulary [0, {vocab_size}).")
-    check_prompt(prompt, vocab_size, mask_id)
+    check_prompt(prompt, vocab_size, mask_id, where=where)
     shape = (prompt.shape[0], prompt.shape[1] + gen_length)
     logits = check_denoiser_output(denoise_fn, shape)
     if logits.shape[-1] != vocab_size:
@@ -523,7 +545,8 @@ def decode_threshold(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_leng
     validation.check_in_range("threshold", threshold, 0.0, 1.0)
     block_length = gen_length if block_length in (None, 0) else block_length
     transfer_schedule(gen_length, gen_length // block_length, block_length)  # validates
-    check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+    check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id,
+                "jaxlab.dllm.decode_threshold")
     del key
     prompt_len = prompt.shape[1]
     b = prompt.shape[0]
@@ -584,8 +607,9 @@ def path_log_likelihood(denoise_fn: Denoiser, prompt: Array, answer: Array, orde
     validation.check_shape("order", order, np.shape(answer))
     vocab_size = vocab_of(denoise_fn, np.shape(prompt)[0],
                           np.shape(prompt)[1] + np.shape(answer)[1])
-    check_prompt(prompt, vocab_size, mask_id)
-    check_prompt(answer, vocab_size, mask_id, name="answer")
+    check_prompt(prompt, vocab_size, mask_id, where="jaxlab.dllm.path_log_likelihood")
+    check_prompt(answer, vocab_size, mask_id, name="answer",
+                 where="jaxlab.dllm.path_log_likelihood")
     validation.check_int_range("order", order, 0, np.shape(answer)[1])
     prompt_len = prompt.shape[1]
     num_steps = answer.shape[1]

@@ -85,7 +85,9 @@ def particle_correctness(key: PRNGKey, denoise_fn: decoding.Denoiser, task, prom
 
 
 def _check_correct(correct) -> np.ndarray:
+    validation.check_bool("correct", correct)
     validation.check_ndim("correct", correct, 2)
+    validation.check_nonempty("correct", correct)
     return correct
 
 

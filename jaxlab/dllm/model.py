@@ -153,7 +153,11 @@ def rope(x: Array, theta: float) -> Array:
     Returns:
       [B, N, H, D]: x cos(n w) + rotate_half(x) sin(n w), w_i = theta^(-2i/D).
     """
+    validation.check_ndim("x", x, 4)
     n, d = x.shape[1], x.shape[-1]
+    if d % 2:
+        raise ValueError(f"`x` must have an even head size D (half-split rotation), got shape "
+                         f"{tuple(x.shape)}.")
     inv_freq = 1.0 / theta ** (jnp.arange(0, d, 2, dtype=jnp.float32) / d)
     freqs = jnp.arange(n, dtype=jnp.float32)[:, None] * inv_freq[None]
     emb = jnp.concatenate([freqs, freqs], axis=-1)[None, :, None, :]

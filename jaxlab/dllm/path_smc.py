@@ -134,6 +134,8 @@ from jaxlab.dllm.decoding import DecodeResult, DecodeState
 __all__ = ["ValueFn", "RESAMPLERS", "SCHEDULES", "SELECTIONS", "State", "Info", "init", "step",
     "smc", "run_particles", "best_particle", "smc_decode", "best_of_n"]
 
+checked.declare("jaxlab.dllm.path_smc.run_particles")
+
 # value_fn(hidden [M, L, D], tokens [M, L]) -> [M] predicted remaining Path LL.
 ValueFn = Callable[[Array, Array], Array]
 RESAMPLERS = {"systematic": smc_lib.systematic, "stratified": smc_lib.stratified,
@@ -392,7 +394,13 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
 
     def init_fn(key: PRNGKey, prompt: Array) -> State:
         validation.check_ndim("prompt", prompt, 2)
-        decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+        decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id,
+                             "jaxlab.dllm.path_smc.run_particles")
+        rows, length = prompt.shape[0] * int(num_particles), prompt.shape[1] + gen_length
+        width = vocab_size or decoding.vocab_of(denoise_fn, 1, length)
+        validation.check_memory("num_particles", num_particles, 4.0 * rows * length * (2 + width),
+                                f"the tokens and [{rows}, {length}, {width}] float32 logits of "
+                                f"B * N particles")
         if value_fn is not None:
             check_value_fn(value_fn, denoise_fn,
                            (prompt.shape[0] * int(num_particles), prompt.shape[1] + gen_length))

@@ -199,6 +199,8 @@ class HeadState(NamedTuple):
 
 
 def _check_rollouts(rollouts: Rollouts) -> None:
+    if not isinstance(rollouts, Rollouts):
+        raise TypeError(f"`rollouts` must be a poke.Rollouts, got {type(rollouts).__name__}.")
     validation.check_ndim("rollouts.hidden", rollouts.hidden, 3)
     m, a, _ = rollouts.hidden.shape
     validation.check_shape("rollouts.masked", rollouts.masked, (m, a))
@@ -216,6 +218,7 @@ def sibling_loss(pred: Array, target: Array, weight: float) -> Array:
       target: [B, K] their realised remaining Path LL y.
       weight: weight of the within-group term (0: the plain MSE).
     """
+    validation.check_in_range("weight", weight, 0.0)
     mse = jnp.mean((pred - target) ** 2)
     if not weight:
         return mse
@@ -344,6 +347,8 @@ def fit(rollouts: Rollouts, *, val_fraction: float = 0.1, hidden: int = 64,
 
 def evaluate(graphdef, params, rollouts: Rollouts, batch: int = 4096) -> dict:
     """Held-out fit: MSE, R^2 and Pearson r of V against the realised remaining Path LL."""
+    validation.check_positive_int("batch", batch)
+    _check_rollouts(rollouts)
     head = jax.jit(lambda h, m: nnx.merge(graphdef, params)(h, m))
     n = rollouts.remaining.shape[0]
     pred = np.concatenate([np.asarray(head(rollouts.hidden[i:i + batch],

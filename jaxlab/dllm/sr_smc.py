@@ -62,8 +62,8 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab.core import checked, validation
 from jaxlab.core import smc as smc_lib
-from jaxlab.core import validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding, path_smc
@@ -71,6 +71,8 @@ from jaxlab.dllm.decoding import DecodeResult, DecodeState
 
 __all__ = ["State", "Info", "init", "step", "sr_smc", "best_particle", "run_particles",
     "sr_smc_decode"]
+
+checked.declare("jaxlab.dllm.sr_smc.run_particles")
 
 
 class State(NamedTuple):
@@ -238,7 +240,8 @@ def sr_smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int
 
     def init_fn(key: PRNGKey, prompt: Array) -> State:
         validation.check_ndim("prompt", prompt, 2)
-        decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+        decoding.check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id,
+                             "jaxlab.dllm.sr_smc.run_particles")
         return init(key, prompt, gen_length=gen_length, num_particles=int(num_particles),
                     mask_id=mask_id)
 

@@ -54,8 +54,8 @@ def get(names, image_shape) -> list[GroupElement]:
     out = []
     for n in names:
         if n not in ELEMENTS:
-            raise ValueError(f"unknown group element {n!r} in `group`; known: "
-                             f"{sorted(ELEMENTS)}.")
+            raise ValueError(f"unknown group element {n!r} in `names` (the GEPC functions' "
+                             f"`group`); known: {sorted(ELEMENTS)}.")
         e = ELEMENTS[n]
         h, w = image_shape[-3], image_shape[-2]
         if e.needs_square and h != w:

@@ -18,6 +18,8 @@ __all__ = ["timestep_embedding", "ResBlock", "UNet"]
 
 def timestep_embedding(t, dim: int):
     """Sinusoidal embedding of continuous t in [0, 1]: [B] -> [B, dim]."""
+    if isinstance(dim, bool) or not isinstance(dim, int) or dim < 2 or dim % 2:
+        raise ValueError(f"`dim` must be an even integer >= 2 (sin and cos halves), got {dim!r}.")
     half = dim // 2
     freqs = jnp.exp(-jnp.log(10_000.0) * jnp.arange(half) / half)
     ang = 1000.0 * t[:, None] * freqs[None]

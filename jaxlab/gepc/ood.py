@@ -230,8 +230,13 @@ def auroc_with_ci(key: PRNGKey, id_scores, ood_scores, num_resamples: int = 1000
       >>> 0.85 < r.auroc < 0.97 and r.low <= r.auroc <= r.high
       True
     """
-    validation.check_ndim("id_scores", id_scores, 1)
-    validation.check_ndim("ood_scores", ood_scores, 1)
+    for name, x in (("id_scores", id_scores), ("ood_scores", ood_scores)):
+        validation.check_real(name, x)
+        validation.check_ndim(name, x, 1)
+        validation.check_nonempty(name, x)
+        if np.any(np.isnan(np.asarray(x, np.float64))):
+            raise ValueError(f"`{name}` must not contain NaN, got "
+                             f"{int(np.isnan(np.asarray(x, np.float64)).sum())} NaN entries.")
     s = np.concatenate([np.asarray(id_scores), np.asarray(ood_scores)])
     lab = np.concatenate([np.zeros(len(id_scores), bool), np.ones(len(ood_scores), bool)])
     point, lo, hi = metrics.bootstrap_ci(key, metrics.auroc, (jnp.asarray(s, jnp.float32), lab),

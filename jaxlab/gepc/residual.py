@@ -41,13 +41,15 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.gepc import groups, schedule
 
 __all__ = ["ScoreFn", "top_rho_pool", "score_from_eps", "OFFICIAL_FEATURES",
     "consistency_features", "gepc_residuals"]
+
+checked.declare("jaxlab.gepc.residual.gepc_residuals", "jaxlab.gepc.residual.consistency_features")
 
 ScoreFn = Callable[[Array, Array], Array]  # (x [B, H, W, C], t [B]) -> score [B, H, W, C]
 
@@ -69,11 +71,22 @@ def score_from_eps(eps_fn: Callable[[Array, Array], Array]) -> ScoreFn:
     return score
 
 
-def _check(x0, ts, rho):
+def _traced_inputs(x0, ts) -> None:
+    """Checked-mode checks of traced images and times."""
+    checked.check(jnp.all(jnp.isfinite(x0)), "`x0` must be finite.")
+    checked.check(jnp.all((ts > 0) & (ts <= 1)), "`ts` must lie in (0, 1].")
+
+
+def _check(x0, ts, rho, where):
+    validation.check_real("x0", x0)
     validation.check_ndim("x0", x0, 4)
+    validation.check_nonempty("x0", x0)
     validation.check_finite("x0", x0)
     validation.check_in_range("rho", rho, 0.0, 1.0, low_inclusive=False)
+    validation.check_ndim("ts", ts, 1)
+    validation.check_nonempty("ts", ts)
     validation.check_in_range("ts", ts, 0.0, 1.0, low_inclusive=False)
+    checked.guard(where, _traced_inputs, x0, ts)
 
 
 def _check_score_fn(score_fn, x0):
@@ -116,7 +129,7 @@ def consistency_features(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, 
     """
     key = as_key(key) if noise is None else key
     ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
-    _check(x0, ts, rho)
+    _check(x0, ts, rho, "jaxlab.gepc.residual.consistency_features")
     elems = groups.get(group, x0.shape)
     _check_score_fn(score_fn, x0)
     if noise is None:
@@ -149,7 +162,7 @@ def gepc_residuals(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, *,
     """
     key = as_key(key) if noise is None else key
     ts = jnp.atleast_1d(jnp.asarray(ts, jnp.float32))
-    _check(x0, ts, rho)
+    _check(x0, ts, rho, "jaxlab.gepc.residual.gepc_residuals")
     elems = groups.get(group, x0.shape)
     _check_score_fn(score_fn, x0)
     if noise is None:

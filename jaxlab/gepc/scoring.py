@@ -76,14 +76,25 @@ def kde_log_density(train: Array, bandwidth: Array, x: Array) -> Array:
     validation.check_ndim("train", train, 2)
     validation.check_shape("x", x, (None, train.shape[1]))
     validation.check_shape("bandwidth", bandwidth, (train.shape[1],))
-    validation.check_in_range("bandwidth", bandwidth, 0.0, low_inclusive=False)
+    validation.check_in_range("bandwidth", bandwidth, float(jnp.finfo(jnp.float32).tiny))
     z = (x[:, None, :] - train[None, :, :]) / bandwidth
     n = train.shape[0]
     return (jax.nn.logsumexp(-0.5 * z**2, axis=1) - jnp.log(n * bandwidth)
             - 0.5 * jnp.log(2 * jnp.pi))
 
 
+def _pow2_scaled(x, axis=None):
+    """x times the power of two that brings its largest |entry| (along ``axis``) into
+    [0.5, 1): exact, so every scale-free statistic of it is unchanged, and sums and squares
+    of values near the dtype's max no longer overflow."""
+    top = jnp.max(jnp.abs(x), axis, keepdims=True)
+    _, exponent = jnp.frexp(jnp.where(top > 0, top, 1.0))
+    return jnp.ldexp(x, -exponent)
+
+
 def _cv(x, axis=0):
+    """std / |mean| along ``axis`` (scale free: computed on ``_pow2_scaled`` columns)."""
+    x = _pow2_scaled(x, axis)
     return jnp.std(x, axis) / jnp.maximum(jnp.abs(jnp.mean(x, axis)), 1e-12)
 
 
@@ -103,7 +114,7 @@ def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScore
     n_t = raw.shape[1]
     if not 1 <= num_t <= n_t:
         raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
-    t_index = jnp.argsort(_cv(raw.mean(-1)))[:num_t]
+    t_index = jnp.argsort(_cv(_pow2_scaled(raw).mean(-1)))[:num_t]
     sel = raw[:, t_index].reshape(raw.shape[0], -1)
     _warn_zero_spread(sel, "features")
     weights = 1.0 / jnp.maximum(_cv(sel), 1e-6)
@@ -208,6 +219,7 @@ def fit_gmm(x, num_components: int = 4, iters: int = 100, *, seed: int = 0) -> D
     validation.check_ndim("x", x, 2)
     validation.check_finite("x", x)
     validation.check_positive_int("iters", iters)
+    validation.check_min_count("x.shape[0]", x.shape[0], 2, "`x` needs two rows for a variance")
     n, d = x.shape
     if not 1 <= num_components <= n:
         raise ValueError(f"`num_components` must be in [1, {n}], got {num_components}.")

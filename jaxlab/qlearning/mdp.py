@@ -37,6 +37,8 @@ import numpy as np
 from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, PRNGKey
 
+checked.declare("jaxlab.qlearning.make_mdp")
+
 # Largest |Q| allowed: a TD error (r + gamma max Q' - Q) and its square-free update then
 # stay below float32's max (3.4e38).
 MAX_Q = float(np.finfo(np.float32).max) / 4.0
@@ -90,8 +92,21 @@ def make_mdp(transitions, rewards, gamma) -> TabularMDP:
     _check_transitions("transitions", transitions)
     validation.check_finite("rewards", rewards)
     _check_reward_scale("rewards", rewards, gamma)
+    checked.guard("jaxlab.qlearning.make_mdp", _traced_make_mdp, transitions, rewards, gamma)
     return TabularMDP(jnp.asarray(transitions, jnp.float32), jnp.asarray(rewards, jnp.float32),
                       jnp.asarray(gamma, jnp.float32))
+
+
+def _traced_make_mdp(transitions, rewards, gamma) -> None:
+    """Checked-mode checks of ``make_mdp``'s traced arguments."""
+    r = jnp.max(jnp.abs(rewards))
+    checked.check(jnp.all(jnp.isfinite(rewards)), "`rewards` must be finite.")
+    checked.check((gamma >= 0) & (gamma < 1), "`gamma` must lie in [0, 1), got {g}.", g=gamma)
+    checked.check(r <= MAX_Q * (1.0 - jnp.clip(gamma, 0.0, 1.0)),
+                  "`rewards` are too large for float32 Q-values: max |r| = {r}.", r=r)
+    rows = jnp.sum(transitions, -1)
+    checked.check(jnp.all(transitions >= 0) & jnp.all(jnp.abs(rows - 1.0) <= 1e-5),
+                  "`transitions` must be non-negative with rows summing to 1.")
 
 
 def _check_gamma(name: str, gamma) -> None:

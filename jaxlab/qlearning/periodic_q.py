@@ -69,6 +69,8 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.qlearning.mdp import TabularMDP, check_mdp, check_mdp_traced, stationary_distribution
 from jaxlab.qlearning.schedules import PolynomialStep, SGDStep, inverse_count_step, sgd_step
 
+checked.declare("jaxlab.qlearning.run_steps")
+
 SAMPLING_MODES = ("generative", "trajectory")
 StepSize = PolynomialStep | SGDStep
 
@@ -339,6 +341,18 @@ def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,
                           unroll)
 
 
+def _check_run_size(num_records: int, record_every: int) -> None:
+    """Refuses, before tracing, runs whose int32 sample counter would wrap or whose trace
+    (four 4-byte fields per record, held twice by the scan) does not fit in memory."""
+    total = int(num_records) * int(record_every)
+    if total > np.iinfo(np.int32).max:
+        raise ValueError(f"`num_records` * `record_every` = {total:.3g} samples overflow the "
+                         f"int32 sample counter (at most {np.iinfo(np.int32).max}); lower "
+                         f"`num_records` or `record_every`.")
+    validation.check_memory("num_records", num_records, 2 * 16 * int(num_records),
+                            "the recorded trace (16 bytes per record, held twice)")
+
+
 def simulate(state: PeriodicQState, mdp: TabularMDP, schedule, q_star: Array,
              num_records: int, record_every: int, sampling: str = "generative",
              step_size: StepSize | None = None) -> tuple[PeriodicQState, Trace]:
@@ -365,6 +379,7 @@ def simulate(state: PeriodicQState, mdp: TabularMDP, schedule, q_star: Array,
     validation.check_positive_int("num_records", num_records)
     validation.check_positive_int("record_every", record_every)
     _check_sampling(sampling)
+    _check_run_size(num_records, record_every)
 
     def record(st, _):
         st = run_steps(st, mdp, schedule, record_every, sampling, step_size)

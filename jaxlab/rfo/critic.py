@@ -31,7 +31,7 @@ import jax.numpy as jnp
 import numpy as np
 from flax import nnx
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, PRNGKey
 
 
@@ -55,9 +55,37 @@ def init(key: PRNGKey, obs_dim: int, hidden: int):
     return nnx.split(ValueNet(obs_dim, hidden, rngs=nnx.Rngs(key)))
 
 
+def _traced_returns(rewards, values, gamma, lam) -> None:
+    """Checked-mode checks of traced return inputs."""
+    checked.check(jnp.all(jnp.isfinite(rewards)), "`rewards` must be finite.")
+    checked.check(jnp.all(jnp.isfinite(values)), "`values` must be finite.")
+    checked.check((gamma >= 0) & (gamma <= 1), "`gamma` must lie in [0, 1], got {g}.", g=gamma)
+    checked.check((lam >= 0) & (lam <= 1), "`lam` must lie in [0, 1], got {l}.", l=lam)
+
+
+def _check_return_scale(rewards, values, gamma) -> None:
+    """ValueError when concrete returns may overflow their dtype: |G_t| <= max|r| *
+    min(T, 1 / (1 - gamma)) + max|V| (the bound is computed in float64 on the host)."""
+    if any(isinstance(x, jax.core.Tracer) for x in (rewards, values, gamma)):
+        return
+    r = float(np.max(np.abs(np.asarray(rewards, np.float64)), initial=0.0))
+    v = float(np.max(np.abs(np.asarray(values, np.float64)), initial=0.0))
+    g = float(gamma)
+    horizon = np.shape(rewards)[0] if g >= 1.0 else min(np.shape(rewards)[0], 1.0 / (1.0 - g))
+    bound = r * horizon + v
+    dtype = jnp.result_type(rewards, values)
+    top = float(jnp.finfo(dtype).max) if jnp.issubdtype(dtype, jnp.floating) else np.inf
+    if not bound <= top:
+        raise ValueError(f"`rewards` / `values` are too large for {jnp.dtype(dtype).name} "
+                         f"returns: max|r| * horizon + max|V| = {bound:.3g} > {top:.3g}; "
+                         "rescale them.")
+
+
 def check_return_inputs(rewards, values, gamma, lam, termination=None,
-                        truncation=None) -> None:
-    """Shared checks of ``td_lambda_targets`` and ``ppo.gae`` (eager; see module doc)."""
+                        truncation=None, where: str = "jaxlab.rfo.critic.td_lambda_targets"
+                        ) -> None:
+    """Shared checks of ``td_lambda_targets`` and ``ppo.gae`` (eager; in checked mode also
+    traced values, as checks of ``where``; see module doc)."""
     if np.ndim(rewards) < 1:
         raise ValueError(f"`rewards` must be [T, ...], got shape {np.shape(rewards)}.")
     if np.shape(values)[:1] != (np.shape(rewards)[0] + 1,):
@@ -68,8 +96,13 @@ def check_return_inputs(rewards, values, gamma, lam, termination=None,
                          f"{np.shape(rewards)[1:]}, got {np.shape(values)[1:]}.")
     validation.check_finite("rewards", rewards)
     validation.check_finite("values", values)
+    validation.check_real("rewards", rewards)
+    validation.check_real("values", values)
+    validation.check_nonempty("rewards", rewards)
     validation.check_in_range("gamma", gamma, 0.0, 1.0)
     validation.check_in_range("lam", lam, 0.0, 1.0)
+    _check_return_scale(rewards, values, gamma)
+    checked.guard(where, _traced_returns, rewards, values, gamma, lam)
     for name, m in (("termination", termination), ("truncation", truncation)):
         if m is None:
             continue
@@ -150,3 +183,5 @@ def value_fn(graphdef):
 
 
 __all__ = ["ValueNet", "init", "td_lambda_targets", "polyak", "value_fn"]
+
+checked.declare("jaxlab.rfo.critic.td_lambda_targets")

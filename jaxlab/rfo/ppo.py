@@ -38,7 +38,7 @@ import jax.numpy as jnp
 import optax
 from flax import nnx
 
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.rfo import critic, envs
 from jaxlab.rfo.train import (
@@ -51,6 +51,8 @@ from jaxlab.rfo.train import (
     reset_envs,
     reset_finished,
 )
+
+checked.declare("jaxlab.rfo.ppo.gae")
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -112,7 +114,8 @@ def gae(rewards: Array, values: Array, gamma: float, lam: float,
     Returns:
       [T, ...] advantages.
     """
-    critic.check_return_inputs(rewards, values, gamma, lam, termination, truncation)
+    critic.check_return_inputs(rewards, values, gamma, lam, termination, truncation,
+                               where="jaxlab.rfo.ppo.gae")
     if termination is not None or truncation is not None:
         d, tr = critic._masks(rewards, termination, truncation)
         keep = 1.0 - tr

@@ -100,6 +100,8 @@ def _check_qkv(q, k, v, sizes: BlockSizes | None = None):
 
 def padded_length(n: int, sizes: BlockSizes) -> int:
     """N rounded up to a multiple of b_q: the grid the blocks live on."""
+    if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
+        raise ValueError(f"`n` must be a positive integer (the sequence length), got {n!r}.")
     return -(-n // sizes.block_q) * sizes.block_q
 
 

@@ -3,8 +3,8 @@ must check as much as their siblings, and calls under ``jit`` / ``vmap`` in chec
 
 The traced section runs its calls inside ``jaxlab.core.checks(True)``, wrapped once in
 ``jaxlab.core.checked.checkify`` (the documented way to collect checked-mode errors from
-a caller's ``jit`` / ``vmap``); one case shows the plain-``jit`` path (a runtime error
-raised by a host callback, whose message names the argument).
+a caller's ``jit`` / ``vmap``); one case shows the plain-``jit`` path (a host callback's
+failure, handed out as ``CheckError`` by ``jaxlab.core.raise_check_errors``).
 """
 
 import functools
@@ -119,8 +119,9 @@ def in_checked_mode(fn, *args):
 
 
 def plain_jit_checked(fn, *args):
-    """``jax.jit(fn)(*args)`` with checked mode on, no outer checkify."""
-    with checked.checks(True):
+    """``jax.jit(fn)(*args)`` with checked mode on, no outer checkify: inside
+    ``raise_check_errors`` the host callback's failure arrives as ``CheckError``."""
+    with checked.checks(True), checked.raise_check_errors():
         return jax.block_until_ready(jax.jit(fn)(*args))
 
 
@@ -285,8 +286,7 @@ CASES = [
     # of jaxlab.core.checked), and _resample was traced inside checkify above.
     Case("traced smc.systematic: plain jit (host callback error)", lambda: plain_jit_checked(
         lambda w: smc.systematic(KEY, w, 4), np.array([0.2, np.nan, 0.5], np.float32)),
-        "`weights`",
-        errors=(RuntimeError, ValueError)),
+        "`weights`", errors=(checked.CheckError,)),
 ]
 
 CASES = [c._replace(name=f"edges/{c.name}") for c in CASES]

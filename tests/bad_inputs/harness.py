@@ -31,6 +31,7 @@ class Case(NamedTuple):
     call: Callable[[], Any]
     arg: str
     errors: tuple = (ValueError, TypeError, FloatingPointError, FileNotFoundError)
+    group: str = ""  # the ``cases_<group>.py`` file it comes from (set by ``all_cases``)
 
 
 OUTCOMES = ("clear", "unclear", "silent_nonfinite", "silent_finite")
@@ -66,6 +67,15 @@ def classify(case: Case) -> tuple[str, str]:
     return "silent_nonfinite", "returned NaN/inf without an error"
 
 
+TRACED_MARKS = ("traced", "under jit", "under vmap", "in a scan", "plain jit")
+
+
+def is_traced(case: Case) -> bool:
+    """Whether ``case`` passes its bad value inside ``jit`` / ``vmap`` / ``scan`` (its name
+    says so: every traced case names the transformation)."""
+    return any(m in case.name for m in TRACED_MARKS)
+
+
 def all_cases() -> list[Case]:
     """Every ``CASES`` list of the ``cases_*`` modules next to this file."""
     import tests.bad_inputs as pkg
@@ -73,7 +83,9 @@ def all_cases() -> list[Case]:
     cases = []
     for mod in sorted(m.name for m in pkgutil.iter_modules(pkg.__path__)):
         if mod.startswith("cases_"):
-            cases += importlib.import_module(f"tests.bad_inputs.{mod}").CASES
+            group = mod.removeprefix("cases_")
+            cases += [c._replace(group=group)
+                      for c in importlib.import_module(f"tests.bad_inputs.{mod}").CASES]
     return cases
 
 

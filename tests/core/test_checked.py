@@ -129,3 +129,44 @@ def test_a_check_under_vmap_raises_from_the_compiled_batch():
         jax.block_until_ready(batch(keys, weights))
     with checks(True):  # the same batch without the NaN runs through
         assert batch(keys, jnp.ones((64, 4))).shape == (64, 4)
+
+
+def test_raise_check_errors_hands_out_the_check_error_of_a_plain_jit():
+    """Under a caller's plain ``jit`` JAX re-raises the host callback's failure as its own
+    runtime error; inside ``raise_check_errors`` it is the ``CheckError`` (same text, JAX's
+    error chained), and any other exception passes unchanged."""
+    bad = np.array([0.5, np.nan], np.float32)
+    with checks(True):
+        f = jax.jit(lambda w: smc.systematic(jax.random.key(0), w, 2))
+        with pytest.raises(Exception) as plain:
+            jax.block_until_ready(f(bad))
+        assert not isinstance(plain.value, CheckError)
+        assert "`weights` must be finite" in str(plain.value)
+        with pytest.raises(CheckError, match=r"^jaxlab\.core\.smc\.systematic: `weights` must "
+                                             r"be finite\. \[checked mode\]$") as caught:
+            with checked.raise_check_errors():
+                jax.block_until_ready(f(bad))
+        assert caught.value.__cause__ is not None
+        assert not isinstance(caught.value.__cause__, CheckError)
+
+    @checked.raise_check_errors()
+    def other():
+        raise RuntimeError("not a check")
+
+    with pytest.raises(RuntimeError, match="not a check"):
+        other()
+
+
+def test_guard_checks_traced_arguments_only_in_checked_mode():
+    """``guard``: traced values are checked in checked mode (eagerly given values are the
+    eager checks' job), and nothing is added outside checked mode."""
+    from jaxlab.core import metrics
+
+    labels = np.array([0, 2, 1])
+    f = jax.jit(lambda s, lab: metrics.auroc(s, lab))
+    with checks(False):
+        assert np.isfinite(float(f(np.ones(3, np.float32), labels)))
+    with checks(True), pytest.raises(CheckError, match="`labels` must be booleans or 0/1"):
+        checked.checkify(jax.jit(lambda s, lab: metrics.auroc(s, lab)))(
+            np.ones(3, np.float32), labels)
+    assert "jaxlab.core.metrics.auroc" in checked.GUARDED

@@ -71,3 +71,20 @@ def test_auroc_with_ci_matches_mann_whitney_and_covers_it():
     assert wide.low <= r.low and wide.high >= r.high
     with pytest.raises(ValueError, match="`id_scores` must be 1-D"):
         ood.auroc_with_ci(jax.random.key(0), id_s[:, None], ood_s)
+
+
+def test_fit_weights_are_scale_free_up_to_float32s_max():
+    """The fit's column weights (1 / coefficient of variation) do not change when the
+    features are scaled towards float32's max (std's squares would overflow), and equal a
+    float64 NumPy reference."""
+    rng = np.random.default_rng(0)
+    f = rng.uniform(1.0, 3.0, size=(6, 3, 2)).astype(np.float32)
+    small = scoring.fit(f, num_t=2)
+    huge = scoring.fit(f * np.float32(1e38), num_t=2)
+    assert np.all(np.isfinite(np.asarray(huge.weights)))
+    np.testing.assert_array_equal(np.asarray(huge.t_index), np.asarray(small.t_index))
+    np.testing.assert_allclose(np.asarray(huge.weights), np.asarray(small.weights), rtol=1e-5)
+    sel = f.astype(np.float64)[:, np.asarray(small.t_index)].reshape(6, -1)
+    cv = sel.std(0) / np.abs(sel.mean(0))
+    ref = (1.0 / cv) / (1.0 / cv).sum()
+    np.testing.assert_allclose(np.asarray(small.weights), ref, rtol=1e-4)

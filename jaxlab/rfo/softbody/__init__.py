@@ -12,7 +12,7 @@ Modules (equations, provenance and what is ours: each module's docstring):
   (``jaxlab.rfo.make_task("soft_quadruped")`` is the trainers' task).
 """
 
-from jaxlab.rfo.softbody import fem, mesh, quadruped, sim
+from jaxlab.rfo.softbody import fem, mesh, quadruped, sim  # noqa: F401 - submodules
 from jaxlab.rfo.softbody.fem import (
     Body,
     Material,

@@ -167,7 +167,7 @@ def validate_mesh(nodes, tets, rel_tol: float = 1e-6) -> None:
                          f"{vol[bad[:5]].tolist()}.")
 
 
-def build(nodes, tets, material: Material = Material(), groups=None, fibres=None,
+def build(nodes, tets, material: Material = Material(), groups=None, fibres=None,  # noqa: B008
           num_groups: int | None = None) -> Body:
     """Validates a mesh and precomputes its rest quantities.
 

@@ -86,7 +86,7 @@ def observe(body: fem.Body, quad: mesh.QuadrupedMesh, state: sim.SoftState) -> A
                             jnp.concatenate([legs_x, legs_v], axis=1).reshape(-1)])
 
 
-def soft_quadruped(material: fem.Material = fem.Material(), cfg: sim.SimConfig = sim.SimConfig(),
+def soft_quadruped(material: fem.Material = fem.Material(), cfg: sim.SimConfig = sim.SimConfig(),  # noqa: B008
                    torso_cells=(6, 3, 2), leg_cells=(1, 1, 2), h: float = 0.05) -> SoftTask:
     """The soft quadruped (module doc); the mesh sizes are arguments for the speed study.
 
