@@ -54,20 +54,25 @@ from . import dllm_models
 from .configs import dllm as dllm_configs
 from .lib import artifacts, progress, provenance, results
 
-_TASKS = flags.DEFINE_list("tasks", ["sudoku", "countdown"], "dLLM tasks (shipped models).")
-_SAMPLES = flags.DEFINE_integer("samples", 64, "Sequences per task.")
-_TAUS = flags.DEFINE_list("taus", ["1e-3", "8e-3", "3e-2", "1e-1"], "Keep thresholds.")
-_TILES = flags.DEFINE_list("model_tiles", ["8/8/8", "8/4/4"],
-                           "block_q/block_k/local tile specs for the model inputs.")
-_LENGTHS = flags.DEFINE_list("lengths", ["512", "1024"], "Synthetic sequence lengths.")
-_THETA = flags.DEFINE_float("theta_official", 0.4,
-                            "Calibration tolerance in the official convention (sum of |dO| "
-                            "over the head's N x D output < theta N); ours per element is "
-                            "theta / D.")
-_OUT = flags.DEFINE_string("out", "sale_accuracy.json", "Output JSON path.")
-_SEED = flags.DEFINE_integer("seed", 0, "Seed of prompts, masks and synthetic inputs.")
-_TOLERANCE = flags.DEFINE_float("tolerance", 0.05, "Relative output error above which a "
-                                "slice counts as dense in the paired density comparison.")
+
+def _define_flags() -> None:
+    """The script's flags, defined when it runs as a script only (importing the module, e.g.
+    for ``comparison_for``, defines none, so it never collides with another binary's)."""
+    global _TASKS, _SAMPLES, _TAUS, _TILES, _LENGTHS, _THETA, _OUT, _SEED, _TOLERANCE
+    _TASKS = flags.DEFINE_list("tasks", ["sudoku", "countdown"], "dLLM tasks (shipped models).")
+    _SAMPLES = flags.DEFINE_integer("samples", 64, "Sequences per task.")
+    _TAUS = flags.DEFINE_list("taus", ["1e-3", "8e-3", "3e-2", "1e-1"], "Keep thresholds.")
+    _TILES = flags.DEFINE_list("model_tiles", ["8/8/8", "8/4/4"],
+                               "block_q/block_k/local tile specs for the model inputs.")
+    _LENGTHS = flags.DEFINE_list("lengths", ["512", "1024"], "Synthetic sequence lengths.")
+    _THETA = flags.DEFINE_float("theta_official", 0.4,
+                                "Calibration tolerance in the official convention (sum of |dO| "
+                                "over the head's N x D output < theta N); ours per element is "
+                                "theta / D.")
+    _OUT = flags.DEFINE_string("out", "sale_accuracy.json", "Output JSON path.")
+    _SEED = flags.DEFINE_integer("seed", 0, "Seed of prompts, masks and synthetic inputs.")
+    _TOLERANCE = flags.DEFINE_float("tolerance", 0.05, "Relative output error above which a "
+                                    "slice counts as dense in the paired density comparison.")
 
 
 def capture_qkv(model, tokens):
@@ -244,4 +249,5 @@ def main(argv):
 
 
 if __name__ == "__main__":
+    _define_flags()
     app.run(main)

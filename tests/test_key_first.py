@@ -34,6 +34,21 @@ KEY_NAMES = ("key", "rng", "prng_key")
 SEED = "seed"
 
 EXEMPT = {
+    "jaxlab.avatar.alignment.alignment_metrics":
+        "the key is optional and comes last: None (the default) gives the exact expectation over "
+        "uniformly random orders of tied scores, a key draws one such order instead.",
+    "jaxlab.avatar.alignment.pair_metrics":
+        "the key is optional and comes last: None (the default) gives the exact expectation over "
+        "uniformly random orders of tied scores, a key draws one such order instead.",
+    "jaxlab.avatar.alignment.pair_values":
+        "the key is optional and comes last: None (the default) gives the exact expectation over "
+        "uniformly random orders of tied scores, a key draws one such order instead.",
+    "jaxlab.avatar.alignment.ranks_of_pairs":
+        "the key is optional and comes last: None (the default) gives the exact expectation over "
+        "uniformly random orders of tied scores, a key draws one such order instead.",
+    "jaxlab.avatar.alignment.ranks_of_truth":
+        "the key is optional and comes last: None (the default) gives the exact expectation over "
+        "uniformly random orders of tied scores, a key draws one such order instead.",
     "jaxlab.gepc.train.diffusion_loss":
         "a loss differentiated with respect to its parameters: jax.grad / "
         "jax.value_and_grad and optax differentiate the first argument, so params come first "

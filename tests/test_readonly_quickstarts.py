@@ -14,8 +14,10 @@ folder not checked). Doctest flags as pytest's default (``ELLIPSIS``). The seven
 in the default doctest run; ``tests/test_readme.py``'s slow test runs it).
 
 The static half: no module of ``jaxlab/`` calls ``print``, ``os.makedirs`` / ``mkdir``,
-``os.getloadavg``, opens a file for writing or reads ``/proc`` (one allowed writer:
-``jaxlab.dllm.loading.save_params``, which writes to the path its caller names).
+``os.getloadavg``, opens a file for writing or reads ``/proc`` (allowed:
+``jaxlab.dllm.loading.save_params``, which writes to the path its caller names, and
+``jaxlab.core.protocol``'s JSON-lines log of a caller-named ``results_path`` and its progress
+lines on stderr, which ``progress=False`` turns off).
 """
 
 import ast
@@ -45,7 +47,10 @@ def _snapshot(root: str) -> dict:
 
 
 # (file relative to ROOT, function) allowed to write: it writes where its caller says.
-ALLOWED_WRITERS = {("jaxlab/dllm/loading.py", "save_params")}
+# ``protocol.compare`` appends per-item values to the file its caller names
+# (``results_path``) and reports progress on stderr unless ``progress=False``.
+ALLOWED_WRITERS = {("jaxlab/dllm/loading.py", "save_params"),
+                   ("jaxlab/core/protocol.py", "write"), ("jaxlab/core/protocol.py", "__call__")}
 MACHINE_CALLS = {"makedirs", "mkdir", "getloadavg", "getrusage", "remove", "replace",
                  "rename", "savez", "savez_compressed", "save"}
 

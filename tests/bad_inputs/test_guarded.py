@@ -17,6 +17,7 @@ PACKAGES = ("jaxlab.core", "jaxlab.qlearning", "jaxlab.bco", "jaxlab.avatar", "j
 README_ITEMS = {
     "SMC resampling": ("jaxlab.core.smc.",),
     "`dllm.decode`": ("jaxlab.dllm.decode",),
+    "Path LL": ("jaxlab.dllm.path_log_likelihood",),
     "the SMC decoders": ("jaxlab.dllm.path_smc.", "jaxlab.dllm.sr_smc."),
     "Q-learning": ("jaxlab.qlearning.",),
     "`bco.run`": ("jaxlab.bco.run",),
@@ -72,6 +73,13 @@ def test_readme_items_are_guarded():
     for item in readme_items():
         assert item in README_ITEMS, f"README names an entry point this test does not know: {item}"
         assert any(n.startswith(README_ITEMS[item]) for n in names), item
+
+
+def test_every_guarded_entry_point_is_named_by_the_readme():
+    """The README's list is exactly the guarded set: each guarded name falls under one of
+    its items (and each item is guarded, above)."""
+    prefixes = tuple(p for item in readme_items() for p in README_ITEMS.get(item, ()))
+    assert {n for n in declared() if not n.startswith(prefixes)} == set()
 
 
 def test_each_entry_point_has_a_traced_bad_call():

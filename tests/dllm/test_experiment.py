@@ -97,7 +97,7 @@ def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
     loads = []
     restore = dllm_models.artifacts.restore_first
     monkeypatch.setattr(dllm_models.artifacts, "restore_first",
-                        lambda c, t, what: loads.append(what) or restore(c, t, what))
+                        lambda c, t, what, **kw: loads.append(what) or restore(c, t, what, **kw))
     models = dllm_models.Models(cfg, str(tmp_path))
     for _ in range(3):
         assert models.denoiser("sudoku") is models.denoiser("sudoku")
