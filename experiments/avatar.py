@@ -183,11 +183,7 @@ def task_comparison(c, result: dict, p: int) -> core_protocol.Comparison:
 def comparison_dict(cmp: core_protocol.Comparison) -> dict:
     """``cmp.to_dict()`` without the seconds (the summary stays byte-identical across
     reruns)."""
-    d = cmp.to_dict()
-    for row in d["contenders"].values():
-        row.pop("compile_s")
-        row.pop("run_s")
-    return d
+    return cmp.to_dict(seconds=False)
 
 
 def skipped_strategies(c: ml_collections.ConfigDict, task, aligner: str | None = None) -> dict:

@@ -317,10 +317,7 @@ def _fmt(v, spec=".2f"):
 def comparison_dict(cmp: protocol.Comparison) -> dict:
     """``cmp.to_dict()`` without the compile / run seconds (summary.json stays
     byte-identical across reruns)."""
-    out = cmp.to_dict()
-    for r in out["contenders"].values():
-        del r["compile_s"], r["run_s"]
-    return out
+    return cmp.to_dict(seconds=False)
 
 
 COMPARED = ("gradient_variation", "agarwal2010", "ogd_sqrt_d_step")

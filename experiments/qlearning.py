@@ -236,10 +236,7 @@ def _censored(x, t_max):
 def comparison_dict(cmp: protocol.Comparison) -> dict:
     """``cmp.to_dict()`` without the compile / run seconds (summary.json stays
     byte-identical across reruns)."""
-    out = cmp.to_dict()
-    for r in out["contenders"].values():
-        del r["compile_s"], r["run_s"]
-    return out
+    return cmp.to_dict(seconds=False)
 
 
 def compare_precomputed(config, problem, grids, need, schedule_index, *, censor_at):

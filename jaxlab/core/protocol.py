@@ -209,8 +209,12 @@ class Comparison:
                          f"[{g.low:+.4g}, {g.high:+.4g}])")
         return "\n".join(lines)
 
-    def to_dict(self) -> dict:
-        """JSON-ready: every number a Python float / int / bool, arrays as lists."""
+    def to_dict(self, seconds: bool = True) -> dict:
+        """JSON-ready: every number a Python float / int / bool, arrays as lists;
+        ``seconds=False`` leaves out the compile / run seconds (for a summary that must be
+        byte-identical across reruns)."""
+        timing = (lambda r: {"compile_s": round(r.compile_s, 3), "run_s": round(r.run_s, 3)}) \
+            if seconds else (lambda r: {})
         return {
             "metric": self.metric, "higher_is_better": self.higher_is_better,
             "tuning_items": self.tuning_items, "test_items": self.test_items,
@@ -220,8 +224,7 @@ class Comparison:
                                "values": [float(v) for v in r.values],
                                "censored": [bool(c) for c in r.censored],
                                "statistic": r.statistic, "ci": [r.low, r.high],
-                               "compile_s": round(r.compile_s, 3),
-                               "run_s": round(r.run_s, 3)}
+                               **timing(r)}
                            for n, r in self.contenders.items()},
             "differences": [{"a": d.a, "b": d.b, "value": d.value, "ci": [d.low, d.high],
                              "wins": d.wins, "losses": d.losses, "ties": d.ties}
