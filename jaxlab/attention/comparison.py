@@ -234,10 +234,7 @@ def compare(key, problem: AttentionProblem, *, contenders=CONTENDERS, tuning=0,
     validation.check_one_of("metric", metric, tuple(METRICS))
     validation.check_in_range("tolerance", tolerance, 0.0, np.inf, low_inclusive=False,
                               high_inclusive=False)
-    tuning_items = tuning.items if isinstance(tuning, protocol.Tuning) else tuning
-    if not isinstance(tuning_items, (int, np.integer)) or tuning_items < 0:
-        raise ValueError(f"`tuning` must be a protocol.Tuning or a non-negative int, got "
-                         f"{tuning!r}.")
+    tuning_items = protocol.as_tuning(tuning).items
     validation.check_min_count("seeds", seeds, 2, "paired test slices")
     _check_problem(problem, int(tuning_items), int(seeds))
     kw = dict(metric=metric, tolerance=tolerance, tau_grid=tau_grid,

@@ -373,8 +373,7 @@ def compare(key, task, *, contenders=CONTENDERS, tuning: protocol.Tuning | int =
         raise ValueError(f"`field` must name a metrics dict of ActiveResult, one of "
                          f"{dicts}, got {field!r}.")
     validation.check_min_count("seeds", seeds, 2, "paired test items")
-    n_tune = tuning.items if isinstance(tuning, protocol.Tuning) else tuning
-    n_tune = int(n_tune) if isinstance(n_tune, int | np.integer) else 0  # protocol checks
+    n_tune = int(protocol.as_tuning(tuning).items)
     solver, utility = settings.get("solver", "ot"), settings.get("utility", "entropy")
     builtin = tuple(dict.fromkeys(c for c in entries.values() if isinstance(c, str)))
     tuned = any(len(default_grid(c, task, solver, utility)) > 1 for c in builtin) or any(

@@ -53,8 +53,8 @@ from jaxlab.core import validation
 from jaxlab.core.keys import as_key
 
 __all__ = ["Items", "Contender", "Tuning", "Goal", "Difference", "GoalResult",
-           "ContenderResult", "Comparison", "compare", "item_keys", "paired_difference",
-           "analyse", "mean_statistic"]
+           "ContenderResult", "Comparison", "as_tuning", "compare", "item_keys",
+           "paired_difference", "analyse", "mean_statistic"]
 
 SPLITS = ("tuning", "test")
 
@@ -518,6 +518,22 @@ class _Log:
             f.flush()
 
 
+def as_tuning(tuning) -> Tuning:
+    """``tuning`` (a ``Tuning`` or an int, the number of tuning items) as a ``Tuning``.
+
+    Raises:
+      TypeError: ``tuning`` is neither a ``Tuning`` nor an int.
+      ValueError: its item count is negative or not an integer.
+    """
+    tuning = Tuning(tuning) if isinstance(tuning, (int, np.integer)) else tuning
+    if not isinstance(tuning, Tuning):
+        raise TypeError(f"`tuning` must be a protocol.Tuning or an int, got "
+                        f"{type(tuning).__name__}.")
+    if tuning.items < 0 or int(tuning.items) != tuning.items:
+        raise ValueError(f"`tuning.items` must be a non-negative integer, got {tuning.items}.")
+    return tuning
+
+
 def _chunks(count: int, batch: int | None):
     step = count if not batch else batch
     for start in range(0, count, step):
@@ -572,12 +588,7 @@ def compare(key, problem, *, contenders: Mapping[str, Contender], tuning: Tuning
         if len(c.grid) == 0 or not all(isinstance(p, Mapping) for p in c.grid):
             raise ValueError(f"`contenders[{name!r}].grid` must be a non-empty sequence of "
                              "dicts of `run`'s keyword arguments.")
-    tuning = Tuning(tuning) if isinstance(tuning, (int, np.integer)) else tuning
-    if not isinstance(tuning, Tuning):
-        raise TypeError(f"`tuning` must be a protocol.Tuning or an int, got "
-                        f"{type(tuning).__name__}.")
-    if tuning.items < 0 or int(tuning.items) != tuning.items:
-        raise ValueError(f"`tuning.items` must be a non-negative integer, got {tuning.items}.")
+    tuning = as_tuning(tuning)
     tuned = [n for n, c in contenders.items() if len(c.grid) > 1]
     if tuned and tuning.items < 1:
         raise ValueError(f"`tuning` must hold at least one item: contenders {tuned} declare "

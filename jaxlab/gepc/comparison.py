@@ -476,10 +476,7 @@ def compare(key, problem: OODProblem, *, contenders=tuple(CONTENDERS), tuning=0,
       images that are not [N, H, W, C] finite with one [H, W, C], too few ID / OOD images
       for ``tuning`` + ``seeds``, an unknown contender name, and ``protocol.compare``'s.
     """
-    tuning_items = tuning.items if isinstance(tuning, protocol.Tuning) else tuning
-    if not isinstance(tuning_items, (int, np.integer)) or tuning_items < 0:
-        raise ValueError(f"`tuning` must be a protocol.Tuning or a non-negative int, got "
-                         f"{tuning!r}.")
+    tuning_items = protocol.as_tuning(tuning).items
     validation.check_min_count("seeds", seeds, 2, "paired test images")
     _check_problem(problem, int(tuning_items), int(seeds))
     if isinstance(contenders, Mapping):

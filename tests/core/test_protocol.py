@@ -187,3 +187,12 @@ def test_paired_difference_matches_analyse():
     c = protocol.analyse(jax.random.key(7), {"x": a, "y": b}, resamples=300)
     assert d == c.differences[0]
     assert (d.wins, d.losses, d.ties) == (2, 2, 2)
+
+
+def test_as_tuning_takes_a_count_or_a_tuning_and_names_the_argument():
+    assert protocol.as_tuning(3) == Tuning(3) == protocol.as_tuning(Tuning(3))
+    assert protocol.as_tuning(np.int64(2)).items == 2
+    with pytest.raises(TypeError, match="tuning"):
+        protocol.as_tuning(2.5)
+    with pytest.raises(ValueError, match="tuning.items"):
+        protocol.as_tuning(Tuning(-1))
