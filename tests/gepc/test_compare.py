@@ -10,23 +10,11 @@ from sklearn.metrics import roc_auc_score
 from jaxlab import gepc
 from jaxlab.core import protocol
 from jaxlab.gepc import comparison
-
-_W = jax.random.normal(jax.random.key(1), (3, 3, 1, 1)) * 0.3
-
-
-def _eps_fn(x, t):
-    """A tiny conv 'network': cheap, batch-independent, not equivariant."""
-    y = jax.lax.conv_general_dilated(x, _W, (1, 1), "SAME",
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    return jnp.tanh(y + x[:, ::-1] * 0.1) * (1.0 + t[:, None, None, None])
+from tests.gepc.tiny_model import eps_fn, smoke_config
 
 
 def _config():
-    from experiments.configs.gepc import get_config
-
-    c = get_config("smoke")
-    c.eval_batch = 4
-    c.msma_levels, c.diffpath_steps = 3, 2
+    c = smoke_config()
     c.bootstrap = 100
     return c
 
@@ -39,7 +27,7 @@ def _images(key, n, ood=False):
 
 def _problem(n_fit=20, n_id=8, n_ood=8):
     k = jax.random.split(jax.random.key(3), 3)
-    return comparison.OODProblem(_eps_fn, _images(k[0], n_fit), _images(k[1], n_id),
+    return comparison.OODProblem(eps_fn, _images(k[0], n_fit), _images(k[1], n_id),
                                  _images(k[2], n_ood, ood=True))
 
 
@@ -50,9 +38,9 @@ def test_binary_comparison_equals_public_compare():
 
     c = _config()
     p = _problem()
-    fit_feats = exp.features(c, _eps_fn, None, p.x_fit, exp.set_keys(c, "id_cal", 20))
+    fit_feats = exp.features(c, eps_fn, None, p.x_fit, exp.set_keys(c, "id_cal", 20))
     fits = {"id_cal": fit_feats}
-    feats = {u: exp.features(c, _eps_fn, None, x, exp.set_keys(c, u, 8),
+    feats = {u: exp.features(c, eps_fn, None, x, exp.set_keys(c, u, 8),
                              t_index=exp.times_needed(c, u, fits))
              for u, x in (("id_test", p.x_id), ("id_rot90", p.x_ood))}
     assert feats["id_test"]["t_index"].size < len(c.sqrt_abars)  # the subset path
@@ -121,9 +109,9 @@ def test_item_scores_do_not_depend_on_the_batch():
     ({"contenders": "gepc"}, "contenders"),
     ({"tuning": -1}, "tuning"),
     ({"num_t_grid": (1, 9)}, "num_t_grid"),
-    ({"problem": comparison.OODProblem(_eps_fn, np.zeros((1, 8, 8, 1)), np.zeros((8, 8, 8, 1)),
+    ({"problem": comparison.OODProblem(eps_fn, np.zeros((1, 8, 8, 1)), np.zeros((8, 8, 8, 1)),
                                        np.zeros((8, 8, 8, 1)))}, "x_fit"),
-    ({"problem": comparison.OODProblem(_eps_fn, np.zeros((4, 8, 8, 1)), np.zeros((8, 4, 4, 1)),
+    ({"problem": comparison.OODProblem(eps_fn, np.zeros((4, 8, 8, 1)), np.zeros((8, 4, 4, 1)),
                                        np.zeros((8, 8, 8, 1)))}, "H, W, C"),
 ])
 def test_bad_calls_name_the_argument(kwargs, match):

@@ -2,35 +2,18 @@
 the fitted scorers keep, with the same numbers as the all-times evaluation."""
 
 import jax
-import jax.numpy as jnp
 import numpy as np
 import pytest
 
-_W = jax.random.normal(jax.random.key(1), (3, 3, 1, 1)) * 0.3
-
-
-def _eps_fn(x, t):
-    """A tiny conv 'network': cheap, batch-independent, not equivariant."""
-    y = jax.lax.conv_general_dilated(x, _W, (1, 1), "SAME",
-                                     dimension_numbers=("NHWC", "HWIO", "NHWC"))
-    return jnp.tanh(y + x[:, ::-1] * 0.1) * (1.0 + t[:, None, None, None])
-
-
-def _config():
-    from experiments.configs.gepc import get_config
-
-    c = get_config("smoke")
-    c.eval_batch = 4
-    c.msma_levels, c.diffpath_steps = 3, 2
-    return c
+from tests.gepc.tiny_model import eps_fn, smoke_config
 
 
 def _counting(counter):
-    """score_fn of ``_eps_fn`` that adds the number of images it evaluates to ``counter``
+    """score_fn of ``eps_fn`` that adds the number of images it evaluates to ``counter``
     at run time (once per evaluation, inside ``lax.map`` too)."""
     from jaxlab.gepc import residual
 
-    score = residual.score_from_eps(_eps_fn)
+    score = residual.score_from_eps(eps_fn)
 
     def add(n):
         counter.append(int(n))
@@ -45,15 +28,15 @@ def _counting(counter):
 def test_features_at_selected_times_evaluate_only_them_and_match_all_times(with_maps):
     from experiments import gepc as exp
 
-    c = _config()
+    c = smoke_config()
     x = np.asarray(jax.random.uniform(jax.random.key(0), (10, 8, 8, 1), minval=-1, maxval=1))
     from jaxlab.gepc import comparison
 
     key = comparison.fit_keys(5, 10)  # one noise key per image
     every, some = [], []
-    full = exp.features(c, _eps_fn, _counting(every), x, key, with_maps=with_maps)
+    full = exp.features(c, eps_fn, _counting(every), x, key, with_maps=with_maps)
     sel = np.array([1, 3])
-    part = exp.features(c, _eps_fn, _counting(some), x, key, with_maps=with_maps, t_index=sel)
+    part = exp.features(c, eps_fn, _counting(some), x, key, with_maps=with_maps, t_index=sel)
     jax.effects_barrier()
     n_t, n_g, padded = len(c.sqrt_abars), len(c.group), 12  # 10 images in batches of 4
     assert full["t_index"].tolist() == list(range(n_t)) and part["t_index"].tolist() == [1, 3]
@@ -70,11 +53,11 @@ def test_features_at_selected_times_evaluate_only_them_and_match_all_times(with_
 def test_features_reject_bad_t_index():
     from experiments import gepc as exp
 
-    c = _config()
+    c = smoke_config()
     x = np.zeros((2, 8, 8, 1), np.float32)
     for bad in ([], [2, 1], [0, 0], [4], [-1, 0], [0.5]):
         with pytest.raises(ValueError, match="t_index"):
-            exp.features(c, _eps_fn, None, x, jax.random.split(jax.random.key(0), 2),
+            exp.features(c, eps_fn, None, x, jax.random.split(jax.random.key(0), 2),
                          t_index=bad)
 
 
@@ -92,7 +75,7 @@ def test_scores_at_the_needed_times_equal_the_all_times_scores():
     from experiments import gepc as exp
     from jaxlab.gepc import baselines
 
-    c = _config()
+    c = smoke_config()
     rng = np.random.default_rng(0)
     n_t, n_g = len(c.sqrt_abars), len(c.group)
     cal = _fake_features(rng, 40, n_t, n_g)
@@ -119,7 +102,7 @@ def test_scores_at_the_needed_times_equal_the_all_times_scores():
 def test_fit_units_run_before_the_units_that_read_their_times(tmp_path):
     from experiments import gepc as exp
 
-    c = _config()
+    c = smoke_config()
     units = [u.name for u in exp.EXPERIMENT.units(c, str(tmp_path))]
     fits = {s["fit"] for s in exp.settings(c).values()}
     for s in exp.settings(c).values():
