@@ -139,11 +139,8 @@ def main(argv):
     for line in report_lines(res):
         print(line)
     if FLAGS.out:
-        res["provenance"] = {"preset": FLAGS.preset, "config": provenance.config_dict(config),
-                             "code_version": provenance.code_version(),
-                             "load_avg_before": list(load_before),
-                             "load_avg_after": list(os.getloadavg()),
-                             **provenance.environment()}
+        res["provenance"] = provenance.benchmark(
+            load_before, preset=FLAGS.preset, config=provenance.config_dict(config))
         print(f"wrote {results.write_json(FLAGS.out, res)}")
 
 

@@ -108,10 +108,7 @@ def main(argv):
     if FLAGS.out:
         res = {"rows": rows, "batch": FLAGS.batch, "horizon": FLAGS.horizon,
                "repeats": FLAGS.repeats,
-               "provenance": {"code_version": provenance.code_version(),
-                              "load_avg_before": list(load_before),
-                              "load_avg_after": list(os.getloadavg()),
-                              **provenance.environment()}}
+               "provenance": provenance.benchmark(load_before)}
         print(f"wrote {results.write_json(FLAGS.out, res)}")
 
 

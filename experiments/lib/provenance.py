@@ -253,6 +253,14 @@ def environment() -> dict:
     return {"git": git_state(), "packages": package_versions(), "machine": machine()}
 
 
+def benchmark(load_before, **fields) -> dict:
+    """A benchmark result's provenance: ``fields`` (e.g. the preset and config), the code
+    version, the load averages before (``load_before``, ``os.getloadavg()`` taken when the
+    timing started) and now, and the environment."""
+    return {**fields, "code_version": code_version(), "load_avg_before": list(load_before),
+            "load_avg_after": list(os.getloadavg()), **environment()}
+
+
 def record(config) -> dict:
     """The provenance block written into every ``summary.json``.
 
