@@ -638,16 +638,8 @@ def comparison_section(config, id_scores, ood_scores) -> dict:
         jax.random.fold_in(jax.random.key(config.seed), 2),
         {CONTENDER_NAMES[k]: v for k, v in id_scores.items()},
         {CONTENDER_NAMES[k]: v for k, v in ood_scores.items()}, params=params,
-        resamples=config.bootstrap).to_dict()
-    return without_seconds(out)
-
-
-def without_seconds(comparison_dict: dict) -> dict:
-    """A ``Comparison.to_dict()`` without its contenders' compile / run seconds."""
-    for r in comparison_dict["contenders"].values():
-        r.pop("compile_s", None)
-        r.pop("run_s", None)
-    return comparison_dict
+        resamples=config.bootstrap)
+    return out.to_dict(seconds=False)
 
 
 def _auroc_ci(key, id_scores, ood_scores, num_resamples):

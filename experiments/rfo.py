@@ -311,16 +311,8 @@ def comparison(config, task: str, per_seed: dict, metric: str) -> dict | None:
     if not pairs or config.num_seeds < 2:
         return None
     out = protocol.analyse(jax.random.fold_in(task_key(config, task), 2), per_seed,
-                           pairs=pairs, metric=metric, higher_is_better=True).to_dict()
-    return without_seconds(out)
-
-
-def without_seconds(comparison_dict: dict) -> dict:
-    """A ``Comparison.to_dict()`` without its (run-dependent) seconds, for summary.json."""
-    out = dict(comparison_dict)
-    out["contenders"] = {n: {k: v for k, v in r.items() if k not in ("compile_s", "run_s")}
-                         for n, r in comparison_dict["contenders"].items()}
-    return out
+                           pairs=pairs, metric=metric, higher_is_better=True)
+    return out.to_dict(seconds=False)
 
 
 def paired_ratio(a, b, resamples: int = 10_000, seed: int = 0) -> dict:

@@ -50,7 +50,7 @@ def test_binary_comparison_equals_public_compare():
     out = gepc.compare(jax.random.key(c.seed), p, tuning=0, seeds=16,
                        num_t_grid=(c.num_t,), settings=exp.comparison_settings(c),
                        resamples=c.bootstrap, progress=False)
-    assert exp.without_seconds(out.to_dict()) == section
+    assert out.to_dict(seconds=False) == section
     assert list(section["contenders"]) == list(comparison.CONTENDERS)
 
 

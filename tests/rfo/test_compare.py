@@ -89,7 +89,7 @@ def test_binary_summary_equals_public_compare(fake, tmp_path):
                              settings=experiment.settings(cfg, "pendulum"), metric=metric,
                              progress=False)
         assert summary["comparison"]["pendulum"][metric] == \
-            experiment.without_seconds(public.to_dict())
+            public.to_dict(seconds=False)
     rows = dict(experiment.headline(summary))
     text = rows["pendulum: declared paired differences of final eval return (3 seeds, "
                 "paired bootstrap 95% CI)"]
@@ -212,7 +212,7 @@ def test_binary_summary_equals_public_compare_real_trainers(tmp_path):
                          contenders=cfg.methods, seeds=cfg.num_seeds,
                          settings=experiment.settings(cfg, "pendulum"), progress=False)
     assert summary["comparison"]["pendulum"]["final_return"] == \
-        experiment.without_seconds(public.to_dict())
+        public.to_dict(seconds=False)
 
 
 def _guide_block():
