@@ -44,6 +44,10 @@ CASES = [
         KEY, np.mean, (np.ones(4),), 1), "`num_resamples`"),
     Case("core.metrics.bootstrap_auroc: NaN score", lambda: metrics.bootstrap_auroc(
         KEY, np.array([0.1, np.nan, 0.3, 0.4]), np.array([0, 1, 0, 1]), 10), "`scores`"),
+    Case("core.protocol.as_tuning: a float count", lambda: protocol.as_tuning(2.5),
+         "`tuning`"),
+    Case("core.protocol.as_tuning: negative count", lambda: protocol.as_tuning(-1),
+         "`tuning.items`"),
     Case("core.protocol.item_keys: unknown split", lambda: protocol.item_keys(
         KEY, "train", np.arange(2)), "`split`"),
     Case("dllm.coarse_block: gen_length 0", lambda: decoding.coarse_block(0), "`gen_length`"),
