@@ -65,7 +65,13 @@ def weighted_entropy_step(log_prev: Array, x: Array, eta: Array) -> Array:
 
     Returns:
       [N] log p.
+
+    Raises:
+      ValueError: ``log_prev`` not 1-D, ``x`` not of its shape, ``eta`` neither a scalar
+        nor of its shape (shapes only: a jitted caller pays nothing).
     """
+    validation.check_ndim("log_prev", log_prev, 1)
+    _check_per_expert(np.shape(log_prev)[0], x=x, eta=eta)
     x = x - jnp.min(x)  # shift-invariant on the simplex; now mu in [-max x, 0]
 
     def log_mass(mu):
@@ -103,12 +109,26 @@ def init(prior) -> MsMwCState:
                       jnp.zeros(n, jnp.float32))
 
 
+def _check_per_expert(n: int, **arrays) -> None:
+    """ValueError naming the array that is not [n] (``eta`` may also be a scalar)."""
+    for name, v in arrays.items():
+        if name == "eta" and np.ndim(v) == 0:
+            continue
+        validation.check_shape(name, v, (n,))
+
+
 def _cap(eta: Array, dev: Array) -> Array:
     return jnp.minimum(eta, jnp.where(dev > 0, 1.0 / (CORRECTION * dev), jnp.inf))
 
 
 def adaptive_rates(state: MsMwCState, meta_scale: float = 1.0) -> Array:
-    """[N] eta_{t,i} = min(1 / (32 B_{t,i}), meta_scale sqrt(ln N / (1 + S_{t,i}))) (ours)."""
+    """[N] eta_{t,i} = min(1 / (32 B_{t,i}), meta_scale sqrt(ln N / (1 + S_{t,i}))) (ours).
+
+    Raises:
+      ValueError: a concrete ``meta_scale`` that is not finite and > 0.
+    """
+    validation.check_in_range("meta_scale", meta_scale, 0.0, low_inclusive=False)
+    validation.check_finite("meta_scale", meta_scale)
     n = state.log_pp.shape[0]
     return _cap(meta_scale * jnp.sqrt(np.log(max(n, 2)) / (1.0 + state.sum_dev2)),
                 state.max_dev)
@@ -123,12 +143,15 @@ def capped_rates(eta: Array, loss: Array, hint: Array) -> Array:
 
 
 def play(state: MsMwCState, hint: Array, eta: Array) -> Array:
-    """[N] p_t = argmin <p, m_t> + D_psi(p, p'_t)."""
+    """[N] p_t = argmin <p, m_t> + D_psi(p, p'_t) (``hint`` [N], ``eta`` [N])."""
+    _check_per_expert(state.log_pp.shape[0], hint=hint, eta=eta)
     return jnp.exp(weighted_entropy_step(state.log_pp, hint, eta))
 
 
 def update(state: MsMwCState, loss: Array, hint: Array, eta: Array) -> MsMwCState:
-    """p'_{t+1} = argmin <p, l_t + a_t> + D_psi(p, p'_t), a_t = 32 eta (l_t - m_t)^2."""
+    """p'_{t+1} = argmin <p, l_t + a_t> + D_psi(p, p'_t), a_t = 32 eta (l_t - m_t)^2
+    (``loss``, ``hint``, ``eta`` [N])."""
+    _check_per_expert(state.log_pp.shape[0], loss=loss, hint=hint, eta=eta)
     dev = loss - hint
     correction = CORRECTION * eta * dev**2
     return MsMwCState(weighted_entropy_step(state.log_pp, loss + correction, eta),

@@ -42,15 +42,39 @@ class MissingExtraError(ModuleNotFoundError):
     """An optional dependency is not installed; the message names the extra."""
 
 
+def _check_module(module) -> str:
+    """``module`` if it is a non-empty dotted module name; else a ValueError / TypeError
+    naming ``module``."""
+    if not isinstance(module, str):
+        raise TypeError(f"`module` must be a dotted module name (str), got "
+                        f"{type(module).__name__}.")
+    if not module or not all(part.isidentifier() for part in module.split(".")):
+        raise ValueError(f"`module` must be a dotted module name like 'ott.geometry', got "
+                         f"{module!r}.")
+    return module
+
+
 def extra_of(module: str) -> str | None:
-    """The extra that provides ``module`` (a dotted name), or None for a required one."""
+    """The extra that provides ``module`` (a dotted name), or None for a required one.
+
+    Raises:
+      TypeError / ValueError: ``module`` is not a dotted module name.
+    """
+    _check_module(module)
     entry = EXTRAS.get(module.split(".")[0])
     return entry[0] if entry else None
 
 
 def message(module: str) -> str:
-    """The one-line message for a missing ``module``."""
-    top = module.split(".")[0]
+    """The one-line message for a missing ``module``.
+
+    Raises:
+      ValueError: ``module`` is not a package of an optional extra (``extra_of`` is None).
+    """
+    top = _check_module(module).split(".")[0]
+    if top not in EXTRAS:
+        raise ValueError(f"`module`={module!r} is not a package of an optional extra (those "
+                         f"are {', '.join(sorted(EXTRAS))}).")
     extra, dist = EXTRAS[top]
     return (f"{dist} is not installed; it comes with jaxlab's optional extra [{extra}]: "
             f"pip install 'jaxlab[{extra}]'")
@@ -68,7 +92,9 @@ def require(module: str) -> types.ModuleType:
     Raises:
       MissingExtraError: the top-level package of ``module`` is an optional dependency
         that is not installed (the message names ``pip install 'jaxlab[<extra>]'``).
+      TypeError / ValueError: ``module`` is not a dotted module name.
     """
+    _check_module(module)
     try:
         return importlib.import_module(module)
     except ModuleNotFoundError as e:

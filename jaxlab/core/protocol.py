@@ -43,6 +43,7 @@ import math
 import os
 import sys
 import time
+import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
@@ -155,8 +156,13 @@ class ContenderResult(NamedTuple):
 
 
 def mean_statistic(values: np.ndarray, index: np.ndarray) -> float:
-    """The mean over items (the default statistic); ``index`` is unused."""
+    """The mean over items (the default statistic); ``index`` is unused.
+
+    Raises:
+      ValueError: ``values`` holds no items.
+    """
     del index
+    validation.check_nonempty("values", values)
     return float(np.mean(values))
 
 
@@ -441,6 +447,9 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
 
     Returns:
       ``Comparison``.
+
+    Warns:
+      RuntimeWarning: a contender's values are not all finite (its results are then NaN).
     """
     names = list(values)
     if not names:
@@ -453,6 +462,11 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
     for n, v in vals.items():
         if v.shape != (n_items,):
             raise ValueError(f"`values[{n!r}]` must have shape ({n_items},), got {v.shape}.")
+        if not np.isfinite(v).all():
+            warnings.warn(f"`values[{n!r}]` holds {int((~np.isfinite(v)).sum())} non-finite "
+                          "values (censor them at a finite `censor_at` first): its statistic, "
+                          "interval and differences are not finite.", RuntimeWarning,
+                          stacklevel=2)
     validation.check_min_count("test items", n_items, 2, "a paired bootstrap needs two items")
     pairs = tuple((names[0], o) for o in names[1:]) if pairs is None else tuple(
         tuple(p) for p in pairs)

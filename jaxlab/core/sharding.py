@@ -20,6 +20,7 @@ from absl import logging
 from jax.experimental import multihost_utils
 from jax.sharding import Mesh, NamedSharding, PartitionSpec
 
+from jaxlab.core import validation
 from jaxlab.core.types import PyTree
 
 __all__ = ["initialize_distributed", "make_mesh", "shard_leading_axis", "is_prng_key", "place",
@@ -35,7 +36,26 @@ def initialize_distributed(
 
     On TPU pods and SLURM/GPU clusters all three arguments may be left ``None`` and JAX
     discovers them; pass them explicitly elsewhere. Returns True if it initialised.
+
+    Raises:
+      ValueError / TypeError naming the argument: ``num_processes`` not a positive int,
+        ``process_id`` not an int in [0, num_processes), ``coordinator_address`` not a
+        ``"host:port"`` string (checked before JAX is asked to connect).
     """
+    if num_processes is not None:
+        validation.check_positive_int("num_processes", num_processes)
+    if process_id is not None:
+        if not isinstance(process_id, int | np.integer) or isinstance(process_id, bool) \
+                or process_id < 0:
+            raise ValueError(f"`process_id` must be a non-negative integer, got "
+                             f"{process_id!r}.")
+        if num_processes is not None and process_id >= num_processes:
+            raise ValueError(f"`process_id`={process_id} must be below `num_processes`="
+                             f"{num_processes}.")
+    if coordinator_address is not None and (not isinstance(coordinator_address, str)
+                                            or ":" not in coordinator_address):
+        raise ValueError(f"`coordinator_address` must be a 'host:port' string, got "
+                         f"{coordinator_address!r}.")
     if num_processes is not None and num_processes <= 1 and coordinator_address is None:
         return False
     if num_processes is None and coordinator_address is None and process_id is None:
@@ -50,6 +70,9 @@ def initialize_distributed(
 
 def make_mesh(shape: Sequence[int] = (-1,), axis_names: Sequence[str] = ("batch",)) -> Mesh:
     """A device mesh; one entry of ``shape`` may be -1 (all remaining devices)."""
+    if isinstance(axis_names, str):
+        raise TypeError(f"`axis_names` must be a sequence of names, got one string "
+                        f"{axis_names!r} (write ({axis_names!r},)).")
     shape = list(shape)
     if len(shape) != len(axis_names):
         raise ValueError(f"`shape` {tuple(shape)} and `axis_names` {tuple(axis_names)} differ "
@@ -73,8 +96,12 @@ def shard_leading_axis(tree: PyTree, mesh: Mesh, axis_name: str = "batch") -> Py
     """Places every array of ``tree`` with its leading axis split over ``axis_name``.
 
     Raises:
-      ValueError: if a leading dimension is not divisible by the mesh axis size.
+      ValueError: ``axis_name`` is not an axis of ``mesh``, or a leading dimension is not
+        divisible by the mesh axis size.
     """
+    if axis_name not in mesh.shape:
+        raise ValueError(f"`axis_name`={axis_name!r} is not an axis of `mesh` (axes "
+                         f"{tuple(mesh.axis_names)}).")
     size = mesh.shape[axis_name]
 
     def put(x):
@@ -99,7 +126,14 @@ def place(x, sharding: NamedSharding) -> jax.Array:
     processes, every process must pass the same value of ``x``; each keeps the shards of
     its own devices (``jax.make_array_from_callback``). Typed PRNG key arrays are placed
     through their key data.
+
+    Raises:
+      TypeError: ``sharding`` is not a ``jax.sharding.Sharding`` (e.g. a ``Mesh``: wrap it
+        as ``NamedSharding(mesh, PartitionSpec(...))``).
     """
+    if not isinstance(sharding, jax.sharding.Sharding):
+        raise TypeError(f"`sharding` must be a jax.sharding.Sharding (e.g. NamedSharding(mesh, "
+                        f"spec)), got {type(sharding).__name__}.")
     if sharding.is_fully_addressable or (isinstance(x, jax.Array)
                                          and not x.is_fully_addressable):
         return jax.device_put(x, sharding)
@@ -116,7 +150,13 @@ def is_main_process() -> bool:
 
 
 def sync(name: str) -> None:
-    """Barrier across processes (a no-op on one host); ``name`` must match on every host."""
+    """Barrier across processes (a no-op on one host); ``name`` must match on every host.
+
+    Raises:
+      TypeError: ``name`` is not a non-empty string (checked on one host too).
+    """
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"`name` must be a non-empty string naming the barrier, got {name!r}.")
     if jax.process_count() > 1:
         multihost_utils.sync_global_devices(name)
 
@@ -127,11 +167,15 @@ def to_host(tree: PyTree) -> PyTree:
     Arrays that are not fully addressable (results of a jit over a multi-host mesh) are
     all-gathered with ``multihost_utils.process_allgather``, so in a multi-host run every
     process must call this at the same point; elsewhere it is ``np.asarray``.
+
+    Raises:
+      TypeError: ``tree`` holds a typed PRNG key array (NumPy cannot hold one).
     """
     def get(x):
+        if is_prng_key(x):
+            raise TypeError("`tree` holds a PRNG key array, which NumPy cannot hold; pass "
+                            "jax.random.key_data(k).")
         if isinstance(x, jax.Array) and not x.is_fully_addressable:
-            if is_prng_key(x):
-                raise TypeError("`to_host` got a PRNG key array; pass jax.random.key_data(k).")
             return np.asarray(multihost_utils.process_allgather(x, tiled=True))
         return np.asarray(x)
 

@@ -163,7 +163,12 @@ def item_problems(task, keys) -> tuple[jax.Array, jax.Array]:
 
     Returns:
       (prompt [n, task.prompt_len] int32, answer [n, task.answer_len] int32).
+
+    Raises:
+      ValueError: ``task`` lacks the ``tasks.Task`` fields (e.g. a task's name:
+        ``tasks.make_task(name)`` builds it).
     """
+    tasks_lib.check_task(task)
     keys = as_key(keys)
     try:
         return _sampler(task)(keys)
@@ -355,18 +360,37 @@ def contender(name: str, grid: Sequence[Mapping] | None = None, *,
 
 def default_contenders(names: Sequence[str] = CONTENDERS, *,
                        batch: int | None = None) -> dict:
-    """``{name: contender(name)}`` for ``names`` (default: all five, POKE-SMC first)."""
+    """``{name: contender(name)}`` for ``names`` (default: all five, POKE-SMC first).
+
+    Raises:
+      TypeError / ValueError: ``names`` is one string, or names an unknown contender.
+    """
+    _check_names(names)
     return {n: contender(n, batch=batch) for n in names}
 
 
 def default_goals(names: Sequence[str] = CONTENDERS) -> list[protocol.Goal]:
     """POKE-SMC better than each of greedy, best-of-N and SR-SMC (those in ``names``) by
     more than ``GOAL_MARGIN``: the paper's POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2
-    points, each CI above the margin. Empty when ``poke_smc`` is not in ``names``."""
+    points, each CI above the margin. Empty when ``poke_smc`` is not in ``names`` (names of
+    your own contenders are allowed and get no goal).
+
+    Raises:
+      TypeError: ``names`` is one string.
+    """
+    _check_names(names, builtin_only=False)
     if "poke_smc" not in names:
         return []
     return [protocol.Goal("poke_smc", r, GOAL_MARGIN) for r in ("greedy", "best_of_n",
                                                                 "sr_smc") if r in names]
+
+
+def _check_names(names, builtin_only: bool = True) -> None:
+    if isinstance(names, str):
+        raise TypeError(f"`names` must be a sequence of contender names, got one string "
+                        f"{names!r} (write ({names!r},)).")
+    for n in names if builtin_only else ():
+        validation.check_one_of("names", n, CONTENDERS)
 
 
 def _contenders(contenders, batch) -> dict:

@@ -98,7 +98,16 @@ PARTICLE_FAMILIES = ("best_of", "smc", "sr_smc", "poke_smc")
 
 def all_decoders(particles) -> list[str]:
     """Every decoder of the study, in its order: the greedy ones, then per N in
-    ``particles`` best-of-N, Path-LL SMC, SR-SMC and POKE-SMC (``<family>_<N>``)."""
+    ``particles`` best-of-N, Path-LL SMC, SR-SMC and POKE-SMC (``<family>_<N>``).
+
+    Raises:
+      TypeError / ValueError: ``particles`` is not a sequence of positive integers.
+    """
+    if isinstance(particles, str) or not hasattr(particles, "__iter__"):
+        raise TypeError(f"`particles` must be a sequence of particle counts N, got "
+                        f"{particles!r}.")
+    for n in particles:
+        V.check_positive_int("particles", n)
     return [*GREEDY_DECODERS, *(f"{f}_{n}" for n in particles for f in PARTICLE_FAMILIES)]
 
 

@@ -252,7 +252,14 @@ def gumbel_top_k(key: PRNGKey, logits: Array, eligible: Array, k: Array,
     """Boolean [B, A]: ``k`` eligible positions drawn without replacement with probabilities
     proportional to exp(logits / temperature) (Gumbel-top-k: the k largest of
     logits / temperature + Gumbel noise); ``temperature`` 0, or a ``deterministic`` row [B],
-    takes the k largest logits (ties to the lower position)."""
+    takes the k largest logits (ties to the lower position).
+
+    Raises:
+      ValueError: ``eligible`` not of ``logits``' shape, or a negative ``temperature``
+        (checked at trace time).
+    """
+    validation.check_shape("eligible", eligible, np.shape(logits))
+    validation.check_in_range("temperature", temperature, 0.0)
     if temperature == 0.0:
         return select_top_k(logits, eligible, k)
     keys = logits / temperature + jax.random.gumbel(key, logits.shape)
@@ -420,7 +427,12 @@ def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mas
 
     Returns:
       (state, Path LL increment [B], non-finite logits flag [B] (``nonfinite_logp``)).
+
+    Raises:
+      ValueError: an unknown ``policy`` or ``proposal`` (checked at trace time).
     """
+    check_policy(policy)
+    check_proposal(proposal, position_temperature)
     k_pred, k_pol = jax.random.split(key)
     x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
     if deterministic is not None and temperature != 0.0:

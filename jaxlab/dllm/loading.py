@@ -105,15 +105,28 @@ def load_params(path: str, cfg: model_lib.LLaDAConfig, dtype=None):
 
 
 def save_params(params, cfg: model_lib.LLaDAConfig, path: str) -> str:
-    """Writes (our) params as a LLaDA-layout safetensors file at ``path``."""
+    """Writes (our) params as a LLaDA-layout safetensors file at ``path``.
+
+    Raises:
+      ValueError: ``params`` are not those of a model of ``cfg`` (a missing tensor or one
+        of another shape), checked before anything is written.
+    """
     from safetensors.numpy import save_file
 
     state = nnx.to_pure_dict(params)
+    want = nnx.to_pure_dict(model_lib.abstract(cfg)[1])
     out = {}
     for name, tree_path, transpose in _names(cfg):
-        leaf = state
+        leaf, expected = state, want
         for k in tree_path:
-            leaf = leaf[k]
+            if not isinstance(leaf, dict) or k not in leaf:
+                raise ValueError(f"`params` lack the tensor {name!r} that a model of `cfg` "
+                                 f"(n_layers={cfg.n_layers}, weight_tying={cfg.weight_tying}) "
+                                 "has; is `cfg` the params' config?")
+            leaf, expected = leaf[k], expected[k]
+        if tuple(np.shape(leaf)) != tuple(expected.shape):
+            raise ValueError(f"`params` tensor {name!r} has shape {tuple(np.shape(leaf))} but "
+                             f"`cfg` expects {tuple(expected.shape)}.")
         arr = np.asarray(jax.device_get(leaf), np.float32)
         out[name] = np.ascontiguousarray(arr.T if transpose else arr)
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)

@@ -231,8 +231,15 @@ class LLaDA(nnx.Module):
         return logits.astype(jnp.float32), hidden
 
 
+def _check_cfg(cfg) -> None:
+    if not isinstance(cfg, LLaDAConfig):
+        raise TypeError(f"`cfg` must be a LLaDAConfig (LLaDAConfig.from_hf_config for a "
+                        f"config.json dict), got {type(cfg).__name__}.")
+
+
 def init(cfg: LLaDAConfig, *, seed: int = 0) -> tuple[nnx.GraphDef, nnx.State]:
     """A freshly initialised model as (graphdef, params)."""
+    _check_cfg(cfg)
     return nnx.split(LLaDA(cfg, rngs=nnx.Rngs(seed)))
 
 
@@ -242,5 +249,11 @@ def apply(graphdef: nnx.GraphDef, params: nnx.State, tokens: Array) -> tuple[Arr
 
 
 def abstract(cfg: LLaDAConfig) -> tuple[nnx.GraphDef, nnx.State]:
-    """(graphdef, ShapeDtypeStruct params) without allocating weights."""
+    """(graphdef, ShapeDtypeStruct params) without allocating weights.
+
+    Raises:
+      TypeError: ``cfg`` is not a ``LLaDAConfig`` (a Hugging Face ``config.json`` dict goes
+        through ``LLaDAConfig.from_hf_config``).
+    """
+    _check_cfg(cfg)
     return nnx.split(nnx.eval_shape(lambda: LLaDA(cfg, rngs=nnx.Rngs(0))))

@@ -89,7 +89,13 @@ def abstract(d_model: int, hidden: int = 64):
 
 
 def make_value_fn(graphdef, params, prompt_len: int, mask_id: int):
-    """value_fn(hidden [M, L, D], tokens [M, L]) -> [M] for ``path_smc.smc``."""
+    """value_fn(hidden [M, L, D], tokens [M, L]) -> [M] for ``path_smc.smc``.
+
+    Raises:
+      ValueError: ``prompt_len`` or ``mask_id`` is not a non-negative integer.
+    """
+    validation.check_min_count("prompt_len", prompt_len, 0, "the answer starts after it")
+    validation.check_min_count("mask_id", mask_id, 0, "a token id")
 
     def value_fn(hidden, tokens):
         head = nnx.merge(graphdef, params)

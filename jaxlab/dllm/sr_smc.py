@@ -253,7 +253,15 @@ def sr_smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int
 
 def best_particle(state: State) -> DecodeResult:
     """Each problem's highest-Path-LL particle (``path_smc.best_particle``); nfe [B] left at 0
-    (``sr_smc_decode`` fills it from the pass counts)."""
+    (``sr_smc_decode`` fills it from the pass counts).
+
+    Raises:
+      TypeError: ``state`` is not an ``sr_smc.State`` (e.g. ``run_particles``' whole
+        ``(state, info)`` pair).
+    """
+    if not isinstance(state, State):
+        raise TypeError(f"`state` must be an sr_smc.State (the first element of "
+                        f"run_particles' (state, info)), got {type(state).__name__}.")
     return path_smc.best_particle(state, 0)
 
 

@@ -21,6 +21,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 import optax
 from flax import nnx
 
@@ -28,6 +29,7 @@ from jaxlab.core import loops, validation
 from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
 from jaxlab.dllm import model as model_lib
+from jaxlab.dllm import tasks as tasks_lib
 
 __all__ = ["DenoiserTrainState", "mask_answers", "diffusion_loss", "make_train_step",
     "make_optimizer", "evaluate_loss", "greedy_accuracy_fn", "train"]
@@ -74,13 +76,33 @@ def diffusion_loss(logits: Array, answer: Array, is_masked: Array, t: Array) -> 
       answer: [B, A] targets.
       is_masked: [B, A].
       t: [B] masking levels.
+
+    Raises:
+      ValueError / TypeError: shapes that do not fit (e.g. ``logits`` of the whole
+        sequence instead of the answer positions), or a non-integer ``answer`` (static
+        checks: a jitted caller pays nothing).
     """
+    validation.check_ndim("logits", logits, 3)
+    b, a = np.shape(logits)[:2]
+    if np.shape(answer) != (b, a):
+        raise ValueError(f"`logits` [B, A, V] must be those of the answer positions of "
+                         f"`answer` {tuple(np.shape(answer))}, got {tuple(np.shape(logits))}.")
+    validation.check_int_range("answer", answer, 0, np.shape(logits)[2])
+    validation.check_shape("is_masked", is_masked, (b, a))
+    validation.check_shape("t", t, (b,))
     nll = optax.softmax_cross_entropy_with_integer_labels(logits, answer)
     return jnp.mean(jnp.sum(nll * is_masked, axis=1) / t) / answer.shape[1]
 
 
 def make_train_step(task, graphdef, optimizer, batch_size: int):
-    """Returns a jitted ``step(state) -> (state, loss)`` drawing its own batch."""
+    """Returns a jitted ``step(state) -> (state, loss)`` drawing its own batch.
+
+    Raises:
+      ValueError: ``task`` lacks the ``tasks.Task`` fields, or ``batch_size`` is not a
+        positive integer.
+    """
+    tasks_lib.check_task(task)
+    validation.check_positive_int("batch_size", batch_size)
 
     @jax.jit
     def step(state: DenoiserTrainState):

@@ -150,7 +150,14 @@ def item_images(problem: OODProblem, split: str, index, tuning_items: int):
 
 
 def fit_keys(seed: int, n: int) -> jax.Array:
-    """[n] keys of the fit images' noise: ``fold_in(key(seed), i)``."""
+    """[n] keys of the fit images' noise: ``fold_in(key(seed), i)``.
+
+    Raises:
+      ValueError: ``seed`` is not an integer or ``n`` not a non-negative integer.
+    """
+    validation.check_min_count("n", n, 0, "the number of fit images")
+    if isinstance(seed, bool) or not isinstance(seed, int | np.integer):
+        raise ValueError(f"`seed` must be an integer, got {seed!r}.")
     base = jax.random.key(int(seed))
     return jax.vmap(lambda i: jax.random.fold_in(base, i))(np.arange(n, dtype=np.uint32))
 
@@ -275,7 +282,17 @@ def image_features(eps_fn, x, keys, settings: Settings = DEFAULT_SETTINGS, *, sc
 def fit_scorers(fit_features: dict, settings: Settings = DEFAULT_SETTINGS, num_t: int = 2,
                 methods=baselines.METHODS) -> dict:
     """``baselines.fit`` of each method of ``methods`` on the fit images' features
-    (``image_features`` at every candidate time), as the GEPC study fits them."""
+    (``image_features`` at every candidate time), as the GEPC study fits them.
+
+    Raises:
+      ValueError: an unknown method in ``methods``, or ``fit_features`` without the
+        features a method reads.
+    """
+    if isinstance(methods, str):
+        raise TypeError(f"`methods` must be a sequence of methods, got one string {methods!r}.")
+    for m in methods:
+        validation.check_one_of("methods", m, baselines.METHODS)
+        _check_has_features("fit_features", fit_features, m)
     out = {}
     for m in methods:
         f = fit_features[_FEATURE_KEY[m]]
@@ -289,6 +306,14 @@ def fit_scorers(fit_features: dict, settings: Settings = DEFAULT_SETTINGS, num_t
         else:
             out[m] = baselines.fit(m, f)
     return out
+
+
+def _check_has_features(name: str, features, method: str) -> None:
+    key = _FEATURE_KEY[method]
+    if not isinstance(features, Mapping) or key not in features:
+        have = sorted(features) if isinstance(features, Mapping) else type(features).__name__
+        raise ValueError(f"`{name}` must hold {key!r} (image_features' features of "
+                         f"{method!r}), got {have}.")
 
 
 def _rows_at(fitted, f):
@@ -307,7 +332,12 @@ def _rows_at(fitted, f):
 
 
 def method_scores(fitted, features: dict) -> np.ndarray:
-    """[N] OOD scores of the images of ``features`` under one ``fit_scorers`` entry."""
+    """[N] OOD scores of the images of ``features`` under one ``fit_scorers`` entry.
+
+    Raises:
+      ValueError: ``features`` lacks the features of ``fitted.method``.
+    """
+    _check_has_features("features", features, fitted.method)
     return np.asarray(baselines.score(_rows_at(fitted, features),
                                       features[_FEATURE_KEY[fitted.method]]), np.float64)
 
@@ -316,7 +346,14 @@ def method_scores(fitted, features: dict) -> np.ndarray:
 
 def scores_to_items(id_scores, ood_scores) -> np.ndarray:
     """[2 m] item values of a balanced test split: ``id_scores[j]`` at item ``2 j``,
-    ``ood_scores[j]`` at ``2 j + 1`` (m = the shorter length)."""
+    ``ood_scores[j]`` at ``2 j + 1`` (m = the shorter length).
+
+    Raises:
+      ValueError: scores that are not 1-D or not finite.
+    """
+    for name, v in (("id_scores", id_scores), ("ood_scores", ood_scores)):
+        validation.check_ndim(name, v, 1)
+        validation.check_finite(name, np.asarray(v, np.float64))
     m = min(len(id_scores), len(ood_scores))
     out = np.empty(2 * m, np.float64)
     out[0::2], out[1::2] = np.asarray(id_scores)[:m], np.asarray(ood_scores)[:m]
@@ -403,7 +440,15 @@ def default_contenders(names: Sequence[str] = tuple(CONTENDERS), *, num_t_grid=N
                        ) -> dict[str, Contender]:
     """The built-in contenders ``names`` (``CONTENDERS``) with their declared grids: the
     GEPC scorers' ``num_t`` over ``num_t_grid`` (each at most ``len(sqrt_abars)``); one
-    feature cache shared by all of them (``tuning_items``: where the test images start)."""
+    feature cache shared by all of them (``tuning_items``: where the test images start).
+
+    Raises:
+      TypeError / ValueError: ``names`` is one string or names an unknown contender, or
+        a ``num_t_grid`` entry is outside [1, len(settings.sqrt_abars)].
+    """
+    if isinstance(names, str):
+        raise TypeError(f"`names` must be a sequence of contender names, got one string "
+                        f"{names!r} (write ({names!r},)).")
     cache = _Features(settings, tuning_items)
     n_t = len(settings.sqrt_abars)
     for t in num_t_grid:

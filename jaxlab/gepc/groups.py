@@ -45,7 +45,20 @@ DEFAULT_GROUP = ("hflip", "vflip", "rot90", "rot180", "shift_x", "shift_y")
 
 
 def register(name: str, forward, inverse, needs_square: bool = False) -> None:
-    """Adds a group element under ``name`` (overwrites an existing one)."""
+    """Adds a group element under ``name`` (overwrites an existing one).
+
+    Raises:
+      TypeError / ValueError: ``name`` not a non-empty string, ``forward`` / ``inverse``
+        not callable, ``needs_square`` not a bool (nothing is registered then).
+    """
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"`name` must be a non-empty string, got {name!r}.")
+    for arg, fn in (("forward", forward), ("inverse", inverse)):
+        if not callable(fn):
+            raise TypeError(f"`{arg}` must be a function of images [..., H, W, C], got "
+                            f"{type(fn).__name__}.")
+    if not isinstance(needs_square, bool):
+        raise TypeError(f"`needs_square` must be a bool, got {type(needs_square).__name__}.")
     ELEMENTS[name] = GroupElement(forward, inverse, needs_square)
 
 

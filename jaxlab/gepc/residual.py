@@ -64,7 +64,16 @@ def top_rho_pool(m: Array, rho: float) -> Array:
 
 
 def score_from_eps(eps_fn: Callable[[Array, Array], Array]) -> ScoreFn:
-    """s(x, t) = -eps_theta(x, t) / sigma_t for an eps-prediction model."""
+    """s(x, t) = -eps_theta(x, t) / sigma_t for an eps-prediction model.
+
+    Raises:
+      TypeError: ``eps_fn`` is not callable (e.g. a model's params:
+        ``train.make_eps_fn(model, params)`` makes the function).
+    """
+    if not callable(eps_fn):
+        raise TypeError(f"`eps_fn` must be a function (x [B, H, W, C], t [B]) -> eps, got "
+                        f"{type(eps_fn).__name__}.")
+
     def score(x, t):
         sigma = jnp.sqrt(1.0 - schedule.alpha_bar(t))[:, None, None, None]
         return -eps_fn(x, t) / sigma

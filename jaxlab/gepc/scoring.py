@@ -240,6 +240,12 @@ def fit_gmm(x, num_components: int = 4, iters: int = 100, *, seed: int = 0) -> D
 
 
 def gmm_component_logpdf(x, g: DiagGMM):
+    """[N, K] log(w_k) + log N(x_n; mu_k, diag var_k) of rows ``x`` [N, D] (``fit_gmm``'s).
+
+    Raises:
+      ValueError: ``x`` is not [N, D] with the model's D.
+    """
+    validation.check_shape("x", x, (None, g.means.shape[1]))
     x = np.asarray(x, np.float64)
     ll = -0.5 * (((x[:, None, :] - g.means[None]) ** 2) / g.variances[None]
                  + np.log(2 * np.pi * g.variances[None])).sum(-1)

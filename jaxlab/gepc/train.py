@@ -36,8 +36,21 @@ class ScoreTrainState(NamedTuple):
     losses: Array  # [num_chunks] mean loss of each chunk
 
 
+def _check_model(model) -> None:
+    if not callable(getattr(model, "apply", None)):
+        raise TypeError(f"`model` must be a flax model with `apply` (gepc.model.UNet), got "
+                        f"{type(model).__name__}; the order is (model, params).")
+
+
 def diffusion_loss(params, model: UNet, x0: Array, key: PRNGKey) -> Array:
-    """E_{t ~ U(1e-3, 1), eps} ||eps_theta(x_t, t) - eps||^2 (simple DDPM loss)."""
+    """E_{t ~ U(1e-3, 1), eps} ||eps_theta(x_t, t) - eps||^2 (simple DDPM loss).
+
+    Raises:
+      TypeError / ValueError: ``model`` without ``apply``, or ``x0`` not [B, H, W, C]
+        (static checks: a jitted caller pays nothing).
+    """
+    _check_model(model)
+    validation.check_ndim("x0", x0, 4)
     k_t, k_e = jax.random.split(key)
     t = jax.random.uniform(k_t, (x0.shape[0],), minval=1e-3, maxval=1.0)
     eps = jax.random.normal(k_e, x0.shape)
@@ -46,7 +59,12 @@ def diffusion_loss(params, model: UNet, x0: Array, key: PRNGKey) -> Array:
 
 
 def make_eps_fn(model: UNet, params):
-    """(x, t) -> eps_theta(x, t), jitted."""
+    """(x, t) -> eps_theta(x, t), jitted.
+
+    Raises:
+      TypeError: ``model`` has no ``apply`` (e.g. the arguments swapped).
+    """
+    _check_model(model)
     return jax.jit(lambda x, t: model.apply(params, x, t))
 
 

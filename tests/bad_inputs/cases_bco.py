@@ -27,6 +27,14 @@ def _train(**changes):
     return train_smoke("bco", **changes)
 
 
+def _problem(**kw):
+    return bco.problem(lambda k: losses.stochastic_quadratic(k, 10, D, 0.1), bco.ball(D), **kw)
+
+
+def _info(rounds=4):
+    return bco.Info(jnp.zeros((rounds, D)), jnp.zeros(rounds), jnp.zeros((rounds, D)))
+
+
 def _regret_mismatch():
     info = bco.run(jax.random.key(1), bco.gradient_variation(bco.ball(D), 0.1), _seq(10),
                    jnp.zeros(D))
@@ -60,13 +68,13 @@ CASES = [
         jax.random.key(0), 10, D, 2, offset=-1.0), "offset"),
     Case("bco/losses/linear_scale_negative", lambda: losses.drifting_linear(
         jax.random.key(0), 10, D, 0.1, scale=-1.0), "scale"),
-    Case("bco/losses/linear_on_ball", lambda: losses.prefix_comparator_losses(
+    Case("bco.losses.prefix_comparator_losses: linear losses on a ball", lambda: losses.prefix_comparator_losses(
         losses.drifting_linear(jax.random.key(0), 10, D, 0.1), bco.ball(D)), "domain"),
-    Case("bco/losses/family_unknown", lambda: losses.stochastic_family(
+    Case("bco.losses.stochastic_family: unknown family", lambda: losses.stochastic_family(
         jax.random.key(0), "cubic", 10, D, 0.1), "family"),
     Case("bco/losses/family_param_zero", lambda: losses.stochastic_family(
         jax.random.key(0), "huber", 10, D, 0.1, param=0.0), "param"),
-    Case("bco/losses/fixed_comparator_iters_zero", lambda: losses.fixed_comparator_loss(
+    Case("bco.losses.fixed_comparator_loss: num_iters 0", lambda: losses.fixed_comparator_loss(
         _seq(), bco.ball(D), 0), "num_iters"),
     Case("bco/losses/huber_prefix_comparator", lambda: losses.prefix_comparator_losses(
         losses.stochastic_family(jax.random.key(0), "huber", 10, D, 0.1), bco.ball(D)),
@@ -89,7 +97,7 @@ CASES = [
     Case("bco/learners/eta_max_negative", lambda: bco.step_rule(eta_max=-1.0), "eta_max"),
     Case("bco/learners/lam_negative", lambda: bco.step_rule(lam=-0.1), "lam"),
     Case("bco/learners/lam_nan", lambda: bco.step_rule(lam=np.nan), "lam"),
-    Case("bco/learners/domain_not_a_domain", lambda: bco.two_point(
+    Case("bco.learners.two_point: domain a tuple", lambda: bco.two_point(
         (np.zeros(D), 1.0), 0.1, bco.step_rule()), "domain"),
     Case("bco/learners/one_point_on_ball", lambda: bco.one_point_box(
         bco.ball(2), 0.1, bco.step_rule()), "domain"),
@@ -98,11 +106,11 @@ CASES = [
     Case("bco/learners/one_point_hint_unknown", lambda: bco.one_point_box(
         bco.box(-np.ones(2), np.ones(2)), 0.1, bco.step_rule(), hint="last"), "hint"),
     # --- ensembles ------------------------------------------------------------------------
-    Case("bco/ensembles/lams_zero", lambda: ensembles.universal_ensemble(
+    Case("bco.ensembles.universal_ensemble: a zero lam", lambda: ensembles.universal_ensemble(
         bco.ball(D), 0.1, lams=(1.0, 0.0)), "lams"),
-    Case("bco/ensembles/num_bases_zero", lambda: ensembles.dynamic_ensemble(
+    Case("bco.ensembles.dynamic_ensemble: num_bases 0", lambda: ensembles.dynamic_ensemble(
         bco.ball(D), 0.1, 10, num_bases=0), "num_bases"),
-    Case("bco/ensembles/meta_scale_zero", lambda: ensembles.ensemble(
+    Case("bco.ensembles.ensemble: meta_scale 0", lambda: ensembles.ensemble(
         bco.ball(D), 0.1, jax.tree.map(lambda x: x[None], bco.step_rule()), meta_scale=0.0),
         "meta_scale"),
     Case("bco/ensembles/delta_zero", lambda: ensembles.dynamic_ensemble(bco.ball(D), 0.0, 10),
@@ -124,14 +132,14 @@ CASES = [
     Case("bco/learners/ogd_sqrt_d_step_delta_zero", lambda: bco.ogd_sqrt_d_step(
         bco.ball(D), 0.0), "delta"),
     # --- variation ------------------------------------------------------------------------
-    Case("bco/variation/estimates_1d", lambda: variation.estimated_variation(jnp.zeros(5)),
+    Case("bco.variation.estimated_variation: 1-D estimates", lambda: variation.estimated_variation(jnp.zeros(5)),
          "estimates"),
     Case("bco/variation/one_round", lambda: variation.stats(jnp.zeros((1, D)),
                                                               jnp.zeros((1, D))), "estimates"),
-    Case("bco/variation/shape_mismatch", lambda: variation.stats(jnp.zeros((5, D)),
+    Case("bco.variation.stats: grads of another width", lambda: variation.stats(jnp.zeros((5, D)),
                                                                    jnp.zeros((5, D + 1))),
          "grads"),
-    Case("bco/variation/played_x_rounds", lambda: variation.played_gradients(
+    Case("bco.variation.played_gradients: info.x of 4 rounds, seq of 10", lambda: variation.played_gradients(
         bco.Info(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
         "info.x"),
     # --- the Algorithm API: init(key, x0), step(key, state, f) ------------------------------
@@ -166,6 +174,53 @@ CASES = [
         np.zeros((5, 2)), 1.0, 1.0, 0.1, 1.0, np.ones((5, 2)) * 3)[0], "directions"),
     Case("bco/reference/directions_shape", lambda: reference.two_point_ogd_numpy(
         np.zeros((5, 2)), 1.0, 1.0, 0.1, 1.0, np.ones((4, 2)))[0], "directions"),
+    # --- the comparison (jaxlab.bco.comparison), losses and MsMwC pieces ----------------------
+    Case("bco.builtin_contenders: one name as a string", lambda: bco.builtin_contenders(
+        "agarwal2010"), "`names`"),
+    Case("bco.compare: one test seed", lambda: bco.compare(
+        jax.random.key(0), _problem(), seeds=1, progress=False), "`seeds`"),
+    Case("bco.compare: domain beside a Problem", lambda: bco.compare(
+        jax.random.key(0), _problem(), domain=bco.ball(D), progress=False), "`domain`"),
+    Case("bco.final_regrets: negative multiplier", lambda: bco.final_regrets(
+        jax.random.split(jax.random.key(0), 2), _problem(), [0.5, -1.0]), "`multipliers`"),
+    Case("bco.problem: unknown regret", lambda: _problem(regret="adaptive"), "`regret`"),
+    Case("bco.problem: delta past the radius", lambda: _problem(delta=1.5), "`delta`"),
+    Case("bco.two_point_contender: optimistic a string", lambda: bco.two_point_contender(
+        "yes"), "`optimistic`"),
+    Case("bco.dynamic_regret: info of 4 rounds, seq of 10", lambda: bco.dynamic_regret(
+        _info(4), _seq(10), bco.ball(D)), "`info`"),
+    Case("bco.loss_sequence: smoothness 0", lambda: bco.loss_sequence(
+        jnp.zeros((5, D)), lambda c, x: jnp.sum((x - c) ** 2), smoothness=0.0),
+        "`smoothness`"),
+    Case("bco.loss_sequence: leaves of different lengths", lambda: bco.loss_sequence(
+        (jnp.zeros((5, D)), jnp.zeros(4)), lambda p, x: jnp.sum((x - p[0]) ** 2)),
+        "`seq.params`"),
+    Case("bco.losses.per_round_minima: linear losses on a ball", lambda: (
+        losses.per_round_minima(losses.drifting_linear(jax.random.key(0), 10, D, 0.1),
+                                bco.ball(D))), "`domain`"),
+    Case("bco.losses.per_round_minima: no minimiser", lambda: losses.per_round_minima(
+        bco.loss_sequence(jnp.zeros((5, D)), lambda c, x: jnp.sum((x - c) ** 2)),
+        bco.ball(D)), "`seq.minimiser`"),
+    Case("bco.losses.round_params: a tuple of centres", lambda: losses.round_params(
+        (jnp.zeros((10, D)),)), "`seq`"),
+    Case("bco.msmwc.adaptive_rates: meta_scale 0", lambda: msmwc.adaptive_rates(
+        msmwc.init(np.full(2, 0.5)), 0.0), "`meta_scale`"),
+    Case("bco.msmwc.adaptive_rates: meta_scale NaN", lambda: msmwc.adaptive_rates(
+        msmwc.init(np.full(2, 0.5)), np.nan), "`meta_scale`"),
+    Case("bco.msmwc.play: hint of 3 experts, state of 2", lambda: msmwc.play(
+        msmwc.init(np.full(2, 0.5)), jnp.zeros(3), jnp.full(2, 0.1)), "`hint`"),
+    Case("bco.msmwc.update: loss of 3 experts, state of 2", lambda: msmwc.update(
+        msmwc.init(np.full(2, 0.5)), jnp.zeros(3), jnp.zeros(2), jnp.full(2, 0.1)),
+        "`loss`"),
+    Case("bco.msmwc.update: eta of 3 experts, state of 2", lambda: msmwc.update(
+        msmwc.init(np.full(2, 0.5)), jnp.zeros(2), jnp.zeros(2), jnp.full(3, 0.1)),
+        "`eta`"),
+    Case("bco.msmwc.weighted_entropy_step: x of 3 entries, log_prev of 2", lambda: (
+        msmwc.weighted_entropy_step(jnp.log(jnp.full(2, 0.5)), jnp.zeros(3),
+                                    jnp.full(2, 0.1))), "`x`"),
+    Case("bco.msmwc.weighted_entropy_step: 2-D log_prev", lambda: (
+        msmwc.weighted_entropy_step(jnp.zeros((2, 2)), jnp.zeros((2, 2)),
+                                    jnp.full((2, 2), 0.1))), "`log_prev`"),
     # --- experiment config ----------------------------------------------------------------
     Case("bco/config/num_seeds_1", lambda: _train(num_seeds=1), "config.num_seeds"),
     Case("bco/config/delta_zero", lambda: _train(delta=0.0), "config.delta"),

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import metrics, smc
+from jaxlab.core import extras, loops, metrics, protocol, sharding, smc
 from tests.bad_inputs.harness import Case
 
 KEY = jax.random.key(0)
@@ -15,6 +15,14 @@ def _w(i, value):
     w = W.copy()
     w[i] = value
     return w
+
+
+def _one_point(items, problem):
+    return np.zeros(items.index.size)
+
+
+def _mesh():
+    return sharding.make_mesh((-1,), ("batch",))
 
 
 def _resampler_cases():
@@ -98,6 +106,44 @@ CASES = _resampler_cases() + [
          "`level`"),
     Case("metrics.mean_and_ci: bad axis", lambda: metrics.mean_and_ci(np.ones((3, 4)), axis=2),
          "`axis`"),
+    # optional dependencies
+    Case("extras.extra_of: a module object", lambda: extras.extra_of(np), "`module`"),
+    Case("extras.message: a required dependency", lambda: extras.message("numpy"),
+         "`module`"),
+    Case("extras.require: an empty name", lambda: extras.require(""), "`module`"),
+    # chunked loops
+    Case("loops.run_chunks: num_chunks 0", lambda: loops.run_chunks(
+        lambda c, i: c, 0, 0), "`num_chunks`"),
+    # the comparison protocol
+    Case("protocol.compare: one test seed", lambda: protocol.compare(
+        KEY, None, contenders={"a": protocol.Contender(_one_point)}, tuning=0, seeds=1,
+        progress=False), "`seeds`"),
+    Case("protocol.analyse: a NaN item", lambda: protocol.analyse(
+        KEY, {"a": np.array([1.0, np.nan, 2.0]), "b": np.ones(3)}), "`values"),
+    Case("protocol.analyse: level 95", lambda: protocol.analyse(
+        KEY, {"a": np.ones(3), "b": np.zeros(3)}, level=95), "`level`"),
+    Case("protocol.mean_statistic: no items", lambda: protocol.mean_statistic(
+        np.zeros(0), np.zeros(0, int)), "`values`"),
+    Case("protocol.paired_difference: a and b of different lengths", lambda: (
+        protocol.paired_difference(KEY, np.ones(4), np.ones(3))), "`b`"),
+    # sharding and multi-host helpers
+    Case("sharding.initialize_distributed: num_processes 0", lambda: (
+        sharding.initialize_distributed(num_processes=0)), "`num_processes`"),
+    Case("sharding.initialize_distributed: process_id past num_processes", lambda: (
+        sharding.initialize_distributed("localhost:1", num_processes=2, process_id=2)),
+        "`process_id`"),
+    Case("sharding.make_mesh: axis_names one string", lambda: sharding.make_mesh(
+        (-1,), "batch"), "`axis_names`"),
+    Case("sharding.make_mesh: two -1 entries", lambda: sharding.make_mesh(
+        (-1, -1), ("a", "b")), "`shape`"),
+    Case("sharding.place: a Mesh, not a sharding", lambda: sharding.place(
+        np.zeros(2), _mesh()), "`sharding`"),
+    Case("sharding.shard_batch: 2-D mesh_shape", lambda: sharding.shard_batch(
+        np.zeros(2), (1, 1)), "`mesh_shape`"),
+    Case("sharding.shard_leading_axis: unknown axis_name", lambda: (
+        sharding.shard_leading_axis(np.zeros(2), _mesh(), "model")), "`axis_name`"),
+    Case("sharding.sync: a non-string name", lambda: sharding.sync(3), "`name`"),
+    Case("sharding.to_host: a PRNG key", lambda: sharding.to_host({"k": KEY}), "`tree`"),
 ]
 
 CASES = [c._replace(name=f"core/{c.name}") for c in CASES]

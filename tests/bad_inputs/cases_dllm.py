@@ -8,7 +8,9 @@ import jax.numpy as jnp
 import numpy as np
 
 from experiments.configs import dllm as dllm_configs
-from jaxlab.dllm import decoding, path_smc, poke, sr_smc, tasks
+from jaxlab import dllm
+from jaxlab.dllm import comparison, decoding, evaluation, loading, path_smc, poke, sr_smc, tasks
+from jaxlab.dllm import config as config_lib
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import train as train_lib
 from tests.bad_inputs.harness import Case
@@ -16,6 +18,7 @@ from tests.bad_inputs.harness import Case
 MASK, V = 3, 4
 KEY = jax.random.key(0)
 GOOD = np.zeros((2, 1), np.int32)
+GOOD2 = np.zeros((2, 2), np.int32)  # two prompts of tasks.Addition(1)
 
 
 def toy(tokens):
@@ -98,6 +101,31 @@ def validate(**changes):
     from jaxlab.dllm import config as config_lib
 
     return config_lib.validate_config(smoke(**changes))
+
+
+def smc_state():
+    return path_smc.smc(toy, gen_length=2, num_particles=2, mask_id=MASK).init(KEY, GOOD)
+
+
+def sr_state():
+    return sr_smc.sr_smc(toy, gen_length=2, num_particles=2, mask_id=MASK,
+                         block_length=2).init(KEY, GOOD)
+
+
+def problem(**kw):
+    return comparison.Problem(tasks.Addition(1), toy, **kw)
+
+
+def item_keys(n=2):
+    return jax.random.split(KEY, n)
+
+
+def step(**kw):
+    kw = {"mask_id": MASK, "prompt_len": 1, "policy": "confidence", "temperature": 0.0,
+          "block_length": 2, **kw}
+    state = decoding.init_state(GOOD, 2, MASK)
+    logits, _ = toy(state.tokens)
+    return decoding.decode_step(KEY, state, logits, 1, 0, 0, **kw)[0].tokens
 
 
 def run_experiment(**changes):
@@ -261,6 +289,78 @@ CASES = [
         jnp.zeros((3, 4), jnp.int32), jnp.zeros((3, 2), jnp.int32)), "`answer`"),
     Case("Sudoku4.verify: prompt shape", lambda: tasks.Sudoku4().verify(
         jnp.zeros((3, 15), jnp.int32), jnp.zeros((3, 16), jnp.int32)), "`prompt`"),
+    # the comparison (jaxlab.dllm.comparison) and the pieces of the study
+    Case("dllm.best_particle: unknown select", lambda: dllm.best_particle(
+        smc_state(), 2, select="max"), "`select`"),
+    Case("dllm.sr_smc.best_particle: the (state, info) pair", lambda: sr_smc.best_particle(
+        (sr_state(), None)), "`state`"),
+    Case("dllm.compare: a bare task", lambda: dllm.compare(
+        KEY, tasks.Addition(1), contenders=("greedy", "best_of_n"), progress=False),
+        "`problem`"),
+    Case("dllm.compare: one test item", lambda: dllm.compare(
+        KEY, problem(), contenders=("greedy", "best_of_n"), tuning=2, seeds=1,
+        progress=False), "`seeds`"),
+    Case("dllm.comparison.contender: unknown name", lambda: comparison.contender("beam"),
+         "`name`"),
+    Case("dllm.comparison.contender: unknown grid setting", lambda: comparison.contender(
+        "greedy", ({"temperature": 0.5},)), "`grid`"),
+    Case("dllm.comparison.decode_items: batch 0", lambda: comparison.decode_items(
+        lambda p, k: None, tasks.Addition(1), item_keys(), batch=0), "`batch`"),
+    Case("dllm.comparison.default_contenders: one name as a string", lambda: (
+        comparison.default_contenders("greedy")), "`names`"),
+    Case("dllm.comparison.default_goals: one name as a string", lambda: (
+        comparison.default_goals("poke_smc")), "`names`"),
+    Case("dllm.comparison.fit_value_fn: rollouts 0", lambda: comparison.fit_value_fn(
+        KEY, problem(), rollouts=0), "`rollouts`"),
+    Case("dllm.comparison.item_problems: a task name", lambda: comparison.item_problems(
+        "addition", item_keys()), "`task`"),
+    Case("dllm.config.all_decoders: one count, not a sequence", lambda: (
+        config_lib.all_decoders(4)), "`particles`"),
+    Case("dllm.config.all_decoders: N 0", lambda: config_lib.all_decoders((0, 2)),
+         "`particles`"),
+    Case("dllm.config.decoder_selection: unknown decoder", lambda: (
+        config_lib.decoder_selection(("beam",), (2,))), "`config.decoders`"),
+    Case("dllm.decoding.decode_step: unknown proposal", lambda: step(proposal="paths"),
+         "`proposal`"),
+    Case("dllm.decoding.decode_step: unknown policy", lambda: step(policy="greedy"),
+         "`policy`"),
+    Case("dllm.decoding.gumbel_top_k: eligible of another shape", lambda: (
+        decoding.gumbel_top_k(KEY, jnp.zeros((2, 3)), jnp.ones((2, 4), bool), 1, 1.0)),
+        "`eligible`"),
+    Case("dllm.decoding.gumbel_top_k: temperature -1", lambda: decoding.gumbel_top_k(
+        KEY, jnp.zeros((2, 3)), jnp.ones((2, 3), bool), 1, -1.0), "`temperature`"),
+    Case("dllm.evaluation.particle_correctness: num_particles 0", lambda: (
+        evaluation.particle_correctness(KEY, toy, tasks.Addition(1), GOOD2, num_particles=0)),
+        "`num_particles`"),
+    Case("dllm.loading.load_params: no checkpoint", lambda: loading.load_params(
+        "/nonexistent/llada", cfg()), "`path`", errors=(FileNotFoundError,)),
+    Case("dllm.loading.save_params: cfg of another depth", lambda: loading.save_params(
+        tiny_model()[1], cfg(n_layers=2), tempfile.mkdtemp() + "/model.safetensors"),
+        "`cfg`"),
+    Case("dllm.model.abstract: a dict config", lambda: model_lib.abstract(TINY), "`cfg`"),
+    Case("dllm.poke.collect_sibling_rollouts: siblings 0", lambda: (
+        poke.collect_sibling_rollouts(KEY, toy, GOOD, 2, siblings=0, mask_id=MASK)),
+        "`siblings`"),
+    Case("dllm.poke.make_value_fn: prompt_len -1", lambda: poke.make_value_fn(
+        *poke.abstract(8), -1, MASK), "`prompt_len`"),
+    Case("dllm.tasks.check_task: an object without fields", lambda: tasks.check_task(
+        object()), "`task`"),
+    Case("dllm.tasks.register_refs: a reference that does not import", lambda: (
+        tasks.register_refs({"mytask": "no_such_package.tasks:MyTask"})), "`task_refs"),
+    Case("dllm.tasks.register_task: a shipped name", lambda: tasks.register_task(
+        "addition", tasks.Addition), "`name`"),
+    Case("dllm.train.diffusion_loss: logits of the whole sequence", lambda: (
+        train_lib.diffusion_loss(jnp.zeros((2, 5, V)), jnp.zeros((2, 3), jnp.int32),
+                                 jnp.ones((2, 3), bool), jnp.full(2, 0.5))), "`logits`"),
+    Case("dllm.train.diffusion_loss: float answer", lambda: train_lib.diffusion_loss(
+        jnp.zeros((2, 3, V)), jnp.zeros((2, 3)), jnp.ones((2, 3), bool), jnp.full(2, 0.5)),
+        "`answer`"),
+    Case("dllm.train.greedy_accuracy_fn: num_problems 0", lambda: (
+        train_lib.greedy_accuracy_fn(tasks.Addition(1), tiny_model()[0], 0)),
+        "`num_problems`"),
+    Case("dllm.train.make_train_step: batch_size 0", lambda: train_lib.make_train_step(
+        tasks.Addition(1), tiny_model()[0], train_lib.make_optimizer(1e-3, 10), 0),
+        "`batch_size`"),
     # experiment config
     Case("config: temperature -1", lambda: validate(temperature=-1.0), "`config.temperature`"),
     Case("config: threshold 1.5", lambda: validate(threshold=1.5), "`config.threshold`"),

@@ -1,12 +1,15 @@
 """Bad-input cases for jaxlab.gepc (residual, schedule, scoring, baselines, data, training)."""
 
 
+import functools
+
 import jax
 import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import gepc
-from jaxlab.gepc import baselines, data, residual, schedule, scoring, train
+from jaxlab.gepc import baselines, comparison, data, groups, residual, schedule, scoring, train
+from jaxlab.gepc import model as gepc_model
 from tests.bad_inputs.harness import Case, train_smoke
 
 TS = [0.01, 0.02]
@@ -52,6 +55,24 @@ def _train_eval(**changes):
     return train_smoke("gepc", **changes)
 
 
+def _problem(**kw):
+    x = np.asarray(_x(4, 8))
+    return comparison.OODProblem(**{"eps_fn": _eps, "x_fit": x, "x_id": x, "x_ood": x, **kw})
+
+
+@functools.cache
+def _unet():
+    """A tiny UNet and abstract params (shapes only: the checks fire before any use)."""
+    model = gepc_model.UNet((8, 8, 8))
+    params = jax.eval_shape(model.init, jax.random.key(0), jnp.zeros((1, 8, 8, 1)),
+                            jnp.zeros(1))
+    return model, params
+
+
+def _fitted_score_norm():
+    return baselines.fit("score_norm", np.abs(_feats()[:, 0, 0]))
+
+
 def _train_model(**kw):
     args = {"images": np.asarray(_x(4, 8)), "steps": 2,
             "batch_size": 2, "num_chunks": 1, "channels": (8, 8, 8)}
@@ -89,7 +110,7 @@ CASES = [
     Case("gepc/schedule/sqrt_abar_zero", lambda: schedule.t_from_sqrt_alpha_bar(0.0),
          "sqrt_abar"),
     Case("gepc/schedule/alpha_bar_t_above_one", lambda: schedule.alpha_bar(2.0), "t"),
-    Case("gepc/schedule/noise_t_negative", lambda: schedule.noise(
+    Case("gepc.schedule.noise: negative t", lambda: schedule.noise(
         _x(), _x(seed=1), jnp.array([-0.5, 0.1])), "t"),
     # --- scoring --------------------------------------------------------------------------
     Case("gepc/fit/features_nan", lambda: scoring.fit(_with(_feats(), (0, 0, 0), np.nan)),
@@ -173,7 +194,7 @@ CASES = [
         np.repeat(np.arange(3), 10), [0, 5], 2, 2, 2, 2), "id_classes"),
     Case("gepc/split/id_classes_repeated", lambda: data.stratified_split(
         np.repeat(np.arange(3), 10), [0, 0], 2, 2, 2, 2), "id_classes"),
-    Case("gepc/split/train_zero", lambda: data.stratified_split(
+    Case("gepc.data.stratified_split: train_per_class 0", lambda: data.stratified_split(
         np.repeat(np.arange(3), 10), [0], 0, 2, 2, 2), "train_per_class"),
     Case("gepc/split/cal_negative", lambda: data.stratified_split(
         np.repeat(np.arange(3), 10), [0], 2, -1, 2, 2), "cal_per_class"),
@@ -190,14 +211,14 @@ CASES = [
     Case("gepc/embed_targets/strength_zero", lambda: data.embed_targets(
         np.zeros((2, 8, 8, 1)), np.ones((1, 3, 3)), strength=0.0), "strength"),
     Case("gepc/data/uniform_noise_size_zero", lambda: data.uniform_noise(3, size=0), "size"),
-    Case("gepc/data/digits_size_zero", lambda: data.sklearn_digits(size=0), "size"),
-    Case("gepc/data/image_patches_unknown", lambda: data.image_patches(("nope",), num=2),
+    Case("gepc.data.sklearn_digits: size 0", lambda: data.sklearn_digits(size=0), "size"),
+    Case("gepc.data.image_patches: unknown image name", lambda: data.image_patches(("nope",), num=2),
          "names"),
     Case("gepc/train/images_nan", lambda: _train_model(
         images=_with(np.asarray(_x(4, 8)), (0, 0, 0, 0), np.nan)), "images"),
     Case("gepc/train/learning_rate_negative", lambda: _train_model(learning_rate=-1e-3),
          "learning_rate"),
-    Case("gepc/train/batch_size_zero", lambda: _train_model(batch_size=0), "batch_size"),
+    Case("gepc.train.train_score_model: batch_size 0", lambda: _train_model(batch_size=0), "batch_size"),
     Case("gepc/train/num_chunks_zero", lambda: _train_model(num_chunks=0), "num_chunks"),
     Case("gepc/train/image_size_odd", lambda: _train_model(images=np.zeros((4, 6, 6, 1))),
          "images"),
@@ -226,6 +247,58 @@ CASES = [
     Case("gepc/step/ts_mismatch", lambda: gepc.step(
         jax.random.key(0), gepc.init(jax.random.key(0), _x(4), _score, ts=TS), _x(2),
         _score, ts=TS[:1]), "features"),
+    # --- the comparison (jaxlab.gepc.comparison) ----------------------------------------------
+    Case("gepc.compare: a tuple of images", lambda: gepc.compare(
+        jax.random.key(0), tuple(_problem())[1:], seeds=2, progress=False), "`problem`"),
+    Case("gepc.compare: one test image", lambda: gepc.compare(
+        jax.random.key(0), _problem(), seeds=1, progress=False), "`seeds`"),
+    Case("gepc.comparison.analyse_scores: the two dicts name different methods", lambda: (
+        comparison.analyse_scores(jax.random.key(0), {"gepc": np.ones(3)},
+                                  {"msma": np.ones(3)})), "`ood_scores`"),
+    Case("gepc.comparison.auroc_statistic: ID items only", lambda: (
+        comparison.auroc_statistic(np.ones(3), np.array([0, 2, 4]))), "`index`"),
+    Case("gepc.comparison.default_contenders: one name as a string", lambda: (
+        comparison.default_contenders("gepc")), "`names`"),
+    Case("gepc.comparison.default_contenders: num_t_grid past the times", lambda: (
+        comparison.default_contenders(("gepc",), num_t_grid=(1, 9))), "`num_t_grid`"),
+    Case("gepc.comparison.fit_keys: n -1", lambda: comparison.fit_keys(0, -1), "`n`"),
+    Case("gepc.comparison.fit_keys: fractional seed", lambda: comparison.fit_keys(0.5, 2),
+         "`seed`"),
+    Case("gepc.comparison.fit_scorers: unknown method", lambda: comparison.fit_scorers(
+        {"score_norm": np.ones(4)}, methods=("mahalanobis",)), "`methods`"),
+    Case("gepc.comparison.fit_scorers: features of a method missing", lambda: (
+        comparison.fit_scorers({"score_norm": np.ones(4)}, methods=("msma",))),
+        "`fit_features`"),
+    Case("gepc.comparison.image_features: 3-D images", lambda: comparison.image_features(
+        _eps, np.zeros((2, 8, 8)), jax.random.split(jax.random.key(0), 2)), "`x`"),
+    Case("gepc.comparison.image_features: keys of another count", lambda: (
+        comparison.image_features(_eps, np.zeros((2, 8, 8, 1)),
+                                  jax.random.split(jax.random.key(0), 3))), "`keys`"),
+    Case("gepc.comparison.item_images: unknown split", lambda: comparison.item_images(
+        _problem(), "train", np.arange(2), 0), "`split`"),
+    Case("gepc.comparison.method_scores: features of another method", lambda: (
+        comparison.method_scores(_fitted_score_norm(), {"msma": np.ones((3, 2))})),
+        "`features`"),
+    Case("gepc.comparison.scores_to_items: NaN ID score", lambda: (
+        comparison.scores_to_items(np.array([0.1, np.nan]), np.array([0.2, 0.3]))),
+        "`id_scores`"),
+    Case("gepc.comparison.scores_to_items: 2-D OOD scores", lambda: (
+        comparison.scores_to_items(np.ones(2), np.ones((2, 2)))), "`ood_scores`"),
+    # --- data, groups, models -------------------------------------------------------------
+    Case("gepc.data.faces: size 0", lambda: data.faces(size=0), "`size`"),
+    Case("gepc.data.mnist: size 0", lambda: data.mnist(size=0), "`size`"),
+    Case("gepc.groups.register: inverse None", lambda: groups.register(
+        "transpose", lambda x: jnp.swapaxes(x, -3, -2), None), "`inverse`"),
+    Case("gepc.groups.register: empty name", lambda: groups.register(
+        "", lambda x: x, lambda x: x), "`name`"),
+    Case("gepc.residual.score_from_eps: params, not a function", lambda: (
+        residual.score_from_eps({"w": np.ones(2)})), "`eps_fn`"),
+    Case("gepc.scoring.gmm_component_logpdf: x of another width", lambda: (
+        scoring.gmm_component_logpdf(np.ones((3, 4)), scoring.fit_gmm(_gmm_x(20), 2))), "`x`"),
+    Case("gepc.train.diffusion_loss: 3-D images", lambda: train.diffusion_loss(
+        _unet()[1], _unet()[0], jnp.zeros((2, 8, 8)), jax.random.key(0)), "`x0`"),
+    Case("gepc.train.make_eps_fn: params and model swapped", lambda: train.make_eps_fn(
+        _unet()[1], _unet()[0]), "`model`"),
     # --- experiment config ----------------------------------------------------------------
     Case("gepc/config/rho_zero", lambda: _train_eval(rho=0.0), "config.rho"),
     Case("gepc/config/sqrt_abars_above_one", lambda: _train_eval(sqrt_abars=[0.9999, 1.2]),

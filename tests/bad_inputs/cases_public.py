@@ -17,7 +17,18 @@ from tests.bad_inputs.harness import Case
 KEY = jax.random.key(0)
 SIZES = reference.BlockSizes(8, 8, 8)
 
+
+def _avatar_evaluate(**settings):
+    """``avatar.evaluate`` on a 12-node synthetic pair with no anchors yet."""
+    from jaxlab import avatar
+
+    task = avatar.tasks.synthetic_graph_pair(12, seed=0)
+    state = avatar.loop.State(jnp.zeros(12, bool), jnp.ones(12, bool), jnp.ones(12, bool))
+    return avatar.evaluate(state, task, **settings)[0]
+
 CASES = [
+    Case("avatar.evaluate: unknown solver", lambda: _avatar_evaluate(solver="sinkhorn"),
+         "`solver`"),
     Case("bco.estimators.sphere: dim 0", lambda: estimators.sphere(KEY, 0), "`dim`"),
     Case("bco.estimators.coordinate_query: dim -1", lambda: estimators.coordinate_query(
         KEY, -1), "`dim`"),
