@@ -68,8 +68,9 @@ CASES = [
         jax.random.key(0), 10, D, 2, offset=-1.0), "offset"),
     Case("bco/losses/linear_scale_negative", lambda: losses.drifting_linear(
         jax.random.key(0), 10, D, 0.1, scale=-1.0), "scale"),
-    Case("bco.losses.prefix_comparator_losses: linear losses on a ball", lambda: losses.prefix_comparator_losses(
-        losses.drifting_linear(jax.random.key(0), 10, D, 0.1), bco.ball(D)), "domain"),
+    Case("bco.losses.prefix_comparator_losses: linear losses on a ball", lambda: (
+        losses.prefix_comparator_losses(losses.drifting_linear(jax.random.key(0), 10, D, 0.1),
+                                        bco.ball(D))), "domain"),
     Case("bco.losses.stochastic_family: unknown family", lambda: losses.stochastic_family(
         jax.random.key(0), "cubic", 10, D, 0.1), "family"),
     Case("bco/losses/family_param_zero", lambda: losses.stochastic_family(
@@ -132,16 +133,14 @@ CASES = [
     Case("bco/learners/ogd_sqrt_d_step_delta_zero", lambda: bco.ogd_sqrt_d_step(
         bco.ball(D), 0.0), "delta"),
     # --- variation ------------------------------------------------------------------------
-    Case("bco.variation.estimated_variation: 1-D estimates", lambda: variation.estimated_variation(jnp.zeros(5)),
-         "estimates"),
+    Case("bco.variation.estimated_variation: 1-D estimates", lambda: (
+        variation.estimated_variation(jnp.zeros(5))), "estimates"),
     Case("bco/variation/one_round", lambda: variation.stats(jnp.zeros((1, D)),
                                                               jnp.zeros((1, D))), "estimates"),
-    Case("bco.variation.stats: grads of another width", lambda: variation.stats(jnp.zeros((5, D)),
-                                                                   jnp.zeros((5, D + 1))),
-         "grads"),
-    Case("bco.variation.played_gradients: info.x of 4 rounds, seq of 10", lambda: variation.played_gradients(
-        bco.Info(jnp.zeros((4, D)), jnp.zeros(4), jnp.zeros((4, D))), _seq(10)),
-        "info.x"),
+    Case("bco.variation.stats: grads of another width", lambda: variation.stats(
+        jnp.zeros((5, D)), jnp.zeros((5, D + 1))), "grads"),
+    Case("bco.variation.played_gradients: info.x of 4 rounds, seq of 10", lambda: (
+        variation.played_gradients(_info(4), _seq(10))), "info.x"),
     # --- the Algorithm API: init(key, x0), step(key, state, f) ------------------------------
     Case("bco/init/x0_outside_domain", lambda: bco.gradient_variation(bco.ball(D), 0.1).init(
         jax.random.key(0), jnp.full(D, 5.0)), "x0"),

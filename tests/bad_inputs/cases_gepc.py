@@ -212,13 +212,14 @@ CASES = [
         np.zeros((2, 8, 8, 1)), np.ones((1, 3, 3)), strength=0.0), "strength"),
     Case("gepc/data/uniform_noise_size_zero", lambda: data.uniform_noise(3, size=0), "size"),
     Case("gepc.data.sklearn_digits: size 0", lambda: data.sklearn_digits(size=0), "size"),
-    Case("gepc.data.image_patches: unknown image name", lambda: data.image_patches(("nope",), num=2),
-         "names"),
+    Case("gepc.data.image_patches: unknown image name", lambda: data.image_patches(
+        ("nope",), num=2), "names"),
     Case("gepc/train/images_nan", lambda: _train_model(
         images=_with(np.asarray(_x(4, 8)), (0, 0, 0, 0), np.nan)), "images"),
     Case("gepc/train/learning_rate_negative", lambda: _train_model(learning_rate=-1e-3),
          "learning_rate"),
-    Case("gepc.train.train_score_model: batch_size 0", lambda: _train_model(batch_size=0), "batch_size"),
+    Case("gepc.train.train_score_model: batch_size 0", lambda: _train_model(batch_size=0),
+         "batch_size"),
     Case("gepc/train/num_chunks_zero", lambda: _train_model(num_chunks=0), "num_chunks"),
     Case("gepc/train/image_size_odd", lambda: _train_model(images=np.zeros((4, 6, 6, 1))),
          "images"),
