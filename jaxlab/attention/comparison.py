@@ -75,11 +75,29 @@ class AttentionProblem(NamedTuple):
 
 def item_slices(problem: AttentionProblem, split: str, index, tuning_items: int):
     """(q [1, n, N, D], k [1, n, N, D], v [1, n, N, D]) of items ``index`` of ``split``:
-    the items on the head axis (module docstring), each with its own key and value head."""
+    the items on the head axis (module docstring), each with its own key and value head.
+
+    Raises:
+      TypeError: ``problem`` is not an ``AttentionProblem``; ``index`` not integers.
+      ValueError: an unknown ``split``, ``tuning_items`` not an integer >= 0, or an item
+        past the problem's B Hq (batch, head) slices.
+    """
+    if not isinstance(problem, AttentionProblem):
+        raise TypeError(f"`problem` must be a jaxlab.attention.AttentionProblem, got "
+                        f"{type(problem).__name__}.")
     validation.check_one_of("split", split, protocol.SPLITS)
-    flat = np.asarray(index, np.int64) + (0 if split == "tuning" else tuning_items)
+    validation.check_min_count("tuning_items", tuning_items, 0, "slices before the test split")
+    index = np.asarray(index)
+    if index.dtype.kind not in "iu":
+        raise TypeError(f"`index` must hold integer item indices, got dtype {index.dtype}.")
+    flat = index.astype(np.int64) + (0 if split == "tuning" else tuning_items)
     q, k, v = (jnp.asarray(x) for x in problem[:3])
     hq, group = q.shape[1], q.shape[1] // k.shape[1]
+    slices = q.shape[0] * hq
+    if flat.size and (flat.min() < 0 or flat.max() >= slices):
+        raise ValueError(f"`index` of split {split!r} must pick slices in [0, {slices}) (B Hq "
+                         f"(batch, head) slices, the test split after {tuning_items} tuning "
+                         f"ones), got slices {flat.min()} .. {flat.max()}.")
     b, h = flat // hq, flat % hq
     return q[b, h][None], k[b, h // group][None], v[b, h // group][None]
 
@@ -92,10 +110,22 @@ def slice_metrics(q, k, v, tau, *, causal: bool = False, sizes=DEFAULT_SIZES, bi
     Returns:
       {"error": [n] mean |O - O_dense| / mean |O_dense|, "recall": [n] mean row recall,
       "density": [n] kept fraction of the valid blocks} as float64 NumPy.
+
+    Raises:
+      ValueError: ``tau`` NaN, negative, or mixing ``inf`` with finite thresholds;
+        ``dense`` not of q's shape; and the reference's checks of q, k, v, ``sizes`` and
+        ``bits``.
     """
-    dense = R.dense_attention(q, k, v, causal) if dense is None else dense
+    t = np.asarray(tau, np.float64)
+    if np.isnan(t).any() or (t < 0).any() or (np.isinf(t).any() and not np.isinf(t).all()):
+        raise ValueError(f"`tau` must be thresholds >= 0, or inf everywhere (only the "
+                         f"always-kept blocks), got {t}.")
+    if dense is None:
+        dense = R.dense_attention(q, k, v, causal)
+    else:
+        validation.check_shape("dense", dense, np.shape(q))
     tau = jnp.asarray(tau, jnp.float32)
-    if not np.isfinite(np.asarray(tau)).all():  # the static pattern: always-kept blocks only
+    if np.isinf(t).any():  # the static pattern: always-kept blocks only
         always = R.always_kept_blocks(q.shape[2], sizes, causal)
         keep = jnp.broadcast_to(always[None, None], (1, q.shape[1]) + always.shape)
         out = _masked_attention(q, k, v, keep, sizes, causal)
@@ -152,15 +182,28 @@ def default_contenders(names: Sequence[str] = CONTENDERS, *, metric: str = "dens
                        tolerance: float = 0.05, tau_grid=TAU_GRID,
                        tuning_items: int = 0) -> dict[str, Contender]:
     """The built-in contenders ``names`` with their declared grids (SALE: ``tau_grid``);
-    ``tuning_items``: where the test slices start."""
+    ``tuning_items``: where the test slices start.
+
+    Raises:
+      TypeError: ``names`` is one string.
+      ValueError: an unknown name or ``metric``, ``tolerance`` not > 0, ``tau_grid`` not
+        finite taus >= 0, ``tuning_items`` not an integer >= 0.
+    """
+    if isinstance(names, str):
+        raise TypeError(f"`names` must be a sequence of contender names, got one string "
+                        f"{names!r}: write ({names!r},).")
+    for name in names:
+        validation.check_one_of("names", name, CONTENDERS)
     validation.check_one_of("metric", metric, tuple(METRICS))
+    validation.check_in_range("tolerance", tolerance, 0.0, np.inf, low_inclusive=False,
+                              high_inclusive=False)
+    validation.check_min_count("tuning_items", tuning_items, 0, "slices before the test split")
     grid = tuple({"tau": float(t)} for t in tau_grid)
     if not grid or any(not np.isfinite(g["tau"]) or g["tau"] < 0 for g in grid):
         raise ValueError(f"`tau_grid` must be finite taus >= 0, got {tau_grid!r}.")
     cache = _Dense(tuning_items)
     out = {}
     for name in names:
-        validation.check_one_of("contenders", name, CONTENDERS)
         if name == "sale":
             out[name] = Contender(_runner(cache, metric, tolerance), grid)
         else:
@@ -240,12 +283,18 @@ def compare(key, problem: AttentionProblem, *, contenders=CONTENDERS, tuning=0,
     kw = dict(metric=metric, tolerance=tolerance, tau_grid=tau_grid,
               tuning_items=int(tuning_items))
     if isinstance(contenders, Mapping):
-        builtin = default_contenders([n for n, c in contenders.items() if c is None], **kw)
-        chosen = {n: builtin[n] if c is None else c for n, c in contenders.items()}
+        named = [n for n, c in contenders.items() if c is None]
     else:
         if isinstance(contenders, str):
             raise TypeError("`contenders` must be a sequence of names or a mapping, got a "
                             "string.")
+        named = list(contenders)
+    for name in named:
+        validation.check_one_of("contenders", name, CONTENDERS)
+    if isinstance(contenders, Mapping):
+        builtin = default_contenders(named, **kw)
+        chosen = {n: builtin[n] if c is None else c for n, c in contenders.items()}
+    else:
         chosen = default_contenders(tuple(contenders), **kw)
     if goals is None:
         goals = tuple(g for g in default_goals(metric) if g.a in chosen and g.b in chosen)

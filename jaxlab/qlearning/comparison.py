@@ -24,7 +24,7 @@ test seeds, censoring at the run length) as one function; the paper states the r
 """
 
 import functools
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import NamedTuple
 
 import jax
@@ -161,7 +161,18 @@ def samples_to_eps(keys: Array, problem: Problem, schedule) -> np.ndarray:
     Returns:
       [n] float64 samples after which ||Q_target - Q*||_inf stays <= ``problem.eps``
       (``inf`` for a run still above eps at its last record).
+
+    Raises:
+      TypeError: ``problem`` is not a ``Problem`` or ``schedule`` is not callable.
+      ValueError: ``keys`` is not a 1-D batch of keys.
     """
+    if not isinstance(problem, Problem):
+        raise TypeError(f"`problem` must be a qlearning Problem (qlearning.problem(mdp)), "
+                        f"got {type(problem).__name__}.")
+    if not callable(schedule):
+        raise TypeError(f"`schedule` must be a period schedule n -> K_n (e.g. "
+                        f"schedules.constant(50)), got {type(schedule).__name__} "
+                        f"{schedule!r}.")
     keys = as_key(keys)
     if keys.ndim != 1:
         raise ValueError(f"`keys` must be [n] keys, got shape {keys.shape}.")
@@ -176,6 +187,15 @@ def samples_to_eps(keys: Array, problem: Problem, schedule) -> np.ndarray:
     return np.asarray(need, np.float64)
 
 
+def _grid(name: str, values) -> tuple:
+    """A declared grid as a tuple (TypeError naming ``name`` for one number or a string)."""
+    if isinstance(values, str) or not isinstance(values, Iterable):
+        raise TypeError(f"`{name}` must be a sequence (the declared grid), got "
+                        f"{type(values).__name__} {values!r}: write ({values!r},) for one "
+                        "point.")
+    return tuple(values)
+
+
 def constant_contender(periods: Sequence[int] = DEFAULT_PERIODS) -> protocol.Contender:
     """Periodic Q-learning with a constant period K, K tuned over ``periods``.
 
@@ -184,8 +204,12 @@ def constant_contender(periods: Sequence[int] = DEFAULT_PERIODS) -> protocol.Con
 
     Returns:
       ``protocol.Contender`` with grid ``({"period": K}, ...)``.
+
+    Raises:
+      TypeError: ``periods`` is one number rather than a sequence.
+      ValueError: ``periods`` is empty or holds an entry that is not an integer >= 1.
     """
-    periods = tuple(periods)
+    periods = _grid("periods", periods)
     if not periods:
         raise ValueError("`periods` must be non-empty.")
     for i, k in enumerate(periods):
@@ -209,10 +233,14 @@ def growth_contender(power: float = THEORY_POWER,
 
     Returns:
       ``protocol.Contender`` with grid ``({"base": K_0}, ...)``; gamma is the problem's.
+
+    Raises:
+      TypeError: ``bases`` is one number rather than a sequence.
+      ValueError: ``power`` not > 0 and finite, ``bases`` empty or an entry < 1.
     """
     validation.check_in_range("power", power, 0.0, low_inclusive=False)
     validation.check_finite("power", power)
-    bases = tuple(float(b) for b in bases)
+    bases = tuple(float(b) for b in _grid("bases", bases))
     if not bases:
         raise ValueError("`bases` must be non-empty.")
     for i, b in enumerate(bases):
@@ -226,7 +254,7 @@ def growth_contender(power: float = THEORY_POWER,
     return protocol.Contender(run, tuple({"base": b} for b in bases))
 
 
-def _builtin(name: str, periods, bases) -> protocol.Contender:
+def _builtin(name: str, periods, bases, arg: str = "contenders") -> protocol.Contender:
     if name == "theory":
         return growth_contender(THEORY_POWER, bases)
     if name == "constant":
@@ -238,7 +266,7 @@ def _builtin(name: str, periods, bases) -> protocol.Contender:
             power = None
         if power is not None:
             return growth_contender(power, bases)
-    raise ValueError(f"`contenders` names built-in contenders 'theory', 'constant' or "
+    raise ValueError(f"`{arg}` must name built-in contenders 'theory', 'constant' or "
                      f"'growth p=<power>', got {name!r}.")
 
 
@@ -254,10 +282,15 @@ def builtin_contenders(names: Sequence[str] = ("theory", "constant"), *,
 
     Returns:
       A dict, name to ``protocol.Contender``, in the order of ``names``.
+
+    Raises:
+      TypeError: ``names`` is one string.
+      ValueError: an unknown name (or a ``growth p=`` without a number), or a bad grid
+        (``constant_contender``, ``growth_contender``).
     """
     if isinstance(names, str):
         raise TypeError("`names` must be a sequence of names, got one string.")
-    return {n: _builtin(n, periods, bases) for n in names}
+    return {n: _builtin(n, periods, bases, "names") for n in names}
 
 
 def _contenders(contenders, periods, bases) -> dict:
@@ -267,7 +300,7 @@ def _contenders(contenders, periods, bases) -> dict:
     if isinstance(contenders, Mapping):
         return {n: (_builtin(c, periods, bases) if isinstance(c, str) else c)
                 for n, c in contenders.items()}
-    return builtin_contenders(tuple(contenders), periods=periods, bases=bases)
+    return {n: _builtin(n, periods, bases) for n in contenders}
 
 
 def compare(key, problem: TabularMDP | Problem, *,

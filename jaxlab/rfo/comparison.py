@@ -105,6 +105,29 @@ class Settings(NamedTuple):
 DEFAULT_SETTINGS = Settings()
 
 
+def _check_settings(settings) -> None:
+    """TypeError unless ``settings`` is a ``Settings``; ValueError naming the first size of
+    it that is not a positive integer (the budget arithmetic divides by them; the other
+    fields are checked by the configs' own ``check_config``)."""
+    if not isinstance(settings, Settings):
+        raise TypeError(f"`settings` must be an rfo.Settings, got {type(settings).__name__}.")
+    validation.check_fields(settings, {
+        name: validation.POSITIVE_INT
+        for name in ("env_steps", "num_envs", "horizon", "chunks", "eval_every")},
+        prefix="settings")
+    if (isinstance(settings.episode_length, bool)
+            or not isinstance(settings.episode_length, int | np.integer)
+            or settings.episode_length < 0):
+        raise ValueError(f"`settings.episode_length` must be an integer >= 0, got "
+                         f"{settings.episode_length!r}.")
+
+
+def _check_cfg(cfg) -> None:
+    if not isinstance(cfg, (TrainConfig, PPOConfig)):
+        raise TypeError(f"`cfg` must be a TrainConfig or a PPOConfig, got "
+                        f"{type(cfg).__name__}.")
+
+
 def contender_config(name: str, settings: Settings = DEFAULT_SETTINGS):
     """The config of the named contender at ``settings``' budget.
 
@@ -118,9 +141,12 @@ def contender_config(name: str, settings: Settings = DEFAULT_SETTINGS):
       whole episode.
 
     Raises:
-      ValueError: ``name`` is not a contender.
+      ValueError: ``name`` is not a contender, or a size of ``settings`` (``env_steps``,
+        ``num_envs``, ``horizon``, ``chunks``, ``eval_every``) is not a positive integer.
+      TypeError: ``settings`` is not a ``Settings``.
     """
     validation.check_one_of("name", name, CONTENDERS)
+    _check_settings(settings)
     s = settings
     budget = int(s.env_steps)
     num_updates = max(budget // (s.num_envs * s.horizon), 1)
@@ -228,7 +254,12 @@ def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1) 
 
     Returns:
       ``SeedProgram`` (pure functions: jit, export or shard them as you like).
+
+    Raises:
+      TypeError: ``cfg`` is not a ``TrainConfig`` / ``PPOConfig``.
+      ValueError: ``chunks`` or ``eval_every`` is not a positive integer.
     """
+    _check_cfg(cfg)
     n_chunks, per_chunk, every = schedule(cfg.num_updates, chunks, eval_every)
     num_updates = n_chunks * per_chunk
     trainer = trainers.make_trainer(task, cfg._replace(num_updates=num_updates))
@@ -278,16 +309,32 @@ def train_seeds(keys, task: envs.Task, cfg, *, chunks: int = 1, eval_every: int 
     return prog.curves(carry)
 
 
-def final_return(eval_return) -> np.ndarray:
-    """[n] per seed: the mean of the last 10% (at least one) of [n, E] evaluation returns."""
+def _eval_returns(eval_return) -> np.ndarray:
+    """``eval_return`` as float64 [n, E], E >= 1 (ValueError naming it otherwise)."""
     ev = np.asarray(eval_return, np.float64)
+    validation.check_ndim("eval_return", ev, 2)
+    validation.check_nonempty("eval_return", ev, axis=1)
+    return ev
+
+
+def final_return(eval_return) -> np.ndarray:
+    """[n] per seed: the mean of the last 10% (at least one) of [n, E] evaluation returns.
+
+    Raises:
+      ValueError: ``eval_return`` is not [n, E] with E >= 1 (one seed's curve: ``[None]``).
+    """
+    ev = _eval_returns(eval_return)
     return ev[:, -max(1, ev.shape[1] // 10):].mean(axis=1)
 
 
 def auc(eval_return) -> np.ndarray:
     """[n] per seed: the mean of [n, E] evaluation returns (the area under the learning
-    curve per environment step, the evaluations being evenly spaced)."""
-    return np.asarray(eval_return, np.float64).mean(axis=1)
+    curve per environment step, the evaluations being evenly spaced).
+
+    Raises:
+      ValueError: ``eval_return`` is not [n, E] with E >= 1.
+    """
+    return _eval_returns(eval_return).mean(axis=1)
 
 
 _METRIC_FNS = {"final_return": final_return, "auc": auc}
@@ -334,9 +381,20 @@ def contender(spec, settings: Settings = DEFAULT_SETTINGS, *, grid: Sequence[Map
 
     Returns:
       ``Contender(run, grid)`` with ``run(items, task, **fields) -> [n]`` per-seed values.
+
+    Raises:
+      ValueError: an unknown ``spec`` name or ``metric``, a ``grid`` point naming no config
+        field, bad ``settings`` (``contender_config``).
+      TypeError: ``grid`` is one dict rather than a sequence of them; ``spec`` or
+        ``settings`` of the wrong type.
     """
     validation.check_one_of("metric", metric, METRICS)
+    _check_settings(settings)
+    if isinstance(grid, Mapping):
+        raise TypeError(f"`grid` must be a sequence of points (dicts of config fields), got "
+                        f"one dict {dict(grid)!r}: wrap it as ({dict(grid)!r},).")
     if isinstance(spec, str):
+        validation.check_one_of("spec", spec, CONTENDERS)
         cfg, _ = contender_config(spec, settings)
         what = f"contender {spec!r}"
     elif isinstance(spec, (TrainConfig, PPOConfig)):
@@ -359,6 +417,8 @@ def contenders(names: Sequence[str] = DEFAULT_CONTENDERS, settings: Settings = D
     declared (one-point) grids, in order; default: RFO, SHAC (Gaussian), APG, PPO."""
     if isinstance(names, str):
         raise TypeError("`names` must be a sequence of contender names, not one string.")
+    for n in names:
+        validation.check_one_of("names", n, CONTENDERS)
     return {n: contender(n, settings, metric=metric) for n in names}
 
 

@@ -22,9 +22,13 @@ loops (``train.rollout_from``, ``ppo``) replace finished environments by fresh o
 
 Checks (eager, at the Python boundary; nothing runs inside compiled code):
 ``make_task``: ``name`` one of ``TASK_NAMES`` (or a registered name). ``register_task``:
-``name`` a new non-empty string, ``factory`` callable. ``step``: ``action`` of shape
-``(task.act_dim,)`` (also under ``vmap``, where the shape is per environment) and, when
-concrete, finite.
+``name`` a new non-empty string, ``factory`` callable. ``Task`` / ``new_task``: a non-empty
+``name``, positive integer ``n_frames``, ``obs_dim`` and ``act_dim``, callable functions.
+``reset``: a key and a ``Task``. ``step``: ``action`` of shape ``(task.act_dim,)`` (also
+under ``vmap``, where the shape is per environment) and, when concrete, finite.
+``fused_bodies`` / ``load_mjcf``: exactly one of ``xml`` (MJCF text) and ``path``;
+``require_bodies`` a sequence of names. ``body_index`` / ``site_index``: a loaded ``sys``
+and a ``name`` it holds.
 """
 
 import contextlib
@@ -150,8 +154,11 @@ class Task:
     informative only. ``obs_fn``, ``reward_fn`` and ``done_fn`` take that state.
 
     Raises:
-      ValueError: only one of ``init_state_fn`` and ``step_fn``; without them, neither
-        ``reset_fn`` nor both ``init_q`` and ``reset_noise``.
+      ValueError: ``name`` not a non-empty string; ``n_frames``, ``obs_dim`` or ``act_dim``
+        not a positive integer; only one of ``init_state_fn`` and ``step_fn``; without
+        them, neither ``reset_fn`` nor both ``init_q`` and ``reset_noise``.
+      TypeError: ``obs_fn`` or ``reward_fn`` not callable, or another function field
+        neither callable nor None.
     """
 
     name: str
@@ -169,6 +176,16 @@ class Task:
     step_fn: Callable[[Any, Array], Any] | None = None
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"`name` must be a non-empty string, got {self.name!r}.")
+        for field in ("n_frames", "obs_dim", "act_dim"):
+            validation.check_positive_int(field, getattr(self, field))
+        for field in ("obs_fn", "reward_fn", "done_fn", "reset_fn", "init_state_fn",
+                      "step_fn"):
+            fn = getattr(self, field)
+            if not callable(fn) and (fn is not None or field in ("obs_fn", "reward_fn")):
+                raise TypeError(f"task {self.name!r}: `{field}` must be a function, got "
+                                f"{type(fn).__name__}.")
         if (self.init_state_fn is None) != (self.step_fn is None):
             raise ValueError(f"task {self.name!r}: give both `init_state_fn` and `step_fn` "
                              "(a task with its own physics) or neither (an MJX task).")
@@ -432,8 +449,15 @@ def new_task(name: str, sys, *, n_frames: int, obs_fn, reward_fn, obs_dim: int,
 def _mjcf_root(xml, path):
     if (xml is None) == (path is None):
         raise ValueError("give exactly one of `xml` and `path`.")
+    if path is None and not isinstance(xml, str):
+        raise TypeError(f"`xml` must be an MJCF string, got {type(xml).__name__}.")
     text = xml if path is None else open(path, encoding="utf-8").read()  # noqa: SIM115
-    return ElementTree.fromstring(text)
+    try:
+        return ElementTree.fromstring(text)
+    except ElementTree.ParseError as e:
+        which = ("`xml` is not MJCF text (a file name? pass it as `path=`)"
+                 if path is None else f"`path`={str(path)!r} is not an MJCF file")
+        raise ValueError(f"{which}: {e}.") from e
 
 
 def fused_bodies(xml: str | None = None, path=None) -> dict[str, str]:
@@ -503,6 +527,9 @@ def load_mjcf(xml: str | None = None, path=None, *, require_bodies=()):
       ValueError: a body of ``require_bodies`` is fused into its parent (naming both and
         the sites it carried) or is not in the file.
     """
+    if isinstance(require_bodies, str):
+        raise TypeError(f"`require_bodies` must be a sequence of body names, got one string "
+                        f"{require_bodies!r}: write ({require_bodies!r},).")
     if require_bodies:
         fused = fused_bodies(xml, path)
         root = _mjcf_root(xml, path)
@@ -521,9 +548,13 @@ def load_mjcf(xml: str | None = None, path=None, *, require_bodies=()):
     return _load(xml, path)
 
 
-def _names(mj_model, kind: str) -> list[str]:
+def _names(sys, kind: str) -> list[str]:
     import mujoco
 
+    mj_model = getattr(sys, "mj_model", None)
+    if not isinstance(mj_model, mujoco.MjModel):
+        raise TypeError(f"`sys` must be a loaded brax System (envs.load_mjcf, or a task's "
+                        f"task.sys), got {type(sys).__name__}.")
     obj = {"body": mujoco.mjtObj.mjOBJ_BODY, "site": mujoco.mjtObj.mjOBJ_SITE}[kind]
     n = {"body": mj_model.nbody, "site": mj_model.nsite}[kind]
     return [mujoco.mj_id2name(mj_model, obj, i) for i in range(n)]
@@ -536,10 +567,11 @@ def body_index(sys, name: str) -> int:
     Raises:
       ValueError: no such body in ``sys``, e.g. because brax fused it into its parent
         (``fused_bodies``), naming the bodies that exist.
+      TypeError: ``sys`` is not a loaded ``System`` (e.g. the ``Task`` itself).
     """
-    names = _names(sys.mj_model, "body")
+    names = _names(sys, "body")
     if name not in names:
-        raise ValueError(f"body {name!r} is not in the loaded system (bodies: "
+        raise ValueError(f"`name`: body {name!r} is not in the loaded system (bodies: "
                          f"{[n for n in names[1:]]}); brax fuses a body without a joint into "
                          "its parent (envs.fused_bodies).")
     return names.index(name) - 1
@@ -550,10 +582,12 @@ def site_index(sys, name: str) -> int:
 
     Raises:
       ValueError: no such site, naming the sites that exist.
+      TypeError: ``sys`` is not a loaded ``System`` (e.g. the ``Task`` itself).
     """
-    names = _names(sys.mj_model, "site")
+    names = _names(sys, "site")
     if name not in names:
-        raise ValueError(f"site {name!r} is not in the loaded system (sites: {names}).")
+        raise ValueError(f"`name`: site {name!r} is not in the loaded system (sites: "
+                         f"{names}).")
     return names.index(name)
 
 

@@ -18,8 +18,9 @@ last, and ``run`` / ``scan_steps`` drive a whole run as one ``lax.scan``: update
 ``start``) draws exactly the keys of the unsplit run.
 
 Checks: ``make_trainer`` runs the config's ``check_config`` (ValueError naming the field)
-and rejects other config types (TypeError); ``scan_steps`` needs a positive int
-``length``. Nothing is checked inside compiled code.
+and rejects other config types (TypeError), as ``env_steps_per_update`` does;
+``scan_steps`` needs positive int ``length`` and ``eval_every``. Nothing is checked inside
+compiled code.
 """
 
 import functools
@@ -74,10 +75,16 @@ def step(key: PRNGKey, state: State, task: envs.Task, cfg: Config) -> tuple[Stat
 
 
 def env_steps_per_update(cfg: Config) -> int:
-    """Environment steps one update consumes (evaluation rollouts not counted)."""
+    """Environment steps one update consumes (evaluation rollouts not counted).
+
+    Raises:
+      TypeError: ``cfg`` is neither a ``TrainConfig`` nor a ``PPOConfig``.
+    """
     if isinstance(cfg, PPOConfig):
         return ppo.env_steps_per_update(cfg)
-    return train.env_steps_per_update(cfg)
+    if isinstance(cfg, TrainConfig):
+        return train.env_steps_per_update(cfg)
+    raise TypeError(f"`cfg` must be a TrainConfig or a PPOConfig, got {type(cfg).__name__}.")
 
 
 def scan_steps(key: PRNGKey, trainer: Algorithm, state: State, start, length: int,

@@ -39,6 +39,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 from jax.experimental import pallas as pl
 
 from pallas_kernels.sale import _checks
@@ -299,6 +300,12 @@ def kept_block_mask(selection: Selection, q_shape, k_shape, sizes: BlockSizes = 
     Returns:
       [B, Hq, ceil(N / b_q), nk] bool, nk = ceil(N / b_q) * b_q / b_k key blocks.
 
+    Raises:
+      TypeError: ``selection`` not a ``Selection``, or a shape that is not a tuple.
+      ValueError: a shape that is not four positive sizes, or query heads that the
+        selection's programs do not divide (the shapes of another call), and
+        ``make_plan``'s checks.
+
     Example:
       >>> import jax
       >>> from pallas_kernels.sale import BlockSizes, kept_block_mask, sale_attention_pallas
@@ -307,8 +314,23 @@ def kept_block_mask(selection: Selection, q_shape, k_shape, sizes: BlockSizes = 
       >>> kept_block_mask(sel, q.shape, k.shape, BlockSizes(8, 8, 8)).shape
       (1, 2, 4, 4)
     """
+    for name, shape in (("q_shape", q_shape), ("k_shape", k_shape)):
+        if not isinstance(shape, tuple | list):
+            raise TypeError(f"`{name}` must be the [B, H, N, D] shape tuple of the call "
+                            f"(e.g. q.shape), got {type(shape).__name__}.")
+        if len(shape) != 4 or not all(isinstance(x, int | np.integer)
+                                      and not isinstance(x, bool) and x >= 1 for x in shape):
+            raise ValueError(f"`{name}` must be four positive sizes [B, H, N, D], got "
+                             f"{tuple(shape)}.")
+    if not isinstance(selection, Selection):
+        raise TypeError(f"`selection` must be the Selection of estimate_and_select / "
+                        f"sale_attention_pallas, got {type(selection).__name__}.")
     config = C.check_config(config)
     programs = selection.lists.index.shape[1]  # P = Hq / h_p of the plan that made it
+    if q_shape[1] % programs:
+        raise ValueError(f"`q_shape` {tuple(q_shape)} has {q_shape[1]} query heads, not a "
+                         f"multiple of the selection's {programs} programs: the shapes of "
+                         "another call (or of the [B, N, H, D] layout)?")
     plan = C.make_plan(q_shape, k_shape, sizes, config, heads_per_program=q_shape[1] // programs)
     nq = ref.padded_length(plan.n, sizes) // sizes.block_q
     nk = nq * (sizes.block_q // sizes.block_k)

@@ -40,7 +40,11 @@ k and v of shape (B, Hk, N, D) matching q, Hq a multiple of Hk, N >= 1 (``quanti
 N a multiple of ``block``); ``BlockSizes`` positive ints with block_q a multiple of block_k;
 ``bits`` in {8, 4} (or None where allowed); ``tau`` a scalar or [Hq] in [0, inf) without NaN
 (checked before the jitted body of ``sale_attention``); ``theta`` > 0 and
-0 < ``tau_min`` < ``tau0`` in ``calibrate_tau``.
+0 < ``tau_min`` < ``tau0`` in ``calibrate_tau``; ``sizes`` a ``BlockSizes`` and ``n`` a
+positive integer wherever they are taken; block masks ``keep`` bool (or 0 / 1 integers) of
+shape [..., nq, nk] for the sequence's blocks (the recall functions: leading axes
+broadcasting to [B, Hq]); ``dequantize_blocks``: ``codes`` [..., N, D] with N a multiple of
+``block`` and ``scale`` [..., N / block, 1, 1]; ``smooth``: floating q, k with N >= 1.
 """
 
 import dataclasses
@@ -78,9 +82,17 @@ QMAX = {8: 127.0, 4: 7.0}
 DEFAULT_TAU = 1e-3  # used when no per-head calibration is given
 
 
+def _check_sizes(sizes) -> None:
+    if not isinstance(sizes, BlockSizes):
+        raise TypeError(f"`sizes` must be a BlockSizes(block_q, block_k, local), got "
+                        f"{type(sizes).__name__} {sizes!r}.")
+
+
 def _check_qkv(q, k, v, sizes: BlockSizes | None = None):
-    """Layout [B, H, N, D] checks shared by the reference and the kernels."""
-    del sizes  # any N: blocks live on the padded grid
+    """Layout [B, H, N, D] checks shared by the reference and the kernels (and ``sizes`` a
+    ``BlockSizes`` when given; any N: blocks live on the padded grid)."""
+    if sizes is not None:
+        _check_sizes(sizes)
     _checks.check_ndim("q", q, 4)
     _checks.check_floating("q", q)
     b, hq, n, d = q.shape
@@ -102,7 +114,30 @@ def padded_length(n: int, sizes: BlockSizes) -> int:
     """N rounded up to a multiple of b_q: the grid the blocks live on."""
     if isinstance(n, bool) or not isinstance(n, int | np.integer) or n < 1:
         raise ValueError(f"`n` must be a positive integer (the sequence length), got {n!r}.")
+    _check_sizes(sizes)
     return -(-n // sizes.block_q) * sizes.block_q
+
+
+def _check_keep(keep, n: int, sizes: BlockSizes, lead: tuple | None = None) -> None:
+    """``keep``: a bool (or 0 / 1 integer) block mask [..., nq, nk] of a length-``n``
+    sequence; with ``lead`` (B, Hq), its leading axes broadcast to them."""
+    nq = padded_length(n, sizes) // sizes.block_q
+    nk = nq * (sizes.block_q // sizes.block_k)
+    dtype = getattr(keep, "dtype", None)
+    dtype = np.asarray(keep).dtype if dtype is None else np.dtype(dtype)
+    if dtype.kind not in "biu":
+        raise TypeError(f"`keep` must be a bool block mask (e.g. block_keep_mask's), got dtype "
+                        f"{dtype}; threshold scores into a mask first.")
+    shape = tuple(np.shape(keep))
+    ok = len(shape) >= 2 and shape[-2:] == (nq, nk)
+    if ok and lead is not None:
+        ok = len(shape) <= 2 + len(lead) and all(
+            a in (1, b) for a, b in zip(shape[:-2][::-1], lead[::-1], strict=False))
+    if not ok:
+        want = "[..., " if lead is None else f"[{', '.join(map(str, lead))}, "
+        raise ValueError(f"`keep` must have shape {want}{nq}, {nk}] (the blocks of `n`={n} "
+                         f"at block_q {sizes.block_q}, block_k {sizes.block_k}), got "
+                         f"{shape}.")
 
 
 def _pad_seq(x, n_pad: int):
@@ -151,13 +186,35 @@ def quantize_blocks(x, block: int, bits: int = 8):
 
 
 def dequantize_blocks(codes, scale, block: int):
+    """Float32 [..., N, D] values of ``quantize_blocks``' (codes [..., N, D], scales
+    [..., N / block, 1, 1]) at the same ``block``."""
+    if np.ndim(codes) < 2:
+        raise ValueError(f"`codes` must have at least 2 axes [..., N, D], got shape "
+                         f"{np.shape(codes)}.")
+    _checks.check_positive_int("block", block)
     *lead, n, d = codes.shape
+    if n % block:
+        raise ValueError(f"the sequence length {n} of `codes` must be divisible by "
+                         f"`block`={block} (the block it was quantized with).")
+    want = (*lead, n // block, 1, 1)
+    try:
+        ok = np.broadcast_shapes(np.shape(scale), want) == want
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"`scale` must have shape {want} (one per block of `block`={block} "
+                         f"rows), got {tuple(np.shape(scale))}.")
     xb = codes.reshape(*lead, n // block, block, d).astype(jnp.float32) * scale
     return xb.reshape(codes.shape)
 
 
 def smooth(q, k):
     """(Q_s, K_s, mq, mk) in float32: q, k minus their per-head means over the sequence."""
+    for name, x in (("q", q), ("k", k)):
+        _checks.check_floating(name, x)
+        if np.ndim(x) < 2 or np.shape(x)[-2] == 0:
+            raise ValueError(f"`{name}` must be [..., N, D] with N >= 1, got shape "
+                             f"{tuple(np.shape(x))}.")
     q, k = q.astype(jnp.float32), k.astype(jnp.float32)
     mq, mk = q.mean(-2, keepdims=True), k.mean(-2, keepdims=True)
     return q - mq, k - mk, mq, mk
@@ -190,6 +247,7 @@ def always_kept_blocks(n: int, sizes: BlockSizes, causal: bool):
 
     Key blocks holding no real key (all past N) are never kept.
     """
+    padded_length(n, sizes)  # checks n and sizes
     r = sizes.block_q // sizes.block_k
     nq = -(-n // sizes.block_q)
     nk = nq * r
@@ -217,6 +275,7 @@ def _exact_scores(q, k):
 
 def row_stats(q, k, sizes: BlockSizes = BlockSizes(), causal: bool = False):
     """(m, l) [B, Hq, N, 1]: exact row max and sum of exp(S - m) over the always-kept blocks."""
+    _check_qkv(q, k, k, sizes)
     n = q.shape[2]
     base_el = _element_mask(always_kept_blocks(n, sizes, causal), sizes, n, causal)
     s_base = jnp.where(base_el, _exact_scores(q, k), -jnp.inf)
@@ -299,8 +358,11 @@ def _sale_attention(q, k, v, tau, sizes: BlockSizes, bits: int | None, causal: b
 
 
 def attention_row_recall(q, k, keep, sizes: BlockSizes = BlockSizes(), causal: bool = False):
-    """[B, Hq, N] exact attention mass of each query row inside its kept blocks."""
+    """[B, Hq, N] exact attention mass of each query row inside its kept blocks (``keep``
+    [B, Hq, nq, nk] bool, leading axes broadcast)."""
+    _check_qkv(q, k, k, sizes)
     n = q.shape[2]
+    _check_keep(keep, n, sizes, q.shape[:2])
     s = _exact_scores(q, k)
     if causal:
         s = jnp.where(jnp.tril(jnp.ones((n, n), bool)), s, -jnp.inf)
@@ -318,7 +380,9 @@ def causal_density(keep, n: int, sizes: BlockSizes = BlockSizes(), causal: bool 
 
     Valid: holding a real (query, key) pair, i.e. on or below the diagonal when causal; so
     dense causal attention has density 1 (the full square would count it as ~1/2).
+    ``keep``: [..., nq, nk] bool block mask of a length-``n`` sequence.
     """
+    _check_keep(keep, n, sizes)
     valid = always_kept_blocks(n, BlockSizes(sizes.block_q, sizes.block_k, local=n + 1),
                                causal)
     keep = keep & valid

@@ -257,3 +257,47 @@ def _reducible():
     p = np.zeros((3, 1, 3), np.float32)
     p[0, 0, 1] = p[1, 0, 1] = p[2, 0, 2] = 1.0
     return _raw_mdp(p=p, r=np.zeros((3, 1), np.float32))
+
+
+# The paper's comparison (qlearning.compare and its parts): the bad argument is refused
+# before any run is simulated.
+def _problem(**kw):
+    from jaxlab import qlearning as ql
+
+    return ql.problem(_mdp(), num_records=2, record_every=5, **kw)
+
+
+def _ql(fn, *args, **kw):
+    from jaxlab import qlearning as ql
+
+    return getattr(ql, fn)(*args, **kw)
+
+
+CASES += [
+    Case("qlearning.compare: eps_rel set with a Problem", lambda: _ql(
+        "compare", jax.random.key(0), _problem(), eps_rel=0.2, progress=False), "`eps_rel`"),
+    Case("qlearning.compare: problem a transition array", lambda: _ql(
+        "compare", jax.random.key(0), np.full((4, 2, 4), 0.25), progress=False), "`problem`"),
+    Case("qlearning.problem: q_star a V* vector [S], not Q* [S, A]",
+         lambda: _problem(q_star=jnp.ones(4)), "`q_star`"),
+    Case("qlearning.problem: inner_loop unknown", lambda: _problem(inner_loop="adam"),
+         "`inner_loop`"),
+    Case("qlearning.builtin_contenders: growth without its power",
+         lambda: _ql("builtin_contenders", ("theory", "growth")), "`names`"),
+    Case("qlearning.builtin_contenders: one string", lambda: _ql("builtin_contenders", "theory"),
+         "`names`"),
+    Case("qlearning.constant_contender: one period, not a grid",
+         lambda: _ql("constant_contender", 50), "`periods`"),
+    Case("qlearning.constant_contender: period 0",
+         lambda: _ql("constant_contender", (0, 50)), "`periods[0]`"),
+    Case("qlearning.growth_contender: one base, not a grid",
+         lambda: _ql("growth_contender", bases=4.0), "`bases`"),
+    Case("qlearning.growth_contender: power NaN",
+         lambda: _ql("growth_contender", float("nan")), "`power`"),
+    Case("qlearning.samples_to_eps: problem an MDP, not a Problem", lambda: _ql(
+        "samples_to_eps", jax.random.split(jax.random.key(0), 2), _mdp(),
+        _sched("constant", 5)), "`problem`"),
+    Case("qlearning.samples_to_eps: schedule a period, not a schedule", lambda: _ql(
+        "samples_to_eps", jax.random.split(jax.random.key(0), 2), _problem(), 5),
+         "`schedule`"),
+]

@@ -5,6 +5,7 @@ import tempfile
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from tests.bad_inputs.harness import Case
 
@@ -277,3 +278,126 @@ CASES = [
     Case("rfo.buffer.add_actions_inf", lambda: _buffer_add(
         actions=jnp.ones((2, 2, 1)).at[1, 0, 0].set(jnp.inf)), "actions"),
 ]
+
+
+# The study's protocol, the trainers' drivers and the task helpers. Every bad argument below
+# is refused before a trainer is built or an environment is stepped: placeholders stand in
+# for arguments the check never reaches.
+_SYS_XML = """<mujoco><worldbody><body name="arm"><joint name="j" type="hinge"/>
+<geom size="0.1"/><site name="arm_site"/></body></worldbody>
+<actuator><motor joint="j"/></actuator></mujoco>"""
+
+
+def _sys():
+    from jaxlab.rfo import envs
+
+    return envs.load_mjcf(_SYS_XML)
+
+
+def _rfo_compare(problem="pendulum", **kw):
+    from jaxlab import rfo
+
+    return rfo.compare(jax.random.key(0), problem, progress=False, **kw)
+
+
+def _new_task(**over):
+    from jaxlab.rfo import envs
+
+    kw = dict(n_frames=2, obs_fn=lambda ps: ps, reward_fn=lambda ps0, ps1, a: 0.0, obs_dim=2,
+              act_dim=1, reset_fn=lambda key: (jnp.zeros(1), jnp.zeros(1)))
+    kw.update(over)
+    return envs.new_task("bad_inputs_new_task", None, **kw)
+
+
+def _settings(**over):
+    from jaxlab.rfo import comparison
+
+    return comparison.Settings()._replace(**over)
+
+
+def _tiny_cfg():
+    from jaxlab import rfo
+
+    return rfo.TrainConfig(num_envs=2, horizon=4, num_updates=2)
+
+
+CASES += [
+    Case("rfo.compare: unknown task name", lambda: _rfo_compare("walker"), "`problem`"),
+    Case("rfo.compare: unknown metric", lambda: _rfo_compare(metric="return"), "`metric`"),
+    Case("rfo.comparison.contender: grid a single dict",
+         lambda: _comparison("contender", "rfo", grid={"lr": 1e-3}), "`grid`"),
+    Case("rfo.comparison.contender: unknown name", lambda: _comparison("contender", "sac"),
+         "`spec`"),
+    Case("rfo.comparison.contender_config: num_envs 0",
+         lambda: _comparison("contender_config", "rfo", _settings(num_envs=0)),
+         "`settings.num_envs`"),
+    Case("rfo.comparison.contender_config: unknown name",
+         lambda: _comparison("contender_config", "sac"), "`name`"),
+    Case("rfo.comparison.contenders: unknown name",
+         lambda: _comparison("contenders", ("rfo", "sac")), "`names`"),
+    Case("rfo.comparison.final_return: one seed's 1-D curve",
+         lambda: _comparison("final_return", np.ones(5)), "`eval_return`"),
+    Case("rfo.comparison.auc: no evaluations",
+         lambda: _comparison("auc", np.ones((3, 0))), "`eval_return`"),
+    Case("rfo.comparison.seed_program: cfg a Settings",
+         lambda: _comparison("seed_program", _task(), _settings()), "`cfg`"),
+    Case("rfo.comparison.seed_program: chunks 0",
+         lambda: _comparison("seed_program", _task(), _tiny_cfg(), chunks=0), "`chunks`"),
+    Case("rfo.comparison.train_seeds: one key, not [n] keys",
+         lambda: _comparison("train_seeds", jax.random.key(0), _task(), _tiny_cfg()), "`keys`"),
+    Case("rfo.env_steps_per_update: cfg a Settings",
+         lambda: _trainers("env_steps_per_update", _settings()), "`cfg`"),
+    # (the length is refused before the trainer or state is read: placeholders)
+    Case("rfo.scan_steps: length 0",
+         lambda: _trainers("scan_steps", jax.random.key(0), None, None, 0, 0), "`length`"),
+    Case("rfo.scan_steps: eval_every 2.5",
+         lambda: _trainers("scan_steps", jax.random.key(0), None, None, 0, 4, 2.5),
+         "`eval_every`"),
+    Case("rfo.check_nonfinite_grad_share: limit given in percent",
+         lambda: _train_fn("check_nonfinite_grad_share", np.ones(4), 5.0), "`limit`"),
+    Case("rfo.envs.reset: task given by name",
+         lambda: _envs("reset", jax.random.key(0), "pendulum"), "`task`"),
+    Case("rfo.envs.reset: key and task swapped",
+         lambda: _envs("reset", _task(), jax.random.key(0)), "`key`"),
+    Case("rfo.envs.body_index: a Task, not its sys", lambda: _envs("body_index", _task(), "pole"),
+         "`sys`"),
+    Case("rfo.envs.body_index: unknown body", lambda: _envs("body_index", _sys(), "leg"),
+         "`name`"),
+    Case("rfo.envs.site_index: unknown site", lambda: _envs("site_index", _sys(), "tip"),
+         "`name`"),
+    Case("rfo.envs.fused_bodies: a file name given as xml",
+         lambda: _envs("fused_bodies", "robot.xml"), "`xml`"),
+    Case("rfo.envs.fused_bodies: both xml and path",
+         lambda: _envs("fused_bodies", _SYS_XML, "robot.xml"), "`path`"),
+    Case("rfo.envs.load_mjcf: require_bodies one string",
+         lambda: _envs("load_mjcf", _SYS_XML, require_bodies="arm"), "`require_bodies`"),
+    Case("rfo.envs.load_mjcf: require_bodies names no body",
+         lambda: _envs("load_mjcf", _SYS_XML, require_bodies=("leg",)), "`require_bodies`"),
+    Case("rfo.envs.new_task: n_frames 0", lambda: _new_task(n_frames=0), "`n_frames`"),
+    Case("rfo.envs.new_task: act_dim 0", lambda: _new_task(act_dim=0), "`act_dim`"),
+    Case("rfo.envs.new_task: obs_fn not callable", lambda: _new_task(obs_fn=None), "`obs_fn`"),
+]
+
+
+def _comparison(fn, *args, **kw):
+    from jaxlab.rfo import comparison
+
+    return getattr(comparison, fn)(*args, **kw)
+
+
+def _trainers(fn, *args, **kw):
+    from jaxlab.rfo import trainers
+
+    return getattr(trainers, fn)(*args, **kw)
+
+
+def _train_fn(fn, *args, **kw):
+    from jaxlab.rfo import train
+
+    return getattr(train, fn)(*args, **kw)
+
+
+def _envs(fn, *args, **kw):
+    from jaxlab.rfo import envs
+
+    return getattr(envs, fn)(*args, **kw)

@@ -1,20 +1,26 @@
 """Bad-input cases for ``jaxlab.attention`` and ``pallas_kernels.sale``."""
 
+import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.attention import attention
+from jaxlab.attention import attention, attention_sizes
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
 from pallas_kernels.sale.block_sparse_attention_tpu import block_sparse_attention_tpu
 from pallas_kernels.sale.config import KernelConfig
-from pallas_kernels.sale.estimate import estimate_and_select, sale_attention_pallas
+from pallas_kernels.sale.estimate import (
+    estimate_and_select,
+    kept_block_mask,
+    sale_attention_pallas,
+)
 from pallas_kernels.sale.synthetic import structured_qkv
 from tests.bad_inputs.harness import Case
 
 SIZES = R.BlockSizes(8, 8, 8)
 B, H, N, D = 1, 2, 16, 4
+KEY = jax.random.key(0)
 
 
 def bhnd(h=H, n=N, d=D, dtype=jnp.float32, seed=0):
@@ -158,6 +164,99 @@ CASES = [
         None, 64, 64, 64, 2, KernelConfig("triton")), "`backend`"),
     Case("fits: backend cuda", lambda: C.fits("cuda", 64, 64, 64, 2, KernelConfig("triton")),
          "`backend`"),
+]
+
+
+# The accuracy comparison on the user's q, k, v (jaxlab.attention.compare and its parts), and
+# the reference's measures. Every bad argument is refused before any attention is computed.
+def problem(**over):
+    from jaxlab.attention import AttentionProblem
+
+    kw = dict(q=bhnd(), k=bhnd(seed=1), v=bhnd(seed=2), sizes=SIZES)
+    kw.update(over)
+    return AttentionProblem(**kw)
+
+
+def acmp(fn, *args, **kw):
+    from jaxlab.attention import comparison
+
+    return getattr(comparison, fn)(*args, **kw)
+
+
+# quantize_blocks' outputs for [B, H, N, D] (int8 codes, a scale per block of ``block`` rows)
+CODES = np.ones((B, H, N, D), np.int8)
+
+
+def scales(block):
+    return np.ones((B, H, N // block, 1, 1), np.float32)
+
+
+def keep_mask(n=N, sizes=SIZES, dtype=bool):
+    nq = -(-n // sizes.block_q)
+    return jnp.ones((B, H, nq, nq * (sizes.block_q // sizes.block_k)), dtype)
+
+
+CASES += [
+    Case("attention.compare: problem a (q, k, v) tuple", lambda: acmp(
+        "compare", KEY, (bhnd(), bhnd(seed=1), bhnd(seed=2)), seeds=2, progress=False),
+         "`problem`"),
+    Case("attention.compare: unknown contender", lambda: acmp(
+        "compare", KEY, problem(), contenders=("sale", "flash"), seeds=2, progress=False),
+         "`contenders`"),
+    Case("attention.compare: more test slices than heads", lambda: acmp(
+        "compare", KEY, problem(), seeds=3, progress=False), "`seeds`"),
+    Case("attention_sizes: block_q 32 under block_k 64", lambda: attention_sizes(block_q=32),
+         "`block_q`"),
+    Case("attention_sizes: local 0", lambda: attention_sizes(local=0), "`local`"),
+    Case("comparison.default_contenders: names one string",
+         lambda: acmp("default_contenders", "sale"), "`names`"),
+    Case("comparison.default_contenders: unknown name",
+         lambda: acmp("default_contenders", ("sale", "flash")), "`names`"),
+    Case("comparison.default_contenders: tolerance negative",
+         lambda: acmp("default_contenders", tolerance=-0.05), "`tolerance`"),
+    Case("comparison.default_goals: unknown metric", lambda: acmp("default_goals", "accuracy"),
+         "`metric`"),
+    Case("comparison.item_slices: index past the heads",
+         lambda: acmp("item_slices", problem(), "test", np.array([0, 5]), 0), "`index`"),
+    Case("comparison.item_slices: unknown split",
+         lambda: acmp("item_slices", problem(), "validation", np.array([0]), 0), "`split`"),
+    Case("comparison.slice_metrics: tau NaN", lambda: acmp(
+        "slice_metrics", bhnd(), bhnd(seed=1), bhnd(seed=2), float("nan"), sizes=SIZES),
+         "`tau`"),
+    Case("comparison.slice_metrics: dense of another shape", lambda: acmp(
+        "slice_metrics", bhnd(), bhnd(seed=1), bhnd(seed=2), 1e-3, sizes=SIZES,
+        dense=bhnd(n=8)), "`dense`"),
+    # reference measures
+    Case("reference.attention_recall: keep of RAS scores (float)", lambda: R.attention_recall(
+        bhnd(), bhnd(seed=1), keep_mask(dtype=jnp.float32), SIZES), "`keep`"),
+    Case("reference.attention_row_recall: keep of other tiles", lambda: (
+        R.attention_row_recall(bhnd(), bhnd(seed=1), keep_mask(sizes=R.BlockSizes(4, 4, 4)),
+                               SIZES)), "`keep`"),
+    Case("reference.causal_density: n of another sequence", lambda: R.causal_density(
+        keep_mask(), 64, SIZES), "`n`"),
+    Case("reference.causal_density: n 0", lambda: R.causal_density(keep_mask(), 0, SIZES),
+         "`n`"),
+    Case("reference.always_kept_blocks: n 0", lambda: R.always_kept_blocks(0, SIZES, False),
+         "`n`"),
+    Case("reference.always_kept_blocks: BlockSizes given as a tuple",
+         lambda: R.always_kept_blocks(N, (8, 8, 8), False), "`sizes`"),
+    Case("reference.block_log_margin: BlockSizes given as a tuple",
+         lambda: R.block_log_margin(bhnd(), bhnd(seed=1), (8, 8, 8)), "`sizes`"),
+    Case("reference.block_ras_max: int q",
+         lambda: R.block_ras_max(ints((B, H, N, D)), bhnd(seed=1), SIZES), "`q`"),
+    Case("reference.row_stats: 3-D q (no batch axis)",
+         lambda: R.row_stats(bhnd()[0], bhnd(seed=1)[0], SIZES), "`q`"),
+    Case("reference.dequantize_blocks: block 3 for N 16",
+         lambda: R.dequantize_blocks(CODES, scales(8), 3), "`block`"),
+    Case("reference.dequantize_blocks: scale of another block",
+         lambda: R.dequantize_blocks(CODES, scales(4), 8), "`scale`"),
+    Case("reference.smooth: empty sequence (N 0)", lambda: R.smooth(bhnd(n=0), bhnd(n=0)),
+         "`q`"),
+    # (the shapes are refused before the selection is read: a placeholder)
+    Case("kept_block_mask: q given for q_shape", lambda: kept_block_mask(
+        None, bhnd(), (B, H, N, D), SIZES), "`q_shape`"),
+    Case("kept_block_mask: a reference block mask for selection", lambda: kept_block_mask(
+        keep_mask(), (B, H, N, D), (B, H, N, D), SIZES), "`selection`"),
 ]
 
 CASES = [c._replace(name=f"sale/{c.name}") for c in CASES]

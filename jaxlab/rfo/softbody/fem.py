@@ -42,7 +42,11 @@ Rayleigh damping (C = alpha_m M + beta_k K(x)) and contact are in ``sim``.
 
 Checks: ``validate_mesh`` (run by ``build``) raises ValueError for node indices out of
 range, a tet that repeats a node, and degenerate (|V_t| tiny) or inverted (V_t < 0) tets,
-naming the first offending tets.
+naming the first offending tets; ``build`` also checks the material, integer ``groups``
+and finite, non-zero ``fibres``. The functions of a body check their arguments' shapes and
+dtypes (positions ``x`` [N, 3] floating, ``f`` [T, 3, 3] floating, ``activation`` [G],
+finite when concrete): static checks, so they also run under ``jit`` / ``vmap`` / ``grad``
+at no cost.
 """
 
 from typing import NamedTuple
@@ -51,7 +55,9 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array
+from jaxlab.rfo.softbody import _checks
 
 __all__ = ["Material", "Body", "validate_mesh", "build", "deformation_gradient",
            "first_piola", "energy_density", "elastic_forces", "elastic_energy", "lame"]
@@ -130,9 +136,10 @@ def validate_mesh(nodes, tets, rel_tol: float = 1e-6) -> None:
 
     Raises:
       ValueError: wrong shapes, non-finite nodes, indices out of range or repeated within a
-        tet, degenerate (|V| <= tol) or inverted (V < 0) tets; the message names the first
-        few offending tets and their volumes.
+        tet, degenerate (|V| <= tol) or inverted (V < 0) tets (the message names the first
+        few offending tets and their volumes), or ``rel_tol`` negative or not finite.
     """
+    validation.check_in_range("rel_tol", rel_tol, 0.0, np.inf, high_inclusive=False)
     nodes = np.asarray(nodes, np.float64)
     tets_a = np.asarray(tets)
     if nodes.ndim != 2 or nodes.shape[1] != 3 or nodes.shape[0] < 4:
@@ -183,18 +190,27 @@ def build(nodes, tets, material: Material = Material(), groups=None, fibres=None
       The ``Body``.
 
     Raises:
-      ValueError: a bad mesh (``validate_mesh``), bad material constants, or groups /
-        fibres of the wrong shape.
+      ValueError: a bad mesh (``validate_mesh``), bad material constants, groups that are
+        not integers in [-1, G) or fibres of the wrong shape, non-finite or of zero length.
     """
     validate_mesh(nodes, tets)
     nodes = np.asarray(nodes, np.float64)
     tets = np.asarray(tets, np.int32)
     t = tets.shape[0]
+    if not isinstance(material, Material):
+        raise TypeError(f"`material` must be a softbody.Material, got "
+                        f"{type(material).__name__}.")
     if not material.youngs > 0 or not material.density > 0 or material.sigma_max < 0:
         raise ValueError(f"`material`: youngs and density must be > 0 and sigma_max >= 0, "
                          f"got {material}.")
     if not -1.0 < material.poisson < 0.5:
         raise ValueError(f"`material.poisson` must lie in (-1, 0.5), got {material.poisson}.")
+    if groups is not None:
+        given = np.asarray(groups)
+        if given.dtype.kind not in "iuf" or (given.dtype.kind == "f"
+                                             and not np.all(given == np.round(given))):
+            raise ValueError(f"`groups` must hold integer group ids (-1: passive), got "
+                             f"{given.dtype} values such as {given.ravel()[:6].tolist()}.")
     groups = np.full(t, -1, np.int64) if groups is None else np.asarray(groups, np.int64)
     if groups.shape != (t,):
         raise ValueError(f"`groups` must have shape ({t},), got {groups.shape}.")
@@ -206,7 +222,13 @@ def build(nodes, tets, material: Material = Material(), groups=None, fibres=None
                                                                               np.float64)
     if fibres.shape != (t, 3):
         raise ValueError(f"`fibres` must have shape ({t}, 3), got {fibres.shape}.")
-    fibres = fibres / np.linalg.norm(fibres, axis=1, keepdims=True)
+    validation.check_finite("fibres", fibres)
+    length = np.linalg.norm(fibres, axis=1, keepdims=True)
+    if np.any(length == 0):
+        raise ValueError(f"`fibres` must be non-zero directions; tets "
+                         f"{np.nonzero(length[:, 0] == 0)[0][:5].tolist()} have a zero "
+                         "fibre.")
+    fibres = fibres / length
     x = nodes[tets]
     dm = np.stack([x[:, 1] - x[:, 0], x[:, 2] - x[:, 0], x[:, 3] - x[:, 0]], axis=-1)
     volume = np.linalg.det(dm) / 6.0
@@ -225,6 +247,7 @@ def build(nodes, tets, material: Material = Material(), groups=None, fibres=None
 
 def deformation_gradient(body: Body, x: Array) -> Array:
     """F [T, 3, 3] of positions x [N, 3]."""
+    _checks.check_points("x", body, x)
     xt = x[body.tets]
     ds = jnp.swapaxes(xt[:, 1:] - xt[:, :1], 1, 2)  # columns x_i - x_0
     return ds @ jnp.asarray(body.dm_inv, x.dtype)
@@ -237,6 +260,9 @@ def _cofactor(f: Array) -> Array:
 
 def first_piola(body: Body, f: Array, activation: Array | None = None) -> Array:
     """P [T, 3, 3]: stable neo-Hookean plus, with ``activation`` [G], fibre active stress."""
+    validation.check_floating("f", f)
+    validation.check_shape("f", f, (body.tets.shape[0], 3, 3))
+    _checks.check_activation(body, activation)
     ic = jnp.sum(f * f, axis=(-2, -1))
     cof = _cofactor(f)
     j = jnp.sum(f[..., :, 0] * cof[..., :, 0], axis=-1)
@@ -266,6 +292,7 @@ def energy_density(body: Body, f: Array, activation: Array | None = None) -> Arr
 
 def elastic_energy(body: Body, x: Array, activation: Array | None = None) -> Array:
     """sum_t V_t Psi(F_t) (scalar)."""
+    _checks.check_activation(body, activation)
     f = deformation_gradient(body, x)
     return jnp.sum(jnp.asarray(body.volume, x.dtype) * energy_density(body, f, activation))
 

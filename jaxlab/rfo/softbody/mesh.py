@@ -21,14 +21,22 @@ __all__ = ["voxel_mesh", "QuadrupedMesh", "quadruped"]
 _KUHN = tuple(itertools.permutations(range(3)))
 
 
+def _cell(name: str, cell) -> tuple[int, int, int]:
+    """``cell`` as three ints (ValueError naming ``name`` for anything else)."""
+    c = np.asarray(cell)
+    if c.shape != (3,) or c.dtype.kind not in "iuf" or not np.all(c == np.round(c)):
+        raise ValueError(f"`{name}`: expected three integers (x, y, z), got {cell!r}.")
+    return tuple(int(v) for v in c)
+
+
 def voxel_mesh(cells, h: float) -> tuple[np.ndarray, np.ndarray]:
     """(nodes [N, 3], tets [T, 4], positively oriented) of the union of unit cubes
     ``cells`` (an iterable of integer (i, j, k)) scaled by ``h`` [m].
 
     Raises:
-      ValueError: no cells, or ``h`` <= 0.
+      ValueError: no cells, a cell that is not three integers, or ``h`` <= 0.
     """
-    cells = sorted({tuple(int(c) for c in cell) for cell in cells})
+    cells = sorted({_cell("cells", cell) for cell in cells})
     if not cells:
         raise ValueError("`cells` must hold at least one voxel.")
     if not h > 0:
@@ -91,11 +99,11 @@ def quadruped(torso_cells=(6, 3, 2), leg_cells=(1, 1, 2), h: float = 0.05) -> Qu
     116 nodes: a 30 x 15 x 10 cm torso on 10 cm legs.
 
     Raises:
-      ValueError: legs that do not fit under the torso (2 lx > nx or 2 ly > ny) or a
-        non-positive size.
+      ValueError: legs that do not fit under the torso (2 lx > nx or 2 ly > ny), a cell
+        count that is not three integers, or a non-positive size.
     """
-    nx, ny, nz = (int(c) for c in torso_cells)
-    lx, ly, lz = (int(c) for c in leg_cells)
+    nx, ny, nz = _cell("torso_cells", torso_cells)
+    lx, ly, lz = _cell("leg_cells", leg_cells)
     if min(nx, ny, nz, lx, ly, lz) < 1:
         raise ValueError(f"cell counts must be >= 1, got torso_cells={torso_cells}, "
                          f"leg_cells={leg_cells}.")

@@ -34,7 +34,7 @@ import jax
 import jax.numpy as jnp
 
 from jaxlab.core.types import Array, PRNGKey
-from jaxlab.rfo.softbody import fem, mesh, sim
+from jaxlab.rfo.softbody import _checks, fem, mesh, sim
 
 __all__ = ["CTRL_COST", "SoftTask", "soft_quadruped", "center_of_mass", "observe"]
 
@@ -71,6 +71,7 @@ class SoftTask(NamedTuple):
 
 def center_of_mass(body: fem.Body, y: Array) -> Array:
     """Mass-weighted mean [3] of node quantities y [N, 3] (positions or velocities)."""
+    _checks.check_points("y", body, y)
     m = jnp.asarray(body.mass, y.dtype)
     return m @ y / jnp.sum(m)
 
@@ -91,8 +92,11 @@ def soft_quadruped(material: fem.Material = fem.Material(), cfg: sim.SimConfig =
     """The soft quadruped (module doc); the mesh sizes are arguments for the speed study.
 
     Raises:
-      ValueError: a bad mesh size (``mesh.quadruped``) or material (``fem.build``).
+      ValueError: a bad mesh size (``mesh.quadruped``), material (``fem.build``) or
+        ``cfg`` field (``sim``'s checks).
+      TypeError: ``cfg`` is not a ``SimConfig``.
     """
+    sim._check_config(cfg)
     quad = mesh.quadruped(torso_cells, leg_cells, h)
     body = fem.build(quad.nodes, quad.tets, material, quad.groups, quad.fibres, num_groups=8)
     rest = quad.nodes + [0.0, 0.0, RESET_HEIGHT]

@@ -38,6 +38,12 @@ An environment step holds ``substeps`` substeps with the action held fixed, as a
 of substeps times the state size and not with the force computation's intermediates.
 Everything is a pure function of (x, v, action): ``vmap`` batches environments.
 
+Checks (static shapes and types, so they also run under ``jit`` / ``vmap`` / ``grad`` at no
+cost; values only when concrete): ``cfg`` a ``SimConfig`` with ``dt``,
+``contact_sharpness``, ``friction_eps`` > 0, a positive integer ``substeps`` and
+non-negative, finite damping, contact and friction constants; ``state`` a ``SoftState`` of
+one environment (x, v [N, 3], floating); ``activation`` [G], finite when concrete.
+
 Conservation (the checks in ``tests/rfo/test_softbody.py``): without damping and contact
 the scheme is symplectic, so the total energy (``total_energy``) oscillates within
 O(dt) of its start without drift; the internal forces sum to zero and exert no torque,
@@ -49,8 +55,9 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 
+from jaxlab.core import validation
 from jaxlab.core.types import Array
-from jaxlab.rfo.softbody import fem
+from jaxlab.rfo.softbody import _checks, fem
 
 __all__ = ["SimConfig", "SoftState", "forces", "substep", "env_step", "total_energy",
            "momentum", "angular_momentum"]
@@ -86,11 +93,40 @@ class SimConfig(NamedTuple):
     friction_eps: float = 1e-2
 
 
+_CONFIG_RULES = {
+    "dt": validation.POSITIVE, "substeps": validation.POSITIVE_INT,
+    "alpha_m": validation.NON_NEGATIVE, "beta_k": validation.NON_NEGATIVE,
+    "contact_stiffness": validation.NON_NEGATIVE, "contact_damping": validation.NON_NEGATIVE,
+    "contact_sharpness": validation.POSITIVE, "friction": validation.NON_NEGATIVE,
+    "friction_eps": validation.POSITIVE}
+
+
+def _check_config(cfg: SimConfig) -> None:
+    """Raises TypeError unless ``cfg`` is a ``SimConfig``, ValueError naming the first field
+    out of range (``dt``, ``contact_sharpness``, ``friction_eps`` > 0, ``substeps`` a
+    positive integer, the damping, contact and friction constants >= 0, all finite)."""
+    if not isinstance(cfg, SimConfig):
+        raise TypeError(f"`cfg` must be a softbody.SimConfig, got {type(cfg).__name__}.")
+    validation.check_fields(cfg, _CONFIG_RULES, prefix="cfg")
+    for name in SimConfig._fields:
+        if name not in ("substeps", "contact"):
+            validation.check_finite(f"cfg.{name}", getattr(cfg, name))
+
+
 class SoftState(NamedTuple):
     """Node positions x [N, 3] and velocities v [N, 3] (leading axes when batched)."""
 
     x: Array
     v: Array
+
+
+def _check_state(body: fem.Body, state: SoftState) -> None:
+    """``state``: a ``SoftState`` whose x and v are [N, 3] of ``body``'s nodes."""
+    if not isinstance(state, SoftState):
+        raise TypeError(f"`state` must be a softbody.SoftState(x, v), got "
+                        f"{type(state).__name__}.")
+    _checks.check_points("state.x", body, state.x)
+    _checks.check_points("state.v", body, state.v)
 
 
 def _depth(cfg: SimConfig, z: Array) -> Array:
@@ -115,6 +151,10 @@ def _friction(cfg: SimConfig, x: Array, u: Array) -> Array:
 def forces(body: fem.Body, cfg: SimConfig, x: Array, v: Array, activation: Array) -> Array:
     """Nodal force [N, 3] (module doc; friction is applied in ``substep``) at positions
     x, velocities v [N, 3] and muscle activations [G]."""
+    _check_config(cfg)
+    _checks.check_points("x", body, x)
+    _checks.check_points("v", body, v)
+    _checks.check_activation(body, activation)
     m = jnp.asarray(body.mass, x.dtype)
     f = fem.elastic_forces(body, x, activation)
     if cfg.beta_k:
@@ -131,6 +171,9 @@ def forces(body: fem.Body, cfg: SimConfig, x: Array, v: Array, activation: Array
 
 def substep(body: fem.Body, cfg: SimConfig, state: SoftState, activation: Array) -> SoftState:
     """One semi-implicit Euler substep."""
+    _check_config(cfg)
+    _check_state(body, state)
+    _checks.check_activation(body, activation)
     m = jnp.asarray(body.mass, state.x.dtype)
     v = state.v + cfg.dt * forces(body, cfg, state.x, state.v, activation) / m[:, None]
     if cfg.contact and cfg.friction:
@@ -142,7 +185,11 @@ def env_step(body: fem.Body, cfg: SimConfig, state: SoftState, activation: Array
              substeps: int | None = None) -> SoftState:
     """``substeps`` (default ``cfg.substeps``) substeps with ``activation`` [G] held,
     each under ``jax.checkpoint``."""
+    _check_config(cfg)
+    _check_state(body, state)
+    _checks.check_activation(body, activation)
     n = cfg.substeps if substeps is None else substeps
+    validation.check_positive_int("substeps", n)
 
     @jax.checkpoint
     def body_fn(s, _):
@@ -155,6 +202,8 @@ def total_energy(body: fem.Body, cfg: SimConfig, state: SoftState,
                  activation: Array | None = None) -> Array:
     """Kinetic + elastic (+ active, for a held ``activation``) + gravitational energy;
     conserved by the continuous dynamics without damping and contact."""
+    _check_config(cfg)
+    _check_state(body, state)
     m = jnp.asarray(body.mass, state.x.dtype)
     kinetic = 0.5 * jnp.sum(m[:, None] * state.v ** 2)
     return kinetic + fem.elastic_energy(body, state.x, activation) \
@@ -162,11 +211,13 @@ def total_energy(body: fem.Body, cfg: SimConfig, state: SoftState,
 
 
 def momentum(body: fem.Body, state: SoftState) -> Array:
-    """Linear momentum sum_i m_i v_i [3]."""
+    """Linear momentum sum_i m_i v_i [3] (one environment: ``vmap`` it over a batch)."""
+    _check_state(body, state)
     return jnp.sum(jnp.asarray(body.mass, state.v.dtype)[:, None] * state.v, axis=0)
 
 
 def angular_momentum(body: fem.Body, state: SoftState) -> Array:
-    """Angular momentum about the origin sum_i m_i x_i x v_i [3]."""
+    """Angular momentum about the origin sum_i m_i x_i x v_i [3] (one environment)."""
+    _check_state(body, state)
     m = jnp.asarray(body.mass, state.v.dtype)[:, None]
     return jnp.sum(m * jnp.cross(state.x, state.v), axis=0)
