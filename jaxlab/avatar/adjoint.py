@@ -22,7 +22,9 @@ right side is orthogonal to u) and solves it by Cholesky, the fair dense baselin
 
 Checks: ``plan`` (2-D, finite, non-negative, every row and column sum > 0), ``grad_plan``
 (same shape, finite), ``epsilon`` > 0, ``tol`` > 0, ``maxiter`` >= 1 and ``method`` are
-validated eagerly (value checks skip traced arrays). The CG solve reports
+validated eagerly (value checks skip traced arrays); ``solve_adjoint`` /
+``gradient_from_adjoint`` check shapes and scalars only (they run inside compiled loops
+on large plans). The CG solve reports
 ``AdjointInfo(converged, residual, iterations)`` (``cost_gradient_and_info``; a flag, so it
 works under ``jit`` / ``vmap``); ``check_adjoint`` turns a non-converged solve into a
 ``RuntimeWarning`` naming ``maxiter`` and ``tol`` with the residual. ``cost_gradient`` calls
@@ -121,12 +123,31 @@ def check_adjoint(info: AdjointInfo, tol, maxiter, where: str = "") -> bool:
     return False
 
 
+def _check_static(plan, grad_plan) -> tuple[int, int]:
+    """Shape checks only (no value is read: these run inside compiled loops); (n, m)."""
+    validation.check_ndim("plan", plan, 2)
+    validation.check_shape("grad_plan", grad_plan, np.shape(plan))
+    return np.shape(plan)
+
+
 def solve_adjoint(plan: Array, grad_plan: Array, tol: float = 1e-6, maxiter: int = 500,
                   x0: Array | None = None) -> tuple[Array, AdjointInfo]:
     """[n + m] adjoint solution y = [ya; yb] of H y = [rowsum(T * G); colsum(T * G)] by
     Jacobi-preconditioned CG from ``x0`` (a warm start, e.g. the previous round's y; None:
-    0), with its report. No input checks (for compiled loops; ``cost_gradient_and_info``
-    checks). ``gradient_from_adjoint`` turns y into grad_C f."""
+    0), with its report. ``gradient_from_adjoint`` turns y into grad_C f.
+
+    Checks shapes and the scalars only (``plan`` [n, m], ``grad_plan`` and ``x0`` [n + m]
+    to match, ``tol`` > 0, ``maxiter`` >= 1); no value of ``plan`` is read, so it adds no
+    host transfer to a compiled loop (``cost_gradient_and_info`` checks the values).
+
+    Raises:
+      ValueError: naming ``plan``, ``grad_plan``, ``x0``, ``tol`` or ``maxiter``.
+    """
+    n, m = _check_static(plan, grad_plan)
+    if x0 is not None:
+        validation.check_shape("x0", x0, (n + m,))
+    validation.check_in_range("tol", tol, 0.0, low_inclusive=False)
+    validation.check_positive_int("maxiter", maxiter)
     tg = plan * grad_plan
     rhs = jnp.concatenate([tg.sum(1), tg.sum(0)])
     matvec, a, b = _operator(plan)
@@ -139,8 +160,15 @@ def solve_adjoint(plan: Array, grad_plan: Array, tol: float = 1e-6, maxiter: int
 
 
 def gradient_from_adjoint(plan: Array, grad_plan: Array, y: Array, epsilon) -> Array:
-    """[n, m] grad_C f = (1 / eps) T * (ya 1^T + 1 yb^T - G) from ``solve_adjoint``'s y."""
-    n = plan.shape[0]
+    """[n, m] grad_C f = (1 / eps) T * (ya 1^T + 1 yb^T - G) from ``solve_adjoint``'s y.
+
+    Raises:
+      ValueError: ``plan`` not 2-D, ``grad_plan`` not its shape, ``y`` not [n + m],
+        ``epsilon`` (concrete) not > 0 (shapes only, as ``solve_adjoint``).
+    """
+    n, m = _check_static(plan, grad_plan)
+    validation.check_shape("y", y, (n + m,))
+    validation.check_in_range("epsilon", epsilon, 0.0, low_inclusive=False)
     return plan * (y[:n, None] + y[None, n:] - grad_plan) / epsilon
 
 

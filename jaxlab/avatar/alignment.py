@@ -23,7 +23,9 @@ Checks (shapes and dtypes also under ``jit``, values only on concrete arrays):
 ``anchor_cost``: ``mask`` [k]; ``ranks_of_truth`` / ``alignment_metrics``: ``plan`` /
 ``scores`` [n, n] and finite, ``truth`` [n] integers in [0, n), ``eval_mask`` [n];
 ``ranks_of_pairs`` / ``pair_metrics``: ``scores`` 2-D [n1, n2] and finite, ``src`` /
-``tgt`` [k] integers in [0, n1) / [0, n2), ``eval_mask`` [k].
+``tgt`` [k] integers in [0, n1) / [0, n2), ``eval_mask`` [k]; ``masked_mean``: ``mask``
+bool, the shape of each value; ``row_normalise`` / ``row_entropy`` / ``row_margin``:
+``plan`` 2-D, real, finite and non-negative (``row_margin``: two columns at least).
 """
 
 import jax
@@ -241,7 +243,17 @@ def _values(scores, src, tgt, ks, key, per_direction=False) -> dict:
 def masked_mean(values: dict, mask: Array) -> dict:
     """The mean of each [k] entry of ``values`` (``pair_values``) over the pairs where
     ``mask`` [k] is True; NaN where ``mask`` selects nothing (under ``jit``; concrete
-    callers of the metrics get a ValueError instead)."""
+    callers of the metrics get a ValueError instead).
+
+    Raises:
+      TypeError: ``mask`` not a bool array (or 0/1 integers: a float is no truth value).
+      ValueError: ``mask`` not the shape of every entry of ``values``.
+    """
+    validation.check_bool("mask", mask)
+    for name, v in values.items():
+        if np.shape(v) != np.shape(mask):
+            raise ValueError(f"`mask` must have the shape of each value, {np.shape(v)} "
+                             f"(`values[{name!r}]`), got {np.shape(mask)}.")
     w = mask.astype(jnp.float32)
     total = w.sum()
     return {m: jnp.where(total > 0, jnp.sum(w * v) / jnp.maximum(total, 1.0), jnp.nan)
@@ -289,17 +301,51 @@ def _check_scores(name, scores, truth):
     validation.check_int_range("truth", truth, 0, n)
 
 
+def _check_plan(plan, min_columns: int = 1) -> None:
+    """``plan`` [n, m] real with m >= ``min_columns``; finite and non-negative when
+    concrete (a traced plan: its dtype and shape only)."""
+    validation.check_real("plan", plan)
+    validation.check_ndim("plan", plan, 2)
+    if np.shape(plan)[1] < min_columns:
+        raise ValueError(f"`plan` must have at least {min_columns} target columns, got shape "
+                         f"{tuple(np.shape(plan))}.")
+    validation.check_finite("plan", plan)
+    validation.check_in_range("plan", plan, 0.0)
+
+
 def row_normalise(plan: Array) -> Array:
-    """P = T / (T 1): each source row as a distribution over targets."""
+    """[n, m] P = T / (T 1): each source row of the plan ``plan`` [n, m] (finite,
+    non-negative) as a distribution over targets (an all-zero row stays 0).
+
+    Raises:
+      TypeError: ``plan`` not real. ValueError: ``plan`` not 2-D, not finite or negative.
+    """
+    _check_plan(plan)
+    return _row_normalise(plan)
+
+
+def _row_normalise(plan):
     return plan / jnp.maximum(plan.sum(1, keepdims=True), 1e-30)
 
 
 def row_entropy(plan: Array) -> Array:
-    p = row_normalise(plan)
+    """[n] entropy -sum_j P_ij log P_ij of each row of ``row_normalise(plan)``.
+
+    Raises:
+      as ``row_normalise``.
+    """
+    _check_plan(plan)
+    p = _row_normalise(plan)
     return -jnp.sum(p * jnp.log(jnp.maximum(p, 1e-30)), 1)
 
 
 def row_margin(plan: Array) -> Array:
-    p = row_normalise(plan)
+    """[n] gap between the two largest entries of each row of ``row_normalise(plan)``.
+
+    Raises:
+      as ``row_normalise``; ValueError: fewer than two target columns.
+    """
+    _check_plan(plan, min_columns=2)
+    p = _row_normalise(plan)
     top2 = jax.lax.top_k(p, 2)[0]
     return top2[:, 0] - top2[:, 1]

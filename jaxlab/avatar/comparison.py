@@ -122,11 +122,22 @@ def declared_pairs(names: Sequence[str], ours: Sequence[str] | None = None
     minus each other one.
 
     Args:
-      names: the contenders' names, in order.
+      names: the contenders' names, in order (at least one).
       ours: the AvAtar contenders among ``names`` (default: those named ``"avatar"`` or
         ``"avatar-*"``).
+
+    Raises:
+      ValueError: ``names`` empty, or an entry of ``ours`` not among ``names``.
     """
+    if isinstance(names, str):
+        raise TypeError(f"`names` must be a sequence of names, not one name ({names!r}).")
     names = list(names)
+    if not names:
+        raise ValueError("`names` must name at least one contender.")
+    if ours is not None:
+        missing = [n for n in ours if n not in names]
+        if missing:
+            raise ValueError(f"`ours` entries must be among `names` {names}, got {missing}.")
     ours = [n for n in names if (_is_avatar(n) if ours is None else n in ours)]
     if not ours:
         return tuple((names[0], o) for o in names[1:])
@@ -136,10 +147,16 @@ def declared_pairs(names: Sequence[str], ours: Sequence[str] | None = None
 def strategy_table(names: Sequence[str], task=None, solver="ot",
                    utility="entropy") -> tuple[tuple[str, str], ...]:
     """The (strategy, score) table of ``run_active_switch`` that built-in contenders
-    ``names`` need: every point of each one's ``default_grid``, in order, no repeats."""
+    ``names`` need: every point of each one's ``default_grid``, in order, no repeats.
+
+    Raises:
+      ValueError: a name of ``names`` that is no built-in contender.
+    """
+    if isinstance(names, str):
+        raise TypeError(f"`names` must be a sequence of names, not one name ({names!r}).")
     table = []
     for name in names:
-        _check_builtin("contenders", name)
+        _check_builtin("names", name)
         strategy, score = loop.parse_strategy(name)
         for point in default_grid(name, task, solver, utility):
             pair = (strategy, point.get("score", score))
@@ -215,9 +232,24 @@ def final_values(result: loop.ActiveResult, metric: str = METRIC,
     return np.asarray(jax.device_get(table[metric]), np.float64)[..., -1]
 
 
+def _metric_fields() -> list[str]:
+    """The fields of ActiveResult that hold a metrics dict."""
+    return [f for f, t in loop.ActiveResult.__annotations__.items() if t is dict]
+
+
 def metric_name(metric: str = METRIC, field: str = FIELD) -> str:
     """The comparison's statistic name: ``"final <metric>"`` (the field when not
-    ``"metrics"``)."""
+    ``"metrics"``).
+
+    Raises:
+      ValueError: ``field`` not a metrics field of ``ActiveResult``; TypeError: ``metric``
+        not a non-empty str.
+    """
+    if not isinstance(metric, str) or not metric:
+        raise TypeError(f"`metric` must be a metric name (a non-empty str), got {metric!r}.")
+    if field not in _metric_fields():
+        raise ValueError(f"`field` must name a metrics dict of ActiveResult, one of "
+                         f"{_metric_fields()}, got {field!r}.")
     return f"final {metric}" if field == FIELD else f"final {field} {metric}"
 
 
@@ -368,7 +400,7 @@ def compare(key, task, *, contenders=CONTENDERS, tuning: protocol.Tuning | int =
             raise TypeError(f"`contenders[{shown!r}]` must be a built-in name or a "
                             f"protocol.Contender, got {type(c).__name__}.")
     _settings(settings)
-    dicts = [f for f, t in loop.ActiveResult.__annotations__.items() if t is dict]
+    dicts = _metric_fields()
     if field not in dicts:
         raise ValueError(f"`field` must name a metrics dict of ActiveResult, one of "
                          f"{dicts}, got {field!r}.")

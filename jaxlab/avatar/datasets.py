@@ -33,7 +33,10 @@ ground-truth pairs); the square ``subsample`` tasks are our CPU-sized stand-ins.
 Checks: ``name`` is a known dataset; the data file exists (``FileNotFoundError`` naming
 the folders searched); ``num_nodes`` is an int in [4, number of ground-truth pairs];
 ``seed`` an int >= 0; the loaded ``gnd`` indices lie in range (``ValueError`` naming the
-file); your own graphs and ground truth are checked as ``tasks.graph_task`` checks them.
+file); ``read_mat``'s missing variables name the argument that asked for them
+(``graph_keys``, ``truth_key``, ``feature_keys``); ``full_task`` / ``task``: ``restart`` in
+(0, 1) before anything is read; ``snowball``: ``num_nodes`` at most the allowed nodes;
+your own graphs and ground truth are checked as ``tasks.graph_task`` checks them.
 """
 
 import functools
@@ -157,10 +160,12 @@ def read_mat(path: str, graph_keys: tuple[str, str] | None = None,
             raise ValueError(f"{fname}: cannot tell the two adjacency matrices apart among "
                              f"{keys}; pass `graph_keys=(graph1, graph2)`.")
         graph_keys = (keys[0], keys[1])
-    for k in (*graph_keys, truth_key, *(feature_keys or ())):
-        if k not in d:
-            raise ValueError(f"{fname} has no variable {k!r}; it has "
-                             f"{sorted(x for x in d if not x.startswith('__'))}.")
+    for arg, keys in (("graph_keys", graph_keys), ("truth_key", (truth_key,)),
+                      ("feature_keys", feature_keys or ())):
+        for k in keys:
+            if k not in d:
+                raise ValueError(f"`{arg}`: {fname} has no variable {k!r}; it has "
+                                 f"{sorted(x for x in d if not x.startswith('__'))}.")
     k1, k2 = graph_keys
     adj1, adj2 = sp.csr_matrix(d[k1], dtype=np.float64), sp.csr_matrix(d[k2], dtype=np.float64)
     pairs = np.asarray(d[truth_key]).astype(np.int64) - 1
@@ -325,15 +330,46 @@ def task(pair: NetworkPair, restart: float = 0.2):
     if not isinstance(pair, NetworkPair):
         raise TypeError(f"`pair` must be a datasets.NetworkPair (datasets.load), got "
                         f"{type(pair).__name__}.")
+    _check_restart(restart)
     return tasks.graph_task(pair.adj1, pair.adj2, pair.feat1, pair.feat2, pair.pairs,
                             restart=restart)
+
+
+def _check_restart(restart) -> None:
+    """The RWR restart probability in (0, 1), checked before any file is read."""
+    validation.check_in_range("restart", restart, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
 
 
 def snowball(rng: np.random.Generator, adj: sp.csr_matrix, allowed: np.ndarray,
              num_nodes: int) -> np.ndarray:
     """[num_nodes] nodes with ``allowed`` True, in breadth-first order over ``adj`` from a
-    random allowed start (restarting at a random unvisited allowed node when needed)."""
+    random allowed start (restarting at a random unvisited allowed node when needed).
+
+    Args:
+      rng: a ``numpy.random.Generator``.
+      adj: [n, n] CSR adjacency.
+      allowed: [n] bool, the nodes that may be collected.
+      num_nodes: how many to collect, 1 <= ``num_nodes`` <= the allowed nodes.
+
+    Raises:
+      TypeError: ``rng`` not a Generator, ``adj`` not CSR, ``allowed`` not bool.
+      ValueError: ``adj`` not square, ``allowed`` not [n], ``num_nodes`` out of range.
+    """
+    if not isinstance(rng, np.random.Generator):
+        raise TypeError(f"`rng` must be a numpy.random.Generator (np.random.default_rng), "
+                        f"got {type(rng).__name__}.")
+    if not (sp.issparse(adj) and adj.format == "csr"):
+        raise TypeError(f"`adj` must be a scipy.sparse CSR matrix, got {type(adj).__name__}.")
     n = adj.shape[0]
+    validation.check_shape("adj", adj, (n, n))
+    validation.check_shape("allowed", allowed, (n,))
+    validation.check_bool("allowed", allowed)
+    allowed = np.asarray(allowed, bool)
+    validation.check_positive_int("num_nodes", num_nodes)
+    if num_nodes > int(allowed.sum()):
+        raise ValueError(f"`num_nodes`={num_nodes} exceeds the {int(allowed.sum())} allowed "
+                         "nodes.")
     seen = np.zeros(n, bool)
     out: list[int] = []
     pool = rng.permutation(np.flatnonzero(allowed))
@@ -405,5 +441,10 @@ def full_task(name: str, restart: float = 0.2):
 
     Returns:
       tasks.GraphTask (plans are [n1, n2]; the loop's masks are over the k pairs).
+
+    Raises:
+      ValueError: an unknown ``name``, ``restart`` outside (0, 1) (before any file is read).
     """
+    validation.check_one_of("name", name, tuple(DATASETS))
+    _check_restart(restart)
     return task(load_pair(name), restart)

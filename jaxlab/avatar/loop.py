@@ -277,8 +277,15 @@ def smallest_task(test_frac: float, init_frac: float, budget_frac: float,
                   rounds: int) -> int | None:
     """The fewest nodes (or ground-truth pairs of a ``GraphTask``) these fractions and
     ``rounds`` run on: at least one query per round, the budget within the candidates left
-    after the test set and the initial anchors. None when no size fits."""
+    after the test set and the initial anchors. None when no size fits.
+
+    Raises:
+      ValueError: ``rounds`` not a positive int, ``test_frac`` / ``init_frac`` outside
+        [0, 1), ``budget_frac`` outside (0, 1).
+    """
     validation.check_positive_int("rounds", rounds)
+    for name, v in (("test_frac", test_frac), ("init_frac", init_frac)):
+        validation.check_in_range(name, v, 0.0, 1.0, high_inclusive=False)
     validation.check_in_range("budget_frac", budget_frac, 0.0, 1.0, low_inclusive=False,
                               high_inclusive=False)
     start = max(1, int((rounds - 0.5) / budget_frac))
@@ -296,10 +303,12 @@ def budget_sizes(num_nodes: int, test_frac: float, init_frac: float, budget_frac
     ``UserWarning`` names both counts (77 nodes, 0.2, 10 rounds: 15 asked, 10 spent).
 
     Raises:
-      ValueError: fewer than one query per round, or a budget above the candidates left
-        after the test set and the initial anchors; the message names the task's size and
-        the smallest size (``smallest_task``) these settings run on.
+      ValueError: ``num_nodes`` not a positive int; fewer than one query per round, or a
+        budget above the candidates left after the test set and the initial anchors; the
+        message names the task's size and the smallest size (``smallest_task``) these
+        settings run on.
     """
+    validation.check_positive_int("num_nodes", num_nodes)
     validation.check_positive_int("rounds", rounds)
     validation.check_in_range("budget_frac", budget_frac, 0.0, 1.0, high_inclusive=False)
     n_test, n_init = _split_sizes(num_nodes, test_frac, init_frac)
@@ -722,7 +731,13 @@ def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None
 
     Returns:
       True when every solve converged.
+
+    Raises:
+      TypeError: ``res`` neither an ``ActiveResult`` nor an ``Info``.
     """
+    if not isinstance(res, ActiveResult | Info):
+        raise TypeError(f"`res` must be an ActiveResult (run_active) or a step's Info, got "
+                        f"{type(res).__name__}.")
     ok = solvers.check_plan(
         solvers.PlanResult(None, res.plan_converged, res.plan_error, None),
         sinkhorn_threshold, sinkhorn_max_iterations, epsilon, where=" in the active loop")

@@ -61,7 +61,9 @@ it, equal to the dense one to float32 rounding (tests/avatar/test_fullgraph.py).
 ``log_prior``, then ``prox_iters`` of them), public so a benchmark can time each
 subproblem (experiments/bench_avatar_fullgraph.py; docs/avatar_fullgraph.md).
 
-Checks (eager): ``mask`` [k] with a bool dtype (TypeError otherwise); the weights finite
+Checks (eager; shapes and dtypes also under ``jit``): ``mask`` [k] with a bool dtype
+(TypeError otherwise; ``node_cost``, ``parrot_cost``, ``log_prior``, ``parrot_solve``); the
+settings (``check_settings``, also in ``parrot_cost``): the weights finite
 and >= 0, ``lambda_p`` finite and > 0, ``restart`` in (0, 1); ``prod_iters`` /
 ``prox_iters`` positive ints (ValueError naming the argument); ``product_rwr``: ``w1`` /
 ``w2`` of shape [n1, n1] / [n2, n2].
@@ -247,7 +249,12 @@ def node_cost(task, mask: Array, attr_weight: float = 1.0) -> Array:
 
 def parrot_cost(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS) -> Array:
     """[n1, n2] PARROT's cost in [0, 1]: ``node_cost`` spread by ``product_rwr``, min-max
-    normalised."""
+    normalised.
+
+    Raises:
+      ValueError: a bad ``s`` field or ``mask`` shape. TypeError: ``mask`` not bool.
+    """
+    check_settings(s)
     c0 = node_cost(task, mask, s.attr_weight)
     w1, w2 = tasks.norm_adjacencies(task)
     c = product_rwr(c0, w1, w2, s.restart, s.prod_iters)
@@ -257,7 +264,12 @@ def parrot_cost(task, mask: Array, s: ParrotSettings = PARROT_DEFAULTS) -> Array
 
 
 def log_prior(task, mask: Array) -> Array:
-    """[n1, n2] log H: 0 on anchor pairs, log(1/n) elsewhere (n = sqrt(n1 n2))."""
+    """[n1, n2] log H: 0 on anchor pairs, log(1/n) elsewhere (n = sqrt(n1 n2)).
+
+    Raises:
+      ValueError: ``mask`` not of shape [k]. TypeError: ``mask`` not a bool array.
+    """
+    _check_mask(task, mask)
     return jnp.where(_anchor_pairs(task, mask), 0.0, -jnp.log(_mean_size(task)))
 
 

@@ -58,8 +58,10 @@ same ``prod_tol``, so a warm start changes C by at most about the tolerance. CPO
 runs PARROT's fixed schedule from the uniform plan every time: started from the previous
 plan it would return a different (further-iterated) plan, not the same plan sooner.
 
-Checks (eager): the settings (finite, ranges; ValueError naming the field); ``prepare``:
-no isolated node; ``anchors`` [k] bool (TypeError / ValueError).
+Checks (eager; shapes and types also under ``jit``): the settings (finite, ranges;
+ValueError naming the field); ``prepare``: no isolated node; ``anchors`` [k] bool
+(TypeError / ValueError); ``g`` the ``Graphs`` of the task, ``stats`` the sums of ``g``;
+``add_anchors`` / ``add_block``: pair indices in [0, k).
 """
 
 import os
@@ -116,25 +118,26 @@ FOURSQUARE_TWITTER = Settings(alpha=0.5, restart=0.15, gamma=0.8, lambda_p=1e-3,
 SETTINGS = {"acm_dblp": ACM_DBLP, "foursquare_twitter": FOURSQUARE_TWITTER}
 
 
-def check_settings(s: Settings) -> None:
-    """Raises ValueError naming the bad field of ``s``."""
+def check_settings(s: Settings, name: str = "settings") -> None:
+    """Raises ValueError naming the bad field of ``s`` (TypeError if ``s`` is no Settings);
+    ``name``: how the message calls the argument (``cost`` / ``cpot`` call it ``s``)."""
     if not isinstance(s, Settings):
-        raise TypeError(f"`settings` must be a parrot_official.Settings, got "
+        raise TypeError(f"`{name}` must be a parrot_official.Settings, got "
                         f"{type(s).__name__}.")
-    for name in ("alpha", "lambda_p", "lambda_n", "lambda_a", "lambda_e"):
-        validation.check_in_range(f"settings.{name}", getattr(s, name), 0.0, np.inf,
+    for field in ("alpha", "lambda_p", "lambda_n", "lambda_a", "lambda_e"):
+        validation.check_in_range(f"{name}.{field}", getattr(s, field), 0.0, np.inf,
                                   high_inclusive=False)
-    validation.check_in_range("settings.lambda_p + lambda_n + lambda_a",
+    validation.check_in_range(f"{name}.lambda_p + lambda_n + lambda_a",
                               s.lambda_p + s.lambda_n + s.lambda_a, 0.0, np.inf,
                               low_inclusive=False, high_inclusive=False)
-    for name in ("restart", "gamma"):
-        validation.check_in_range(f"settings.{name}", getattr(s, name), 0.0, 1.0,
+    for field in ("restart", "gamma"):
+        validation.check_in_range(f"{name}.{field}", getattr(s, field), 0.0, 1.0,
                                   low_inclusive=False, high_inclusive=False)
-    validation.check_in_range("settings.mix", s.mix, 0.0, 1.0, high_inclusive=False)
-    validation.check_in_range("settings.prod_tol", s.prod_tol, 0.0, np.inf,
+    validation.check_in_range(f"{name}.mix", s.mix, 0.0, 1.0, high_inclusive=False)
+    validation.check_in_range(f"{name}.prod_tol", s.prod_tol, 0.0, np.inf,
                               low_inclusive=False, high_inclusive=False)
-    for name in ("prod_iters", "inner_iters", "outer_iters"):
-        validation.check_positive_int(f"settings.{name}", getattr(s, name))
+    for field in ("prod_iters", "inner_iters", "outer_iters"):
+        validation.check_positive_int(f"{name}.{field}", getattr(s, field))
 
 
 def epsilon(s: Settings) -> float:
@@ -162,6 +165,19 @@ class Graphs(NamedTuple):
     edges2: np.ndarray
     pos1: Array
     pos2: Array
+
+
+def _check_graphs(task, g) -> None:
+    """``g`` a ``Graphs`` of ``task``: position features [n1, k] / [n2, k] (static shapes)."""
+    if not isinstance(g, Graphs):
+        raise TypeError(f"`g` must be parrot_official.prepare(task, ...) (a Graphs), got "
+                        f"{type(g).__name__}.")
+    n1, n2 = tasks.plan_shape(task)
+    k = tasks.num_pairs(task)
+    if tuple(np.shape(g.pos1)) != (n1, k) or tuple(np.shape(g.pos2)) != (n2, k):
+        raise ValueError(f"`g` must be the Graphs of this task (position features "
+                         f"({n1}, {k}) / ({n2}, {k})), got {tuple(np.shape(g.pos1))} / "
+                         f"{tuple(np.shape(g.pos2))}: prepare it from this task.")
 
 
 def prepare(task: tasks.GraphTask, adj1, adj2, settings: Settings) -> Graphs:
@@ -273,7 +289,14 @@ class HostProducts:
 
 
 def host_products(g: "Graphs") -> HostProducts | None:
-    """A ``HostProducts`` on the CPU backend, None elsewhere (BCOO products)."""
+    """A ``HostProducts`` on the CPU backend, None elsewhere (BCOO products).
+
+    Raises:
+      TypeError: ``g`` is not a ``Graphs`` (``prepare``).
+    """
+    if not isinstance(g, Graphs):
+        raise TypeError(f"`g` must be parrot_official.prepare(task, ...) (a Graphs), got "
+                        f"{type(g).__name__}.")
     return HostProducts(g) if jax.default_backend() == "cpu" else None
 
 
@@ -286,7 +309,14 @@ def _unit_rows(x: Array) -> Array:
 
 def exp_cos_cost(x1: Array, x2: Array) -> Array:
     """[n1, n2] exp(-cos(x1_i, x2_j)) with PARROT's zero-row rule (step 2, anchors not
-    zeroed)."""
+    zeroed), ``x1`` [n1, d] and ``x2`` [n2, d].
+
+    Raises:
+      ValueError: ``x1`` / ``x2`` not 2-D, or their row lengths differ.
+    """
+    validation.check_ndim("x1", x1, 2)
+    validation.check_ndim("x2", x2, 2)
+    validation.check_shape("x2", x2, (None, np.shape(x1)[1]))
     return jnp.exp(-_unit_rows(x1) @ _unit_rows(x2).T)
 
 
@@ -321,7 +351,12 @@ COLUMN_BLOCK = 128  # anchor columns added per ``add_anchors`` call (one compile
 
 
 def empty_stats(task, g: Graphs) -> PositionStats:
-    """PositionStats of no anchor."""
+    """PositionStats of no anchor.
+
+    Raises:
+      TypeError / ValueError: ``g`` not the ``Graphs`` of ``task`` (``prepare``).
+    """
+    _check_graphs(task, g)
     n1, n2 = tasks.plan_shape(task)
     z1, z2 = jnp.zeros(n1, jnp.float32), jnp.zeros(n2, jnp.float32)
     return PositionStats(jnp.zeros((n1, n2), jnp.float32),
@@ -331,7 +366,16 @@ def empty_stats(task, g: Graphs) -> PositionStats:
 
 
 def add_block(stats: PositionStats, g: Graphs, cols: Array, valid: Array) -> PositionStats:
-    """``stats`` with the pair columns ``cols`` [b] added where ``valid`` [b] (bool)."""
+    """``stats`` with the pair columns ``cols`` [b] added where ``valid`` [b] (bool).
+
+    Raises:
+      TypeError: ``cols`` not integers, ``valid`` not bool. ValueError: ``cols`` (concrete)
+        outside [0, k) (k the task's pairs), ``valid`` not the shape of ``cols``.
+    """
+    validation.check_ndim("cols", cols, 1)
+    validation.check_int_range("cols", cols, 0, np.shape(g.pos1)[1])
+    validation.check_shape("valid", valid, np.shape(cols))
+    validation.check_bool("valid", valid)
     w = valid.astype(jnp.float32)
     r1 = g.pos1[:, cols] * w[None, :]
     r2 = g.pos2[:, cols] * w[None, :]
@@ -350,8 +394,15 @@ _add_block = jax.jit(add_block)
 
 def add_anchors(stats: PositionStats, g: Graphs, pairs) -> PositionStats:
     """``stats`` with the pair columns ``pairs`` (host ints, not yet in ``stats``) added,
-    ``COLUMN_BLOCK`` at a time (one compiled shape for any number of pairs)."""
-    pairs = np.asarray(pairs, np.int32).ravel()
+    ``COLUMN_BLOCK`` at a time (one compiled shape for any number of pairs).
+
+    Raises:
+      TypeError: ``pairs`` not integers. ValueError: ``pairs`` outside [0, k).
+    """
+    pairs = np.asarray(pairs)
+    if pairs.size:
+        validation.check_int_range("pairs", pairs, 0, np.shape(g.pos1)[1])
+    pairs = pairs.astype(np.int32).ravel()
     for lo in range(0, len(pairs), COLUMN_BLOCK):
         part = pairs[lo:lo + COLUMN_BLOCK]
         cols = np.zeros(COLUMN_BLOCK, np.int32)
@@ -376,7 +427,25 @@ def _cosines(dot, sq_a, sq_b, sum_a, sum_b, count):
 
 def position_costs(stats: PositionStats, g: Graphs):
     """([n1, n2] exp(-cos(r1, r2)), [e1], [e2] exp(-cos) on each graph's edges) of the
-    anchor columns in ``stats`` (steps 2 and 5 on the RWR features)."""
+    anchor columns in ``stats`` (steps 2 and 5 on the RWR features).
+
+    Raises:
+      TypeError: ``stats`` not a PositionStats, ``g`` not a Graphs. ValueError: ``stats``
+        of other graphs than ``g`` (their node and edge counts differ).
+    """
+    if not isinstance(stats, PositionStats):
+        raise TypeError(f"`stats` must be a PositionStats (empty_stats / add_anchors), got "
+                        f"{type(stats).__name__}.")
+    if not isinstance(g, Graphs):
+        raise TypeError(f"`g` must be parrot_official.prepare(task, ...) (a Graphs), got "
+                        f"{type(g).__name__}.")
+    n1, n2 = np.shape(g.pos1)[0], np.shape(g.pos2)[0]
+    for field, shape in (("dot", (n1, n2)), ("edot1", (len(g.edges1),)),
+                         ("edot2", (len(g.edges2),)), ("sq1", (n1,)), ("sq2", (n2,))):
+        if tuple(np.shape(getattr(stats, field))) != shape:
+            raise ValueError(f"`stats` must be the sums of these graphs (`stats.{field}` "
+                             f"{shape}), got {tuple(np.shape(getattr(stats, field)))}: "
+                             "empty_stats(task, g) starts them.")
     cross = jnp.exp(-_cosines(stats.dot, stats.sq1[:, None], stats.sq2[None, :],
                               stats.sum1[:, None], stats.sum2[None, :], stats.count))
     edges = []
@@ -409,7 +478,13 @@ class Cost(NamedTuple):
 
 
 def anchor_mask(task, anchors: Array) -> Array:
-    """[n1, n2] bool, True on the anchored pairs (src[p], tgt[p]) with anchors[p]."""
+    """[n1, n2] bool, True on the anchored pairs (src[p], tgt[p]) with anchors[p].
+
+    Raises:
+      ValueError: ``anchors`` not [k] (the task's pairs). TypeError: ``anchors`` not bool.
+    """
+    validation.check_shape("anchors", anchors, (tasks.num_pairs(task),))
+    validation.check_bool("anchors", anchors)
     src, tgt = tasks.pair_nodes(task)
     return jnp.zeros(tasks.plan_shape(task), bool).at[src, tgt].set(anchors)
 
@@ -425,7 +500,12 @@ def cost(task, g: Graphs, stats: PositionStats, anchors: Array, s: Settings,
       warm: optional [n1, n2] previous ``Cost.raw`` to start the product RWR from (anchors
         zeroed first); None starts from 0 as PARROT does.
       host: optional ``HostProducts`` (static) for the sparse products (CPU).
+
+    Raises:
+      TypeError / ValueError naming ``g``, ``stats``, ``anchors`` or ``s`` (a field).
     """
+    check_settings(s, "s")
+    _check_graphs(task, g)
     on_anchor = anchor_mask(task, anchors)
     pos_cross, pos_e1, pos_e2 = position_costs(stats, g)
     if np.shape(task.feat1)[1] > 0:  # attributed (a static shape)
@@ -473,8 +553,17 @@ class Solve(NamedTuple):
 def cpot(task, g: Graphs, c: Cost, anchors: Array, s: Settings,
          host: HostProducts | None = None) -> Solve:
     """PARROT's constrained proximal point (step 6) on the cost ``c`` (``host``: optional
-    ``HostProducts``, static)."""
+    ``HostProducts``, static).
+
+    Raises:
+      TypeError / ValueError naming ``s`` (a field), ``g``, ``c`` or ``anchors``.
+    """
+    check_settings(s, "s")
+    _check_graphs(task, g)
+    if not isinstance(c, Cost):
+        raise TypeError(f"`c` must be a Cost (parrot_official.cost), got {type(c).__name__}.")
     n1, n2 = tasks.plan_shape(task)
+    validation.check_shape("c.cross", c.cross, (n1, n2))
     lam = epsilon(s)
     c1 = _with_data(g.row1, c.intra1)
     c2 = _with_data(g.row2, c.intra2)

@@ -38,8 +38,10 @@ the spread std_{P_i}(dC) (same), (1 - max_j P_ij) x gain (25-40%), std / |mean| 
 
 Checks (eager): ``plan``, ``cost``, ``grad_cost`` [n, m] (square for ``gain``; ``abs`` and
 ``official`` also take the rectangular plans of a ``tasks.GraphTask``) and finite;
-``score`` a known name; ``combine``: ``scores`` / ``weights`` equal non-zero lengths and
-finite weights. Value checks skip traced arrays.
+``score`` a known name; ``gain_matrix`` / ``gain_score``: ``pos1`` / ``pos2`` [n, n],
+``anchors`` [n] bool, ``truth`` [n] integers in [0, n); ``l2_normalise``: ``s`` real and
+finite; ``combine``: ``scores`` / ``weights`` equal non-zero lengths and finite weights.
+Value checks skip traced arrays.
 """
 
 import jax.numpy as jnp
@@ -96,9 +98,20 @@ def gain_matrix(plan: Array, cost: Array, grad_cost: Array, pos1: Array, pos2: A
         (only the anchored entries are read).
       anchor_weight: w, the weight of the anchor term in the cost.
       pinning: include the pinning part (False: the position part only).
+
+    Raises:
+      ValueError: ``plan`` / ``cost`` / ``grad_cost`` not [n, n] or not finite, ``pos1`` /
+        ``pos2`` not [n, n], ``anchors`` / ``truth`` not [n], ``truth`` outside [0, n).
+      TypeError: ``anchors`` not bool, ``truth`` not integers.
     """
     _check(plan, cost, grad_cost)
     n = plan.shape[0]
+    validation.check_shape("pos1", pos1, (n, n))
+    validation.check_shape("pos2", pos2, (n, n))
+    validation.check_shape("anchors", anchors, (n,))
+    validation.check_bool("anchors", anchors)
+    validation.check_shape("truth", truth, (n,))
+    validation.check_int_range("truth", truth, 0, n)
     g = grad_cost
     m = anchors.astype(plan.dtype)
     row_pin = anchors[:, None]
@@ -134,7 +147,13 @@ def gain_score(plan: Array, cost: Array, grad_cost: Array, pos1: Array, pos2: Ar
 
 
 def l2_normalise(s: Array) -> Array:
-    """s / ||s||_2 (torch.nn.functional.normalize: the norm floored at 1e-12)."""
+    """s / ||s||_2 (torch.nn.functional.normalize: the norm floored at 1e-12).
+
+    Raises:
+      TypeError: ``s`` not real. ValueError: ``s`` (concrete) not finite.
+    """
+    validation.check_real("s", s)
+    validation.check_finite("s", s)
     return s / jnp.maximum(jnp.linalg.norm(s), 1e-12)
 
 

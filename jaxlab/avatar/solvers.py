@@ -51,7 +51,15 @@ def _ott():
     return geometry, linear, quadratic
 
 def marginal_error(plan: Array) -> Array:
-    """max(||T 1 - 1/n||_1, ||T^T 1 - 1/m||_1) for an [n, m] plan with uniform marginals."""
+    """max(||T 1 - 1/n||_1, ||T^T 1 - 1/m||_1) for an [..., n, m] plan (or batch of plans)
+    with uniform marginals.
+
+    Raises:
+      ValueError: ``plan`` with fewer than 2 dimensions.
+    """
+    if np.ndim(plan) < 2:
+        raise ValueError(f"`plan` must be [..., n, m] (at least 2-D), got shape "
+                         f"{tuple(np.shape(plan))}.")
     n, m = plan.shape[-2:]
     return jnp.maximum(jnp.abs(plan.sum(-1) - 1.0 / n).sum(-1),
                        jnp.abs(plan.sum(-2) - 1.0 / m).sum(-1))

@@ -9,7 +9,11 @@ embeddings (relative representations). Once anchor k is matched to truth[k], col
 Checks (eager, host-side builders): sizes are integers (``num_nodes`` >= 4 for the Holme-Kim
 graph, ``num_points`` / ``num_items`` / ``num_clusters`` / ``latent_dim`` >= 1, ``feat_dim``
 >= 0, ``dims`` >= 1), noise levels are finite and >= 0 (``edge_noise`` in [0, 1)), ``name``
-is a known real graph; ``task_from_adjacency``: ``adj2`` [n, n] and ``truth`` [n].
+is a known real graph; ``task_from_adjacency``: ``adj2`` [n, n] and ``truth`` [n];
+``rwr_matrix`` / ``sym_norm_adjacency`` / ``sym_norm_laplacian``: ``adj`` square, finite,
+non-negative (``rwr_matrix``: ``restart`` in (0, 1)); ``to_bcoo``: ``m`` 2-D and finite;
+the task helpers (``is_graph_task``, ``num_pairs``, ...): ``task`` an ``AlignmentTask`` or
+a ``GraphTask`` (TypeError), ``as_graph_task``: an ``AlignmentTask``.
 Real benchmarks (ACM-DBLP, Foursquare-Twitter) are in ``datasets``.
 
 Whole graphs (``GraphTask``, ours; built by ``graph_task`` / ``datasets.full_task``): the
@@ -108,8 +112,24 @@ class GraphTask(NamedTuple):
     betweenness: np.ndarray
 
 
+def _check_task_type(task) -> None:
+    """TypeError unless ``task`` is an ``AlignmentTask`` or a ``GraphTask``."""
+    if not isinstance(task, AlignmentTask | GraphTask):
+        hint = (" (datasets.task(pair) makes one from a NetworkPair)"
+                if type(task).__name__ == "NetworkPair" else "")
+        raise TypeError(f"`task` must be a tasks.AlignmentTask or tasks.GraphTask, got "
+                        f"{type(task).__name__}{hint}.")
+
+
 def is_graph_task(task) -> bool:
-    """True for a ``GraphTask`` (sparse, pairs), False for a square ``AlignmentTask``."""
+    """True for a ``GraphTask`` (sparse, pairs), False for a square ``AlignmentTask``.
+
+    Raises:
+      TypeError: ``task`` is neither (e.g. a ``datasets.NetworkPair``); so are the other
+        task helpers below (``num_pairs``, ``plan_shape``, ``pair_nodes``,
+        ``anchor_positions``, ``norm_adjacencies``).
+    """
+    _check_task_type(task)
     return isinstance(task, GraphTask)
 
 
@@ -219,7 +239,14 @@ def _check_features(feat1, feat2, n1: int, n2: int) -> tuple[np.ndarray, np.ndar
 def as_graph_task(task: AlignmentTask) -> GraphTask:
     """The square ``task`` as a ``GraphTask`` with the same numbers: pairs (i, truth[i]),
     positions pos1 / pos2[:, truth], BCOO adjacencies I - lap (the sparse path of the
-    aligners on a small task, e.g. to compare it with the dense one)."""
+    aligners on a small task, e.g. to compare it with the dense one).
+
+    Raises:
+      TypeError: ``task`` is not an ``AlignmentTask`` (e.g. already a ``GraphTask``).
+    """
+    if not isinstance(task, AlignmentTask):
+        raise TypeError(f"`task` must be a square tasks.AlignmentTask, got "
+                        f"{type(task).__name__}.")
     n = task.num_nodes
     truth = np.asarray(task.truth, np.int32)
 
@@ -237,8 +264,33 @@ def _check_non_negative_int(name, value):
         raise ValueError(f"`{name}` must be a non-negative integer, got {value!r}.")
 
 
+def _check_weights(name: str, adj) -> None:
+    """``adj`` (dense or scipy.sparse) square with finite, non-negative entries."""
+    shape = np.shape(adj) if not scipy.sparse.issparse(adj) else adj.shape
+    if len(shape) != 2 or shape[0] != shape[1]:
+        raise ValueError(f"`{name}` must be a square [n, n] adjacency, got shape "
+                         f"{tuple(shape)}.")
+    data = adj.data if scipy.sparse.issparse(adj) else np.asarray(adj)
+    validation.check_real(name, data, allow_bool=True)
+    if not np.all(np.isfinite(data)) or np.any(data < 0):
+        raise ValueError(f"`{name}` must have finite, non-negative entries, got "
+                         f"{int((~np.isfinite(data)).sum())} non-finite and "
+                         f"{int((data < 0).sum())} negative.")
+
+
 def rwr_matrix(adj: np.ndarray, restart: float = 0.2) -> np.ndarray:
-    """R[:, k] = random walk with restart probability ``restart`` from node k (n * scores)."""
+    """R[:, k] = random walk with restart probability ``restart`` from node k (n * scores).
+
+    Args:
+      adj: [n, n] dense adjacency, finite and non-negative.
+      restart: restart probability in (0, 1).
+
+    Raises:
+      ValueError: ``adj`` not square, not finite or negative; ``restart`` outside (0, 1).
+    """
+    _check_weights("adj", adj)
+    validation.check_in_range("restart", restart, 0.0, 1.0, low_inclusive=False,
+                              high_inclusive=False)
     deg = adj.sum(0)
     w = adj / np.maximum(deg, 1e-12)[None, :]
     n = adj.shape[0]
@@ -287,7 +339,12 @@ def rwr_columns(adj, cols, restart: float = 0.2, block: int = 512,
 
 
 def sym_norm_adjacency(adj) -> scipy.sparse.csr_matrix:
-    """D^-1/2 A D^-1/2 as CSR float64 (= I - ``sym_norm_laplacian``; isolated nodes: 0)."""
+    """D^-1/2 A D^-1/2 as CSR float64 (= I - ``sym_norm_laplacian``; isolated nodes: 0).
+
+    Raises:
+      ValueError: ``adj`` not square, not finite or negative.
+    """
+    _check_weights("adj", adj)
     adj = scipy.sparse.csr_matrix(adj, dtype=np.float64)
     deg = np.asarray(adj.sum(1)).ravel()
     d = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1e-300)), 0.0)
@@ -296,8 +353,19 @@ def sym_norm_adjacency(adj) -> scipy.sparse.csr_matrix:
 
 def to_bcoo(m) -> jsparse.BCOO:
     """A scipy.sparse / dense [n, m] matrix as a float32 BCOO (row-major sorted, explicit
-    zeros dropped)."""
+    zeros dropped).
+
+    Raises:
+      ValueError: ``m`` not 2-D or not finite. TypeError: ``m`` not real.
+    """
+    if not scipy.sparse.issparse(m):
+        validation.check_ndim("m", m, 2)
+    validation.check_real("m", m.data if scipy.sparse.issparse(m) else np.asarray(m),
+                          allow_bool=True)
     m = scipy.sparse.csr_matrix(m, dtype=np.float64)
+    if not np.all(np.isfinite(m.data)):
+        raise ValueError(f"`m` must be finite, got {int((~np.isfinite(m.data)).sum())} "
+                         "non-finite stored entries.")
     m.eliminate_zeros()
     m.sort_indices()
     coo = m.tocoo()
@@ -307,7 +375,12 @@ def to_bcoo(m) -> jsparse.BCOO:
 
 
 def sym_norm_laplacian(adj: np.ndarray) -> np.ndarray:
-    """I - D^-1/2 A D^-1/2 (isolated nodes: their D^-1/2 is set to 0), as in AvAtar's code."""
+    """I - D^-1/2 A D^-1/2 (isolated nodes: their D^-1/2 is set to 0), as in AvAtar's code.
+
+    Raises:
+      ValueError: ``adj`` not a square [n, n] array, not finite or negative.
+    """
+    _check_weights("adj", adj)
     deg = adj.sum(1)
     d = np.where(deg > 0, 1.0 / np.sqrt(np.maximum(deg, 1e-300)), 0.0)
     return np.eye(adj.shape[0]) - d[:, None] * adj * d[None, :]

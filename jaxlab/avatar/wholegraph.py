@@ -45,8 +45,10 @@ piece compiles once per shape and a run can stop after any round:
   sweeps) from the uniform plan every round (see ``parrot_official``).
 
 Checks (eager): ``strategy`` in STRATEGIES, protocol fields (ranges), the budget against
-the number of pairs (``sizes``), ``key`` a PRNG key (``jaxlab.core.keys.as_key``), a
-resumed ``state`` against the task and protocol.
+the number of pairs (``sizes``: ``num_pairs`` a positive int), ``key`` a PRNG key
+(``jaxlab.core.keys.as_key``), a resumed ``state`` against the task and protocol;
+``round_solve`` / ``cold_product_steps``: ``anchors`` [k] bool, the task, its graphs and
+settings.
 """
 
 import functools
@@ -161,9 +163,13 @@ def sizes(num_pairs: int, protocol: Protocol) -> tuple[int, int]:
     ``UserWarning`` names both counts).
 
     Raises:
+      TypeError / ValueError: ``protocol`` not a valid Protocol (naming the field),
+        ``num_pairs`` not a positive int.
       ValueError: fewer than one query per round, no initial anchor or no test pair left;
         the message names the smallest number of pairs the protocol runs on.
     """
+    check_protocol(protocol)
+    validation.check_positive_int("num_pairs", num_pairs)
     n_init, budget, per_round = _counts(num_pairs, protocol)
     if not _fits(num_pairs, protocol):
         low = smallest_task(protocol)
@@ -304,6 +310,19 @@ _representativeness = jax.jit(baselines.representativeness)
 _top1 = jax.jit(alignment.top1_probability)
 
 
+def _check_solve_args(task, graph, anchors, settings) -> None:
+    """The arguments of one solve: a GraphTask, its Graphs, Settings, [k] bool anchors."""
+    if not isinstance(task, tasks.GraphTask):
+        raise TypeError(f"`task` must be a tasks.GraphTask (datasets.task), got "
+                        f"{type(task).__name__}.")
+    if not isinstance(graph, parrot_official.Graphs):
+        raise TypeError(f"`graph` must be parrot_official.prepare(task, ...), got "
+                        f"{type(graph).__name__}.")
+    parrot_official.check_settings(settings)
+    validation.check_shape("anchors", anchors, (tasks.num_pairs(task),))
+    validation.check_bool("anchors", anchors)
+
+
 def round_solve(task: tasks.GraphTask, graph: parrot_official.Graphs, anchors: np.ndarray,
                 prev: Round | None, new_pairs: np.ndarray | None,
                 settings: parrot_official.Settings, warm: bool,
@@ -322,7 +341,15 @@ def round_solve(task: tasks.GraphTask, graph: parrot_official.Graphs, anchors: n
     Returns:
       (Round, dict of diagnostics: prod_steps, prod_change, column_error, last_change,
       accepted).
+
+    Raises:
+      TypeError / ValueError naming ``task``, ``graph``, ``settings`` (a field),
+      ``anchors`` (not [k] bool), ``prev`` (not a Round) or ``new_pairs`` (outside [0, k)).
     """
+    _check_solve_args(task, graph, anchors, settings)
+    if prev is not None and not isinstance(prev, Round):
+        raise TypeError(f"`prev` must be a wholegraph.Round or None, got "
+                        f"{type(prev).__name__}.")
     if prev is None:
         stats = parrot_official.add_anchors(parrot_official.empty_stats(task, graph), graph,
                                             np.flatnonzero(anchors))
@@ -343,7 +370,14 @@ def cold_product_steps(task: tasks.GraphTask, graph: parrot_official.Graphs,
                        anchors: np.ndarray, rnd: Round, settings: parrot_official.Settings,
                        host: parrot_official.HostProducts | None = None) -> tuple[int, float]:
     """(product-RWR steps from 0, max |C_cold - C_warm|) for the anchors of ``rnd``: the
-    side-by-side measure of what the warm start saves."""
+    side-by-side measure of what the warm start saves.
+
+    Raises:
+      TypeError / ValueError naming ``task``, ``graph``, ``settings``, ``anchors`` or ``rnd``.
+    """
+    _check_solve_args(task, graph, anchors, settings)
+    if not isinstance(rnd, Round):
+        raise TypeError(f"`rnd` must be a wholegraph.Round, got {type(rnd).__name__}.")
     c = _cost_only(task, graph, rnd.stats, jnp.asarray(anchors), settings, host)
     return int(c.prod_steps), float(jnp.max(jnp.abs(c.cross - rnd.cross)))
 
