@@ -276,8 +276,8 @@ class Info(NamedTuple):
         particles count as one when their answers agree at every position (the same
         positions committed, the same tokens there, the rest masked), whatever order and
         Path LL brought them there.
-      value: [B, N] V(s_t) of each particle before the resampling (0 without ``value_fn``,
-        and at every step where the twist and the value are both off).
+      value: [B, N] V(s_t) of each particle before the resampling (0 without
+        ``value_fn``).
       path_ll: [B, N] L_t of each particle before the resampling.
       twist_increment: [B, N] twist_scale * (V(s_t) - V(s_{t-1})) added before the
         resampling (0 without ``value_fn``); the last step also removes twist_scale *
@@ -286,8 +286,8 @@ class Info(NamedTuple):
         commit, per particle after the resampling (slot i continues ``ancestors[i]``).
       proposal_correction: [B, N] l_{t+1} - log q(s_{t+1} | s_t) of this step's commit:
         the model's log-prob of the committed tokens minus the proposal's log-prob of the
-        commit (``decoding`` docstring; 0 - 0 for the greedy reference). Reported only:
-        the weights hold no proposal correction.
+        commit (``decoding`` docstring; log q = 0 for the greedy reference's deterministic
+        step). Reported only: the weights hold no proposal correction.
       twist_increment_var, path_ll_increment_var, proposal_correction_var: [B] their
         variances across the N particles of each problem.
     """
