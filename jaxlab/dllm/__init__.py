@@ -10,7 +10,8 @@ The decoding method follows the blackjax/optax shape (``jaxlab.core.types.Algori
     result = dllm.best_particle(state, A)      # DecodeResult: answer [B, A], path_ll, nfe
 
 ``smc_decode`` / ``run_particles`` are exactly this loop as a ``lax.scan``; ``best_of_n`` is
-``smc(..., value_fn=None, resample=False)``. ``State``, ``Info``, ``init`` and ``step`` are
+``smc(..., resample=False)`` without the twist (a ``value_fn`` there serves the ``"value"`` /
+``"mix"`` selections only). ``State``, ``Info``, ``init`` and ``step`` are
 the module-level pieces ``smc`` binds (``path_smc``). Greedy policy decoding has the same
 shape: ``decoding.decoder(...)`` (``init``/``step`` over a ``DecodeState``), and ``decode``
 is its scan; ``decode_threshold`` (Fast-dLLM, adaptive NFE) is a ``while_loop``.

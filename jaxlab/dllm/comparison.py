@@ -17,10 +17,16 @@ for POKE-SMC, a value function):
   the proposal, highest Path LL), ``path_smc`` (the same SMC without the value) and
   ``sr_smc`` (self-rewarding SMC as in its official sampler). Best-of-N, Path-LL SMC and
   POKE-SMC share ``problem.proposal`` and N; SR-SMC keeps its own sampler (tokens drawn at
-  its temperature, threshold commits) on the proposal's blocks.
+  its temperature, threshold commits) on the proposal's blocks. Built-in but not run by
+  default (``EXTRA_CONTENDERS``): ``greedy_blocks``, greedy (confidence) decoding on the
+  proposal's semi-AR blocks, the path of the particle decoders' greedy reference (with
+  blocks, the greedy to report beside them; ``greedy`` decodes the answer as one block).
 * **Declared grids** (``GRIDS``, tuned on the tuning problems only): best-of-N's position
   temperature; Path-LL SMC's and POKE-SMC's weight scale beta x ESS threshold x output
-  selection; SR-SMC's token temperature.
+  selection; SR-SMC's token temperature. A grid of yours may also set (``decoder``) the
+  twist scale, the resampler (``"distinct"``), the ``"value"`` / ``"mix"`` selections
+  (best-of-N and Path-LL SMC then read ``problem.value_fn`` for the selection only) and
+  the ``value`` position policy (``problem.position_value_fn``).
 * **Goals** (``default_goals``): POKE-SMC beats each of greedy, best-of-N and SR-SMC by
   more than ``GOAL_MARGIN`` (2 points, the paper's claim) with the whole paired CI above
   it; together: POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2 points, with no rival
@@ -50,11 +56,14 @@ from jaxlab.core.keys import as_key
 from jaxlab.dllm import decoding, path_smc, poke, sr_smc
 from jaxlab.dllm import tasks as tasks_lib
 
-__all__ = ["Proposal", "Problem", "FittedHead", "CONTENDERS", "GRIDS", "GOAL_MARGIN",
+__all__ = ["Proposal", "Problem", "FittedHead", "CONTENDERS", "EXTRA_CONTENDERS", "GRIDS",
+           "GOAL_MARGIN",
            "item_problems", "decode_items", "decoder", "contender", "default_contenders",
            "default_goals", "fit_value_fn", "compare"]
 
 CONTENDERS = ("poke_smc", "greedy", "best_of_n", "path_smc", "sr_smc")
+EXTRA_CONTENDERS = ("greedy_blocks",)  # built-in, run when named
+_BUILTINS = CONTENDERS + EXTRA_CONTENDERS
 
 _SMC_GRID = tuple({"weight_scale": b, "ess_threshold": e, "select": s}
                   for b, e, s in itertools.product((1.0, 4.0), (0.5, 0.9),
@@ -67,15 +76,20 @@ GRIDS = {
     "best_of_n": tuple({"position_temperature": t} for t in (0.5, 1.0, 2.0)),
     "path_smc": _SMC_GRID,
     "sr_smc": tuple({"temperature": t} for t in (0.7, 1.0, 1.5)),
+    "greedy_blocks": ({},),
 }
 
 # The settings each contender's grid may set (keyword arguments of its ``run``).
+_SELECT = ("select", "select_mix", "policy", "policy_mix")
 _PARAMS = {
-    "poke_smc": ("weight_scale", "ess_threshold", "select", "resample_schedule"),
+    "poke_smc": ("weight_scale", "ess_threshold", "resample_schedule", "twist_scale",
+                 "resampler", *_SELECT),
     "greedy": (),
-    "best_of_n": ("position_temperature", "temperature", "block_length"),
-    "path_smc": ("weight_scale", "ess_threshold", "select", "resample_schedule"),
+    "best_of_n": ("position_temperature", "temperature", "block_length", *_SELECT),
+    "path_smc": ("weight_scale", "ess_threshold", "resample_schedule", "resampler",
+                 *_SELECT),
     "sr_smc": ("temperature", "ess_threshold", "threshold", "block_length"),
+    "greedy_blocks": (),
 }
 
 GOAL_MARGIN = 0.02  # POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2 points (the paper)
@@ -113,6 +127,9 @@ class Problem(NamedTuple):
       sr_smc_temperature: SR-SMC's token temperature (its grid overrides it).
       greedy_reference: particle 0 of every problem follows greedy's path and survives
         every resampling (best-of-N, Path-LL SMC, POKE-SMC).
+      position_value_fn: the value head's per-position predictions
+        ``(hidden, tokens) -> [M, A]`` (``poke.make_position_value_fn``) for grids that set
+        ``policy="value"``; None otherwise.
     """
 
     task: Any
@@ -123,6 +140,7 @@ class Problem(NamedTuple):
     threshold: float = 0.9
     sr_smc_temperature: float = 1.0
     greedy_reference: bool = True
+    position_value_fn: Callable | None = None
 
 
 class FittedHead(NamedTuple):
@@ -132,12 +150,15 @@ class FittedHead(NamedTuple):
       value_fn: ``value_fn(hidden [M, L, D], tokens [M, L]) -> [M]`` for ``Problem``.
       graphdef, params: the head (``poke.make_value_fn``'s arguments).
       fit: the held-out fit (``poke.evaluate``: ``mse``, ``r2``, ...).
+      position_value_fn: the head's per-position predictions for ``Problem``
+        (``poke.make_position_value_fn``).
     """
 
     value_fn: Callable
     graphdef: Any
     params: Any
     fit: dict
+    position_value_fn: Callable | None = None
 
 
 def _check_problem(problem) -> None:
@@ -254,26 +275,32 @@ def decoder(name: str, problem: Problem, **params) -> Callable:
     """The decode function of a built-in contender at a grid point.
 
     Args:
-      name: one of ``CONTENDERS``.
+      name: one of ``CONTENDERS`` or ``EXTRA_CONTENDERS``.
       problem: the ``Problem``.
-      **params: settings of the contender's grid (``GRIDS``): ``poke_smc`` / ``path_smc``:
-        ``weight_scale``, ``ess_threshold``, ``select``, ``resample_schedule``;
-        ``best_of_n``: ``position_temperature``, ``temperature``, ``block_length``;
-        ``sr_smc``: ``temperature``, ``ess_threshold``, ``threshold``, ``block_length``.
+      **params: settings of the contender's grid (``GRIDS``): ``poke_smc``:
+        ``weight_scale``, ``ess_threshold``, ``resample_schedule``, ``twist_scale``,
+        ``resampler``, ``select``, ``select_mix``, ``policy``, ``policy_mix``; ``path_smc``:
+        the same but ``twist_scale``; ``best_of_n``: ``position_temperature``,
+        ``temperature``, ``block_length``, ``select``, ``select_mix``, ``policy``,
+        ``policy_mix``; ``sr_smc``: ``temperature``, ``ess_threshold``, ``threshold``,
+        ``block_length``. ``select`` ``"value"`` / ``"mix"`` read ``problem.value_fn``
+        (for best-of-N and Path-LL SMC, for the selection only: no twist), ``policy``
+        ``"value"`` reads ``problem.position_value_fn``.
 
     Returns:
       ``fn(prompt [B, P], key) -> (DecodeResult [B], nonfinite [] bool)`` (jitted; the flag:
       SMC weights turned non-finite on some step, or an SR-SMC block was left unfinished).
     """
-    validation.check_one_of("name", name, CONTENDERS)
+    validation.check_one_of("name", name, _BUILTINS)
     unknown = sorted(set(params) - set(_PARAMS[name]))
     if unknown:
         raise ValueError(f"contender {name!r} takes the settings {_PARAMS[name]}, got "
                          f"{unknown}.")
     t, pr = problem.task, problem.proposal
     kw = dict(gen_length=t.answer_len, mask_id=t.mask_id, vocab_size=t.vocab_size)
-    if name == "greedy":
-        fn = functools.partial(decoding.decode, denoise_fn=problem.denoise_fn, **kw)
+    if name in ("greedy", "greedy_blocks"):
+        blocks = dict(block_length=pr.block_length) if name == "greedy_blocks" else {}
+        fn = functools.partial(decoding.decode, denoise_fn=problem.denoise_fn, **blocks, **kw)
         return jax.jit(lambda prompt, key: (fn(key, prompt=prompt), jnp.bool_(False)))
     if name == "poke_smc" and problem.value_fn is None:
         raise ValueError("`problem.value_fn` is None: POKE-SMC needs a value function "
@@ -287,20 +314,38 @@ def decoder(name: str, problem: Problem, **params) -> Callable:
             temperature=params.pop("temperature", problem.sr_smc_temperature),
             block_length=block, **params, **kw)
     else:
+        select = {k: params.pop(k) for k in _SELECT if k in params}
+        if select.get("select") in path_smc.VALUE_SELECTIONS and problem.value_fn is None:
+            raise ValueError(f"`problem.value_fn` is None: select={select['select']!r} ranks "
+                             "particles by the value head.")
+        if select.get("policy") in decoding.HEAD_POLICIES:
+            if problem.position_value_fn is None:
+                raise ValueError("`problem.position_value_fn` is None: policy='value' ranks "
+                                 "positions by the value head (poke.make_position_value_fn).")
+            select["position_value_fn"] = problem.position_value_fn
         pkw = dict(num_particles=n, temperature=params.pop("temperature", pr.temperature),
                    block_length=block, proposal=pr.proposal,
                    position_temperature=params.pop("position_temperature",
                                                    pr.position_temperature),
-                   greedy_reference=bool(problem.greedy_reference), **kw)
+                   greedy_reference=bool(problem.greedy_reference), **select, **kw)
+        # The value head for the selection only (no twist) in best-of-N and Path-LL SMC.
+        reads_value = select.get("select") in path_smc.VALUE_SELECTIONS
         if name == "best_of_n":
-            fn = functools.partial(path_smc.best_of_n, denoise_fn=problem.denoise_fn, **pkw)
+            fn = functools.partial(path_smc.best_of_n, denoise_fn=problem.denoise_fn,
+                                   **(dict(value_fn=problem.value_fn) if reads_value else {}),
+                                   **pkw)
         else:
             smc = dict(weight_scale=params.pop("weight_scale", 1.0),
                        ess_threshold=params.pop("ess_threshold", 0.5),
                        resample_schedule=params.pop("resample_schedule", "every_step"),
-                       select=params.pop("select", "path_ll"))
+                       **{k: params.pop(k) for k in ("twist_scale", "resampler") if k in params})
+            if name == "path_smc" and reads_value:
+                smc.update(value_fn=problem.value_fn, twist_scale=0.0)
+            else:
+                smc.update(value_fn=problem.value_fn if name == "poke_smc" else None)
+            if "select" not in pkw:
+                smc["select"] = "path_ll"
             fn = functools.partial(path_smc.smc_decode, denoise_fn=problem.denoise_fn,
-                                   value_fn=problem.value_fn if name == "poke_smc" else None,
                                    **pkw, **smc)
 
     def run(prompt, key):
@@ -337,10 +382,11 @@ def _run_builtin(name: str, batch: int | None, items: protocol.Items, problem: P
 
 def contender(name: str, grid: Sequence[Mapping] | None = None, *,
               batch: int | None = None) -> protocol.Contender:
-    """A built-in contender (``CONTENDERS``) with its declared grid or yours.
+    """A built-in contender (``CONTENDERS``, ``EXTRA_CONTENDERS``) with its declared grid
+    or yours.
 
     Args:
-      name: one of ``CONTENDERS``.
+      name: one of ``CONTENDERS`` or ``EXTRA_CONTENDERS``.
       grid: the settings tried on the tuning problems (dicts of ``decoder``'s ``params``);
         None: ``GRIDS[name]``.
       batch: problems per decode call inside a ``run`` (None: all of them).
@@ -349,7 +395,7 @@ def contender(name: str, grid: Sequence[Mapping] | None = None, *,
       ``protocol.Contender`` whose ``run(items, problem, **params)`` returns [n] 0/1
       correctness of the items' problems.
     """
-    validation.check_one_of("name", name, CONTENDERS)
+    validation.check_one_of("name", name, _BUILTINS)
     grid = GRIDS[name] if grid is None else tuple(dict(p) for p in grid)
     for p in grid:
         unknown = sorted(set(p) - set(_PARAMS[name]))
@@ -400,16 +446,16 @@ def _contenders(contenders, batch) -> dict:
         out = {}
         for name, c in contenders.items():
             if c is None:
-                if name not in CONTENDERS:
+                if name not in _BUILTINS:
                     raise ValueError(f"`contenders[{name!r}]` is None but {name!r} is not a "
-                                     f"built-in contender {CONTENDERS}.")
+                                     f"built-in contender {_BUILTINS}.")
                 c = contender(name, batch=batch)
             out[name] = c
         return out
     out = {}
     for c in contenders:
-        if not isinstance(c, str) or c not in CONTENDERS:
-            raise ValueError(f"`contenders` entries must be names among {CONTENDERS} (or "
+        if not isinstance(c, str) or c not in _BUILTINS:
+            raise ValueError(f"`contenders` entries must be names among {_BUILTINS} (or "
                              f"pass a {{name: protocol.Contender}} mapping), got {c!r}.")
         out[c] = contender(c, batch=batch)
     return out
@@ -426,10 +472,10 @@ def compare(key, problem: Problem, *, contenders=CONTENDERS,
       key: PRNG key: the problems (item keys), the decoders' randomness and the bootstrap
         derive from it.
       problem: a ``Problem``.
-      contenders: names among ``CONTENDERS`` (built-ins with their declared ``GRIDS``), or
-        a mapping name -> ``protocol.Contender`` (yours; ``contender(name, grid)`` for a
-        built-in with another grid; None for a built-in's default). The first is compared
-        with each other one.
+      contenders: names among ``CONTENDERS`` and ``EXTRA_CONTENDERS`` (built-ins with their
+        declared ``GRIDS``), or a mapping name -> ``protocol.Contender`` (yours;
+        ``contender(name, grid)`` for a built-in with another grid; None for a built-in's
+        default). The first is compared with each other one.
       tuning: the tuning problems (``protocol.Tuning`` or a count), disjoint from the test
         problems.
       seeds: the number of paired test problems (>= 2).
@@ -480,7 +526,8 @@ def fit_value_fn(key, problem: Problem, *, rollouts: int = 4096, hidden: int = 3
       hidden, steps, batch_size, lr, num_chunks, seed: ``poke.fit``'s.
 
     Returns:
-      ``FittedHead`` (``problem._replace(value_fn=head.value_fn)`` compares POKE-SMC).
+      ``FittedHead`` (``problem._replace(value_fn=head.value_fn)`` compares POKE-SMC;
+      ``position_value_fn=head.position_value_fn`` enables ``policy="value"`` grids).
     """
     _check_problem(problem)
     validation.check_positive_int("rollouts", rollouts)
@@ -499,4 +546,5 @@ def fit_value_fn(key, problem: Problem, *, rollouts: int = 4096, hidden: int = 3
                                       num_chunks=num_chunks)
     fit = poke.evaluate(graphdef, params, collect(k_held, k_roll_held, min(512, rollouts)))
     return FittedHead(poke.make_value_fn(graphdef, params, t.prompt_len, t.mask_id),
-                      graphdef, params, fit)
+                      graphdef, params, fit,
+                      poke.make_position_value_fn(graphdef, params, t.prompt_len, t.mask_id))

@@ -9,7 +9,14 @@ positions of the current semi-AR block (LLaDA ``generate``):
 * ``confidence``: p(x0_i) of the predicted token (LLaDA ``low_confidence``);
 * ``margin``: top-1 minus top-2 probability;
 * ``neg_entropy``: sum_v p_v log p_v;
-* ``random``: uniform scores.
+* ``random``: uniform scores;
+* ``value`` (ours, ``HEAD_POLICIES``): the POKE value head's per-position prediction u_i of
+  the log-prob the path will commit at masked position i (``poke.make_position_value_fn``,
+  read from the hidden states of the same denoiser pass: no extra NFE), mixed with the
+  log-confidence by ``policy_mix`` = w in [0, 1]: score_i = (1 - w) log p(x0_i) + w u_i
+  (w = 1: highest predicted log-prob first; w = 0: the ``confidence`` order). It needs a
+  ``position_value_fn``, so it is not among ``POLICIES`` (the policies every greedy decoder
+  runs without a head).
 
 Two proposals (``PROPOSALS``) say what is random in a sampled step:
 
@@ -23,8 +30,20 @@ Two proposals (``PROPOSALS``) say what is random in a sampled step:
   Plackett-Luce draw without replacement; ``position_temperature=0`` is the policy's own
   top-k), and writes x0 = argmax at ``temperature=0`` or x0 ~ softmax(logits / T) at those
   positions only. Particles then share greedy's token quality and differ in their
-  unmasking order. ``deterministic`` rows [B] bool take the greedy step (top-k, argmax):
-  ``path_smc``'s greedy reference particle.
+  unmasking order. ``deterministic`` rows [B] bool take the greedy step (argmax tokens and
+  the top-k of the very scores ``decode`` ranks, ``policy_scores`` of the argmax tokens, so
+  ties are broken as greedy breaks them): ``path_smc``'s greedy reference particle.
+
+**The proposal's log-probability of a step** (``decode_step(..., log_q=True)``; ours,
+reported by ``path_smc`` beside the weights): log q(s_{t+1} | s_t) of the committed
+positions Q_t and tokens x_{Q_t}. Under ``"path"``: the Plackett-Luce probability of the
+*set* Q_t (``set_log_prob``; for the ``random`` policy, given the step's uniform scores)
+plus sum_{i in Q_t} log softmax(log p_i / T)(x_i) (0 at T = 0). Under ``"tokens"``: sum_{i
+in Q_t} log q_T(x_i) plus, for every eligible position j left masked, the log-probability
+that j's drawn token scores below the committed ones (ties to the lower position, as
+``select_top_k``), so the sum over the unused x0 is exact; for the ``random`` policy
+-log C(n_eligible, k). A zero token (position) temperature adds 0 for the tokens
+(positions); deterministic rows have log q = 0.
 
 The Path LL increment of a step is the sum of the *untempered* model log-probs of the
 committed tokens, log p(x_{Q_t} | x_{O_t}) (POKE-SMC eq. for log p(x; tau)); the mask
@@ -44,7 +63,9 @@ dtypes are static so they also hold under ``jit``, values only when concrete):
   abstract output shape (``jax.eval_shape``, no forward pass);
 * ``mask_id`` inside the vocabulary, ``vocab_size`` equal to the denoiser's logits width
   (``decoder`` and ``path_smc.smc`` read it from the denoiser when it is None);
-* ``policy`` one of ``POLICIES``; ``proposal`` one of ``PROPOSALS``; ``temperature`` and
+* ``policy`` one of ``POLICIES`` (or ``"value"`` with a ``position_value_fn`` whose
+  abstract output is [B, A] floats); ``policy_mix`` in [0, 1]; ``proposal`` one of
+  ``PROPOSALS``; ``temperature`` and
   ``position_temperature`` >= 0 and finite; ``threshold`` in [0, 1];
 * ``gen_length``, ``steps``, ``block_length`` positive ints with block_length dividing
   gen_length, steps divisible by the number of blocks and <= gen_length.
@@ -66,12 +87,14 @@ from typing import NamedTuple
 import jax
 import jax.numpy as jnp
 import numpy as np
+from jax.scipy.special import gammaln
 
 from jaxlab.core import checked, validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.types import Algorithm, Array, PRNGKey
 
-__all__ = ["Denoiser", "POLICIES", "PROPOSALS", "DecodeState", "DecodeInfo", "DecodeResult",
+__all__ = ["Denoiser", "PositionValueFn", "POLICIES", "HEAD_POLICIES", "PROPOSALS",
+    "DecodeState", "DecodeInfo", "DecodeResult",
     "log_probs", "transfer_schedule", "semi_ar_block", "coarse_block", "policy_scores",
     "gumbel_top_k", "decode_step", "decoder", "decode", "decode_threshold", "path_log_likelihood"]
 
@@ -79,7 +102,11 @@ checked.declare("jaxlab.dllm.decode", "jaxlab.dllm.decode_threshold",
                 "jaxlab.dllm.path_log_likelihood")
 
 Denoiser = Callable[[Array], tuple[Array, Array]]
+# position_value_fn(hidden [M, L, D], tokens [M, L]) -> [M, A]: the predicted log-prob the
+# path will commit at each masked answer position (``poke.make_position_value_fn``).
+PositionValueFn = Callable[[Array, Array], Array]
 POLICIES = ("confidence", "margin", "neg_entropy", "random")
+HEAD_POLICIES = ("value",)  # policies that need a ``position_value_fn``
 PROPOSALS = ("tokens", "path")
 
 
@@ -198,24 +225,68 @@ def steps_done(order: Array) -> Array:
     return jnp.max(order) + 1
 
 
-def check_policy(policy: str) -> None:
-    """``policy`` one of ``POLICIES``."""
+def check_policy(policy: str, position_value_fn=None, policy_mix: float = 1.0) -> None:
+    """``policy`` one of ``POLICIES``, or ``"value"`` with a ``position_value_fn``;
+    ``policy_mix`` in [0, 1]."""
+    validation.check_in_range("policy_mix", policy_mix, 0.0, 1.0)
+    if policy in HEAD_POLICIES:
+        if position_value_fn is None:
+            raise ValueError(f"`policy`={policy!r} needs a `position_value_fn` (the value "
+                             "head's per-position predictions, poke.make_position_value_fn).")
+        if not callable(position_value_fn):
+            raise TypeError("`position_value_fn` must be callable: (hidden [M, L, D], tokens "
+                            "[M, L]) -> [M, A].")
+        return
     if policy not in POLICIES:
-        raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
+        raise ValueError(f"`policy` must be one of {POLICIES + HEAD_POLICIES}, got "
+                         f"{policy!r}.")
 
 
-def policy_scores(key: PRNGKey, logp: Array, x0: Array, policy: str) -> Array:
+def check_position_value_fn(position_value_fn, denoise_fn: "Denoiser",
+                            shape: tuple[int, int], gen_length: int) -> None:
+    """``position_value_fn(hidden, tokens)`` returns [M, A] floats for tokens [M, L] (abstract
+    evaluation, no forward pass); raises ValueError / TypeError naming it."""
+    tokens = jax.ShapeDtypeStruct(tuple(shape), jnp.int32)
+    _, hidden = jax.eval_shape(denoise_fn, tokens)
+    out = jax.eval_shape(position_value_fn, hidden, tokens)
+    if not hasattr(out, "shape") or tuple(out.shape) != (shape[0], gen_length):
+        raise ValueError(f"`position_value_fn` must return one value per answer position, "
+                         f"shape ({shape[0]}, {gen_length}), for tokens of shape "
+                         f"{tuple(shape)}, got {getattr(out, 'shape', type(out).__name__)}.")
+    if not jnp.issubdtype(out.dtype, jnp.floating):
+        raise TypeError(f"`position_value_fn` must return floating values, got {out.dtype}.")
+
+
+def _value_score(logp_x: Array, position_values: Array | None, policy_mix: float) -> Array:
+    """(1 - w) log p + w u (module docstring, the ``value`` policy); [B, A] (or [B, A, V]
+    with u broadcast over the last axis)."""
+    if position_values is None:
+        raise ValueError("`policy`='value' needs `position_values` (the value head's "
+                         "per-position predictions).")
+    u = position_values if logp_x.ndim == position_values.ndim else position_values[..., None]
+    if policy_mix == 1.0:
+        return jnp.broadcast_to(u, logp_x.shape).astype(jnp.float32)
+    return (1.0 - policy_mix) * logp_x + policy_mix * u
+
+
+def policy_scores(key: PRNGKey, logp: Array, x0: Array, policy: str,
+                  position_values: Array | None = None, policy_mix: float = 1.0) -> Array:
     """Per-position priority (higher = unmask first).
 
     Args:
       key: PRNG key (``random`` policy).
       logp: [B, A, V] log-probs (mask excluded).
       x0: [B, A] predicted tokens.
-      policy: one of ``POLICIES``.
+      policy: one of ``POLICIES`` or ``HEAD_POLICIES``.
+      position_values: [B, A] the value head's per-position predicted log-probs (``value``).
+      policy_mix: the ``value`` policy's weight w of the head (module docstring).
 
     Returns:
       [B, A] float32 scores.
     """
+    if policy == "value":
+        return _value_score(jnp.take_along_axis(logp, x0[..., None], -1)[..., 0],
+                            position_values, policy_mix)
     if policy == "confidence":
         return jnp.exp(jnp.take_along_axis(logp, x0[..., None], -1)[..., 0])
     if policy == "margin":
@@ -226,24 +297,29 @@ def policy_scores(key: PRNGKey, logp: Array, x0: Array, policy: str) -> Array:
         return jnp.sum(jnp.where(p > 0, p * logp, 0.0), axis=-1)
     if policy == "random":
         return jax.random.uniform(key, x0.shape)
-    raise ValueError(f"`policy` must be one of {POLICIES}, got {policy!r}.")
+    raise ValueError(f"`policy` must be one of {POLICIES + HEAD_POLICIES}, got {policy!r}.")
 
 
-def position_logits(key: PRNGKey, logp: Array, policy: str) -> Array:
+def position_logits(key: PRNGKey, logp: Array, policy: str,
+                    position_values: Array | None = None, policy_mix: float = 1.0) -> Array:
     """Plackett-Luce logits of the positions under the ``"path"`` proposal: the policy's
     score of each position's argmax prediction, on the log scale for ``confidence``
-    (log max_v p_v, so the draw weights positions by p^(1 / position_temperature)).
+    (log max_v p_v, so the draw weights positions by p^(1 / position_temperature)) and
+    ``value`` ((1 - w) log max_v p_v + w u).
 
     Args:
       key: PRNG key (``random`` policy).
       logp: [B, A, V] log-probs (mask excluded).
-      policy: one of ``POLICIES``.
+      policy: one of ``POLICIES`` or ``HEAD_POLICIES``.
+      position_values, policy_mix: the ``value`` policy's (``policy_scores``).
 
     Returns:
       [B, A] float32 logits (the order of ``policy_scores`` on the argmax tokens).
     """
     if policy == "confidence":
         return jnp.max(logp, axis=-1)
+    if policy == "value":
+        return _value_score(jnp.max(logp, axis=-1), position_values, policy_mix)
     return policy_scores(key, logp, jnp.argmax(logp, axis=-1), policy)
 
 
@@ -417,21 +493,116 @@ def check_vocab(denoise_fn: Denoiser, prompt: Array, gen_length: int, vocab_size
                          f"vocabulary `vocab_size` is {vocab_size}.")
 
 
+# Trapezoid grid of ``set_log_prob``'s integral over t = log of the Gumbel scale: the
+# integrand exp(t - e^t) prod_i (1 - exp(-r_i e^t)) is below e^t for t < 0 (relative
+# truncation error < e^-20 at the lower end) and below exp(4 - e^4) ~ 1e-22 at the upper;
+# it is analytic in the strip |Im t| < pi / 2, so the rule's error is ~exp(-2 pi 1.4 / h).
+_SET_GRID = np.linspace(-20.0, 4.0, 257)
+
+
+def _log1mexp_exp(x: Array) -> Array:
+    """log(1 - exp(-e^x)), stable for every x (x - e^x / 2 below -15)."""
+    y = jnp.exp(jnp.minimum(x, 30.0))
+    return jnp.where(x < -15.0, x - 0.5 * y, jnp.log(-jnp.expm1(-y)))
+
+
+def set_log_prob(logits: Array, chosen: Array, eligible: Array, max_k: int | None = None) -> Array:
+    """log-probability that a Gumbel-top-k draw over ``logits`` among the ``eligible``
+    positions picks exactly the set ``chosen`` (a Plackett-Luce set law: the sum over the
+    orders of ``chosen``).
+
+    With w_i = exp(logits_i), W = the summed w of the eligible positions not chosen and
+    r_i = w_i / W, P(chosen) = integral over t of exp(t - e^t) prod_{i chosen} (1 - exp(-r_i
+    e^t)) dt (the largest Gumbel outside is Gumbel(log W)), evaluated by the trapezoid rule
+    on ``_SET_GRID``; one chosen position (``max_k`` 1) is the softmax, every eligible
+    position chosen has probability 1.
+
+    Args:
+      logits: [B, A] Plackett-Luce logits (scores / temperature).
+      chosen: [B, A] bool, a subset of ``eligible`` (at least one position per row).
+      eligible: [B, A] bool.
+      max_k: the most positions any row chooses, when known (1: the exact softmax).
+
+    Returns:
+      [B] float32 log P(chosen).
+    """
+    z = jnp.where(eligible, logits, -jnp.inf)
+    out = eligible & ~chosen
+    log_w_out = jax.nn.logsumexp(jnp.where(out, z, -jnp.inf), axis=-1)  # [B]; -inf: none
+    none_out = ~jnp.any(out, axis=-1)
+    if max_k == 1:
+        lp = jnp.sum(jnp.where(chosen, z, 0.0), -1) - jax.nn.logsumexp(z, axis=-1)
+        return jnp.where(none_out, 0.0, lp)
+    log_r = jnp.where(chosen, z - jnp.where(none_out, 0.0, log_w_out)[:, None], 0.0)
+    grid = jnp.asarray(_SET_GRID, jnp.float32)
+    fac = _log1mexp_exp(log_r[..., None] + grid)  # [B, A, G]
+    log_f = grid - jnp.exp(grid) + jnp.sum(jnp.where(chosen[..., None], fac, 0.0), axis=1)
+    lp = jax.nn.logsumexp(log_f, axis=-1) + np.log(_SET_GRID[1] - _SET_GRID[0])
+    return jnp.where(none_out, 0.0, lp)
+
+
+def _tokens_log_q(logp, x0, select, eligible, *, policy, temperature, position_values,
+                  policy_mix):
+    """log q of a ``"tokens"`` step (module docstring). [B]."""
+    b, a = select.shape
+    if policy == "random":
+        n_e = jnp.sum(eligible, -1).astype(jnp.float32)
+        k = jnp.sum(select, -1).astype(jnp.float32)
+        log_sets = gammaln(n_e + 1) - gammaln(k + 1) - gammaln(n_e - k + 1)
+    else:
+        log_sets = jnp.zeros(b)
+    if temperature == 0.0:
+        return -log_sets
+    logq_tok = jax.nn.log_softmax(logp / temperature, axis=-1)  # [B, A, V]
+    chosen = jnp.sum(jnp.where(select, jnp.take_along_axis(logq_tok, x0[..., None], -1)[..., 0],
+                               0.0), axis=-1)
+    if not (policy == "confidence" or (policy == "value" and policy_mix != 1.0)):
+        return chosen - log_sets  # the scores do not depend on the drawn tokens
+    table = jnp.exp(logp) if policy == "confidence" else _value_score(logp, position_values,
+                                                                     policy_mix)
+    s_sel = jnp.take_along_axis(table, x0[..., None], -1)[..., 0]  # the policy's scores
+    s_min = jnp.min(jnp.where(select, s_sel, jnp.inf), axis=-1)  # [B]
+    pos = jnp.arange(a)
+    i_tie = jnp.max(jnp.where(select & (s_sel == s_min[:, None]), pos, -1), axis=-1)  # [B]
+    below = ((table < s_min[:, None, None])
+             | ((table == s_min[:, None, None]) & (pos[None, :, None] > i_tie[:, None, None])))
+    p_below = jnp.sum(jnp.where(below, jnp.exp(logq_tok), 0.0), axis=-1)  # [B, A]
+    left = eligible & ~select
+    return chosen + jnp.sum(jnp.where(left, jnp.log(jnp.where(left, p_below, 1.0)), 0.0), -1)
+
+
 def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mask_id: int,
                 prompt_len: int, policy: str, temperature: float, block_length: int,
                 proposal: str = "tokens", position_temperature: float = 1.0,
-                deterministic: Array | None = None):
+                deterministic: Array | None = None, position_values: Array | None = None,
+                policy_mix: float = 1.0, log_q: bool = False, max_commit: int | None = None):
     """One denoising step from precomputed ``logits`` [B, L, V] (module docstring: the
-    proposals; ``deterministic`` [B] bool rows take the policy's greedy step: argmax tokens and,
-    under ``"path"``, the top-k positions; not meaningful for the ``random`` policy).
+    proposals; ``deterministic`` [B] bool rows take the policy's greedy step: argmax tokens and
+    the top-k of ``policy_scores``, exactly ``decode``'s; not meaningful for the ``random``
+    policy).
+
+    Args:
+      position_values: [B, A] the value head's per-position predictions (``value`` policy).
+      policy_mix: the ``value`` policy's weight of the head.
+      log_q: also return the proposal's log-probability of the step (module docstring).
+      max_commit: the most tokens a step commits (static), when known; 1 makes the
+        ``"path"`` log q an exact softmax instead of a quadrature.
 
     Returns:
-      (state, Path LL increment [B], non-finite logits flag [B] (``nonfinite_logp``)).
+      (state, Path LL increment [B], non-finite logits flag [B] (``nonfinite_logp``)) and,
+      with ``log_q``, log q of the step [B] last.
 
     Raises:
-      ValueError: an unknown ``policy`` or ``proposal`` (checked at trace time).
+      ValueError: an unknown ``policy`` or ``proposal``, or the ``value`` policy without
+        ``position_values`` (checked at trace time).
     """
-    check_policy(policy)
+    if policy in HEAD_POLICIES:
+        if position_values is None:
+            raise ValueError(f"`policy`={policy!r} needs `position_values` (the value head's "
+                             "per-position predictions).")
+        validation.check_in_range("policy_mix", policy_mix, 0.0, 1.0)
+    else:
+        check_policy(policy)
     check_proposal(proposal, position_temperature)
     k_pred, k_pol = jax.random.split(key)
     x0, logp, logp_x0 = predict(k_pred, logits[:, prompt_len:], mask_id, temperature)
@@ -439,21 +610,44 @@ def decode_step(key, state: DecodeState, logits: Array, k, step_block, t, *, mas
         x0 = jnp.where(deterministic[:, None], jnp.argmax(logp, axis=-1).astype(jnp.int32), x0)
         logp_x0 = jnp.take_along_axis(logp, x0[..., None], -1)[..., 0]
     eligible = block_eligible(state.order, step_block, block_length)
+    pv = dict(position_values=position_values, policy_mix=policy_mix)
     if proposal == "path":
         k_pos, k_rand = jax.random.split(k_pol)
-        select = gumbel_top_k(k_pos, position_logits(k_rand, logp, policy), eligible, k,
-                              position_temperature, deterministic)
+        pos_logits = position_logits(k_rand, logp, policy, **pv)
+        select = gumbel_top_k(k_pos, pos_logits, eligible, k, position_temperature,
+                              deterministic)
+        if deterministic is not None:
+            greedy = select_top_k(policy_scores(k_rand, logp, jnp.argmax(logp, axis=-1),
+                                                policy, **pv), eligible, k)
+            select = jnp.where(deterministic[:, None], greedy, select)
     else:
-        select = select_top_k(policy_scores(k_pol, logp, x0, policy), eligible, k)
-    state, inc = commit(state, select, x0, logp_x0, t, prompt_len)
-    return state, inc, nonfinite_logp(logp_x0)
+        select = select_top_k(policy_scores(k_pol, logp, x0, policy, **pv), eligible, k)
+    new, inc = commit(state, select, x0, logp_x0, t, prompt_len)
+    if not log_q:
+        return new, inc, nonfinite_logp(logp_x0)
+    if proposal == "path":
+        lq = jnp.zeros(inc.shape)
+        if position_temperature != 0.0:
+            lq = set_log_prob(pos_logits / position_temperature, select, eligible, max_commit)
+        if temperature != 0.0:
+            logq_tok = jax.nn.log_softmax(logp / temperature, axis=-1)
+            lq = lq + jnp.sum(jnp.where(select, jnp.take_along_axis(
+                logq_tok, x0[..., None], -1)[..., 0], 0.0), axis=-1)
+    else:
+        lq = _tokens_log_q(logp, x0, select, eligible, policy=policy, temperature=temperature,
+                           **pv)
+    if deterministic is not None:
+        lq = jnp.where(deterministic, 0.0, lq)
+    return new, inc, nonfinite_logp(logp_x0), lq
 
 
 def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
             vocab_size: int | None = None, policy: str = "confidence",
             steps: int | None = None, block_length: int | None = None,
             temperature: float = 0.0, proposal: str = "tokens",
-            position_temperature: float = 0.0) -> Algorithm:
+            position_temperature: float = 0.0,
+            position_value_fn: PositionValueFn | None = None,
+            policy_mix: float = 1.0) -> Algorithm:
     """Policy decoding of B sequences as an ``Algorithm`` (settings checked here).
 
     ``init(key, prompt [B, P]) -> DecodeState``: all-mask answers (``key`` unused; checks
@@ -461,24 +655,30 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
     denoiser pass, then the policy commits the step's ``k_t`` tokens of the current semi-AR
     block; ``steps`` steps finish the decode. Arguments as in ``decode``.
     """
-    check_policy(policy)
+    check_policy(policy, position_value_fn, policy_mix)
     check_temperature(temperature)
     check_proposal(proposal, position_temperature)
     _, block_length, schedule, blocks = step_plan(gen_length, steps, block_length)
+    head = policy in HEAD_POLICIES
 
     def init(key: PRNGKey, prompt: Array) -> DecodeState:
         del key
         check_vocab(denoise_fn, prompt, gen_length, vocab_size, mask_id)
+        if head:
+            check_position_value_fn(position_value_fn, denoise_fn,
+                                    (prompt.shape[0], prompt.shape[1] + gen_length), gen_length)
         return init_state(prompt, gen_length, mask_id)
 
     def step(key: PRNGKey, state: DecodeState) -> tuple[DecodeState, DecodeInfo]:
         t = steps_done(state.order)
-        logits, _ = denoise_fn(state.tokens)
+        logits, hidden = denoise_fn(state.tokens)
+        pv = position_value_fn(hidden, state.tokens) if head else None
         state, inc, bad = decode_step(
             key, state, logits, jnp.asarray(schedule)[t], jnp.asarray(blocks)[t], t,
             mask_id=mask_id, prompt_len=state.tokens.shape[1] - gen_length, policy=policy,
             temperature=temperature, block_length=block_length, proposal=proposal,
-            position_temperature=position_temperature)
+            position_temperature=position_temperature, position_values=pv,
+            policy_mix=policy_mix)
         _check_logits_flag(bad)
         return state, DecodeInfo(inc, bad)
 
@@ -488,7 +688,9 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
 def decode(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *,
            mask_id: int, vocab_size: int, policy: str = "confidence", steps: int | None = None,
            block_length: int | None = None, temperature: float = 0.0,
-           proposal: str = "tokens", position_temperature: float = 0.0) -> DecodeResult:
+           proposal: str = "tokens", position_temperature: float = 0.0,
+           position_value_fn: PositionValueFn | None = None,
+           policy_mix: float = 1.0) -> DecodeResult:
     """Policy decoding of B sequences: ``lax.scan`` of ``decoder(...).step`` over the keys
     ``jax.random.split(key, steps)`` (jit it with the non-array arguments static).
 
@@ -498,13 +700,18 @@ def decode(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *
       prompt: [B, P] int.
       gen_length: answer length A.
       mask_id, vocab_size: the tokenizer's mask id and vocabulary size.
-      policy: one of ``POLICIES``.
+      policy: one of ``POLICIES``, or ``"value"`` (``HEAD_POLICIES``) with a
+        ``position_value_fn``.
       steps: denoising steps (default gen_length: one token per step).
       block_length: semi-AR block length (None: one block).
       temperature: 0 for argmax predictions (under ``"path"``: the token temperature).
       proposal: one of ``PROPOSALS`` (module docstring).
       position_temperature: ``"path"`` only: temperature of the position draw (0: the
         policy's top-k, i.e. greedy positions).
+      position_value_fn: ``(hidden [B, L, D], tokens [B, L]) -> [B, A]`` per-position
+        predicted log-probs (``poke.make_position_value_fn``), read from each step's own
+        denoiser pass (no extra NFE); used by the ``value`` policy only.
+      policy_mix: the ``value`` policy's weight w of the head in [0, 1] (module docstring).
 
     Returns:
       DecodeResult with nfe = steps for every sequence.
@@ -518,7 +725,8 @@ def decode(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *
     alg = decoder(denoise_fn, gen_length=gen_length, mask_id=mask_id, vocab_size=vocab_size,
                   policy=policy, steps=steps, block_length=block_length,
                   temperature=temperature, proposal=proposal,
-                  position_temperature=position_temperature)
+                  position_temperature=position_temperature,
+                  position_value_fn=position_value_fn, policy_mix=policy_mix)
     steps = gen_length if steps is None else steps
     state = alg.init(key, prompt)
 

@@ -5,7 +5,11 @@ position i it predicts the (non-positive) log-prob the path will commit there,
 
     V(x_t) = - sum_{i masked} softplus(MLP([h_i, hbar_masked, hbar_unmasked, frac_masked])),
 
-so V = 0 once everything is unmasked and V scales with the work left. It is regressed
+so V = 0 once everything is unmasked and V scales with the work left. The summands, one
+predicted log-prob per masked position, are exposed as well (``make_position_value_fn``,
+``ValueHead.positions``): the ``value`` position policy (``decoding``) unmasks the
+positions the head expects to commit most confidently, from the hidden states of the same
+denoiser pass (no extra NFE). It is regressed
 (MSE) on the realised remaining Path LL, log p(x; tau) - sum_{s < t} log p(x_{Q_s} | x_{O_s}),
 of rollouts of the SMC proposal from fresh prompts: every step of every rollout is one
 training pair (hidden states at step t, remaining Path LL after step t - 1).
@@ -33,7 +37,7 @@ from jaxlab.core.types import Array, PRNGKey
 from jaxlab.dllm import decoding
 
 __all__ = ["ValueHead", "HeadState", "Rollouts", "init", "abstract", "make_value_fn",
-    "collect_rollouts",
+    "make_position_value_fn", "collect_rollouts",
     "collect_sibling_rollouts", "sibling_loss", "fit", "evaluate"]
 
 
@@ -47,6 +51,11 @@ class ValueHead(nnx.Module):
 
     def __call__(self, h: Array, masked: Array) -> Array:
         """h: [M, A, D] answer hidden states; masked: [M, A] bool. Returns [M]."""
+        return jnp.sum(self.positions(h, masked), axis=1)
+
+    def positions(self, h: Array, masked: Array) -> Array:
+        """The summands of ``__call__``: per masked position the predicted (non-positive)
+        log-prob the path will commit there, 0 at unmasked positions. Returns [M, A]."""
         m = masked[..., None].astype(h.dtype)
         n_m = jnp.sum(m, axis=1)
         n_u = h.shape[1] - n_m
@@ -59,7 +68,7 @@ class ValueHead(nnx.Module):
         z = jax.nn.gelu(self.fc1(feats))
         z = jax.nn.gelu(self.fc2(z))
         per_pos = -jax.nn.softplus(self.out(z)[..., 0])
-        return jnp.sum(per_pos * masked, axis=1)
+        return per_pos * masked
 
 
 def _check_head_sizes(d_model, hidden) -> None:
@@ -103,6 +112,28 @@ def make_value_fn(graphdef, params, prompt_len: int, mask_id: int):
                     tokens[:, prompt_len:] == mask_id)
 
     return value_fn
+
+
+def make_position_value_fn(graphdef, params, prompt_len: int, mask_id: int):
+    """position_value_fn(hidden [M, L, D], tokens [M, L]) -> [M, A] for the ``value``
+    policy (``decoding.decode``, ``path_smc.smc``): the head's per-masked-position predicted
+    log-prob (``ValueHead.positions``; 0 at unmasked positions), whose sum over the answer
+    is ``make_value_fn``'s value.
+
+    Raises:
+      ValueError: ``prompt_len`` is not an int >= 0, or ``mask_id`` is negative.
+    """
+    for name, v in (("prompt_len", prompt_len), ("mask_id", mask_id)):
+        if not isinstance(v, int | np.integer) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"`{name}` must be an int >= 0, got {v!r}.")
+
+    def position_value_fn(hidden, tokens):
+        head = nnx.merge(graphdef, params)
+        return head.positions(
+            jax.lax.stop_gradient(hidden[:, prompt_len:]).astype(jnp.float32),
+            tokens[:, prompt_len:] == mask_id)
+
+    return position_value_fn
 
 
 class Rollouts(NamedTuple):

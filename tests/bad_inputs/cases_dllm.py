@@ -32,6 +32,14 @@ def nan_value_fn(hidden, tokens):
     return jnp.full(tokens.shape[0], jnp.nan)
 
 
+def zero_value_fn(hidden, tokens):
+    return jnp.zeros(tokens.shape[0])
+
+
+def zero_positions(hidden, tokens):
+    return jnp.zeros((tokens.shape[0], tokens.shape[1] - 1))
+
+
 def dec(prompt=GOOD, gen=2, **kw):
     kw = {"mask_id": MASK, "vocab_size": V, **kw}
     return decoding.decode(KEY, toy, prompt, gen, **kw)
@@ -386,6 +394,34 @@ CASES = [
     Case("config: sale.batch 0", lambda: validate(**{"sale.batch": 0}), "`config.sale.batch`"),
     Case("train_and_evaluate: temperature NaN", lambda: run_experiment(
         temperature=float("nan")), "`config.temperature`"),
+    # the twist scale, the selections, the head policy and the genealogy
+    Case("smc_decode: twist_scale NaN", lambda: sdec(twist_scale=float("nan")),
+         "`twist_scale`"),
+    Case("smc_decode: twist_scale -1", lambda: sdec(twist_scale=-1.0), "`twist_scale`"),
+    Case("smc_decode: select by the head without value_fn", lambda: sdec(select="value"),
+         "`select`"),
+    Case("smc_decode: select_mix 1.5", lambda: sdec(select="mix", value_fn=zero_value_fn,
+                                                    select_mix=1.5), "`select_mix`"),
+    Case("smc_decode: head policy without position_value_fn",
+         lambda: sdec(policy="value"), "`position_value_fn`"),
+    Case("smc_decode: policy_mix -0.5", lambda: sdec(
+        policy="value", position_value_fn=zero_positions, policy_mix=-0.5), "`policy_mix`"),
+    Case("smc_decode: position_value_fn returns [M]", lambda: sdec(
+        policy="value", position_value_fn=zero_value_fn), "`position_value_fn`"),
+    Case("decode: head policy without position_value_fn", lambda: dec(policy="value"),
+         "`position_value_fn`"),
+    Case("decode: policy_mix NaN", lambda: dec(
+        policy="value", position_value_fn=zero_positions, policy_mix=float("nan")),
+         "`policy_mix`"),
+    Case("best_of_n: select mix without value_fn", lambda: path_smc.best_of_n(
+        KEY, toy, GOOD, 2, mask_id=MASK, vocab_size=V, num_particles=2, select="mix"),
+        "`select`"),
+    Case("make_position_value_fn: prompt_len -1", lambda: poke.make_position_value_fn(
+        *poke.init(4, 4), -1, MASK), "`prompt_len`"),
+    Case("ancestry: 2-D ancestors", lambda: path_smc.ancestry(np.zeros((2, 3), np.int32)),
+         "`ancestors`"),
+    Case("ancestry: ancestor index N", lambda: path_smc.ancestry(
+        np.full((2, 1, 3), 3, np.int32)), "`ancestors`"),
 ]
 
 CASES = [c._replace(name=f"dllm/{c.name}") for c in CASES]

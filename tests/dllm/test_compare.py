@@ -132,6 +132,51 @@ def test_grids_name_only_the_contenders_settings():
     assert comparison.default_goals(("greedy", "sr_smc")) == []
 
 
+def test_contender_settings_reach_the_decoders():
+    """The new grid settings reach the library decoders: blocked greedy is greedy on the
+    proposal's blocks (the particles' reference path); best-of-N with ``select="value"`` is
+    ``path_smc.best_of_n`` reading ``problem.value_fn``; POKE-SMC with the distinct
+    resampler, a twist scale and the head's position policy is ``smc_decode`` with them."""
+    positions = lambda hidden, tokens: jnp.where(  # noqa: E731
+        tokens[:, 4:] == 5, -jnp.arange(4.0)[None], 0.0)
+    problem = PROBLEM._replace(proposal=comparison.Proposal(block_length=2),
+                               position_value_fn=positions)
+    keys = protocol.item_keys(jax.random.key(4), "test", np.arange(6))
+    prompt, _ = comparison.item_problems(TASK, keys)
+    kw = dict(mask_id=5, vocab_size=6)
+    blocked = comparison.decoder("greedy_blocks", problem)
+    got = jax.vmap(lambda p, k: blocked(p[None], k)[0].answer[0])(prompt, keys)
+    np.testing.assert_array_equal(
+        got, decoding.decode(jax.random.key(0), oracle, prompt, 4, block_length=2, **kw).answer)
+    pkw = dict(num_particles=2, proposal="path", temperature=0.0, position_temperature=1.0,
+               greedy_reference=True, block_length=2, **kw)
+    runs = [
+        (comparison.decoder("best_of_n", problem, select="value"),
+         lambda k, p: path_smc.best_of_n(k, oracle, p, 4, value_fn=VALUE, select="value",
+                                         **pkw)),
+        (comparison.decoder("poke_smc", problem, resampler="distinct", twist_scale=0.5,
+                            policy="value", policy_mix=0.5, ess_threshold=0.9),
+         lambda k, p: path_smc.smc_decode(k, oracle, p, 4, value_fn=VALUE,
+                                          resampler="distinct", twist_scale=0.5,
+                                          policy="value", position_value_fn=positions,
+                                          policy_mix=0.5, ess_threshold=0.9, **pkw)),
+        (comparison.decoder("path_smc", problem, select="mix"),
+         lambda k, p: path_smc.smc_decode(k, oracle, p, 4, value_fn=VALUE, twist_scale=0.0,
+                                          select="mix", **pkw)),
+    ]
+    for fn, ref in runs:
+        for i in range(3):
+            np.testing.assert_array_equal(fn(prompt[i:i + 1], keys[i])[0].answer,
+                                          ref(keys[i], prompt[i:i + 1])[0].answer)
+    with pytest.raises(ValueError, match="problem.value_fn"):
+        comparison.decoder("best_of_n", problem._replace(value_fn=None), select="mix")
+    with pytest.raises(ValueError, match="problem.position_value_fn"):
+        comparison.decoder("path_smc", PROBLEM, policy="value")
+    with pytest.raises(ValueError, match="settings"):
+        comparison.decoder("path_smc", PROBLEM, twist_scale=2.0)  # no twist without a value
+    assert "greedy_blocks" not in comparison.CONTENDERS  # not run unless named
+
+
 def test_greedy_accuracy_fn_is_greedy_decodings_accuracy():
     task = tasks.Addition(n_digits=2)
     cfg = model.LLaDAConfig(vocab_size=task.vocab_size, mask_token_id=task.mask_id,

@@ -210,16 +210,18 @@ def _np_value(ans):
     return -0.4 * sum(a == CMASK for a in ans) + 0.8 * (ans[0] == 1) - 0.5 * (ans[3] == 0)
 
 
-def enumerate_twisted_targets(temperature, beta, block_length, steps=CA):
+def enumerate_twisted_targets(temperature, beta, block_length, steps=CA, twist=None):
     """{t: {partial answer: gamma_t}} with gamma_t(s) proportional to the sum over paths to
-    s of q(path) exp(beta (L_t + V(s))) (V := 0 at t = steps), by enumerating every sampled
-    x0 of the eligible positions and the confidence policy's (stable) top-k choice."""
+    s of q(path) exp(beta L_t + twist V(s)) (V := 0 at t = steps; ``twist`` None: beta), by
+    enumerating every sampled x0 of the eligible positions and the confidence policy's
+    (stable) top-k choice."""
+    twist = beta if twist is None else twist
     _, _, schedule, blocks = decoding.step_plan(CA, steps, block_length)
     out = {t: {} for t in range(steps + 1)}
 
     def rec(ans, t, logq, ll):
         v = 0.0 if t == steps else _np_value(ans)
-        out[t][ans] = out[t].get(ans, 0.0) + np.exp(logq + beta * (ll + v))
+        out[t][ans] = out[t].get(ans, 0.0) + np.exp(logq + beta * ll + twist * v)
         if t == steps:
             return
         elig = [i for i in range(CA) if ans[i] == CMASK and i // block_length == blocks[t]]
@@ -241,10 +243,11 @@ def enumerate_twisted_targets(temperature, beta, block_length, steps=CA):
     return {t: {k: v / sum(d.values()) for k, v in d.items()} for t, d in out.items()}
 
 
-def _assert_weighted_particles_follow(alg, targets, beta, steps, b, n, key):
+def _assert_weighted_particles_follow(alg, targets, beta, steps, b, n, key, infos=None):
     """Runs ``alg`` on B identical problems and checks, after every step t, the particles
-    weighted by log w + beta (V(s_t) - V(s_{t-1})) against ``targets[t]``; returns whether
-    any step resampled."""
+    weighted by log w + beta (V(s_t) - V(s_{t-1})) against ``targets[t]`` (``beta``: the
+    twist's scale); returns whether any step resampled (``infos``: a list the steps' Info
+    are appended to)."""
 
     @jax.jit
     def run(key):
@@ -255,11 +258,14 @@ def _assert_weighted_particles_follow(alg, targets, beta, steps, b, n, key):
             v = (jnp.zeros((b, n)) if t == steps - 1
                  else ctx_value(None, state.decode.tokens).reshape(b, n))
             out.append((state.decode.tokens[:, 1:], state.log_weights
-                        + beta * (v - state.value), info.resampled))
+                        + beta * (v - state.value), info))
         return out
 
     resampled_any = False
-    for t, (tokens, log_w, resampled) in enumerate(run(key), start=1):
+    for t, (tokens, log_w, info) in enumerate(run(key), start=1):
+        resampled = info.resampled
+        if infos is not None:
+            infos.append(info)
         # One pool over the B identical problems with unnormalised weights: resampling keeps
         # each problem's mean weight (its estimate of the normalising constant), so this
         # has O(1 / (B N)) bias, not the O(1 / N) of per-problem self-normalisation.
