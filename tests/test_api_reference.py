@@ -297,6 +297,7 @@ def test_public_submodules_define_all():
                 assert "__all__" in vars(obj), f"{package}.{name}"
 
 
+@pytest.mark.heavy
 def test_reference_is_built_from_all(tmp_path):
     """The docs build without warnings and the HTML has an anchor for every public name
     of every namespace; ``load_mjcf`` shows its real signature."""

@@ -39,6 +39,7 @@ def test_check_argv_cases():
         common.load_config("experiments/configs/nope.py:smoke")
 
 
+@pytest.mark.heavy
 def test_binary_exits_with_one_line_errors_and_help():
     out = _run(f"--config={QL}")
     assert out.returncode == 2 and out.stderr.strip().count("\n") == 0
@@ -93,6 +94,7 @@ def smoke_run(tmp_path_factory):
     return workdir, out
 
 
+@pytest.mark.heavy
 def test_smoke_binary_ends_naming_its_results_and_keeps_the_config_in_a_file(smoke_run):
     workdir, out = smoke_run
     assert out.returncode == 0, out.stdout[-3000:]
@@ -108,6 +110,7 @@ def test_smoke_binary_ends_naming_its_results_and_keeps_the_config_in_a_file(smo
         assert json.load(f) == summary["provenance"]["config"]
 
 
+@pytest.mark.heavy
 def test_show_config_prints_it_as_json(smoke_run):
     workdir, _ = smoke_run  # finished units: this rerun only summarizes and plots
     out = subprocess.run([sys.executable, "-m", "experiments.qlearning", f"--config={QL}",
@@ -143,6 +146,7 @@ def test_suite_ends_naming_its_results(smoke_run):
     (["--config.inner_loop=foo"], ["'foo'", "running_mean", "sgd"]),  # the study's validate
     (["--nosuchflag=1"], ["nosuchflag"]),  # absl's own check
 ], ids=["preset", "tuple_value", "field", "int_value", "validate", "flag"])
+@pytest.mark.heavy
 def test_a_mistyped_preset_field_or_value_is_one_clear_line(args, expected, tmp_path):
     out = _run(f"--config={QL}", *args, f"--workdir={tmp_path / 'w'}")
     text = out.stdout + out.stderr
@@ -167,6 +171,7 @@ def test_the_suite_answers_a_mistyped_preset_in_one_line(tmp_path):
     (["--workdr=w"], "workdr"),          # a mistyped flag
     ([], "--workdir is required"),       # no workdir
 ])
+@pytest.mark.heavy
 def test_wholegraph_binary_flag_errors_are_one_line(args, says):
     out = subprocess.run([sys.executable, "-m", "experiments.avatar_wholegraph", *args],
                          cwd=ROOT, capture_output=True, text=True, timeout=300,

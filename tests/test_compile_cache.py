@@ -51,6 +51,7 @@ def _run(env):
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.heavy
 def test_second_process_loads_the_program_and_off_means_off(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("JAX_COMPILATION_CACHE")
            and k != "JAX_PERSISTENT_CACHE_MIN_COMPILE_TIME_SECS"}

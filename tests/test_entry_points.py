@@ -22,6 +22,7 @@ def _run(args, cwd, **env):
                           env={**clean, "JAX_PLATFORMS": "cpu", **env})
 
 
+@pytest.mark.heavy
 def test_console_scripts_and_module_help_from_another_folder(tmp_path):
     """``jaxlab --help``, ``jaxlab-suite --help`` and ``python -m jaxlab_experiments.qlearning
     --help`` (the installed name of the repository's ``experiments``) from a folder holding
@@ -42,6 +43,7 @@ def test_console_scripts_and_module_help_from_another_folder(tmp_path):
     assert out.returncode == 2 and "unknown binary 'qlearnin'" in out.stderr
 
 
+@pytest.mark.heavy
 def test_console_scripts_beside_a_users_experiments_package(tmp_path):
     """A folder holding the user's own ``experiments`` package: ``jaxlab`` runs the installed
     binaries (``jaxlab_experiments``), and the user's package stays the one imported."""
@@ -73,6 +75,7 @@ def test_default_config_resolves_against_the_package(tmp_path, monkeypatch):
     ("jaxlab.avatar", "ot"), ("ott.solvers.linear", "ot"), ("brax.io.mjcf", "rl"),
     ("sklearn.mixture", "vision"), ("skimage.data", "vision"), ("mlxtend.data", "vision"),
 ])
+@pytest.mark.heavy
 def test_missing_extra_is_one_line_naming_it(module, extra, tmp_path):
     """A fresh interpreter where the optional package is hidden: importing what needs it
     (``jaxlab.avatar`` needs networkx at import; the others through ``extras.require``)

@@ -108,6 +108,7 @@ def test_suite_runs_qlearning_and_bco_without_the_extras(tmp_path):
 
 @pytest.mark.parametrize("method", [m for m, spec in registry.METHODS.items()
                                     if spec.extras != "dev"])
+@pytest.mark.heavy
 def test_selecting_a_method_whose_extra_is_missing_is_one_line(method, tmp_path):
     """Fails before any method runs (qlearning, listed first, leaves no folder), exit 2,
     one line naming ``pip install 'jaxlab[<extra>]'``, from the module and the script."""

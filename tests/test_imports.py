@@ -21,6 +21,7 @@ def _loaded_after(code: str) -> str:
     return out.stdout
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("module", MODULES)
 def test_importing_a_method_loads_no_plumbing(module):
     if module == "jaxlab.rfo":

@@ -225,6 +225,7 @@ CALLS = {
 DETERMINISTIC = {"dllm.decode_threshold"}
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(CALLS))
 def test_legacy_and_typed_keys_give_the_same_results(name):
     typed = CALLS[name](jax.random.key(5))
@@ -236,6 +237,7 @@ def test_legacy_and_typed_keys_give_the_same_results(name):
                    zip(method_api.host_leaves(typed), other, strict=True)), name
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("method", ["bco", "dllm", "gepc", "qlearning"])
 def test_init_and_step_take_legacy_and_typed_keys_alike(method):
     alg, init_args, step_args = method_api.build(method)

@@ -50,6 +50,7 @@ def test_package_exports_the_one_shape(method):
     assert first == ["key", "state"], f"jaxlab.{method}.step arguments start {first}"
 
 
+@pytest.mark.heavy
 def test_init_and_step_eager_equal_jit(method):
     alg, init_args, step_args = build(method)
     assert isinstance(alg, Algorithm)
@@ -66,6 +67,7 @@ def test_init_and_step_eager_equal_jit(method):
     assert_trees_close(info, jit_info, rtol=1e-4, atol=1e-5, what="info")
 
 
+@pytest.mark.heavy
 def test_the_key_is_the_only_randomness(method):
     alg, init_args, step_args = build(method)
     k1, k2 = jax.random.key(1), jax.random.key(2)
@@ -87,6 +89,7 @@ def test_the_key_is_the_only_randomness(method):
         "two keys gave the same state after init + step"
 
 
+@pytest.mark.heavy
 def test_vmap_over_seeds_equals_seeds_one_by_one(method):
     keys = jax.random.split(jax.random.key(3), 3)
     batched = method_api.run_seeds(method, keys)
@@ -118,6 +121,7 @@ for name in sys.argv[1].split(","):
 """
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("slow", [False, pytest.param(True, marks=pytest.mark.slow)])
 def test_seed_axis_sharded_over_8_devices_equals_one_device(slow):
     names = []

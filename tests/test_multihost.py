@@ -68,6 +68,7 @@ def _load(path):
         return json.load(f)
 
 
+@pytest.mark.heavy
 def test_library_imports_leave_the_backend_uninitialised():
     """``jax.distributed.initialize`` must run before any backend use, and the binaries call
     it after importing the library: importing must not touch a device."""
@@ -84,6 +85,7 @@ def test_library_imports_leave_the_backend_uninitialised():
     assert "CLEAN" in out.stdout
 
 
+@pytest.mark.heavy
 def test_two_hosts(tmp_path):
     """Core checks on 2 processes x 2 devices (see tests/multihost_program.py), then the
     suite's Q-learning run over the 2-host mesh: exactly the single-device summary, with

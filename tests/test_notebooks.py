@@ -27,6 +27,7 @@ def test_one_notebook_per_method_and_generated_from_the_template():
         assert [c.source for c in on_disk.cells] == [c.source for c in fresh.cells], name
 
 
+@pytest.mark.heavy
 def test_sale_notebook(tmp_path):
     summary, _ = run_notebook("sale", tmp_path)
     rows = summary["rows"]

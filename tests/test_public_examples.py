@@ -22,6 +22,7 @@ EXAMPLES = [
 ]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("module,name", EXAMPLES, ids=[f"{m}.{n}" for m, n in EXAMPLES])
 def test_docstring_example_runs(module, name):
     obj = getattr(importlib.import_module(module), name)

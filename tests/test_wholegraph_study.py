@@ -166,6 +166,7 @@ def test_a_checkpoint_keeps_the_heldout_pairs_and_the_round0_values(tmp_path):
     assert {"heldout_mrr", "removal_mrr"} <= set(recs[-1])
 
 
+@pytest.mark.heavy
 def test_run_study_runs_and_resumes_on_a_small_pair(tmp_path, monkeypatch):
     """run_study's wiring (shared round 0, checkpoints, tie metrics, summary) on a 48-node
     pair standing in for a shipped one; a second call reads every run back."""

@@ -155,6 +155,7 @@ def test_kill_between_figures_and_summary_then_rerun_regenerates(tmp_path, monke
     assert "## toy" in report
 
 
+@pytest.mark.heavy
 def test_second_writer_fails_with_one_line_naming_workdir_and_pid(tmp_path):
     """A real study run holds the workdir mid-unit; a second study run, a checkpoint
     writer inside it and a second binary all fail at once; the lock goes with the holder."""
@@ -251,6 +252,7 @@ def test_a_flipped_numeric_setting_misses_the_cache(tmp_path, flag, value):
     assert calls == ["u", "u"]  # the old setting's unit is still there
 
 
+@pytest.mark.heavy
 def test_x64_from_the_environment_misses_the_cache(tmp_path):
     """JAX_ENABLE_X64=1 in a fresh process: the float32 run's unit is not reused."""
     counter = tmp_path / "count.txt"

@@ -62,6 +62,7 @@ _TABLE = tuple((s, "abs") for s in avatar.STRATEGIES)
 _LOOP = dict(rounds=3, test_frac=0.3, init_frac=0.2, budget_frac=0.3)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("strategy", avatar.STRATEGIES)
 def test_queries_are_new_test_nodes_never_queried(karate, strategy):
     res = avatar.run_active_switch(jax.random.key(0), karate, _TABLE,
@@ -77,6 +78,7 @@ def test_queries_are_new_test_nodes_never_queried(karate, strategy):
     assert res.metrics["mrr"].shape == (4,)
 
 
+@pytest.mark.heavy
 def test_more_anchors_improve_alignment_and_vmap_over_seeds():
     task = tasks.synthetic_graph_pair(60, seed=3)
     keys = jax.random.split(jax.random.key(1), 3)
@@ -88,6 +90,7 @@ def test_more_anchors_improve_alignment_and_vmap_over_seeds():
     np.testing.assert_allclose(one.metrics["mrr"], mrr[1], rtol=1e-5)
 
 
+@pytest.mark.heavy
 def test_loop_returns_solver_flags_and_warns(karate):
     # The settings of the other loop tests (their compiled programs), epsilon traced.
     res = avatar.run_active(jax.random.key(0), karate, "avatar", **_LOOP)
@@ -105,6 +108,7 @@ def test_loop_returns_solver_flags_and_warns(karate):
             k, karate, "random", rounds=1, budget_frac=0.1, epsilon=1e-5))(keys))
 
 
+@pytest.mark.heavy
 def test_fgw_solver_runs_in_the_loop(karate):
     res = avatar.run_active(jax.random.key(0), karate, "avatar", solver="fgw", rounds=2,
                             budget_frac=0.1)
@@ -127,6 +131,7 @@ def test_bad_input(karate):
         tasks.real_graph_pair("facebook")
 
 
+@pytest.mark.heavy
 def test_smoke_experiment_writes_results(tmp_path):
     s, _ = run_notebook("avatar", tmp_path)  # colab/avatar.ipynb at smoke size
     assert os.path.getsize(tmp_path / "mrr_vs_round.png") > 1000
@@ -159,6 +164,7 @@ def test_smoke_experiment_writes_results(tmp_path):
     assert any("picks already top-1 correct" in k for k, _ in rows)
 
 
+@pytest.mark.heavy
 def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
     """The public Algorithm reproduces run_active bit for bit (same keys, same ops)."""
     kw = _LOOP
@@ -187,6 +193,7 @@ def test_run_active_is_init_then_a_scan_of_step_then_evaluate(karate):
         assert bool(res.converged) == bool(ref.plan_converged[-1])
 
 
+@pytest.mark.heavy
 def test_step_labels_the_best_unanchored_non_test_nodes(karate):
     # Compiled (op by op, the plan's solver alone is ~100 small programs).
     init = jax.jit(functools.partial(avatar.init, test_frac=0.3, init_frac=0.2))
@@ -206,6 +213,7 @@ def test_step_labels_the_best_unanchored_non_test_nodes(karate):
     assert set(info.metrics) == {"mrr", "hits@1", "hits@10", "hits@30", "hits@50"}
 
 
+@pytest.mark.heavy
 def test_algorithm_vmaps_over_seeds():
     from tests.avatar import api_example
 
@@ -219,6 +227,7 @@ def test_algorithm_vmaps_over_seeds():
     np.testing.assert_allclose(infos.metrics["mrr"][2], info.metrics["mrr"], rtol=1e-6)
 
 
+@pytest.mark.heavy
 def test_switch_run_equals_per_strategy_runs(karate):
     # One compiled program (traced strategy index) must reproduce each separate compiled
     # run. (Against eager op-by-op execution, two nodes with near-equal scores in karate
@@ -274,6 +283,7 @@ def test_the_smallest_graph_is_named_and_a_floored_budget_warns():
         loop.budget_sizes(34, 0.5, 0.4, 0.2, 10)
 
 
+@pytest.mark.heavy
 def test_heldout_nodes_are_never_queried_and_the_three_lines_are_reported(karate):
     """protocol="paper" with heldout_frac: the held-out nodes are never queried, their
     metrics are those of the final plan on them, and the removal-only line is the round-0

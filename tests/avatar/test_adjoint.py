@@ -27,6 +27,7 @@ def ott_reference(problem):
     return w, jax.jit(solvers.implicit_utility_grad)(cost, EPS, w)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("method", ["cg", "dense", "cholesky"])
 def test_matches_ott_implicit_differentiation(problem, ott_reference, method):
     _, plan = problem
@@ -42,6 +43,7 @@ def _laplacian(key, n):
     return jnp.diag(a.sum(1)) - a
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", utilities.UTILITIES)
 def test_utility_gradients_match_autodiff(problem, name):
     cost, plan = problem
@@ -106,6 +108,7 @@ def test_cg_reports_and_warns_on_non_convergence(problem):
     assert bool(dinfo.converged) and float(dinfo.residual) < 1e-4
 
 
+@pytest.mark.heavy
 def test_sinkhorn_reports_and_warns_on_non_convergence():
     cost = jax.random.uniform(jax.random.key(5), (12, 15)) * 1e4
     res = solvers.entropic_solve(cost, 1e-3, max_iterations=5)

@@ -27,6 +27,7 @@ def user_task():
     return tasks.graph_pair(g, seed=0, edge_noise=0.2, feat_dim=8, feat_noise=2.0)
 
 
+@pytest.mark.heavy
 def test_binary_and_compare_give_the_same_comparison():
     """The binary's smoke unit (``task_study``) and its summary's comparison section equal
     ``avatar.compare`` on the same task, keys and settings (seconds apart)."""

@@ -69,6 +69,7 @@ def test_sym_norm_adjacency_is_identity_minus_the_laplacian():
     np.testing.assert_allclose(np.asarray(b.todense()), w.astype(np.float32))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("block", [3, 7, 512])
 def test_sparse_bilinear_and_product_rwr_equal_the_dense_ones(karate, block, monkeypatch):
     monkeypatch.setattr(parrot, "SPMM_BLOCK", block)  # read at call time: 34 columns in
@@ -87,6 +88,7 @@ def test_sparse_bilinear_and_product_rwr_equal_the_dense_ones(karate, block, mon
         parrot.product_rwr(c[:, :20], g.adj1, g.adj2, 0.5, 2)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("block", [4, 9, 512])
 def test_sparse_bilinear_on_rectangular_nonsymmetric_matrices_equals_numpy(block, monkeypatch):
     """W1 [39, 39] and W2 [34, 34] not symmetric, C [39, 34]: a W2 / W2^T mix-up or a
@@ -110,6 +112,7 @@ def test_sparse_bilinear_on_rectangular_nonsymmetric_matrices_equals_numpy(block
         parrot.sparse_matmul(tasks.to_bcoo(w1), jnp.ones(39))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("fixture", ["iso", "karate"])
 def test_parrot_sparse_path_equals_the_dense_path(fixture, request):
     task = request.getfixturevalue(fixture)
@@ -160,6 +163,7 @@ _SWITCH_TABLES = {"ot": (("avatar", "abs"), ("random", "abs"), ("density", "abs"
     ("avatar", "official", "parrot"), ("avatar", "abs", "ot"), ("random", "abs", "ot"),
     ("entropy", "abs", "parrot"), ("density", "abs", "ot"), ("topmatchings", "abs", "ot"),
     ("degree", "abs", "ot")])
+@pytest.mark.heavy
 def test_graph_task_runs_the_loop_like_the_square_task(karate, strategy, score, solver):
     kw = dict(rounds=2, init_frac=0.2, budget_frac=0.2, utility="sq_l2", protocol="paper",
               solver=solver)
@@ -173,6 +177,7 @@ def test_graph_task_runs_the_loop_like_the_square_task(karate, strategy, score, 
         np.testing.assert_allclose(got.metrics[k], ref.metrics[k], atol=1e-6)
 
 
+@pytest.mark.heavy
 def test_rectangular_graph_task_plans_and_loop():
     task = _rect_task()
     assert tasks.plan_shape(task) == (39, 34) and tasks.num_pairs(task) == 30
@@ -278,6 +283,7 @@ def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch
         loop.validate_config(c)
 
 
+@pytest.mark.heavy
 def test_seed_chunks_give_the_same_results_as_one_vmap():
     """``config.seed_chunk``: the same keys run a few at a time (the full preset's memory
     bound) give the unit result of one vmap over all seeds."""

@@ -113,6 +113,7 @@ def _ours(a1, a2, x1, x2, pairs, anchors, s):
 
 @pytest.mark.parametrize("attributed,settings", [(True, po.ACM_DBLP),
                                                  (False, po.FOURSQUARE_TWITTER)])
+@pytest.mark.heavy
 def test_matches_reference(attributed, settings):
     a1, a2, x1, x2, pairs = _pair(40, 0, attributed)
     anchors = np.zeros(40, bool)

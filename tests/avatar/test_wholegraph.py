@@ -85,6 +85,7 @@ class _Stop(Exception):
     pass
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("strategy", ["avatar", "entropy"])
 def test_resumed_run_equals_an_uninterrupted_one(strategy):
     task, g, s = _problem()
@@ -216,6 +217,7 @@ def test_heldout_pairs_are_never_queried_and_the_removal_line_scores_round_0():
     assert "heldout_mrr" not in plain.records[0] and not plain.heldout.any()
 
 
+@pytest.mark.heavy
 def test_the_guides_own_graph_recipe_runs():
     """docs/avatar.rst's recipe for a graph pair of your own, on a relabelled karate club."""
     g1 = nx.karate_club_graph()

@@ -29,6 +29,7 @@ def _learners():
     }
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", list(_learners()))
 def test_run_is_a_scan_of_step_with_the_key_first(name):
     learner, dom = _learners()[name]
@@ -80,6 +81,7 @@ def test_init_ignores_the_key_and_defaults_to_the_centre(name):
     jax.tree.map(np.testing.assert_array_equal, a, b)
 
 
+@pytest.mark.heavy
 def test_api_example_is_deterministic_jittable_and_vmaps():
     alg, init_args, step_args = api_example.build()
     key = jax.random.key(8)
@@ -112,6 +114,7 @@ def test_module_level_init_and_step_are_the_two_point_learner():
             jax.tree.map(np.testing.assert_array_equal, (a, ia), (b, ib))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", ["gradient_variation", "dynamic_ensemble"])
 def test_predrawn_directions_give_the_same_run(name):
     learner, _ = _learners()[name]

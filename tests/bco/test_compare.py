@@ -31,6 +31,7 @@ def _plain(d):
     return json.loads(json.dumps(d))
 
 
+@pytest.mark.heavy
 def test_binary_comparison_equals_the_public_compare():
     cfg = bcfg.get_config("smoke")
     cfg.dims = [2]
@@ -62,6 +63,7 @@ def _reference_final_regret(key, domain, multiplier, optimistic, dynamic):
     return float(bco.regret(info, seq, domain)[-1])
 
 
+@pytest.mark.heavy
 def test_values_are_the_runs_on_the_item_keys_and_tuning_sees_only_tuning_seeds():
     key = jax.random.key(5)
     dom = bco.ball(D)

@@ -100,6 +100,7 @@ def _fd_grad(f, x, h=1e-5):
     return np.array([(f(x + h * e) - f(x - h * e)) / (2 * h) for e in np.eye(x.size)])
 
 
+@pytest.mark.heavy
 def test_new_families_gradients_match_finite_differences():
     """jax.grad of each new family's round loss against central differences in float64."""
     import functools

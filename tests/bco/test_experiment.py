@@ -50,6 +50,7 @@ def test_units_are_the_studies():
     assert [u.name for u in bco_exp.EXPERIMENT.units(cfg, "/unused")] == list(UNITS)
 
 
+@pytest.mark.heavy
 def test_two_point_learners_in_one_program_match_each_constructor():
     """vs_rounds / vs_variation run TWO_POINT's three learners as one program (hint and
     step scale traced): the same regrets as each constructor's own program."""

@@ -23,6 +23,7 @@ def test_matches_numpy_reference(optimistic):
     np.testing.assert_allclose(info.loss, ref_loss, rtol=1e-3, atol=1e-4)
 
 
+@pytest.mark.heavy
 def test_traced_optimistic_flag_is_one_program_for_both_learners():
     """optimistic as a vmapped bool array: one program whose rows are the optimistic and
     the plain learner, against the NumPy reference of each."""
@@ -53,6 +54,7 @@ def _mean_final_regret(learner, make_seq, domain, seeds=8, dynamic=False):
     return np.asarray(jax.jit(jax.vmap(one))(jax.random.split(jax.random.key(7), seeds))).mean(0)
 
 
+@pytest.mark.heavy
 def test_regret_is_sublinear_on_easy_sequences():
     dom = bco.ball(4)
     r = _mean_final_regret(bco.gradient_variation(dom, 0.05),
@@ -62,6 +64,7 @@ def test_regret_is_sublinear_on_easy_sequences():
     assert r[-1] > 0
 
 
+@pytest.mark.heavy
 def test_strongly_convex_variant_beats_convex_on_strongly_convex_losses():
     dom = bco.ball(8)
     mk = lambda k: losses.stochastic_quadratic(k, 3000, 8, sigma=0.3, curvature=1.0)  # noqa: E731
@@ -71,6 +74,7 @@ def test_strongly_convex_variant_beats_convex_on_strongly_convex_losses():
     assert strong < 0.6 * convex
 
 
+@pytest.mark.heavy
 def test_one_point_hint_beats_no_hint_on_slowly_drifting_linear_losses():
     dom = bco.box(-np.ones(3), np.ones(3))
     rule = bco.step_rule(float(dom.diameter))
@@ -94,6 +98,7 @@ def test_one_base_ensemble_equals_its_base():
     np.testing.assert_allclose(a.loss, b.loss, atol=1e-5)
 
 
+@pytest.mark.heavy
 def test_dynamic_ensemble_beats_single_learner_on_slow_switching():
     dom = bco.ball(8)
     mk = lambda k: losses.switching_quadratic(k, 2000, 8, period=1000)  # noqa: E731
@@ -103,6 +108,7 @@ def test_dynamic_ensemble_beats_single_learner_on_slow_switching():
     assert ens < single
 
 
+@pytest.mark.heavy
 def test_universal_adapts_to_strong_convexity():
     dom = bco.ball(8)
     mk = lambda k: losses.stochastic_quadratic(k, 2000, 8, sigma=0.3, curvature=1.0)  # noqa: E731
@@ -111,6 +117,7 @@ def test_universal_adapts_to_strong_convexity():
     assert universal < convex
 
 
+@pytest.mark.heavy
 def test_plays_stay_in_the_shrunk_domain_and_vmap_matches_loop():
     dom = bco.box(-np.ones(4), np.ones(4))
     learner = bco.gradient_variation(dom, 0.2)

@@ -21,6 +21,7 @@ def _np_step(prev, x, eta):
     return p / p.sum()
 
 
+@pytest.mark.heavy
 def test_step_matches_scipy_root_and_kkt():
     rng = np.random.default_rng(0)
     for _ in range(20):
@@ -117,6 +118,7 @@ def test_bad_inputs_name_the_argument():
         ensembles.dynamic_ensemble(bco.ball(4), 0.1, 100, optimistic=True, meta="msmwc")
 
 
+@pytest.mark.heavy
 def test_msmwc_ensemble_runs_jitted_and_vmapped():
     dom = bco.ball(4)
     seq = losses.switching_quadratic(jax.random.key(0), 300, 4, 50)

@@ -37,6 +37,7 @@ def pair():
     return seq, _quadratic_as_user_family(seq)
 
 
+@pytest.mark.heavy
 def test_user_family_matches_the_shipped_one(pair):
     shipped, own = pair
     dom = bco.ball(D)
@@ -113,6 +114,7 @@ def test_missing_comparators_and_bad_params_are_named():
     lambda delta, scale, r: bco.ensembles.dynamic_ensemble(bco.ball(D, r), delta, T),
 ], ids=["two_point", "gradient_variation", "ogd_sqrt_d", "one_point_box", "universal",
         "dynamic"])
+@pytest.mark.heavy
 def test_learners_built_inside_jit_match_eager(make, pair):
     shipped, _ = pair
 

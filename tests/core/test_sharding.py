@@ -22,6 +22,7 @@ def test_initialize_distributed_noop_for_one_process():
     assert sharding.initialize_distributed(num_processes=1) is False
 
 
+@pytest.mark.heavy
 def test_sharded_periodic_q_equals_single_device():
     """With 8 host devices, sharding the run axis gives the same results as one device."""
     code = textwrap.dedent("""

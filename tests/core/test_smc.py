@@ -9,6 +9,7 @@ from jaxlab.core import smc
 WEIGHTS = np.array([0.05, 0.4, 0.15, 0.3, 0.1])
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(smc.RESAMPLERS))
 def test_resampler_is_unbiased(name):
     """E[count_i] = M w_i: chi-square test over many independent resamplings."""

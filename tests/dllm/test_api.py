@@ -33,6 +33,7 @@ def test_package_exports_the_uniform_api():
     assert int(decoding.steps_done(state.decode.order)) == 1
 
 
+@pytest.mark.heavy
 def test_scan_of_step_is_smc_decode_bit_for_bit():
     """POKE-SMC on the example denoiser (value head, resampling at ESS < N): the scan of the
     Algorithm's step is run_particles, and best_particle of it is smc_decode."""
@@ -52,6 +53,7 @@ def test_scan_of_step_is_smc_decode_bit_for_bit():
     assert not (np.asarray(state.decode.tokens) == api_example.MASK).any()
 
 
+@pytest.mark.heavy
 def test_step_is_deterministic_jittable_and_vmaps_over_keys():
     alg, init_args, step_args = api_example.build()
     step = jax.jit(lambda k, s: alg.step(k, s, *step_args))
@@ -67,6 +69,7 @@ def test_step_is_deterministic_jittable_and_vmaps_over_keys():
                               np.asarray(batched[0].decode.tokens[1]))  # keys matter
 
 
+@pytest.mark.heavy
 def test_decoder_scan_is_decode_and_best_of_n_is_unresampled_smc():
     prompt = jnp.zeros((4, 1), jnp.int32)
     key = jax.random.key(5)

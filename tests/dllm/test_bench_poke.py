@@ -17,6 +17,7 @@ def _task_and_denoiser():
     return task, denoise_fn
 
 
+@pytest.mark.heavy
 def test_measure_times_every_contender_per_n_with_its_ratios():
     task, denoise_fn = _task_and_denoiser()
     res = bench_poke.measure(task, denoise_fn, (1, 2), problems=4, repeats=2)

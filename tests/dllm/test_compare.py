@@ -50,6 +50,7 @@ def test_item_problems_are_one_sample_per_item_key():
         np.testing.assert_array_equal(answer[i], a[0])
 
 
+@pytest.mark.heavy
 def test_decode_items_equals_each_problem_decoded_alone_at_any_batch():
     """Item i's value is its problem decoded on its own with ``fold_in(k_i, 1)`` and
     verified (no vmap), whatever the number of problems per call."""
@@ -69,6 +70,7 @@ def test_decode_items_equals_each_problem_decoded_alone_at_any_batch():
         assert correct[i] == bool(TASK.verify(prompt[i:i + 1], answer)[0])
 
 
+@pytest.mark.heavy
 def test_compare_on_a_users_problem_tunes_on_tuning_problems_and_pairs_the_test(tmp_path):
     path = tmp_path / "items.jsonl"
     grid = [{"weight_scale": 1.0}, {"weight_scale": 4.0}]
@@ -132,6 +134,7 @@ def test_grids_name_only_the_contenders_settings():
     assert comparison.default_goals(("greedy", "sr_smc")) == []
 
 
+@pytest.mark.heavy
 def test_contender_settings_reach_the_decoders():
     """The new grid settings reach the library decoders: blocked greedy is greedy on the
     proposal's blocks (the particles' reference path); best-of-N with ``select="value"`` is
@@ -177,6 +180,7 @@ def test_contender_settings_reach_the_decoders():
     assert "greedy_blocks" not in comparison.CONTENDERS  # not run unless named
 
 
+@pytest.mark.heavy
 def test_greedy_accuracy_fn_is_greedy_decodings_accuracy():
     task = tasks.Addition(n_digits=2)
     cfg = model.LLaDAConfig(vocab_size=task.vocab_size, mask_token_id=task.mask_id,

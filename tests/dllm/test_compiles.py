@@ -15,6 +15,7 @@ from experiments.lib import compile_cache, study
 from jaxlab.core import checks
 
 
+@pytest.mark.heavy
 def test_a_task_unit_compiles_no_program_twice(tmp_path):
     """The addition unit (shipped models) with validation tuning of the output selection:
     the decoders built for tuning and for the test run share their programs when their

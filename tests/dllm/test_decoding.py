@@ -39,6 +39,7 @@ def _brute_force_path_ll(denoise_fn, prompt, answer, order):
     return total
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("policy", decoding.POLICIES)
 def test_path_ll_while_decoding_equals_exact_and_brute_force(denoiser, policy):
     prompt = jax.random.randint(jax.random.key(0), (3, P), 0, MASK)
@@ -61,6 +62,7 @@ def test_path_ll_depends_on_the_order(denoiser):
     assert np.all(np.abs(np.asarray(a - b)) > 1e-4)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("steps,block", [(6, None), (3, None), (6, 2), (4, 3)])
 def test_decoders_unmask_each_position_once_and_leave_no_mask(denoiser, steps, block):
     prompt = jax.random.randint(jax.random.key(4), (5, P), 0, MASK)

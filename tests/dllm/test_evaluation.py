@@ -48,6 +48,7 @@ def test_best_of_n_correct_picks_the_highest_score():
     np.testing.assert_array_equal(evaluation.best_of_n_correct(correct, ll), want)
 
 
+@pytest.mark.heavy
 def test_particle_correctness_agrees_with_best_of_n():
     """Same key and proposal: the highest-Path-LL particle is ``path_smc.best_of_n``'s
     answer, and every particle is verified by the task."""

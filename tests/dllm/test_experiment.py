@@ -111,6 +111,7 @@ def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name,min_acc", [("sudoku", 0.8), ("addition", 0.3),
                                           ("countdown", 0.05), ("star_graph", 0.3),
                                           ("addition_hard", 0.5), ("countdown_hard", 0.05)])
+@pytest.mark.heavy
 def test_shipped_denoisers_and_heads_load_and_solve_problems(name, min_acc, tmp_path):
     """The checkpoints in experiments/pretrained/dllm (every task of the `full` preset)
     load and decode, and their POKE heads load and give finite values <= 0 (no training)."""

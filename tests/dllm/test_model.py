@@ -88,6 +88,7 @@ def test_safetensors_llada_matches_numpy_reference(tmp_path):
     np.testing.assert_allclose(np.asarray(hidden), want_hidden, rtol=1e-4, atol=1e-4)
 
 
+@pytest.mark.heavy
 def test_save_then_load_round_trip(tmp_path):
     cfg = model_lib.LLaDAConfig(**CFG)
     graphdef, params = model_lib.init(cfg, seed=3)
@@ -123,6 +124,7 @@ def test_config_checks_and_llada_8b_facts():
         model_lib.LLaDAConfig(vocab_size=10, mask_token_id=10)
 
 
+@pytest.mark.heavy
 def test_sale_attention_in_the_model_matches_dense():
     """jaxlab.attention's SALE kernels inside LLaDA (GQA, 4 x 4 blocks): tau = 0 keeps every
     block, so the logits equal the dense model's. (Accuracy at tau > 0 is measured on the

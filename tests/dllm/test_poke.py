@@ -20,6 +20,7 @@ def setup():
     return task, jax.jit(functools.partial(model_lib.apply, graphdef, params))
 
 
+@pytest.mark.heavy
 def test_rollout_targets_are_remaining_path_ll(setup):
     task, den = setup
     prompt, _ = task.sample(jax.random.key(0), 16)
@@ -64,6 +65,7 @@ def test_rollouts_follow_the_path_proposal_and_its_blocks(setup):
                               proposal="order")
 
 
+@pytest.mark.heavy
 def test_head_fits_held_out_rollouts_and_drives_smc(setup):
     task, den = setup
     a = task.answer_len
@@ -109,6 +111,7 @@ def test_sibling_loss_against_numpy():
                                0.0, atol=1e-5)
 
 
+@pytest.mark.heavy
 def test_sibling_rollouts_group_prompts_and_the_sibling_fit_runs(setup):
     """Siblings share their prompt (identical all-masked first step), differ later, and a
     sibling-weighted fit trains on (group, step) rows; bad layouts raise."""

@@ -33,6 +33,7 @@ def _weighted_histogram(state, n):
     return hist / hist.sum()
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("resampler", ["multinomial", "systematic"])
 def test_self_rewarding_smc_targets_p_squared(resampler):
     """Proposal samples x ~ p (T = 1) and weights by the Path LL p(x), so the weighted
@@ -91,6 +92,7 @@ def test_resample_step_only_touches_degenerate_problems():
     np.testing.assert_array_equal(np.asarray(new.log_weights[1]), np.asarray(lw[1]))
 
 
+@pytest.mark.heavy
 def test_decoders_return_the_best_particle_and_count_nfe():
     prompt = jnp.zeros((7, 1), jnp.int32)
     key = jax.random.key(3)
@@ -133,6 +135,7 @@ def _nan_after_first_step(hidden, tokens):
     return jnp.where(done > 0, jnp.nan, 0.0)
 
 
+@pytest.mark.heavy
 def test_nonfinite_weights_are_flagged_under_jit_and_raised_eagerly():
     prompt = jnp.zeros((3, 1), jnp.int32)
     kw = dict(mask_id=MASK, vocab_size=V, num_particles=4, value_fn=_nan_after_first_step)
@@ -288,6 +291,7 @@ def _assert_weighted_particles_follow(alg, targets, beta, steps, b, n, key, info
     (1.3, 0.7, dict(ess_threshold=1.0, resample_schedule="fractions",
                     resample_fractions=(0.25, 0.75))),
 ])
+@pytest.mark.heavy
 def test_poke_smc_weighted_particles_target_the_twisted_path_targets(temperature, beta,
                                                                      settings):
     """Two blocks of 2, confidence policy, T != 1, beta != 1, with the POKE twist: after t
@@ -402,6 +406,7 @@ def enumerate_path_targets(token_temperature, position_temperature, beta, block_
     (0.0, 1.7, 2.0, CA, 2, dict(ess_threshold=1.0)),
     (0.6, 1.2, 0.8, 2, CA, dict(ess_threshold=1.0, resample_schedule="block_ends")),
 ])
+@pytest.mark.heavy
 def test_path_proposal_weighted_particles_target_the_path_targets(token_t, pos_t, beta, block,
                                                                   steps, settings):
     """Under the ``"path"`` proposal (positions drawn, tokens argmax or tempered) the
@@ -441,6 +446,7 @@ def test_path_proposal_at_zero_temperatures_is_greedy():
 
 @pytest.mark.parametrize("proposal,temperature", [("path", 0.0), ("path", 0.9),
                                                   ("tokens", 1.3)])
+@pytest.mark.heavy
 def test_greedy_reference_particle_keeps_greedys_path_through_resampling(proposal,
                                                                           temperature):
     """With ``greedy_reference`` particle 0 of every problem is greedy's decode (tokens and
@@ -474,6 +480,7 @@ def test_greedy_reference_particle_keeps_greedys_path_through_resampling(proposa
     assert not all((paths[i] == np.asarray(greedy.order)[i]).all(-1).any() for i in range(b))
 
 
+@pytest.mark.heavy
 def test_select_by_weight_and_bad_path_settings_raise():
     prompt = jnp.zeros((4, 1), jnp.int32)
     key = jax.random.key(3)

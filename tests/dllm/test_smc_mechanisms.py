@@ -112,6 +112,7 @@ def _np_step_law(ans, elig, k, *, proposal, policy, temperature, position_temper
     ("path", "confidence", 0.7, 1.6, 1.0),
     ("path", "value", 0.0, 1.1, 0.6),
 ])
+@pytest.mark.heavy
 def test_proposal_log_prob_of_a_step_is_the_brute_force_law(proposal, policy, temperature,
                                                              pos_t, mix):
     """``decode_step(..., log_q=True)`` reports log q of the realised commit: the law of
@@ -183,6 +184,7 @@ def _unique(rows):
     dict(ess_threshold=1.0, resampler="distinct", proposal="path", temperature=0.0,
          position_temperature=0.4, greedy_reference=True),
 ])
+@pytest.mark.heavy
 def test_info_records_each_steps_terms_by_construction(settings):
     """Stepping the toy by hand: ``distinct_paths`` counts the unique answers after the
     resampling, ``value`` / ``path_ll`` are V(s_t) / L_t before it, the twist, Path-LL and
@@ -286,6 +288,7 @@ LOG_W = [-0.3, -1.9, -1.2, 0.4, -0.7, -2.5]
 PATH_LL = [-2.0, -1.0, -1.5, -3.0, -2.5, -1.2]
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("keep_first", [False, True])
 def test_distinct_resampling_keeps_every_distinct_path_and_its_weight(keep_first):
     """Three distinct answers among six particles: after a resampling the problem still
@@ -337,6 +340,7 @@ def test_distinct_resampling_refills_duplicate_slots_by_group_weight():
             4 * np.sqrt(pj * (1 - pj) / 20000)
 
 
+@pytest.mark.heavy
 def test_distinct_resampling_keeps_the_twisted_targets_on_partial_answers():
     """With the distinct resampler at every step, the weighted particles still follow
     gamma_t on partial answers (enumeration, the ``test_smc`` toy), and duplicates did
@@ -353,6 +357,7 @@ def test_distinct_resampling_keeps_the_twisted_targets_on_partial_answers():
     assert (distinct < n).all()  # 64 particles, at most 16 answers: duplicates everywhere
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("twist", [0.0, 0.6, 2.5])
 def test_a_separate_twist_scale_targets_beta_l_plus_twist_v(twist):
     """``twist_scale`` beta_V != beta: gamma_t proportional to q exp(beta L_t + beta_V V_t)
@@ -365,6 +370,7 @@ def test_a_separate_twist_scale_targets_beta_l_plus_twist_v(twist):
     assert _assert_weighted_particles_follow(alg, targets, twist, CA, b, n, jax.random.key(8))
 
 
+@pytest.mark.heavy
 def test_defaults_are_the_explicit_previous_settings_bit_for_bit():
     """A default run equals the run with every new setting at its previous behaviour
     (twist scale = beta, multinomial resampler, Path-LL selection, confidence policy), and
@@ -410,6 +416,7 @@ def _np_select(state, info, select, mix, b, n):
     return np.argmax(mix * z(est) + (1 - mix) * z(final), axis=1)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("resample", [False, True])
 @pytest.mark.parametrize("select,mix", [("value", 0.5), ("mix", 0.3), ("mix", 0.8)])
 def test_value_selections_pick_the_numpy_argmax(resample, select, mix):
@@ -437,6 +444,7 @@ def test_value_selections_pick_the_numpy_argmax(resample, select, mix):
     np.testing.assert_allclose(np.asarray(res.path_ll), ll[np.arange(b), pick])
 
 
+@pytest.mark.heavy
 def test_best_of_n_reads_the_value_for_the_selection_only():
     """With a ``value_fn`` best-of-N draws the same particles with the same weights (no
     twist, no resampling) and the same NFE; only the chosen particle may change, and the
@@ -492,6 +500,7 @@ def _np_value_greedy(block, steps, mix):
     return ans, order
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("block,steps,mix", [(CA, CA, 1.0), (CA, 2, 0.35), (2, CA, 0.7)])
 def test_value_policy_picks_the_numpy_reference(block, steps, mix):
     """``policy="value"``: each step commits the eligible positions with the highest
@@ -547,6 +556,7 @@ def _count_primitive(jaxpr, name):
     return count
 
 
+@pytest.mark.heavy
 def test_position_value_fn_is_the_heads_summands():
     """``poke.make_position_value_fn``: per masked position the head's prediction, 0 where
     committed; its sum over the answer is ``make_value_fn``'s value."""
@@ -600,6 +610,7 @@ def ctx12_positions(hidden, tokens):
          position_value_fn=ctx12_positions, policy_mix=0.5),
     dict(proposal="path", temperature=0.0, position_temperature=2.0, resampler="distinct"),
 ])
+@pytest.mark.heavy
 def test_reference_particle_is_blocked_greedy_under_coarse_blocks(steps, settings):
     """Coarse semi-AR blocks (``decoding.coarse_block``: 4 blocks of 3, one or two tokens per
     step): particle 0 of every problem is ``decoding.decode``'s decode under the same

@@ -82,6 +82,7 @@ def _weighted_histogram(state):
     (1.6, None, 1, 0.99),   # two blocks: forced resampling between them, T > 1
     (1.6, 0.9, 1, 0.0),     # two blocks, never resampled (importance sampling only)
 ])
+@pytest.mark.heavy
 def test_weighted_particles_target_q_times_p(temperature, threshold, block_length, ess):
     b, n = 300, 32
     prompt = jnp.zeros((b, 1), jnp.int32)
@@ -108,6 +109,7 @@ def test_target_differs_from_proposal_and_from_p():
     assert np.abs(t - p).max() > 0.05
 
 
+@pytest.mark.heavy
 def test_passes_adapt_per_problem_and_the_best_particle_is_returned():
     # Problem 0's prompt token makes the model certain (one pass per block commits both);
     # problem 1 stays unsure and needs one pass per token.
@@ -134,6 +136,7 @@ def test_passes_adapt_per_problem_and_the_best_particle_is_returned():
     assert np.all(np.asarray(res.answer) != MASK)
 
 
+@pytest.mark.heavy
 def test_vmap_over_seeds_equals_one_by_one():
     alg = sr_smc.sr_smc(toy_denoiser, gen_length=2, num_particles=3, mask_id=MASK,
                         block_length=1, threshold=0.9, temperature=1.3, vocab_size=V)

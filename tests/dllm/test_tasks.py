@@ -68,6 +68,7 @@ def _countdown_reference(prompt, answer, m):
     return last == target
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("m", [3, 4])
 def test_countdown_verifier_matches_python_reference(m):
     task = tasks.Countdown(n_numbers=m)
@@ -108,6 +109,7 @@ def test_star_graph_verifier_matches_reference_on_mutations():
     assert 0 < np.mean(want) < 1
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("n_digits", [4, 9, 12])
 def test_addition_matches_python_ints(n_digits):
     """Python's unbounded ints as the reference; 12 digits would overflow an int32 round
@@ -134,6 +136,7 @@ def test_bad_task_arguments_raise():
         tasks.make_task("chess")
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("name", sorted(tasks.HARD_VARIANTS))
 def test_hard_variants_are_bigger_and_self_consistent(name):
     """Each hard variant is its base task at larger sizes, under its own name (its own

@@ -31,6 +31,7 @@ def _problem(n_fit=20, n_id=8, n_ood=8):
                                  _images(k[2], n_ood, ood=True))
 
 
+@pytest.mark.heavy
 def test_binary_comparison_equals_public_compare():
     """The binary's features (per-image keys of ``set_keys``, selected times only), fits and
     ``comparison_section`` give the dict ``gepc.compare`` gives on the same images."""
@@ -58,6 +59,7 @@ _SETTINGS = comparison.Settings(msma_levels=3, diffpath_steps=2, gmm_components=
                                 gmm_folds=2, batch=4)
 
 
+@pytest.mark.heavy
 def test_compare_tunes_on_tuning_images_and_reports_auroc_of_paired_items(tmp_path):
     p = _problem(n_id=12, n_ood=12)
     seen = []
@@ -91,6 +93,7 @@ def test_compare_tunes_on_tuning_images_and_reports_auroc_of_paired_items(tmp_pa
     assert lines == 3 + 3  # gepc tuned at 3 points, then 3 contenders tested
 
 
+@pytest.mark.heavy
 def test_item_scores_do_not_depend_on_the_batch():
     p = _problem()
     kw = dict(contenders=["gepc_per_element", "msma"], tuning=0, seeds=10,

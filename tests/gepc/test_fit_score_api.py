@@ -22,6 +22,7 @@ def feats():
     }
 
 
+@pytest.mark.heavy
 def test_fit_and_score_match_the_scoring_functions(feats):
     train = {k: v[:40] for k, v in feats.items()}
     test = {k: v[40:] for k, v in feats.items()}

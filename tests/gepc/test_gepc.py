@@ -191,6 +191,7 @@ def test_smoke_experiment(tmp_path):
     assert rows[0][0].startswith("mean AUROC semantic_far")
 
 
+@pytest.mark.heavy
 def test_detector_is_residuals_then_fit_then_score():
     """The Algorithm reproduces the experiment's path: gepc_residuals -> fit -> score."""
     from jaxlab import gepc
@@ -225,6 +226,7 @@ def test_detector_is_residuals_then_fit_then_score():
                                rtol=1e-5)
 
 
+@pytest.mark.heavy
 def test_detector_jit_vmap_and_state_unchanged():
     from tests.gepc import api_example
 

@@ -24,6 +24,7 @@ def _counting(counter):
     return fn
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("with_maps", [False, True])
 def test_features_at_selected_times_evaluate_only_them_and_match_all_times(with_maps):
     from experiments import gepc as exp

@@ -7,6 +7,7 @@ from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.synthetic import structured_qkv
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", [False, True])
 def test_sale_impl_close_to_dense_on_structured_inputs(causal):
     qh, kh, vh = structured_qkv(256)
@@ -70,6 +71,7 @@ def test_mismatched_shapes_and_tau_raise():
     pytest.param(13, True, marks=pytest.mark.slow),
     pytest.param(1, False, marks=pytest.mark.slow),
 ])
+@pytest.mark.heavy
 def test_sale_any_length_matches_reference_and_dense(n, causal, request):
     """N not a multiple of b_q (nor of the kernels' 64-key tile): padded keys are masked,
     padded query rows dropped; equals the reference at N and (``-m slow`` cases), with every

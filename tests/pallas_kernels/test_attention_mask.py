@@ -39,6 +39,7 @@ def _qkv(b=2, n=24, hq=4, hk=2, d=8, seed=0):
             jax.random.normal(ks[2], (b, n, hk, d)))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("impl", ["dense", "sale"])
 def test_key_mask_matches_numpy_masked_softmax(impl, causal):
@@ -56,6 +57,7 @@ def test_key_mask_matches_numpy_masked_softmax(impl, causal):
         np.testing.assert_array_equal(got[1, 0], 0.0)
 
 
+@pytest.mark.heavy
 def test_sale_with_a_mask_drops_blocks_like_without_one():
     """With tau > 0 and nothing masked, the masked path equals the plain SALE path."""
     q, k, v = _qkv(n=32, seed=1)
@@ -88,6 +90,7 @@ def test_bad_key_mask_and_layout_are_named():
         attention(q, k, v, layout="nbhd")
 
 
+@pytest.mark.heavy
 def test_selection_back_to_the_reference_block_mask():
     """``kept_block_mask`` of the kernels' Selection is the reference keep mask."""
     qh, kh, vh = structured_qkv(128)  # [B, H, N, D], attention concentrated in few blocks

@@ -21,6 +21,7 @@ def _run(q, k, v, backend, causal):
 CAUSAL = [pytest.param(False, marks=pytest.mark.slow), True]  # full attention: -m slow
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", CAUSAL)
 def test_mosaic_gpu_kernels_equal_triton_kernels(causal):
     """bf16 (Mosaic GPU computes in bf16), N = 160 (padded), D = 64, GQA 2:1."""
@@ -33,6 +34,7 @@ def test_mosaic_gpu_kernels_equal_triton_kernels(causal):
     np.testing.assert_allclose(out_m.astype(jnp.float32), out_t.astype(jnp.float32), atol=1e-6)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", CAUSAL)
 def test_tpu_kernels_equal_reference(causal):
     q, k, v = (x[:, :, :200] for x in structured(n=256, hq=4, hk=1))  # one 4-head group

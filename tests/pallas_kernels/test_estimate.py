@@ -33,6 +33,7 @@ def _check_lists(sel, plan, causal):
                                    for g in range(plan.heads_per_program))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", [False, True])
 @pytest.mark.parametrize("bits", [8, 4])
 def test_kept_sets_identical_to_reference(causal, bits):
@@ -49,6 +50,7 @@ def test_kept_sets_identical_to_reference(causal, bits):
     _check_lists(sel, plan, causal)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", [False, True])
 def test_any_length_head_dim_and_gqa_end_to_end(causal):
     q, k, v = structured(n=256, d=40, hq=4, hk=1)
@@ -77,6 +79,7 @@ def test_always_kept_pass_is_exact_attention_over_those_blocks():
     assert MASK_VALUE < float(sel.state.m2.min())
 
 
+@pytest.mark.heavy
 def test_tau_zero_keeps_every_valid_block_and_equals_dense():
     q, k, v = structured(n=128)
     for causal in (False, True):

@@ -28,6 +28,7 @@ def _numpy_dense(q, k, v, causal):
     return (p / p.sum(-1, keepdims=True)) @ v, p / p.sum(-1, keepdims=True)
 
 
+@pytest.mark.heavy
 def test_slices_metrics_match_a_numpy_reference():
     q, k, v = _qkv()
     prob = attention.AttentionProblem(q, k, v, causal=True, sizes=SIZES)

@@ -38,6 +38,7 @@ def test_all_blocks_kept_equals_dense_attention(causal):
     np.testing.assert_allclose(out, R.dense_attention(q, k, v, causal), atol=1e-5)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", [False, True])
 def test_density_falls_with_tau_and_recall_at_default_tau(causal):
     q, k, v = structured()
@@ -67,6 +68,7 @@ def test_calibration_meets_theta_per_head():
     assert bool(jnp.all(R.calibrate_tau(q, k, v, 1e-4) <= R.calibrate_tau(q, k, v, 1e-3)))
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("causal", [False, True])
 def test_any_length_blocks_live_on_the_padded_grid(causal):
     q, k, v = structured(n=200)  # 200 = 3 x 64 + 8: the last row block is mostly padding

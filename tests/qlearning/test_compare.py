@@ -26,6 +26,7 @@ def _plain(d):
     return json.loads(json.dumps(d))
 
 
+@pytest.mark.heavy
 def test_binary_comparison_equals_the_public_compare(tmp_path):
     cfg = qcfg.get_config("smoke")
     cfg.families, cfg.variant_families = ("garnet",), ()
@@ -72,6 +73,7 @@ def _reference_samples_to_eps(keys, mdp, schedule, q_star, eps, step_size):
     return np.asarray(out)
 
 
+@pytest.mark.heavy
 def test_values_are_the_runs_on_the_item_keys_and_tuning_sees_only_tuning_seeds():
     mdp = ql.make_mdp(P, R, gamma=0.8)
     key = jax.random.key(3)

@@ -5,6 +5,7 @@ import sys
 
 import jax
 import numpy as np
+import pytest
 
 from experiments import qlearning as qexp
 from experiments.configs import qlearning as qcfg
@@ -14,6 +15,7 @@ from tests.notebooks import run_notebook
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
+@pytest.mark.heavy
 def test_smoke_experiment_writes_results_and_resumes(tmp_path):
     cfg = qcfg.get_config("smoke")
     s1, _ = run_notebook("qlearning", tmp_path)  # colab/qlearning.ipynb at smoke size
@@ -76,6 +78,7 @@ def test_constant_grid_and_picks_use_validation_seeds_only():
     np.testing.assert_allclose(row["bias_share"]["theory"], 10 * 0.81 / row["eps"], rtol=1e-6)
 
 
+@pytest.mark.heavy
 def test_suite_binary_smoke(tmp_path):
     # One fast method exercises the binary (every method's smoke run has its own test, and
     # tests/test_multihost.py runs the suite on two hosts); the rerun skips it.

@@ -41,6 +41,7 @@ def test_inner_loop_averages_to_bellman_operator(mdp):
     np.testing.assert_allclose(st.q, tq, atol=0.1)
 
 
+@pytest.mark.heavy
 @pytest.mark.parametrize("sampling", ql.SAMPLING_MODES)
 def test_converges_to_value_iteration(mdp, sampling):
     # The mean over 4 seeds (one seed's final error is itself noisy: ~0.03-0.06).
@@ -53,6 +54,7 @@ def test_converges_to_value_iteration(mdp, sampling):
     assert np.all(np.diff(np.asarray(tr.samples[0])) == 500)
 
 
+@pytest.mark.heavy
 def test_vmap_over_seeds_and_schedules_equals_loop(mdp):
     q_star = ql.value_iteration(mdp)
     scheds = [ql.schedules.constant(50), ql.schedules.theory(0.9, 10.0),

@@ -78,6 +78,7 @@ def test_install_and_uninstall():
     assert not hasattr(jax, "device_put_replicated")
 
 
+@pytest.mark.heavy
 def test_task_env_steps_our_task():
     task = envs.make_task("pendulum")
     env = brax_compat.task_env(task)

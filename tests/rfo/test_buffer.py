@@ -79,6 +79,7 @@ def _flow_params():
     return graphdef, init(jax.random.key(0))
 
 
+@pytest.mark.heavy
 def test_stability_term_reads_the_buffer_and_is_zero_when_empty():
     graphdef, params = _flow_params()
     rng = np.random.default_rng(2)

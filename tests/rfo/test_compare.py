@@ -78,6 +78,7 @@ def _smoke(methods):
     return cfg
 
 
+@pytest.mark.heavy
 def test_binary_summary_equals_public_compare(fake, tmp_path):
     """The binary's comparison rows (units, resumable chunks, exported programs) are
     ``rfo.compare`` on the same task key, contenders and settings, number for number."""

@@ -47,6 +47,7 @@ def _brax_step(ps0, ps1, action):
                            "x_velocity"), ps0, ps1, action)
 
 
+@pytest.mark.heavy
 def test_hopper_standing_pose_earns_the_healthy_bonus_minus_control(hopper):
     task, init = hopper
     assert task.terminates and task.obs_dim == 11
@@ -112,6 +113,7 @@ def _brax_reacher_step(ps0, ps1, action):
                           ps0, ps1, action)
 
 
+@pytest.mark.heavy
 def test_reacher_obs_and_reward_match_brax_and_a_hand_computation(reacher):
     """On random arm angles, velocities and targets: obs and reward equal brax's Reacher
     (v5); the reward is -||tip - target|| - ||a||^2 with the tip 0.21 m from the base along
@@ -135,6 +137,7 @@ def test_reacher_obs_and_reward_match_brax_and_a_hand_computation(reacher):
     np.testing.assert_allclose(task.reward_fn(ps, ps, a), hand, rtol=1e-4)
 
 
+@pytest.mark.heavy
 def test_reacher_reset_follows_brax():
     """Targets uniform in radius (r = 0.2 U) over the disk, arm angles within 0.1 of 0,
     target velocities 0, arm velocities within 0.005: brax's reset distribution."""
@@ -194,6 +197,7 @@ def test_segment_discounts_and_episode_mask_by_hand():
     np.testing.assert_allclose(b0, [0.9 ** 5], rtol=1e-6)
 
 
+@pytest.mark.heavy
 def test_rollout_auto_resets_terminated_envs_and_masks_eval_returns(timed):
     cfg = rfo.TrainConfig(policy="gaussian", num_envs=2, horizon=8, hidden=8)
     policy = rfo_train.make_policy(timed, cfg)
@@ -213,6 +217,7 @@ def test_rollout_auto_resets_terminated_envs_and_masks_eval_returns(timed):
 # PPO on the terminating task: -m slow (30 s at -n 2); PPO's GAE masks have their own test.
 @pytest.mark.parametrize("method", ["gaussian_critic",
                                     pytest.param("ppo", marks=pytest.mark.slow)])
+@pytest.mark.heavy
 def test_trainers_run_on_a_terminating_task(timed, method):
     if method == "ppo":
         cfg = rfo.PPOConfig(num_envs=2, rollout_len=4, minibatches=2, episode_length=8,

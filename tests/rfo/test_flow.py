@@ -9,6 +9,7 @@ import pytest
 from jaxlab.rfo import flow, regularizers
 
 
+@pytest.mark.heavy
 def test_gradient_through_ode_matches_finite_differences():
     """d/dtheta of a toy one-step cost ||x + tanh(a_K(theta))||^2 along a random direction."""
     with jax.enable_x64(True):

@@ -38,6 +38,7 @@ def test_fused_body_is_named_instead_of_silently_shifting_indices():
     assert envs.body_index(envs.load_mjcf(ARM, require_bodies=("marker",)), "marker") == 1
 
 
+@pytest.mark.heavy
 def test_names_point_at_the_right_body_and_site():
     """Positions read through body_index / site_index against the MJCF geometry: the arm
     rotates about y at (0, 0, 1); the tip site sits 0.5 along the arm."""
@@ -57,6 +58,7 @@ def test_names_point_at_the_right_body_and_site():
         envs.site_index(sys, "hand")
 
 
+@pytest.mark.heavy
 def test_task_needs_init_q_only_without_reset_fn():
     sys = envs.load_mjcf(ARM)
     kw = dict(n_frames=1, obs_fn=lambda ps: ps.q, reward_fn=lambda a, b, u: b.q[0],

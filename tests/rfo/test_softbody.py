@@ -137,6 +137,7 @@ def test_rest_state_has_no_elastic_force_or_energy():
 # ---------------------------------------------------------------- gradients
 
 
+@pytest.mark.heavy
 def test_gradient_through_50_steps_matches_finite_differences():
     """d/d(actions) of the final centre-of-mass x plus height through 50 environment steps
     (2 substeps each) with contact, friction, damping and muscles, along a random direction,
@@ -185,6 +186,7 @@ def _trajectory(body, cfg, s0, act, steps, every):
     return run(s0)
 
 
+@pytest.mark.heavy
 def test_energy_is_conserved_without_damping_and_contact():
     """Symplectic Euler, muscles held on, gravity on, no damping or ground: over 1 s the
     total energy oscillates without drift, within a band that halves with dt (first order)
@@ -307,6 +309,7 @@ def test_own_physics_task_needs_both_functions():
 # ---------------------------------------------------------------- the task
 
 
+@pytest.mark.heavy
 def test_soft_quadruped_task_reward_and_observation_by_hand():
     """``envs.reset`` / ``envs.step`` (vmapped): reward = centre-of-mass x velocity over
     the 0.02 s step - 1e-3 ||a||^2 and the observation, both recomputed in NumPy."""

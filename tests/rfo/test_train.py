@@ -15,6 +15,7 @@ from jaxlab.rfo import envs  # noqa: E402
 from jaxlab.rfo import train as rfo_train  # noqa: E402
 
 
+@pytest.mark.heavy
 def test_gradients_through_contacts_are_finite_and_informative():
     task = envs.make_task("bouncing_ball")
     cfg = rfo_train.TrainConfig(num_envs=4, horizon=40)
@@ -52,6 +53,7 @@ def _leaves(tree):
 # The flow policy by default; the Gaussian and PPO networks: -m slow (17 s each at -n 2).
 @pytest.mark.parametrize("method", ["flow", pytest.param("gaussian", marks=pytest.mark.slow),
                                     pytest.param("ppo", marks=pytest.mark.slow)])
+@pytest.mark.heavy
 def test_initial_weights_come_from_the_key(method):
     """#18: seeds used to share initial weights (nnx.Rngs(0) / seed + 1)."""
     task = envs.make_task("pendulum")
