@@ -54,6 +54,7 @@ from jax.experimental import checkify as _checkify
 from jax.experimental import io_callback as _io_callback
 
 __all__ = ["CheckError", "ENV_VAR", "GUARDED", "checks", "enabled", "check", "run", "guard",
+    "suspended",
            "declare", "checkify", "raise_check_errors"]
 
 ENV_VAR = "JAXLAB_CHECKS"
@@ -107,7 +108,29 @@ class checks:  # noqa: N801 - used like a function: ``jaxlab.core.checks(True)``
 
 
 def _tracing_checked() -> bool:
-    return bool(getattr(_state, "where", ()))
+    return bool(getattr(_state, "where", ())) and not getattr(_state, "off", 0)
+
+
+def _suspended() -> bool:
+    return bool(getattr(_state, "off", 0))
+
+
+@contextlib.contextmanager
+def suspended():
+    """Inside it, checked mode is off: ``check`` and ``run`` trace no checks (a region of a
+    checked body, e.g. a ``lax.while_loop`` body that calls a checked function).
+
+    Under ``vmap`` a while loop's predicate is batched, and JAX supports neither a checked
+    body there ("foreach() argument 2 is longer than argument 1" from ``checkify``) nor the
+    host callback an unchecked caller's check needs ("Unordered IO effects not supported in
+    while_loop with batched predicate"). The loop's own result flags (non-finite logits)
+    are checked after the loop instead.
+    """
+    _state.off = getattr(_state, "off", 0) + 1
+    try:
+        yield
+    finally:
+        _state.off -= 1
 
 
 def _is_traced(tree) -> bool:
@@ -182,7 +205,7 @@ def run(where: str, fn: Callable, *args, fast: Callable | None = None, **kwargs)
       ``fn``'s output. Outside checked mode this is ``(fast or fn)(*args, **kwargs)``; inside
       another checked body the checks join that body's.
     """
-    if not _enabled:
+    if not _enabled or _suspended():
         return (fn if fast is None else fast)(*args, **kwargs)
     if _tracing_checked():
         return _body(where, fn, kwargs)(*args)

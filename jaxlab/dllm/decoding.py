@@ -778,7 +778,8 @@ def decode_threshold(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_leng
     def body(carry):
         state, nfe, t, bad = carry
         active = jnp.any(state.order < 0, axis=1)
-        logits, _ = denoise_fn(state.tokens)
+        with checked.suspended():  # checks in a while body break under vmap (checked.py)
+            logits, _ = denoise_fn(state.tokens)
         x0, logp, logp_x0 = predict(jax.random.key(0), logits[:, prompt_len:], mask_id, 0.0)
         # NaN confidences (bad logits, flagged below) still commit a position (-1 ranks
         # below every probability but above the ineligible -inf), or the loop never ends.
@@ -794,14 +795,16 @@ def decode_threshold(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_leng
         bad = bad | (nonfinite_logp(logp_x0) & active)
         return state, nfe + active.astype(jnp.int32), t + 1, bad
 
-    def run(state):
-        state, nfe, _, bad = jax.lax.while_loop(
-            cond, body, (state, jnp.zeros(b, jnp.int32), jnp.int32(0), jnp.zeros(b, bool)))
+    def flag(bad):
         _check_logits_flag(bad)
-        return state, nfe, bad
+        return bad
 
-    state, nfe, bad = checked.run("jaxlab.dllm.decode_threshold", run,
-                                  init_state(prompt, gen_length, mask_id))
+    # The loop runs outside the checked body: checkify of a while loop fails under vmap
+    # (checked.suspended); its result flag is checked after it.
+    state, nfe, _, bad = jax.lax.while_loop(
+        cond, body, (init_state(prompt, gen_length, mask_id), jnp.zeros(b, jnp.int32),
+                     jnp.int32(0), jnp.zeros(b, bool)))
+    bad = checked.run("jaxlab.dllm.decode_threshold", flag, bad)
     raise_if_nonfinite_logits(bad, "jaxlab.dllm.decode_threshold")
     return DecodeResult(state.tokens[:, prompt_len:], state.path_ll, state.order, nfe)
 

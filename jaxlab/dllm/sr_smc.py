@@ -162,7 +162,8 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
         i, dec, log_w, passes, key = carry
         key, k_pass = jax.random.split(key)
         active = masked_in_block(dec)
-        logits, _ = denoise_fn(dec.tokens)
+        with checked.suspended():  # checks in a while body break under vmap (checked.py)
+            logits, _ = denoise_fn(dec.tokens)
         k = table[jnp.minimum(block * per_block + i, table.shape[0] - 1)]
         x0, logp_x0, select = _commits(k_pass, logits[:, prompt_len:], dec.order, block, k,
                                        mask_id=mask_id, temperature=temperature,

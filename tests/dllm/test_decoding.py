@@ -177,3 +177,31 @@ def test_bad_temperature_raises(denoiser, temperature):
     with pytest.raises(ValueError, match="`temperature`"):
         decoding.decode(jax.random.key(0), denoiser, jnp.zeros((2, P), jnp.int32), A,
                         mask_id=MASK, vocab_size=V, temperature=temperature)
+
+
+def test_while_loop_decoders_vmap_in_checked_mode(denoiser):
+    """Threshold decoding and SR-SMC (``lax.while_loop``s around a denoiser whose attention
+    carries checks) run under ``vmap`` in checked mode and equal each problem decoded alone."""
+    from jaxlab.core import checked
+    from jaxlab.dllm import sr_smc
+
+    assert checked.enabled()
+    cfg = model_lib.LLaDAConfig(vocab_size=V, d_model=16, n_layers=1, n_heads=2, n_kv_heads=2,
+                                mlp_hidden_size=32, mask_token_id=MASK)
+    graphdef, params = model_lib.init(cfg, seed=3)
+    plain = functools.partial(model_lib.apply, graphdef, params)  # not jitted: checks traced
+    prompts = jax.random.randint(jax.random.key(1), (3, 1, P), 0, MASK)
+    keys = jax.random.split(jax.random.key(2), 3)
+
+    def thr(p, k):
+        return decoding.decode_threshold(k, plain, p, A, mask_id=MASK, vocab_size=V,
+                                         threshold=0.5, block_length=A // 2).answer
+
+    def sr(p, k):
+        return sr_smc.sr_smc_decode(k, plain, p, A, mask_id=MASK, vocab_size=V,
+                                    num_particles=2, block_length=A // 2)[0].answer
+
+    for fn in (thr, sr):
+        batched = jax.vmap(fn)(prompts, keys)
+        alone = jnp.stack([fn(p, k) for p, k in zip(prompts, keys)])
+        np.testing.assert_array_equal(batched, alone)
