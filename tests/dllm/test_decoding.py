@@ -203,5 +203,5 @@ def test_while_loop_decoders_vmap_in_checked_mode(denoiser):
 
     for fn in (thr, sr):
         batched = jax.vmap(fn)(prompts, keys)
-        alone = jnp.stack([fn(p, k) for p, k in zip(prompts, keys)])
+        alone = jnp.stack([fn(p, k) for p, k in zip(prompts, keys, strict=True)])
         np.testing.assert_array_equal(batched, alone)
