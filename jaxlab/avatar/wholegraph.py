@@ -310,14 +310,19 @@ _representativeness = jax.jit(baselines.representativeness)
 _top1 = jax.jit(alignment.top1_probability)
 
 
-def _check_solve_args(task, graph, anchors, settings) -> None:
-    """The arguments of one solve: a GraphTask, its Graphs, Settings, [k] bool anchors."""
+def _check_task_and_graph(task, graph) -> None:
+    """``task`` a GraphTask and ``graph`` its ``parrot_official.Graphs``, or a TypeError."""
     if not isinstance(task, tasks.GraphTask):
         raise TypeError(f"`task` must be a tasks.GraphTask (datasets.task), got "
                         f"{type(task).__name__}.")
     if not isinstance(graph, parrot_official.Graphs):
         raise TypeError(f"`graph` must be parrot_official.prepare(task, ...), got "
                         f"{type(graph).__name__}.")
+
+
+def _check_solve_args(task, graph, anchors, settings) -> None:
+    """The arguments of one solve: a GraphTask, its Graphs, Settings, [k] bool anchors."""
+    _check_task_and_graph(task, graph)
     parrot_official.check_settings(settings)
     validation.check_shape("anchors", anchors, (tasks.num_pairs(task),))
     validation.check_bool("anchors", anchors)
@@ -441,12 +446,7 @@ def _measured(measure: Callable[[], dict] | None) -> dict:
 
 
 def _check_run_args(task, graph, settings, protocol) -> None:
-    if not isinstance(task, tasks.GraphTask):
-        raise TypeError(f"`task` must be a tasks.GraphTask (datasets.task), got "
-                        f"{type(task).__name__}.")
-    if not isinstance(graph, parrot_official.Graphs):
-        raise TypeError(f"`graph` must be parrot_official.prepare(task, ...), got "
-                        f"{type(graph).__name__}.")
+    _check_task_and_graph(task, graph)
     check_protocol(protocol)
     parrot_official.check_settings(settings)
 
