@@ -54,8 +54,7 @@ from jax.experimental import checkify as _checkify
 from jax.experimental import io_callback as _io_callback
 
 __all__ = ["CheckError", "ENV_VAR", "GUARDED", "checks", "enabled", "check", "run", "guard",
-    "suspended",
-           "declare", "checkify", "raise_check_errors"]
+           "suspended", "declare", "checkify", "raise_check_errors"]
 
 ENV_VAR = "JAXLAB_CHECKS"
 ERRORS = _checkify.user_checks
@@ -108,7 +107,7 @@ class checks:  # noqa: N801 - used like a function: ``jaxlab.core.checks(True)``
 
 
 def _tracing_checked() -> bool:
-    return bool(getattr(_state, "where", ())) and not getattr(_state, "off", 0)
+    return bool(getattr(_state, "where", ())) and not _suspended()
 
 
 def _suspended() -> bool:
