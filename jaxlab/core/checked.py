@@ -50,6 +50,7 @@ import threading
 from collections.abc import Callable
 
 import jax
+import numpy as np
 from jax.experimental import checkify as _checkify
 from jax.experimental import io_callback as _io_callback
 
@@ -61,6 +62,25 @@ ERRORS = _checkify.user_checks
 
 _state = threading.local()
 _enabled = os.environ.get(ENV_VAR, "").strip().lower() in ("1", "true", "yes", "on")
+
+# What the mode changes in a trace (checks on; inside an outer ``checkify``; suspended;
+# inside a checked body) is part of JAX's jit cache key: a public function jitted by the
+# caller under one mode is traced again under another, never reused. Without it a trace
+# made inside ``checkify`` (its checks left for that checkify to functionalize) would be
+# reused by a plain ``jit`` of the same function, which cannot run it.
+_trace_key = jax.make_user_context(default_value=None)
+
+
+def _mode() -> tuple[bool, bool, bool, bool]:
+    return (_enabled, getattr(_state, "outer", 0) > 0, _suspended(),
+            bool(getattr(_state, "where", ())))
+
+
+@contextlib.contextmanager
+def _keyed():
+    """Within it, JAX's jit caches are keyed by the current (thread-local) mode."""
+    with _trace_key(_mode()):
+        yield
 
 
 class CheckError(ValueError):
@@ -94,6 +114,7 @@ class checks:  # noqa: N801 - used like a function: ``jaxlab.core.checks(True)``
             raise TypeError(f"`enabled` must be a bool, got {type(enabled).__name__}.")
         self.previous = _enabled
         _enabled = enabled
+        _trace_key.set_global(_mode())
 
     def __enter__(self) -> "checks":
         return self
@@ -101,6 +122,7 @@ class checks:  # noqa: N801 - used like a function: ``jaxlab.core.checks(True)``
     def __exit__(self, *exc) -> None:
         global _enabled
         _enabled = self.previous
+        _trace_key.set_global(_mode())
 
     def __bool__(self) -> bool:
         return _enabled
@@ -127,7 +149,8 @@ def suspended():
     """
     _state.off = getattr(_state, "off", 0) + 1
     try:
-        yield
+        with _keyed():
+            yield
     finally:
         _state.off -= 1
 
@@ -176,7 +199,8 @@ def _body(where: str, fn: Callable, kwargs: dict) -> Callable:
     def traced(*args):
         _state.where = (*getattr(_state, "where", ()), where)
         try:
-            return fn(*args, **kwargs)
+            with _keyed():
+                return fn(*args, **kwargs)
         finally:
             _state.where = _state.where[:-1]
 
@@ -279,6 +303,10 @@ class raise_check_errors(contextlib.ContextDecorator):  # noqa: N801 - used like
         raise CheckError(found[-1]) from exc
 
 
+def _as_jax(leaf):
+    return jax.numpy.asarray(leaf) if isinstance(leaf, np.ndarray) else leaf
+
+
 def checkify(fn: Callable) -> Callable:
     """Wraps a caller's (jitted / vmapped) function so checked-mode errors raised inside
     it become one ``CheckError`` when it returns.
@@ -290,12 +318,20 @@ def checkify(fn: Callable) -> Callable:
 
     @functools.wraps(fn)
     def wrapped(*args, **kwargs):
+        # NumPy arguments as JAX arrays: under ``vmap`` jax 0.12's checkify leaves a NumPy
+        # argument as a non-canonical constant inside ``custom_jvp`` rules (softmax), which
+        # fails an assertion.
+        args, kwargs = jax.tree.map(_as_jax, (args, kwargs))
         _state.outer = getattr(_state, "outer", 0) + 1
         try:
-            err, out = _checkify.checkify(fn, errors=ERRORS)(*args, **kwargs)
+            with _keyed():
+                err, out = _checkify.checkify(fn, errors=ERRORS)(*args, **kwargs)
         finally:
             _state.outer -= 1
         _raise(err)
         return out
 
     return wrapped
+
+
+_trace_key.set_global(_mode())

@@ -170,3 +170,30 @@ def test_guard_checks_traced_arguments_only_in_checked_mode():
         checked.checkify(jax.jit(lambda s, lab: metrics.auroc(s, lab)))(
             np.ones(3, np.float32), labels)
     assert "jaxlab.core.metrics.auroc" in checked.GUARDED
+
+
+def test_a_jitted_function_is_traced_again_when_the_mode_changes():
+    """A caller's ``jax.jit`` of a public function, traced inside ``checkify`` in checked
+    mode, is not reused by a plain ``jit`` of the same function afterwards (that trace
+    leaves its checks to the outer checkify), nor by the same call with the mode off."""
+    from jaxlab.core import metrics
+
+    scores, labels = jnp.array([-jnp.inf, 0.0, 1.0, 2.5]), jnp.array([0, 0, 1, 1])
+    with checks(True):
+        assert float(checked.checkify(jax.jit(metrics.auroc))(scores, labels)) == 1.0
+    assert float(jax.jit(metrics.auroc)(scores, labels)) == 1.0
+    with checks(True):
+        assert float(jax.jit(metrics.auroc)(scores, labels)) == 1.0
+        with pytest.raises(CheckError, match="`labels`"):
+            checked.checkify(jax.jit(metrics.auroc))(scores, jnp.array([0, 2, 1, 1]))
+
+
+def test_checkify_takes_numpy_arguments_under_vmap():
+    """NumPy arguments reach the checked body as arrays (jax 0.12's checkify would keep a
+    NumPy argument as a constant inside softmax's custom_jvp and fail an assertion)."""
+    lw = np.array([[0.0, 1.0], [0.0, np.nan]], np.float32)
+    with checks(True), pytest.raises(CheckError, match="`log_weights`"):
+        checked.checkify(jax.vmap(smc.ess))(lw)
+    with checks(True):
+        np.testing.assert_allclose(checked.checkify(jax.vmap(smc.ess))(lw[:1]),
+                                   jax.vmap(smc.ess)(jnp.asarray(lw[:1])), rtol=1e-6)
