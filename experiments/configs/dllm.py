@@ -57,6 +57,18 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     c.ess_threshold = 0.5
     c.resample_schedule = "every_step"
     c.select = "path_ll"
+    # POKE-SMC's own mechanisms (jaxlab.dllm.path_smc): the twist's scale (None = beta),
+    # the resampler ("multinomial", or "distinct": every distinct partial answer keeps a
+    # slot), the "mix" selection's weight of the value and the unmasking policy
+    # ("confidence", or "value": the head's per-position values, weight `policy_mix`).
+    c.twist_scale = None
+    c.resampler = "multinomial"
+    c.select_mix = 0.5
+    c.policy = "confidence"
+    c.policy_mix = 1.0
+    # Best-of-N under the selection rules of POKE-SMC (rows best_of_<N>_<rule>: the head
+    # used for the final pick only), so what SMC adds is measured apart from the selector.
+    c.best_of_selections = ()
     # Blocks of every particle decoder (experiments/dllm.py docstring): "one" = the whole
     # answer (the order is free); "coarse" = at most 4 semi-AR blocks of >= 2 tokens;
     # "semi_ar" = the semi_ar decoder's blocks (one-token blocks, i.e. a fixed left-to-right
@@ -73,6 +85,10 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         particle_blocks=("one", "coarse"), position_temperatures=(0.5, 1.0, 2.0),
         temperatures=(0.7, 1.0, 1.5), weight_scales=(1.0, 4.0), ess_thresholds=(0.5, 0.9),
         schedules=(), selections=("path_ll", "weight"),
+        # POKE-SMC only (the twist, the policy and the value selections need the head):
+        twist_scales=(), policies=(), select_mixes=(),
+        value_selections=(),  # appended to `selections` for POKE-SMC
+        resamplers=(),  # both SMC families
         rank_fractions=(0.25, 0.5, 0.75), min_headroom=0.10, max_greedy=0.9))
     c.bootstrap = 1000
     c.throughput_particles = (1, 4, 16)
@@ -144,7 +160,9 @@ HARD_TASKS = ("countdown_hard", "addition_hard")
 def _frozen(c: ml_collections.ConfigDict) -> None:
     """No tuning: every grid emptied, so the untuned settings of the config are used."""
     c.protocol.update(particle_blocks=(), position_temperatures=(), temperatures=(),
-                      weight_scales=(), ess_thresholds=(), schedules=(), selections=())
+                      weight_scales=(), ess_thresholds=(), schedules=(), selections=(),
+                      twist_scales=(), policies=(), select_mixes=(), value_selections=(),
+                      resamplers=())
 
 
 def _held_out(c: ml_collections.ConfigDict) -> None:
@@ -152,4 +170,7 @@ def _held_out(c: ml_collections.ConfigDict) -> None:
     docstring): 1000 test problems, N = 2 / 4 / 8, the protocol's grids run at N = 4 on 128
     validation problems."""
     c.num_problems, c.eval_batch, c.particles = 1000, 250, (2, 4, 8)
-    c.protocol.update(validation_problems=128)
+    c.protocol.update(validation_problems=128, twist_scales=(0.5, 1.0, 2.0),
+                      resamplers=("multinomial", "distinct"), policies=("confidence", "value"),
+                      value_selections=("value", "mix"), select_mixes=(0.25, 0.5, 0.75))
+    c.best_of_selections = ("value", "mix")

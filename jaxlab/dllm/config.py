@@ -21,8 +21,12 @@ and every ``config.protocol.schedules`` entry in ``path_smc.SCHEDULES``,
 ``PARTICLE_BLOCKS``, ``config.proposal`` in ``decoding.PROPOSALS``, ``config.select`` (and
 each ``config.protocol.selections``) in ``path_smc.SELECTIONS``, ``config.temperature``,
 ``position_temperature``, ``sr_smc_temperature``, ``weight_scale`` finite and >= 0,
-``config.ess_threshold`` in [0, 1]; the grids ``config.protocol.temperatures``,
-``position_temperatures``, ``weight_scales`` finite and >= 0, ``ess_thresholds`` in [0, 1];
+``config.ess_threshold``, ``select_mix`` and ``policy_mix`` in [0, 1], ``config.twist_scale``
+None or finite and >= 0, ``config.resampler`` in ``RESAMPLER_CHOICES``, ``config.policy``
+in ``POLICY_CHOICES``, ``config.best_of_selections`` among "value" and "mix"; the grids
+``config.protocol.temperatures``, ``position_temperatures``, ``weight_scales``,
+``twist_scales`` finite and >= 0, ``ess_thresholds`` and ``select_mixes`` in [0, 1],
+``resamplers``, ``policies``, ``value_selections`` from the same choices;
 ``config.protocol.rank_fractions`` in (0, 1).
 """
 
@@ -55,6 +59,7 @@ RULES = {
     "temperature": V.NON_NEGATIVE, "threshold": V.UNIT_CLOSED, "bootstrap": V.POSITIVE_INT,
     "position_temperature": V.NON_NEGATIVE, "sr_smc_temperature": V.NON_NEGATIVE,
     "weight_scale": V.NON_NEGATIVE, "ess_threshold": V.UNIT_CLOSED,
+    "select_mix": V.UNIT_CLOSED, "policy_mix": V.UNIT_CLOSED,
     "sale.num_problems": V.POSITIVE_INT, "sale.block_q": V.POSITIVE_INT,
     "sale.block_k": V.POSITIVE_INT, "sale.local": V.POSITIVE_INT, "sale.batch": V.POSITIVE_INT,
     "protocol.validation_problems": V.POSITIVE_INT, "protocol.min_headroom": V.UNIT_CLOSED,
@@ -62,7 +67,7 @@ RULES = {
 }
 FLOATS = ("model.rope_theta", "model.rms_norm_eps", "model.sale_tau", "train.lr",
           "poke.temperature", "poke.lr", "temperature", "threshold", "position_temperature",
-          "sr_smc_temperature", "weight_scale", "ess_threshold")
+          "sr_smc_temperature", "weight_scale", "ess_threshold", "select_mix", "policy_mix")
 
 
 def _get(config, dotted):
@@ -93,6 +98,8 @@ def _check_steps_chunks(prefix: str, section) -> None:
 
 
 GREEDY_DECODERS = (*decoding.POLICIES, "semi_ar", "threshold")
+RESAMPLER_CHOICES = (*sorted(path_smc.RESAMPLERS), path_smc.DISTINCT)
+POLICY_CHOICES = (*decoding.POLICIES, *decoding.HEAD_POLICIES)
 PARTICLE_FAMILIES = ("best_of", "smc", "sr_smc", "poke_smc")
 
 
@@ -190,23 +197,34 @@ def validate_config(config) -> None:
     if _get(config, "poke") is not None:
         _check_steps_chunks("config.poke", config.poke)
     choices = {"resample_schedule": path_smc.SCHEDULES, "particle_blocks": PARTICLE_BLOCKS,
-               "proposal": decoding.PROPOSALS, "select": path_smc.SELECTIONS}
+               "proposal": decoding.PROPOSALS, "select": path_smc.SELECTIONS,
+               "resampler": RESAMPLER_CHOICES, "policy": POLICY_CHOICES}
     for name, allowed in choices.items():
         value = _get(config, name)
         if value is not None:
             V.check_one_of(f"config.{name}", value, allowed)
     for name, allowed in (("schedules", path_smc.SCHEDULES),
                           ("particle_blocks", PARTICLE_BLOCKS),
-                          ("selections", path_smc.SELECTIONS)):
+                          ("selections", path_smc.SELECTIONS),
+                          ("value_selections", path_smc.SELECTIONS),
+                          ("resamplers", RESAMPLER_CHOICES),
+                          ("policies", POLICY_CHOICES)):
         for value in tuple(_get(config, f"protocol.{name}") or ()):
             V.check_one_of(f"config.protocol.{name}", value, allowed)
     for name, high in (("temperatures", None), ("position_temperatures", None),
-                       ("weight_scales", None), ("ess_thresholds", 1.0)):
+                       ("weight_scales", None), ("ess_thresholds", 1.0),
+                       ("twist_scales", None), ("select_mixes", 1.0)):
         values = _get(config, f"protocol.{name}")
         if values is not None and len(tuple(values)):
             arr = np.asarray(tuple(values), np.float64)
             V.check_in_range(f"config.protocol.{name}", arr, 0.0, high)
             V.check_finite(f"config.protocol.{name}", arr)
+    twist = _get(config, "twist_scale")
+    if twist is not None:
+        V.check_finite("config.twist_scale", twist)
+        V.check_in_range("config.twist_scale", np.float64(twist), 0.0)
+    for value in tuple(_get(config, "best_of_selections") or ()):
+        V.check_one_of("config.best_of_selections", value, ("value", "mix"))
     fracs = _get(config, "protocol.rank_fractions")
     if fracs is not None:
         arr = np.asarray(tuple(fracs), np.float64)

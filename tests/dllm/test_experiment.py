@@ -148,8 +148,9 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
     """``_tune`` with stubbed accuracies: every grid entry is run on the validation problems
     (the "tuning" item keys, never the test ones) at ``protocol.tune_particles``, in the
     declared order (proposal, SR-SMC's temperature, the head on the chosen proposal, then
-    per SMC family beta x ESS threshold and the selection); each argmax is frozen before
-    the next stage and ties go to the first entry."""
+    per SMC family beta x ESS threshold, the resampler, POKE-SMC's twist scale and policy,
+    and the selection, POKE-SMC's with the value rules); each argmax is frozen before the
+    next stage and ties go to the first entry."""
     from jaxlab.dllm import decoding
     from jaxlab.dllm import tasks as tasks_lib
 
@@ -158,7 +159,10 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
     cfg.protocol.update(validation_problems=4, tune_particles=(2,),
                         particle_blocks=("one", "coarse"), position_temperatures=(),
                         temperatures=(1.0, 1.5), weight_scales=(1.0, 4.0), ess_thresholds=(),
-                        schedules=(), selections=("path_ll", "weight"))
+                        schedules=(), selections=("path_ll", "weight"),
+                        resamplers=("multinomial", "distinct"), twist_scales=(0.5, 2.0),
+                        policies=("confidence", "value"), value_selections=("value", "mix"),
+                        select_mixes=(0.25, 0.75))
     task = tasks_lib.make_task("addition", n_digits=3)
     assert decoding.coarse_block(task.answer_len) < task.answer_len
     val = exp.item_keys(cfg, "tuning", 4)
@@ -166,8 +170,14 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
     seen, names = [], []
     accs = iter([0.1, 0.3, 0.5, 0.5,   # proposal: one 0.2, coarse 0.5
                  0.4, 0.4,             # SR-SMC T: tie -> 1.0
-                 0.2, 0.6, 0.3, 0.7,   # Path-LL SMC: beta 4; select weight
-                 0.5, 0.5, 0.6, 0.2])  # POKE-SMC: tie -> beta 1; select path_ll
+                 0.2, 0.6,             # Path-LL SMC: beta 4
+                 0.3, 0.5,             #   resampler: distinct
+                 0.3, 0.7,             #   select: weight
+                 0.5, 0.5,             # POKE-SMC: tie -> beta 1
+                 0.6, 0.2,             #   resampler: multinomial
+                 0.1, 0.4,             #   twist: 2 x beta
+                 0.5, 0.5,             #   policy: tie -> confidence
+                 0.2, 0.2, 0.3, 0.6, 0.1])  # select: path_ll, weight, value, mix .25 / .75
 
     def fake_run(config, task_, name, dec, keys):
         seen.append(np.asarray(jax.random.key_data(keys)))
@@ -178,24 +188,104 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
 
     def head_fn(spec):
         specs.append(spec)
-        return lambda hidden, tokens: jax.numpy.zeros(tokens.shape[0])
+        return (lambda hidden, tokens: jax.numpy.zeros(tokens.shape[0]),
+                lambda hidden, tokens: jax.numpy.zeros(tokens.shape))
 
     monkeypatch.setattr(exp, "_run_decoder", fake_run)
     den = lambda tok: (jax.numpy.zeros(tok.shape + (task.vocab_size,)),  # noqa: E731
                        jax.numpy.zeros(tok.shape + (2,)))
-    out, value_fn = exp._tune(cfg, task, den, head_fn)
+    out, value_fn, position_value_fn = exp._tune(cfg, task, den, head_fn)
     tuned = out["tuned"]
     assert out["grid"]["proposal"] == pytest.approx({"one, position_temperature 1": 0.2,
                                                      "coarse, position_temperature 1": 0.5})
     assert tuned["particle_blocks"] == "coarse" and tuned["sr_smc_temperature"] == 1.0
-    assert tuned["smc"]["weight_scale"] == 4.0 and tuned["smc"]["select"] == "weight"
-    assert tuned["poke_smc"]["weight_scale"] == 1.0 and tuned["poke_smc"]["select"] == "path_ll"
+    assert {k: tuned["smc"][k] for k in ("weight_scale", "resampler", "select", "twist_scale",
+                                         "policy")} == {
+        "weight_scale": 4.0, "resampler": "distinct", "select": "weight", "twist_scale": None,
+        "policy": "confidence"}
+    assert {k: tuned["poke_smc"][k] for k in ("weight_scale", "resampler", "twist_scale",
+                                              "policy", "select", "select_mix")} == {
+        "weight_scale": 1.0, "resampler": "multinomial", "twist_scale": 2.0,
+        "policy": "confidence", "select": "mix", "select_mix": 0.25}
+    assert list(out["grid"]["select_poke_smc"]) == ["path_ll", "weight", "value", "mix 0.25",
+                                                    "mix 0.75"]
     # The head is trained once, on the proposal chosen in the first stage.
     assert len(specs) == 1 and specs[0] == out["proposal"]
     assert specs[0]["block_length"] == decoding.coarse_block(task.answer_len)
-    assert value_fn is not None
-    assert names == ["best_of_2", "smc_2"] * 2 + ["sr_smc_2"] * 2 + ["smc_2"] * 4 + [
-        "poke_smc_2"] * 4
+    assert value_fn is not None and position_value_fn is not None
+    assert names == ["best_of_2", "smc_2"] * 2 + ["sr_smc_2"] * 2 + ["smc_2"] * 6 + [
+        "poke_smc_2"] * 13
     val, test = (np.asarray(jax.random.key_data(k)) for k in (val, test))
-    assert len(seen) == 14 and all(np.array_equal(k, val) for k in seen)
+    assert len(seen) == 25 and all(np.array_equal(k, val) for k in seen)
     assert not set(map(tuple, val)) & set(map(tuple, test))
+
+
+def _row(family, n, correct):
+    correct = np.asarray(correct, bool)
+    return {"family": family, "particles": n, "accuracy": float(correct.mean()),
+            "_correct": correct}
+
+
+def test_per_problem_accounting_and_goals_from_rows():
+    """``_accounting`` and ``_goals`` on hand-made per-problem results: counts against the
+    greedy the reference follows (``greedy_blocks`` when present), selection loss from the
+    preconditions' pass@N, and the best rival taken over every best-of-N selector."""
+    cfg = dllm_config.get_config("smoke")
+    cfg.particles, cfg.bootstrap = (4,), 200
+    rng = np.random.default_rng(0)
+    g, gb = rng.random(200) < 0.4, rng.random(200) < 0.5
+    poke_ok = gb | (rng.random(200) < 0.3)
+    poke_ok[np.flatnonzero(gb)[:3]] = False  # three greedy-right / POKE-wrong problems
+    bon_value = gb | (rng.random(200) < 0.1)
+    rows = {"confidence": _row("greedy", 1, g), "greedy_blocks": _row("greedy", 1, gb),
+            "best_of_4": _row("best_of_n", 4, gb),
+            "best_of_4_value": _row("best_of_n", 4, bon_value),
+            "sr_smc_4": _row("sr_smc", 4, rng.random(200) < 0.3),
+            "smc_4": _row("smc", 4, gb), "poke_smc_4": _row("poke_smc", 4, poke_ok)}
+    pre = {"4": {"pass_at_n": 0.9, "headroom": 0.3}}
+    acct = exp._accounting(cfg, rows, pre)
+    assert set(acct) == {"best_of_4", "best_of_4_value", "sr_smc_4", "smc_4", "poke_smc_4"}
+    a = acct["poke_smc_4"]
+    assert a["greedy"] == "greedy_blocks"
+    assert a["greedy_right_decoder_wrong"] == int(np.sum(gb & ~poke_ok)) == 3
+    assert a["decoder_right_greedy_wrong"] == int(np.sum(poke_ok & ~gb))
+    assert a["selection_loss"] == pytest.approx(0.9 - poke_ok.mean())
+    goal = exp._goals(cfg, rows, pre)["4"]
+    rivals = ("confidence", "greedy_blocks", "best_of_4", "best_of_4_value", "sr_smc_4")
+    best = max(rivals, key=lambda k: rows[k]["accuracy"])
+    assert goal["best_rival"] == best
+    assert goal["poke_minus_best_rival"] == pytest.approx(
+        poke_ok.mean() - rows[best]["accuracy"])
+    lo, hi = goal["poke_minus_best_rival_ci"]
+    assert lo <= goal["poke_minus_best_rival"] <= hi
+    assert goal["goal_met"] == (goal["poke_minus_best_rival"] >= 0.02 and lo > 0)
+    assert goal["selection_loss_halved"] == (
+        a["selection_loss"] <= acct["best_of_4"]["selection_loss"] / 2)
+    assert goal["greedy_losses_quarter"] == (3 <= a["decoder_right_greedy_wrong"] / 4)
+
+
+def test_weight_diagnostics_summarise_the_info_fields():
+    """``_weight_diagnostics``: the minimum of distinct paths leaves out step 0 (all-mask
+    particles), and the driver is the term with the larger variance on most steps."""
+    distinct = np.array([[1, 4, 3, 2], [1, 2, 1, 1]])  # [problems, S]
+    twist = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
+    ll = np.array([[0.0, 0.5, 0.5, 2.0], [0.0, 0.1, 0.1, 2.0]])
+    diag = {"distinct_paths": distinct[:, None], "twist_increment_var": twist[:, None],
+            "path_ll_increment_var": ll[:, None],
+            "proposal_correction_var": np.zeros((2, 1, 4))}
+    d = exp._weight_diagnostics(diag, 4)["diagnostics"]
+    assert d["mean_min_distinct_paths"] == pytest.approx((2 + 1) / 2)
+    assert d["one_path_share"] == pytest.approx(0.5)
+    assert d["distinct_paths_trace"] == pytest.approx([1.0, 3.0, 2.0, 1.5])
+    assert d["driver"] == "twist_increment"  # larger on steps 1 and 2, ll only on step 3
+    assert exp._weight_diagnostics({}, 4) == {}
+
+
+def test_study_rows_add_the_selector_and_blocked_greedy_rows():
+    cfg = dllm_config.get_config("smoke")
+    cfg.particles = (4,)
+    names = exp.decoder_names(cfg)
+    decs = dict.fromkeys([*names[:1], "greedy_blocks", *names[1:], "best_of_4_value"])
+    assert exp.study_rows(cfg, decs) == list(decs)
+    cfg.decoders = ("poke_smc",)
+    assert exp.study_rows(cfg, decs) == ["poke_smc_4"]
