@@ -44,9 +44,15 @@ needs them) and are loaded once per run.
   3. the POKE head: the shipped head trained on the chosen proposal, else one trained now
      on rollouts of it (``dllm_models``), with its held-out fit;
   4. for Path-LL SMC and POKE-SMC separately: beta in ``protocol.weight_scales`` x the ESS
-     threshold in ``protocol.ess_thresholds`` x the schedule in ``protocol.schedules``,
-     then the output selection in ``protocol.selections`` (highest Path LL, or highest
-     final weight).
+     threshold in ``protocol.ess_thresholds`` x the schedule in ``protocol.schedules``;
+     then one mechanism at a time: the resampler in ``protocol.resamplers`` (multinomial,
+     or ``distinct``: every distinct partial answer keeps a slot); for POKE-SMC the twist
+     scale beta_V in ``protocol.twist_scales`` (multiples of the chosen beta) and the
+     unmasking policy in ``protocol.policies`` (confidence, or ``value``: the head's
+     per-position values choose the positions); last the output selection in
+     ``protocol.selections`` (highest Path LL, or highest final weight) plus, for POKE-SMC,
+     ``protocol.value_selections`` (the value estimate over the path, or its ``mix`` with
+     Path LL at each weight in ``protocol.select_mixes``).
   The quick presets tune nothing: the config's values (path proposal, one block,
   position temperature 1, argmax tokens, beta 1, ESS < N/2 at every step, Path-LL
   selection; SR-SMC at T = 1).
@@ -58,6 +64,18 @@ needs them) and are loaded once per run.
   Path LL + POKE value. A (task, N) enters the headline averages only if pass@N - best-of-N
   >= ``protocol.min_headroom`` (0.10) and greedy < ``protocol.max_greedy`` (0.9); the others
   are "ceiling" rows.
+* Selectors apart from SMC: best-of-N is also run with POKE-SMC's value rules
+  (``config.best_of_selections``: rows ``best_of_<N>_value`` and ``best_of_<N>_mix`` at
+  POKE-SMC's tuned mix weight), the head read for the final pick only, so what SMC adds is
+  measured apart from what the selector adds. With blocks (``particle_blocks`` not
+  "one"), greedy under the same blocks (``greedy_blocks``, the path the reference particle
+  follows) is reported and is a rival too.
+* Per-problem accounting (every particle decoder against the greedy its reference
+  follows): problems greedy gets right and the decoder wrong, and the reverse; the
+  selection loss pass@N - accuracy. Weight diagnostics per SMC run: distinct partial paths
+  after each resampling, the variance across particles of each term of the incremental
+  log weight (twist, Path-LL increment) and of the proposal correction the weights do not
+  hold; the preconditions add the value's ranking quality at every decoding step.
 * Declared comparisons (test problems, paired bootstrap CIs of the accuracy difference,
   ``protocol.analyse`` with the bootstrap key ``fold_in(key, 2)``, as
   ``jaxlab.dllm.compare``): POKE-SMC(N) - SR-SMC(N), POKE-SMC(N) - best-of-N,
@@ -68,9 +86,12 @@ needs them) and are loaded once per run.
 * Against the paper (N >= 4, reported beside the table): each particle decoder minus
   greedy, and POKE-SMC minus max(greedy, best-of-N, SR-SMC), which the paper reports at +2
   points, with its paired CI, on every task, marked where it has no headroom
-  (pass@N - best-of-N < ``protocol.min_headroom``). The goal (``comparison.default_goals``)
-  is met when POKE-SMC beats each of the three by more than 2 points with the whole
-  paired CI above it.
+  (pass@N - best-of-N < ``protocol.min_headroom``). The goals (``_goals``): POKE-SMC >=
+  the best on the test problems of greedy (also under the blocks), best-of-N under every
+  selector and SR-SMC, + 2 points, CI above 0; POKE-SMC's selection loss at most half
+  best-of-N's; greedy-right/POKE-wrong at most a quarter of the reverse. The declared
+  goals of ``comparison.default_goals`` (POKE-SMC beats each of the three by more than 2
+  points with the whole paired CI above it) are reported beside them.
 """
 
 import dataclasses
