@@ -38,8 +38,9 @@ checks.
 
 Only the checks written into the bodies run (``checkify.user_checks``); checkify's
 automatic NaN checks are not enabled, since several bodies produce a NaN on purpose in an
-unused ``jnp.where`` branch. A function jitted by the caller keeps the trace of its first
-call: switch the mode before the first call of a jitted function, not between calls.
+unused ``jnp.where`` branch. The mode is part of JAX's jit cache key
+(``jax.make_user_context``): a function the caller jitted is traced again when the mode
+changes (on / off, inside ``checkify`` or not, ``suspended``), never reused across modes.
 """
 
 import contextlib
