@@ -589,9 +589,11 @@ def study_rows(config, decs) -> list[str]:
 def _weight_diagnostics(diag: dict, n: int) -> dict:
     """The ``DIAGNOSTICS`` of a particle decoder's run ([problems, 1, S] each) as the
     summary's ``diagnostics``: the distinct partial paths after each step's resampling
-    (step 0 resamples all-mask particles, so it is left out of the minimum: the mean over
-    problems of the minimum over steps 1.., the share of problems whose particles all held
-    one partial answer at some step 1.., and the per-step mean trace), and the per-step
+    (step 0 resamples all-mask particles, so it is left out: their mean over problems and
+    steps 1.., the mean over problems of their minimum over steps 1.., the share of
+    problems whose particles all held one partial answer at some step 1.., and the
+    per-step mean trace; with blocks, particles that finished a block with the same
+    tokens are one path there, so the minimum is often 1 and the mean says more), and the per-step
     mean over problems of each weight term's variance across particles with the term whose
     variance is largest on the most steps (``driver``: what moves the weights, hence resampling)."""
     if not diag:
@@ -603,6 +605,7 @@ def _weight_diagnostics(diag: dict, n: int) -> dict:
     wins = np.argmax(np.stack(list(terms.values())), 0)
     driver = list(terms)[int(np.bincount(wins, minlength=len(terms)).argmax())]
     return {"diagnostics": {
+        "mean_distinct_paths": float(later.mean()),
         "mean_min_distinct_paths": float(later.min(1).mean()),
         "one_path_share": float(np.mean(later.min(1) <= 1)) if n > 1 else 0.0,
         "distinct_paths_trace": distinct.mean(0).tolist(),
@@ -1098,6 +1101,15 @@ def _plot_smc_diagnostics(config, tasks, workdir):
                "some wrong (random = the share of right particles).")
 
 
+def _mean_distinct(diag: dict) -> float:
+    """Mean distinct partial paths over the steps after the first (from the per-step trace
+    of summaries that predate ``mean_distinct_paths``)."""
+    if "mean_distinct_paths" in diag:
+        return diag["mean_distinct_paths"]
+    trace = diag["distinct_paths_trace"]
+    return float(np.mean(trace[1:] if len(trace) > 1 else trace))
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:+.1f}"
 
@@ -1137,9 +1149,10 @@ def headline(summary: dict) -> list[tuple[str, str]]:
             diag = [(k, d[k]["diagnostics"]) for k in (f"smc_{n}", f"poke_smc_{n}")
                     if "diagnostics" in d.get(k, {})]
             if diag:
-                rows.append((f"weights {name} N={n}: min distinct paths (mean), share with "
-                             "one path at some step, the term driving the weights' variance",
-                             "; ".join(f"{k} {g['mean_min_distinct_paths']:.2f}, "
+                rows.append((f"weights {name} N={n}: distinct partial paths (mean over steps "
+                             "after the first), share of problems with one path at some step, "
+                             "the term driving the weights' variance",
+                             "; ".join(f"{k} {_mean_distinct(g):.2f}, "
                                        f"{g['one_path_share']:.2f}, {g['driver']}"
                                        for k, g in diag)))
         tu = t.get("tuning", {}).get("tuned")
