@@ -587,7 +587,8 @@ def study_rows(config, decs) -> list[str]:
 
 
 def _weight_diagnostics(diag: dict, n: int) -> dict:
-    """The ``DIAGNOSTICS`` of a particle decoder's run ([problems, 1, S] each) as the
+    """The ``DIAGNOSTICS`` of a particle decoder's run ([problems, S, 1] each: the decoder's
+    [S, B] per problem, B = 1, stacked by ``comparison.decode_items``) as the
     summary's ``diagnostics``: the distinct partial paths after each step's resampling
     (step 0 resamples all-mask particles, so it is left out: their mean over problems and
     steps 1.., the mean over problems of their minimum over steps 1.., the share of
@@ -598,7 +599,7 @@ def _weight_diagnostics(diag: dict, n: int) -> dict:
     variance is largest on the most steps (``driver``: what moves the weights, hence resampling)."""
     if not diag:
         return {}
-    d = {k: np.asarray(v)[:, 0] for k, v in diag.items()}  # [problems, S]
+    d = {k: np.asarray(v)[..., 0] for k, v in diag.items()}  # [problems, S]
     distinct = d["distinct_paths"]
     later = distinct[:, 1:] if distinct.shape[1] > 1 else distinct
     terms = {t: d[f"{t}_var"].mean(0) for t in ("twist_increment", "path_ll_increment")}

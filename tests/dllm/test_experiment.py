@@ -270,9 +270,9 @@ def test_weight_diagnostics_summarise_the_info_fields():
     distinct = np.array([[1, 4, 3, 2], [1, 2, 1, 1]])  # [problems, S]
     twist = np.array([[0.0, 1.0, 1.0, 0.0], [0.0, 1.0, 1.0, 0.0]])
     ll = np.array([[0.0, 0.5, 0.5, 2.0], [0.0, 0.1, 0.1, 2.0]])
-    diag = {"distinct_paths": distinct[:, None], "twist_increment_var": twist[:, None],
-            "path_ll_increment_var": ll[:, None],
-            "proposal_correction_var": np.zeros((2, 1, 4))}
+    diag = {"distinct_paths": distinct[..., None], "twist_increment_var": twist[..., None],
+            "path_ll_increment_var": ll[..., None],
+            "proposal_correction_var": np.zeros((2, 4, 1))}  # [problems, S, B = 1]
     d = exp._weight_diagnostics(diag, 4)["diagnostics"]
     assert d["mean_min_distinct_paths"] == pytest.approx((2 + 1) / 2)
     assert d["mean_distinct_paths"] == pytest.approx((4 + 3 + 2 + 2 + 1 + 1) / 6)
@@ -291,3 +291,27 @@ def test_study_rows_add_the_selector_and_blocked_greedy_rows():
     assert exp.study_rows(cfg, decs) == list(decs)
     cfg.decoders = ("poke_smc",)
     assert exp.study_rows(cfg, decs) == ["poke_smc_4"]
+
+
+def test_a_particle_run_reports_its_diagnostics_per_step():
+    """``_run_decoder`` on a real Path-LL SMC decoder (a fixed random denoiser): one trace
+    entry per unmasking step, distinct paths between 1 and N, the twist term zero without a
+    head."""
+    from jaxlab.dllm import tasks as tasks_lib
+
+    cfg = dllm_config.get_config("smoke")
+    cfg.particles, cfg.eval_batch = (2,), 4
+    task = tasks_lib.make_task("addition", n_digits=3)
+    table = jax.random.normal(jax.random.key(5), (task.vocab_size, task.vocab_size)) * 3
+
+    def den(tok):
+        return table[tok], jax.numpy.zeros(tok.shape + (2,))
+
+    dec = exp.decoders(cfg, task, den, None, names=["smc_2"])["smc_2"]
+    row = exp._run_decoder(cfg, task, "smc_2", dec, exp.item_keys(cfg, "test", 4))
+    d = row["diagnostics"]
+    assert len(d["distinct_paths_trace"]) == task.answer_len == len(row["ess_trace"])
+    assert all(1 <= x <= 2 for x in d["distinct_paths_trace"])
+    assert max(d["distinct_paths_trace"][1:]) > 1  # the particles' orders differ
+    assert not any(d["weight_term_var_trace"]["twist_increment"])
+    assert len(d["weight_term_var_trace"]["path_ll_increment"]) == task.answer_len
