@@ -918,8 +918,8 @@ def _goals(config, rows, pre) -> dict:
         result = analysis(config, rows, n)
         p = pre.get(str(n), {})
         mine, bon = acct.get(f"poke_smc_{n}", {}), acct.get(f"best_of_{n}", {})
-        halved = (None if mine.get("selection_loss") is None or not bon.get("selection_loss")
-                  or bon["selection_loss"] <= 0  # nothing to halve
+        halved = (None if mine.get("selection_loss") is None
+                  or (bon.get("selection_loss") or 0.0) <= 0  # nothing to halve
                   else bool(mine["selection_loss"] <= bon["selection_loss"] / 2))
         out[str(n)] = {
             "particle_minus_greedy": below,
@@ -1102,15 +1102,6 @@ def _plot_smc_diagnostics(config, tasks, workdir):
                "some wrong (random = the share of right particles).")
 
 
-def _mean_distinct(diag: dict) -> float:
-    """Mean distinct partial paths over the steps after the first (from the per-step trace
-    of summaries that predate ``mean_distinct_paths``)."""
-    if "mean_distinct_paths" in diag:
-        return diag["mean_distinct_paths"]
-    trace = diag["distinct_paths_trace"]
-    return float(np.mean(trace[1:] if len(trace) > 1 else trace))
-
-
 def _pct(x: float) -> str:
     return f"{100 * x:+.1f}"
 
@@ -1153,7 +1144,7 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                 rows.append((f"weights {name} N={n}: distinct partial paths (mean over steps "
                              "after the first), share of problems with one path at some step, "
                              "the term driving the weights' variance",
-                             "; ".join(f"{k} {_mean_distinct(g):.2f}, "
+                             "; ".join(f"{k} {g['mean_distinct_paths']:.2f}, "
                                        f"{g['one_path_share']:.2f}, {g['driver']}"
                                        for k, g in diag)))
         tu = t.get("tuning", {}).get("tuned")

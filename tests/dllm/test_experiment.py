@@ -276,7 +276,6 @@ def test_weight_diagnostics_summarise_the_info_fields():
     d = exp._weight_diagnostics(diag, 4)["diagnostics"]
     assert d["mean_min_distinct_paths"] == pytest.approx((2 + 1) / 2)
     assert d["mean_distinct_paths"] == pytest.approx((4 + 3 + 2 + 2 + 1 + 1) / 6)
-    assert exp._mean_distinct({"distinct_paths_trace": [1.0, 3.0, 2.0]}) == 2.5
     assert d["one_path_share"] == pytest.approx(0.5)
     assert d["distinct_paths_trace"] == pytest.approx([1.0, 3.0, 2.0, 1.5])
     assert d["driver"] == "twist_increment"  # larger on steps 1 and 2, ll only on step 3
