@@ -309,18 +309,22 @@ def _grid(values, default) -> tuple:
     return values if len(values) > 1 else (default,)
 
 
-def _tune(config, task, denoise_fn, head_fn,
-          cache: dict | None = None) -> tuple[dict, Callable | None, Callable | None]:
+def _tune(config, task, denoise_fn, head_fn, cache: dict | None = None,
+          step: Callable | None = None) -> tuple[dict, Callable | None, Callable | None]:
     """The declared tuning (module docstring) on the validation problems only.
 
     Args:
       head_fn: proposal spec -> (``value_fn``, ``position_value_fn``) of a POKE head trained
         on that proposal (called once, after the proposal is tuned), or None for no head.
       cache: the task unit's jitted decoders (``decoders``).
+      step: ``step(label, fn)`` runs ``fn()`` or returns its kept result (the unit's
+        ``study.Context.cached``, so a killed run keeps its finished validation runs);
+        ``None``: always run.
 
     Returns:
       ({"tuned", "validation_problems", "grid", "proposal"}, value_fn, position_value_fn).
     """
+    run_step = step or (lambda label, fn: fn())
     pr, tuned = config.protocol, default_tuning(config)
     out = {"tuned": tuned, "validation_problems": pr.validation_problems, "grid": {}}
     keys = None
@@ -352,8 +356,14 @@ def _tune(config, task, denoise_fn, head_fn,
                         cache=cache, position_value_fn=position_value_fn)
         accs = []
         for k, d in decs.items():
-            accs.append(_run_decoder(config, task, f"validation {label} {k}", d,
-                                     keys)["accuracy"])
+            # every setting the decoder reads, so the label names one validation run
+            what = json.dumps({"decoder": k, "settings": settings,
+                               "value": value_fn is not None,
+                               "position_value": position_value_fn is not None},
+                              sort_keys=True, default=str)
+            accs.append(run_step(f"validation {what}", functools.partial(
+                lambda k, d: _run_decoder(config, task, f"validation {label} {k}", d,
+                                          keys)["accuracy"], k, d)))
             prog.update(1, postfix=f"{label} {k}: acc {accs[-1]:.3f}")
         return float(np.mean(accs))
 
@@ -628,7 +638,9 @@ def _write_partial(ctx: study.Context, name: str, rows: dict) -> None:
 
 def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
     """Unit ``<task>``: every decoder of ``decoder_names`` on ``config.num_problems``
-    held-out problems; each finished decoder's row is written at once (``_write_partial``).
+    held-out problems; each finished decoder's row is written at once (``_write_partial``)
+    and kept as a step of the unit (``study.Context.cached``), as is every validation run,
+    so a killed run resumes at the decoder it was running.
     """
     m = models.denoiser(name, ctx)
     fits = {}
@@ -643,7 +655,8 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
     # This unit's jitted decoders: one program per decoder and settings, shared by the
     # validation tuning and the test run (``decoders``); dropped when the unit ends.
     cache = {}
-    tuning, value_fn, position_value_fn = _tune(config, m.task, m.denoise_fn, head_fn, cache)
+    tuning, value_fn, position_value_fn = _tune(config, m.task, m.denoise_fn, head_fn, cache,
+                                                step=ctx.cached)
     poke_fit = fits["fit"]
     keys = item_keys(config, "test", config.num_problems)
     prompt, _ = comparison.item_problems(m.task, keys)
@@ -660,19 +673,20 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
             _write_partial(ctx, name, {**rows, dname: {"_correct": np.concatenate(done)}})
             report(int(index[-1]) + 1, config.num_problems, f"dllm {name} test {dname}")
 
-        rows[dname] = _run_decoder(config, m.task, f"{name} {dname}", dec, keys, chunk)
+        rows[dname] = ctx.cached(f"test {dname}", functools.partial(
+            _run_decoder, config, m.task, f"{name} {dname}", dec, keys, chunk))
         _write_partial(ctx, name, rows)
         prog.update(1, postfix=f"{dname} acc {rows[dname]['accuracy']:.3f}")
     prog.close()
     # The preconditions' greedy accuracy: the confidence decoder's (run for it when
     # config.decoders leaves it out).
-    greedy = rows.get("confidence") or _run_decoder(
+    greedy = rows.get("confidence") or ctx.cached("test confidence", lambda: _run_decoder(
         config, m.task, f"{name} confidence", decoders(
             config, m.task, m.denoise_fn, value_fn, tuning["tuned"], particles=(),
-            names=("confidence",), cache=cache)["confidence"], keys)
-    pre = _preconditions(config, m.task, m.denoise_fn, value_fn, tuning["tuned"], prompt,
-                         greedy["accuracy"],
-                         {k: v["_min_ess"] for k, v in rows.items() if k.startswith("smc_")})
+            names=("confidence",), cache=cache)["confidence"], keys))
+    pre = ctx.cached("preconditions", lambda: _preconditions(
+        config, m.task, m.denoise_fn, value_fn, tuning["tuned"], prompt, greedy["accuracy"],
+        {k: v["_min_ess"] for k, v in rows.items() if k.startswith("smc_")}))
     return {"task": name, "answer_len": m.task.answer_len, "poke_fit": poke_fit,
             "particle_block_length": tuning["proposal"]["block_length"], "tuning": tuning,
             "preconditions": pre, "decoders": rows}

@@ -127,6 +127,43 @@ def test_chunked_unit_resumes_from_its_checkpoint_and_cleans_up(tmp_path):
     assert not os.path.exists(tmp_path / "checkpoints" / key)  # removed once done
 
 
+def test_cached_steps_survive_a_crash_and_go_with_the_unit(tmp_path):
+    """A unit of separate steps (``ctx.cached``) that crashes in its third step reruns only
+    that step; the values read back are the stored ones; a damaged step file is recomputed
+    with a warning; the steps are removed once the unit's result is on disk."""
+    runs = []
+
+    class Crash(Exception):
+        pass
+
+    def run(ctx):
+        out = []
+        for i in range(3):
+            def work(i=i):
+                runs.append(i)
+                if i == 2 and runs.count(2) == 1:
+                    raise Crash
+                return {"i": i, "x": np.float32([i / 3])}
+            out.append(ctx.cached(f"step {i}", work))
+        return {"steps": out}
+
+    unit = study.Unit("stepped", run)
+    with pytest.raises(Crash):
+        study.run_units([unit], _config(), str(tmp_path))
+    key, _ = study.unit_path(str(tmp_path), unit, _config())
+    steps = tmp_path / "checkpoints" / key / "steps"
+    assert len(os.listdir(steps)) == 2
+    first = sorted(steps.iterdir())[0]
+    first.write_text(first.read_text().replace('"sha256": "', '"sha256": "0'))
+    with pytest.warns(RuntimeWarning, match="recomputing step"):
+        out = study.run_units([unit], _config(), str(tmp_path))
+    assert sorted(runs) == [0, 1, 1, 2, 2] or sorted(runs) == [0, 0, 1, 2, 2]
+    assert len(runs) == 5  # the damaged step and the crashed one, nothing else
+    assert [s["i"] for s in out["stepped"]["steps"]] == [0, 1, 2]
+    assert out["stepped"]["steps"][1]["x"].tobytes() == np.float32([1 / 3]).tobytes()
+    assert not os.path.exists(tmp_path / "checkpoints" / key)
+
+
 def test_a_unit_sees_the_results_of_the_units_before_it(tmp_path):
     """``ctx.results`` holds the earlier units' results, computed or loaded, read-only."""
     seen = []

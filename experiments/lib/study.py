@@ -15,8 +15,9 @@ config, workdir)`` runs it:
    recomputed with a ``RuntimeWarning`` naming it.
 3. A unit that is missing runs. A long unit splits its work into chunks through
    ``ctx.run_chunks`` (``run_resumable`` with orbax checkpoints after every chunk under
-   ``workdir/checkpoints/<key>``), so a crash loses at most one chunk. The chunk
-   checkpoints are deleted once the unit's result is on disk.
+   ``workdir/checkpoints/<key>``), so a crash loses at most one chunk; a unit made of
+   separate steps keeps each finished step with ``ctx.cached(label, fn)``. The chunk
+   checkpoints and steps are deleted once the unit's result is on disk.
 4. When a unit's result is computed or loaded, its per-step scalars (``exp.scalars``,
    declared by each study) are written as TensorBoard event files under
    ``workdir/tb/<unit>`` (``experiments.lib.events``; main process only).
@@ -38,7 +39,7 @@ summary + plots), wall seconds, XLA compile seconds, trace/lowering seconds, the
 ended. Kept out of summary.json, which stays byte-identical across reruns.
 
 This is the only resume mechanism: finished work is a unit file, unfinished work is the
-chunk checkpoint of the unit that was running. Units run in the order given, every
+chunk checkpoints and cached steps of the unit that was running. Units run in the order given, every
 process of a multi-host job computes every unit (SPMD) and only the main process writes.
 Unit results are pytrees of dicts, lists, numbers, strings and arrays; arrays are stored
 bit-exactly (dtype, shape, raw bytes), so a resumed run summarizes the same numbers as an
@@ -91,6 +92,32 @@ class Context(NamedTuple):
         """``run_resumable`` bound to this unit's checkpoint folder (a ``loops.ChunkRunner``,
         so it can be handed to the library trainers)."""
         return functools.partial(run_resumable, checkpoint_dir=self.checkpoint_dir)
+
+    def cached(self, label: str, fn: Callable[[], Any]) -> Any:
+        """``fn()``, kept under this unit's checkpoint folder so that a unit killed part way
+        through reuses the steps it had finished (e.g. each decoder of an evaluation).
+
+        ``label`` names the step uniquely within the unit (the file is
+        ``checkpoint_dir/steps/<sha256 of label>.json``, holding the label too); the unit's
+        key already covers the config, the code and the environment. The value is stored
+        like a unit result (bit-exact arrays, sha256-checked); a damaged file is recomputed
+        with a ``RuntimeWarning``. The value returned is the one read back from disk, so a
+        first run and a resumed run see the same types. The files go with the chunk
+        checkpoints once the unit's result is on disk.
+        """
+        path = os.path.join(self.checkpoint_dir, "steps",
+                            results.content_hash(label)[:24] + ".json")
+        if os.path.exists(path):
+            try:
+                saved = load_result(path)
+                if isinstance(saved, dict) and saved.get("label") == label:
+                    return saved["value"]
+                _warn(f"step file {path} holds another label; recomputing {label!r}")
+            except UnitFileError as e:
+                _warn(f"{e}; recomputing step {label!r}")
+        value = _to_host(jax.block_until_ready(fn()))
+        save_result(path, {"label": label, "value": value})
+        return load_result(path)["value"]
 
     def sub(self, name: str) -> "Context":
         """A context whose chunk checkpoints live in a subfolder (several resumable loops

@@ -1,5 +1,6 @@
 """The POKE-SMC study end to end at smoke size, resumable; the shipped models."""
 
+import itertools
 import os
 
 import jax
@@ -218,6 +219,28 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
     val, test = (np.asarray(jax.random.key_data(k)) for k in (val, test))
     assert len(seen) == 25 and all(np.array_equal(k, val) for k in seen)
     assert not set(map(tuple, val)) & set(map(tuple, test))
+    # Kept steps (``study.Context.cached``): a validation run is labelled by its decoder
+    # and every setting, so a run is made once per distinct setting (a stage's entry equal
+    # to the settings frozen before it is not run again; a POKE-SMC policy "value" and a
+    # selection "value" are different runs), and a resumed tuning runs nothing.
+    kept, labels = {}, []
+
+    def step(label, fn):
+        labels.append(label)
+        if label not in kept:
+            kept[label] = fn()
+        return kept[label]
+
+    accs = itertools.cycle([0.3, 0.5, 0.2, 0.7, 0.4])
+    seen.clear()
+    first, _, _ = exp._tune(cfg, task, den, head_fn, step=step)
+    assert len(labels) == 25 and len(seen) == len(kept) < 25
+    poke_labels = [k for k in kept if '"decoder": "poke_smc_2"' in k]
+    assert any('"policy": "value"' in k and '"select": "path_ll"' in k for k in poke_labels)
+    assert any('"select": "value"' in k for k in poke_labels)
+    runs = len(seen)
+    again, _, _ = exp._tune(cfg, task, den, head_fn, step=step)
+    assert len(seen) == runs and again == first
 
 
 def _row(family, n, correct):
