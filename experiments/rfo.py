@@ -136,8 +136,9 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
 
     Returns:
       {"task", "method", "env_steps" [U], "eval_env_steps" [E], "eval_every", "eval_return"
-      [seeds, E], "train_reward" [seeds, U], "nonfinite_grad_updates" [seeds], "wall_s",
-      "config"} (NumPy arrays; E = U / eval_every).
+      [seeds, E], "train_reward" [seeds, U], "nonfinite_grad_updates" [seeds],
+      "grad_norm" [seeds, U] (pre-clip policy gradient norms; non-finite: a zeroed
+      update), "wall_s", "config"} (NumPy arrays; E = U / eval_every).
 
     Raises:
       FloatingPointError: an eval return is non-finite.
@@ -183,7 +184,8 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     return {"task": task_name, "method": method, "env_steps": curves.env_steps,
             "eval_env_steps": curves.eval_env_steps, "eval_every": prog.eval_every,
             "eval_return": ev, "train_reward": curves.train_return,
-            "nonfinite_grad_updates": bad_grads, "wall_s": time.perf_counter() - t0,
+            "nonfinite_grad_updates": bad_grads, "grad_norm": np.asarray(gn, np.float32),
+            "wall_s": time.perf_counter() - t0,
             "config": cfg._asdict()}
 
 
@@ -341,6 +343,37 @@ def paired_ratio(a, b, resamples: int = 10_000, seed: int = 0) -> dict:
             "defined": defined}
 
 
+def grad_norm_stats(grad_norm) -> dict:
+    """What the pre-clip policy gradient norms of a run say about its gradients.
+
+    Args:
+      grad_norm: [seeds, U] norms per seed and update (non-finite: a zeroed update).
+
+    Returns:
+      {"median", "q10", "q90"} over all finite entries; "early_median" / "late_median"
+      over the first / last quarter of the updates; "log10_spread": the mean over seeds
+      of the standard deviation of log10 norms across updates (how erratic one seed's
+      gradients are; 1 = a typical factor of 10 from update to update); "nonfinite_share".
+    """
+    g = np.asarray(grad_norm, np.float64)
+    if g.ndim != 2 or g.shape[1] < 1:
+        raise ValueError(f"`grad_norm` must be [seeds, updates], got shape {g.shape}.")
+    ok = np.isfinite(g) & (g > 0)
+    q = max(g.shape[1] // 4, 1)
+
+    def med(x, m):
+        return float(np.median(x[m])) if m.any() else float("nan")
+
+    logs = np.where(ok, np.log10(np.where(ok, g, 1.0)), np.nan)
+    spread = [float(np.nanstd(row)) for row in logs if np.isfinite(row).sum() > 1]
+    return {"median": med(g, ok),
+            "q10": float(np.quantile(g[ok], 0.1)) if ok.any() else float("nan"),
+            "q90": float(np.quantile(g[ok], 0.9)) if ok.any() else float("nan"),
+            "early_median": med(g[:, :q], ok[:, :q]), "late_median": med(g[:, -q:], ok[:, -q:]),
+            "log10_spread": float(np.mean(spread)) if spread else float("nan"),
+            "nonfinite_share": float(np.mean(~np.isfinite(g)))}
+
+
 def _summarize(config, out) -> dict:
     summary = {"config": config.to_dict(), "final_eval_return": {}, "auc_eval_return": {},
                "comparison": {}}
@@ -356,6 +389,9 @@ def _summarize(config, out) -> dict:
                 "initial": float(np.asarray(r["eval_return"])[:, 0].mean()),
                 "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
                 "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
+            if "grad_norm" in r:
+                summary.setdefault("grad_norm", {}).setdefault(t, {})[m] = grad_norm_stats(
+                    r["grad_norm"])
             a_mean, a_hw = metrics.mean_and_ci(aucs[m])
             summary["auc_eval_return"][t][m] = {"mean": float(a_mean), "ci95": float(a_hw)}
             logging.info("%s %s: eval return %.1f +- %.1f (AUC %.1f) after %d env steps", t, m,

@@ -52,6 +52,9 @@ def test_smoke_study_writes_results_and_reuses_finished_units(tmp_path, monkeypa
     assert set(final) == {"rfo_chunked", "ppo"}
     assert final["rfo_chunked"]["env_steps"] == final["ppo"]["env_steps"] == cfg.env_steps
     assert all(v["ci95"] >= 0 and v["nonfinite_grad_updates"] >= 0 for v in final.values())
+    gn = on_disk["grad_norm"]["pendulum"]
+    assert set(gn) == {"rfo_chunked", "ppo"}
+    assert all(0 < v["q10"] <= v["median"] <= v["q90"] for v in gn.values())
     tp = on_disk["throughput"]["env_steps_per_s"]
     assert set(tp) == {"mjx", "generalized"}
     for by_mode in tp.values():
@@ -260,3 +263,21 @@ def test_paired_ratio_of_mean_final_returns():
     key = ("soft_quadruped: declared ratio of mean final eval returns rfo / shac_gaussian "
            "(5 seeds, paired-bootstrap 95% CI)")
     assert rows[key].endswith("paper ~2x")
+
+
+def test_grad_norm_stats_against_numpy():
+    """``grad_norm_stats`` on hand-made norms: quantiles over finite entries, the first and
+    last quarter's medians, the per-seed spread of log10 norms, the non-finite share."""
+    g = np.array([[1.0, 10.0, 100.0, 1000.0, 1.0, 10.0, 100.0, 1000.0],
+                  [2.0, 2.0, np.nan, 2.0, 2.0, 2.0, 2.0, np.inf]])
+    s = experiment.grad_norm_stats(g)
+    fin = g[np.isfinite(g)]
+    assert s["median"] == pytest.approx(np.median(fin))
+    assert s["q10"] == pytest.approx(np.quantile(fin, 0.1))
+    assert s["q90"] == pytest.approx(np.quantile(fin, 0.9))
+    assert s["early_median"] == pytest.approx(np.median([1.0, 10.0, 2.0, 2.0]))
+    assert s["late_median"] == pytest.approx(np.median([100.0, 1000.0, 2.0]))
+    assert s["log10_spread"] == pytest.approx((np.std([0, 1, 2, 3] * 2) + 0.0) / 2)
+    assert s["nonfinite_share"] == pytest.approx(2 / 16)
+    with pytest.raises(ValueError, match="grad_norm"):
+        experiment.grad_norm_stats(np.ones(4))
