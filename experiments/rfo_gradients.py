@@ -5,8 +5,11 @@ policy's parameters, through the simulator. This script measures that gradient o
 reset distribution, for a fixed policy and a range of horizons, so that a comparison of the
 trainers can say whether the physics hands them a usable gradient:
 
-- policy (ours, the same for every task): a = tanh(W o + b), W [obs_dim, act_dim] drawn
-  from N(0, scale^2 / obs_dim) with the run's key, b = 0; not trained;
+- policy (ours, the same for every task): a = tanh(W o + b + sigma eps_t), W [obs_dim,
+  act_dim] drawn from N(0, scale^2 / obs_dim) with the run's key, b = 0, not trained;
+  eps_t ~ N(0, I) drawn per environment and step and held fixed (the reparameterised
+  exploration noise of a Gaussian policy: ``--action_noise`` sigma; SHAC-Gaussian and APG
+  start at sigma = exp(-0.5) = 0.61; 0: deterministic);
 - per environment b (``--batch`` of them from the task's reset distribution) and horizon H:
   g_b = d/d(W, b) sum_{t < H} r_t, by reverse mode through ``envs.step``;
 - per H (``gradient_stats``): the mean over environments of ||g_b||; the norm of their mean
@@ -19,7 +22,8 @@ short horizons and critic are built to avoid; one that is smooth and small says 
 physics is not what stands between a trainer and a good policy.
 
   python -m experiments.rfo_gradients [--tasks=soft_quadruped,pendulum]
-      [--horizons=1,2,4,8,16,32,64] [--batch=32] [--scale=1.0] [--seed=0]
+      [--horizons=1,2,4,8,16,32,64] [--batch=32] [--scale=1.0] [--action_noise=0]
+      [--seed=0]
       [--out=results/rfo_gradients.json]
 """
 
@@ -48,6 +52,7 @@ def define_flags() -> None:
                       "Rollout lengths H (environment steps).")
     flags.DEFINE_integer("batch", 32, "Environments from the reset distribution.")
     flags.DEFINE_float("scale", 1.0, "Scale of the policy's initial weights.")
+    flags.DEFINE_float("action_noise", 0.0, "sigma of the held Gaussian action noise.")
     flags.DEFINE_integer("seed", 0, "Seed of the policy and the reset states.")
     flags.DEFINE_string("out", "results/rfo_gradients.json", "JSON output ('' = none).")
 
@@ -59,23 +64,23 @@ def linear_policy(key, obs_dim: int, act_dim: int, scale: float = 1.0) -> dict:
     return {"w": w, "b": jnp.zeros(act_dim)}
 
 
-def rollout_return(params: dict, task: envs.Task, state: envs.EnvState, horizon: int):
-    """sum_{t < horizon} r_t of one environment from ``state`` under a = tanh(W o + b)."""
-    def one(s, _):
-        s1, r = envs.step(task, s, jnp.tanh(s.obs @ params["w"] + params["b"]))
+def rollout_return(params: dict, task: envs.Task, state: envs.EnvState, noise):
+    """sum_t r_t of one environment from ``state`` under a_t = tanh(W o_t + b + noise_t),
+    for t < H with ``noise`` [H, act_dim] (the held exploration noise, sigma eps_t)."""
+    def one(s, n):
+        s1, r = envs.step(task, s, jnp.tanh(s.obs @ params["w"] + params["b"] + n))
         return s1, r
-    return jax.lax.scan(one, state, None, length=horizon)[1].sum()
+    return jax.lax.scan(one, state, noise)[1].sum()
 
 
-@functools.partial(jax.jit, static_argnums=(1, 3))
-def per_env_gradients(params: dict, task: envs.Task, states: envs.EnvState,
-                      horizon: int):
+@functools.partial(jax.jit, static_argnums=(1,))
+def per_env_gradients(params: dict, task: envs.Task, states: envs.EnvState, noise):
     """(returns [B], flat gradients [B, P]) of ``rollout_return`` per environment of the
-    batched ``states``."""
-    def one(state):
-        ret, g = jax.value_and_grad(rollout_return)(params, task, state, horizon)
+    batched ``states``, each with its own ``noise`` [B, H, act_dim]."""
+    def one(state, n):
+        ret, g = jax.value_and_grad(rollout_return)(params, task, state, n)
         return ret, ravel_pytree(g)[0]
-    return jax.vmap(one)(states)
+    return jax.vmap(one)(states, noise)
 
 
 def gradient_stats(returns, grads) -> dict:
@@ -112,16 +117,22 @@ def gradient_stats(returns, grads) -> dict:
             "environments": int(len(g))}
 
 
-def measure(task_name: str, horizons, batch: int, scale: float, seed: int) -> dict:
-    """{"horizons": [...], "rows": [gradient_stats + "seconds" per H]} for one task."""
+def measure(task_name: str, horizons, batch: int, scale: float, seed: int,
+            action_noise: float = 0.0) -> dict:
+    """{"task", "batch", "scale", "action_noise", "seed", "rows": [gradient_stats +
+    "horizon", "seconds" per H]} for one task; the noise of horizon H is the first H steps
+    of the longest horizon's."""
+    validation.check_in_range("action_noise", action_noise, 0.0, None)
     task = envs.make_task(task_name)
-    kp, ks = jax.random.split(jax.random.key(seed))
+    kp, ks, kn = jax.random.split(jax.random.key(seed), 3)
     params = linear_policy(kp, task.obs_dim, task.act_dim, scale)
     states = jax.vmap(lambda k: envs.reset(k, task))(jax.random.split(ks, batch))
+    noise = action_noise * jax.random.normal(kn, (batch, max(horizons), task.act_dim))
     rows = []
     for h in horizons:
         t0 = time.perf_counter()
-        ret, g = jax.block_until_ready(per_env_gradients(params, task, states, int(h)))
+        ret, g = jax.block_until_ready(per_env_gradients(params, task, states,
+                                                         noise[:, :int(h)]))
         rows.append({"horizon": int(h), **gradient_stats(ret, g),
                      "seconds": time.perf_counter() - t0})
         r = rows[-1]
@@ -129,7 +140,8 @@ def measure(task_name: str, horizons, batch: int, scale: float, seed: int) -> di
               f"{r['norm_of_mean']:.3g}  relative variance {r['relative_variance']:.3g}  "
               f"return {r['mean_return']:.3g}  non-finite {r['nonfinite_share']:.2f}  "
               f"({r['seconds']:.0f} s)", flush=True)
-    return {"task": task_name, "batch": batch, "scale": scale, "seed": seed, "rows": rows}
+    return {"task": task_name, "batch": batch, "scale": scale,
+            "action_noise": action_noise, "seed": seed, "rows": rows}
 
 
 def main(argv):
@@ -140,7 +152,8 @@ def main(argv):
     for h in horizons:
         validation.check_positive_int("horizons", h)
     print(timing.machine_line())
-    out = [measure(t, horizons, FLAGS.batch, FLAGS.scale, FLAGS.seed) for t in FLAGS.tasks]
+    out = [measure(t, horizons, FLAGS.batch, FLAGS.scale, FLAGS.seed, FLAGS.action_noise)
+           for t in FLAGS.tasks]
     if FLAGS.out:
         res = {"tasks": out, "provenance": provenance.benchmark(load_before)}
         print(f"wrote {results.write_json(FLAGS.out, res)}")

@@ -30,22 +30,23 @@ def test_gradient_stats_against_numpy():
 
 
 def test_per_env_gradients_through_the_soft_body():
-    """Two environments, two steps: the vmapped gradient of each equals its own
-    ``jax.grad``, and a central finite difference along a random direction (float32, so a
-    loose but failing-when-wrong tolerance)."""
+    """Two environments, two steps, held action noise: the vmapped gradient of each equals
+    its own ``jax.grad``, and a central finite difference along a random direction
+    (float32, so a loose but failing-when-wrong tolerance)."""
     task = envs.make_task("soft_quadruped")
-    kp, ks, kd = jax.random.split(jax.random.key(1), 3)
+    kp, ks, kd, kn = jax.random.split(jax.random.key(1), 4)
     params = rg.linear_policy(kp, task.obs_dim, task.act_dim, 1.0)
     states = jax.vmap(lambda k: envs.reset(k, task))(jax.random.split(ks, 2))
-    ret, g = rg.per_env_gradients(params, task, states, 2)
+    noise = 0.6 * jax.random.normal(kn, (2, 2, task.act_dim))
+    ret, g = rg.per_env_gradients(params, task, states, noise)
     assert g.shape == (2, task.obs_dim * task.act_dim + task.act_dim)
     one = jax.tree.map(lambda x: x[1], states)
-    ref = jax.grad(rg.rollout_return)(params, task, one, 2)
+    ref = jax.grad(rg.rollout_return)(params, task, one, noise[1])
     flat = jax.flatten_util.ravel_pytree(ref)[0]
     np.testing.assert_allclose(g[1], flat, rtol=1e-4, atol=1e-6)
     d = jax.tree.map(lambda x: jax.random.normal(kd, x.shape), params)
     eps = 1e-2
-    f = jax.jit(lambda p: rg.rollout_return(p, task, one, 2))
+    f = jax.jit(lambda p: rg.rollout_return(p, task, one, noise[1]))
     fd = (f(jax.tree.map(lambda p, u: p + eps * u, params, d))
           - f(jax.tree.map(lambda p, u: p - eps * u, params, d))) / (2 * eps)
     dd = jax.flatten_util.ravel_pytree(d)[0]
