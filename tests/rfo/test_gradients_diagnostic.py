@@ -29,6 +29,7 @@ def test_gradient_stats_against_numpy():
         rg.gradient_stats(r, g[:, 0])
 
 
+@pytest.mark.heavy
 def test_per_env_gradients_through_the_soft_body():
     """Two environments, two steps, held action noise: the vmapped gradient of each equals
     its own ``jax.grad``, and a central finite difference along a random direction
