@@ -361,9 +361,8 @@ def _tune(config, task, denoise_fn, head_fn, cache: dict | None = None,
                                "value": value_fn is not None,
                                "position_value": position_value_fn is not None},
                               sort_keys=True, default=str)
-            accs.append(run_step(f"validation {what}", functools.partial(
-                lambda k, d: _run_decoder(config, task, f"validation {label} {k}", d,
-                                          keys)["accuracy"], k, d)))
+            accs.append(run_step(f"validation {what}", lambda k=k, d=d: _run_decoder(
+                config, task, f"validation {label} {k}", d, keys)["accuracy"]))
             prog.update(1, postfix=f"{label} {k}: acc {accs[-1]:.3f}")
         return float(np.mean(accs))
 

@@ -361,15 +361,14 @@ def grad_norm_stats(grad_norm) -> dict:
     ok = np.isfinite(g) & (g > 0)
     q = max(g.shape[1] // 4, 1)
 
-    def med(x, m):
-        return float(np.median(x[m])) if m.any() else float("nan")
+    def quantile(x, m, p):
+        return float(np.quantile(x[m], p)) if m.any() else float("nan")
 
     logs = np.where(ok, np.log10(np.where(ok, g, 1.0)), np.nan)
     spread = [float(np.nanstd(row)) for row in logs if np.isfinite(row).sum() > 1]
-    return {"median": med(g, ok),
-            "q10": float(np.quantile(g[ok], 0.1)) if ok.any() else float("nan"),
-            "q90": float(np.quantile(g[ok], 0.9)) if ok.any() else float("nan"),
-            "early_median": med(g[:, :q], ok[:, :q]), "late_median": med(g[:, -q:], ok[:, -q:]),
+    return {"median": quantile(g, ok, 0.5), "q10": quantile(g, ok, 0.1),
+            "q90": quantile(g, ok, 0.9), "early_median": quantile(g[:, :q], ok[:, :q], 0.5),
+            "late_median": quantile(g[:, -q:], ok[:, -q:], 0.5),
             "log10_spread": float(np.mean(spread)) if spread else float("nan"),
             "nonfinite_share": float(np.mean(~np.isfinite(g)))}
 

@@ -121,7 +121,16 @@ def measure(task_name: str, horizons, batch: int, scale: float, seed: int,
             action_noise: float = 0.0) -> dict:
     """{"task", "batch", "scale", "action_noise", "seed", "rows": [gradient_stats +
     "horizon", "seconds" per H]} for one task; the noise of horizon H is the first H steps
-    of the longest horizon's."""
+    of the longest horizon's.
+
+    Raises:
+      ValueError: a horizon or ``batch`` not a positive integer, ``scale`` <= 0 or
+        ``action_noise`` < 0 (before any work).
+    """
+    for h in horizons:
+        validation.check_positive_int("horizons", h)
+    validation.check_positive_int("batch", batch)
+    validation.check_in_range("scale", scale, 0.0, None, low_inclusive=False)
     validation.check_in_range("action_noise", action_noise, 0.0, None)
     task = envs.make_task(task_name)
     kp, ks, kn = jax.random.split(jax.random.key(seed), 3)
@@ -149,8 +158,6 @@ def main(argv):
     compile_cache.enable()
     load_before = os.getloadavg()
     horizons = [int(h) for h in FLAGS.horizons]
-    for h in horizons:
-        validation.check_positive_int("horizons", h)
     print(timing.machine_line())
     out = [measure(t, horizons, FLAGS.batch, FLAGS.scale, FLAGS.seed, FLAGS.action_noise)
            for t in FLAGS.tasks]

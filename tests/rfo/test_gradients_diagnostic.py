@@ -29,6 +29,20 @@ def test_gradient_stats_against_numpy():
         rg.gradient_stats(r, g[:, 0])
 
 
+@pytest.mark.parametrize("kw,name", [({"horizons": [4, 0]}, "horizons"), ({"batch": 0}, "batch"),
+                                     ({"scale": 0.0}, "scale"),
+                                     ({"action_noise": -0.1}, "action_noise")])
+def test_measure_rejects_bad_input_before_any_work(kw, name, monkeypatch):
+    def no_task(_):
+        raise AssertionError("measure built a task before checking its arguments")
+
+    monkeypatch.setattr(rg.envs, "make_task", no_task)
+    args = {"task_name": "soft_quadruped", "horizons": [1, 2], "batch": 2, "scale": 1.0,
+            "seed": 0, **kw}
+    with pytest.raises(ValueError, match=name):
+        rg.measure(**args)
+
+
 @pytest.mark.heavy
 def test_per_env_gradients_through_the_soft_body():
     """Two environments, two steps, held action noise: the vmapped gradient of each equals
