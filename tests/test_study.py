@@ -188,6 +188,26 @@ def test_a_unit_sees_the_results_of_the_units_before_it(tmp_path):
     np.testing.assert_array_equal(seen[2]["first"]["x"], [0, 1, 2])
 
 
+def test_each_computed_unit_leaves_no_compiled_program_in_memory(tmp_path):
+    """After a unit, JAX's in-memory caches are empty (a long study would otherwise hold
+    enough compiled programs to exhaust the process's memory maps)."""
+    add_one = jax.jit(lambda x: x + 1)
+    sizes = []
+
+    def first(ctx):
+        add_one(jnp.arange(3.0)).block_until_ready()
+        sizes.append(add_one._cache_size())
+        return {"x": np.arange(3)}
+
+    def second(ctx):
+        sizes.append(add_one._cache_size())
+        return {"y": np.arange(2)}
+
+    study.run_units([study.Unit("first", first), study.Unit("second", second)], _config(),
+                    str(tmp_path))
+    assert sizes == [1, 0]
+
+
 def test_train_and_evaluate_writes_summary_with_provenance(tmp_path):
     seen = {}
     exp = study.Experiment(

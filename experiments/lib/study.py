@@ -240,8 +240,8 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
     ``on_result(name, result)`` is called once per unit, as soon as its result is computed
     or loaded (``train_and_evaluate`` writes TensorBoard events with it). ``packages``: the
     numeric packages whose versions key the units (``unit_path``). ``timing``, if given,
-    receives ``{name: compile_cache.timing_row(...)}`` for every unit computed. Holds the
-    workdir's lock.
+    receives ``{name: compile_cache.timing_row(...)}`` for every unit computed. Clears
+    JAX's in-memory caches after each unit it computes. Holds the workdir's lock.
 
     Raises:
       locks.Busy: another process is writing ``workdir``.
@@ -282,6 +282,11 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
             if sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)
             out[unit.name] = load_result(path)  # exactly what a resumed run would see
+            # Drop the unit's compiled programs: each holds memory maps, and a long study
+            # compiles enough of them to pass Linux's default vm.max_map_count (65,530), where
+            # LLVM fails with "Cannot allocate memory". Programs a later unit needs again come
+            # back from the persistent compilation cache.
+            jax.clear_caches()
             if on_result is not None:
                 on_result(unit.name, out[unit.name])
             progress.update(1)
