@@ -188,9 +188,14 @@ def test_a_unit_sees_the_results_of_the_units_before_it(tmp_path):
     np.testing.assert_array_equal(seen[2]["first"]["x"], [0, 1, 2])
 
 
-def test_each_computed_unit_leaves_no_compiled_program_in_memory(tmp_path):
-    """After a unit, JAX's in-memory caches are empty (a long study would otherwise hold
-    enough compiled programs to exhaust the process's memory maps)."""
+@pytest.mark.parametrize("maps, cleared", [((40_000, 65_530), True),
+                                            ((20_000, 65_530), False), (None, False)])
+def test_compiled_programs_are_dropped_after_a_unit_only_near_the_map_limit(
+        tmp_path, monkeypatch, maps, cleared):
+    """Past ``MAP_SHARE`` of the process's memory-map limit, JAX's in-memory caches are
+    cleared after a unit (a long study would otherwise exhaust the maps); below it, or where
+    the maps cannot be read, compiled programs stay for the next unit."""
+    monkeypatch.setattr(study, "_memory_maps", lambda: maps)
     add_one = jax.jit(lambda x: x + 1)
     sizes = []
 
@@ -205,7 +210,16 @@ def test_each_computed_unit_leaves_no_compiled_program_in_memory(tmp_path):
 
     study.run_units([study.Unit("first", first), study.Unit("second", second)], _config(),
                     str(tmp_path))
-    assert sizes == [1, 0]
+    assert sizes == [1, 0 if cleared else 1]
+
+
+def test_memory_maps_are_read_from_proc_where_linux_has_it():
+    maps = study._memory_maps()
+    if not os.path.exists("/proc/self/maps"):
+        assert maps is None
+        return
+    used, limit = maps
+    assert 0 < used < limit
 
 
 def test_train_and_evaluate_writes_summary_with_provenance(tmp_path):

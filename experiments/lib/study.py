@@ -240,8 +240,10 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
     ``on_result(name, result)`` is called once per unit, as soon as its result is computed
     or loaded (``train_and_evaluate`` writes TensorBoard events with it). ``packages``: the
     numeric packages whose versions key the units (``unit_path``). ``timing``, if given,
-    receives ``{name: compile_cache.timing_row(...)}`` for every unit computed. Clears
-    JAX's in-memory caches after each unit it computes. Holds the workdir's lock.
+    receives ``{name: compile_cache.timing_row(...)}`` for every unit computed. After a
+    computed unit, clears JAX's in-memory caches if the process holds more than
+    ``MAP_SHARE`` of its memory-map limit (``_release_programs_near_map_limit``). Holds the
+    workdir's lock.
 
     Raises:
       locks.Busy: another process is writing ``workdir``.
@@ -282,11 +284,7 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
             if sharding.is_main_process() and os.path.isdir(ckdir):
                 shutil.rmtree(ckdir, ignore_errors=True)
             out[unit.name] = load_result(path)  # exactly what a resumed run would see
-            # Drop the unit's compiled programs: each holds memory maps, and a long study
-            # compiles enough of them to pass Linux's default vm.max_map_count (65,530), where
-            # LLVM fails with "Cannot allocate memory". Programs a later unit needs again come
-            # back from the persistent compilation cache.
-            jax.clear_caches()
+            _release_programs_near_map_limit(unit.name)
             if on_result is not None:
                 on_result(unit.name, out[unit.name])
             progress.update(1)
@@ -294,6 +292,41 @@ def run_units(units: Sequence[Unit], config, workdir: str, *, desc: str = "study
         progress.close()
         release()
     return out
+
+
+# Share of Linux's per-process memory-map limit (vm.max_map_count) above which a study drops
+# its compiled programs after a unit.
+MAP_SHARE = 0.5
+
+
+def _memory_maps() -> tuple[int, int] | None:
+    """(maps in use, limit) of this process, or None where /proc does not tell."""
+    try:
+        with open("/proc/sys/vm/max_map_count") as f:
+            limit = int(f.read())
+        with open("/proc/self/maps", "rb") as f:
+            used = sum(1 for _ in f)
+    except (OSError, ValueError):
+        return None
+    return used, limit
+
+
+def _release_programs_near_map_limit(unit_name: str) -> bool:
+    """Clears JAX's in-memory caches when the process holds more than ``MAP_SHARE`` of its
+    memory-map limit; returns whether it did.
+
+    Every compiled XLA:CPU program keeps memory maps; a long study (the POKE-SMC full preset:
+    about 20,000 maps per task) passes Linux's default limit of 65,530, where LLVM fails with
+    "Cannot allocate memory". Clearing after every unit would recompile the small programs
+    units share (the persistent cache keeps only slow compiles), so it is done only near the
+    limit."""
+    maps = _memory_maps()
+    if maps is None or maps[0] <= MAP_SHARE * maps[1]:
+        return False
+    logging.info("study: %d of %d memory maps in use after unit %s; clearing JAX's caches",
+                 maps[0], maps[1], unit_name)
+    jax.clear_caches()
+    return True
 
 
 def _warn(msg: str) -> None:
