@@ -454,6 +454,13 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                              ", ".join(f"{d['a']} - {d['b']} {d['value']:+.1f} "
                                        f"[{d['ci'][0]:+.1f}, {d['ci'][1]:+.1f}]"
                                        for d in comp["differences"])))
+        gn = summary.get("grad_norm", {}).get(t)
+        if gn:
+            rows.append((f"{t}: pre-clip policy gradient norm per update, median (first / last "
+                         "quarter of updates; mean per-seed std of log10 norms)",
+                         ", ".join(f"{m} {gn[m]['median']:.3g} ({gn[m]['early_median']:.3g} / "
+                                   f"{gn[m]['late_median']:.3g}; {gn[m]['log10_spread']:.2f})"
+                                   for m in by_m if m in gn)))
         for k, v in summary.get("ratio_final_eval_return", {}).get(t, {}).items():
             ci = (f"[{v['ci_low']:.2f}, {v['ci_high']:.2f}]" if v["defined"]
                   else "(undefined: the rival's mean return is not > 0 in every resample)")

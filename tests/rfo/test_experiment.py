@@ -251,7 +251,8 @@ def test_paired_ratio_of_mean_final_returns():
     cfg = rfo_cfg.get_config("soft_study")
     out = {f"soft_quadruped_{m}": {"eval_return": rng.normal(size=(5, 20)) + 5 + i,
                                    "env_steps": np.arange(1, 21) * 1024, "wall_s": 1.0,
-                                   "nonfinite_grad_updates": np.zeros(20)}
+                                   "nonfinite_grad_updates": np.zeros(20),
+                                   "grad_norm": np.full((5, 20), 0.5 + i)}
            for i, m in enumerate(cfg.methods)}
     s = experiment._summarize(cfg, out)
     got = s["ratio_final_eval_return"]["soft_quadruped"]["rfo / shac_gaussian"]
@@ -263,6 +264,11 @@ def test_paired_ratio_of_mean_final_returns():
     key = ("soft_quadruped: declared ratio of mean final eval returns rfo / shac_gaussian "
            "(5 seeds, paired-bootstrap 95% CI)")
     assert rows[key].endswith("paper ~2x")
+    gn_row = rows["soft_quadruped: pre-clip policy gradient norm per update, median (first / "
+                  "last quarter of updates; mean per-seed std of log10 norms)"]
+    for i, m in enumerate(cfg.methods):  # constant norms: every quantile is the norm
+        g = f"{0.5 + i:.3g}"
+        assert f"{m} {g} ({g} / {g}; 0.00)" in gn_row
 
 
 def test_grad_norm_stats_against_numpy():
