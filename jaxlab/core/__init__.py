@@ -10,6 +10,7 @@ lives in ``experiments.lib``.
 """
 
 from jaxlab.core import (
+                         analysis,
                          checked,
                          extras,
                          keys,
@@ -23,5 +24,5 @@ from jaxlab.core import (
 )
 from jaxlab.core.checked import CheckError, checks, raise_check_errors
 
-__all__ = ["CheckError", "checked", "checks", "raise_check_errors", "extras", "keys", "loops",
-           "metrics", "protocol", "sharding", "smc", "types", "validation"]
+__all__ = ["CheckError", "analysis", "checked", "checks", "raise_check_errors", "extras", "keys",
+           "loops", "metrics", "protocol", "sharding", "smc", "types", "validation"]

@@ -37,7 +37,7 @@ from jaxlab.core import checked, validation
 from jaxlab.core.types import Array, ArrayLike
 
 __all__ = ["average_ranks", "auroc", "cumulative_regret", "loglog_slope", "mean_and_ci",
-    "bootstrap_ci", "bootstrap_auroc"]
+    "bootstrap_ci", "bootstrap_auroc", "bootstrap_indices"]
 
 checked.declare("jaxlab.core.metrics.auroc")
 
@@ -237,6 +237,13 @@ BOOTSTRAP_CHUNK = 128
 DEVICE_MIN_SIZE = 1 << 16
 
 
+def bootstrap_indices(key, n: int, num_resamples: int) -> jax.Array:
+    """[num_resamples, n] int32 row indices of a bootstrap, ``randint(key, (num_resamples,
+    n), 0, n)``: the one draw every bootstrap of this library makes (``bootstrap_ci``,
+    ``bootstrap_auroc`` and the comparison protocol), so paired intervals are coherent."""
+    return jax.random.randint(key, (num_resamples, n), 0, n)
+
+
 def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.95):
     """Point value and percentile-bootstrap interval of ``statistic(*samples)``.
 
@@ -291,7 +298,7 @@ def bootstrap_ci(key, statistic, samples, num_resamples: int, level: float = 0.9
                              f"(shape {s.shape}).")
     validation.check_min_count("len(samples[0])", n, 2, "a bootstrap needs two rows")
     point = float(statistic(*samples))
-    idx = jax.random.randint(key, (num_resamples, n), 0, n)
+    idx = bootstrap_indices(key, n, num_resamples)
     if on_device:
         boots = np.asarray(_device_resamples(statistic, samples, idx,
                                              min(num_resamples, BOOTSTRAP_CHUNK)))

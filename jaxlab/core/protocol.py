@@ -1,36 +1,50 @@
-"""The comparison protocol, one function for every method: tune on validation items, test on
+"""The comparison protocol, one runner for every method: tune on validation items, test on
 held-out paired items, report paired bootstrap CIs, censoring and declared goals.
 
-``compare(key, problem, *, contenders, tuning, seeds, goals)`` is the protocol the papers'
-claims need and every ``jaxlab.<method>.compare`` configures:
+``compare(key, problem, *, contenders, tuning, seeds, goals, pairs, metrics, settings, ...)``
+is the protocol the papers' claims need. Each method declares a ``Spec`` (its problem,
+its built-in contenders with their grids, its metrics, its default goals) and
+``jaxlab.<method>.compare = protocol.bind(SPEC)``: one signature, one set of checks, one
+meaning of every argument across the library (the table in ``docs/core.rst``).
 
 1. **Items.** An item is what a paired comparison pairs: a seed (Q-learning, BCO, RFO,
    AvAtar) or a problem (POKE-SMC tasks, GEPC images, SALE heads). ``tuning`` items and
    ``seeds`` (test) items are drawn from disjoint key streams, ``fold_in(key, 0)`` and
    ``fold_in(key, 1)``, then one key per item (``fold_in(stream, index)``); a contender
-   that builds a problem from a key (a task's problems, an MDP's sample stream) therefore
-   never sees a test problem while it is tuned.
+   that builds a problem from a key therefore never sees a test problem while it is tuned.
+   A contender whose items are slices of one data set places them with
+   ``Items.positions`` (tuning items first, then the test items).
 2. **Tuning.** Every point of every contender's declared grid runs on the tuning items; the
-   point with the best statistic is kept (the first in grid order on a tie). A contender
-   with a one-point grid is not run on the tuning items.
-3. **Test.** Each contender runs its chosen point on the same test items.
+   point with the best statistic of the first metric is kept (the first in grid order on a
+   tie; a point whose statistic is NaN never wins). A grid may be ``Stages``: each stage's
+   pick is frozen before the next stage's points (which update it) are tried. A
+   contender with a one-point grid is not run on the tuning items.
+3. **Test.** Each contender runs its chosen point on the same test items. It returns one
+   value per item, or a dict: each metric's values, plus any per-item records (answers,
+   diagnostics) that ``Comparison.records`` keeps.
 4. **Differences.** For every declared pair ``(a, b)`` (default: the first contender
-   against each other one): the statistic of ``a`` minus that of ``b`` with a paired
-   percentile-bootstrap CI (test items resampled jointly, ``metrics.bootstrap_ci``'s index
-   draws), and per-item wins, losses and ties.
-5. **Censoring.** A contender may return ``inf`` for an item that never reached its target
-   (e.g. samples to an accuracy never reached). With ``censor_at`` set, such a value counts
-   as ``censor_at`` (a restricted mean: the difference is then a bound, and the table says
-   how many items were censored per contender); without it an ``inf`` is an error.
+   against each other one) and every metric: the statistic of ``a`` minus that of ``b``
+   with a paired percentile-bootstrap CI, the ratio where the metric declares one, and
+   per-item wins, losses and ties (``analysis.analyse``).
+5. **Censoring.** A metric may declare ``censor_at``, the value an item at its bad
+   infinity counts as (a run that never reached its target); the table counts them, and a
+   goal that holds only through censored items is marked and noted.
 6. **Goals.** ``Goal(a, b, margin)`` passes when the CI of ``a - b`` (oriented so that
    better is positive) lies above ``margin``.
 
-Progress goes to stderr (``progress=True``, one line at most every few seconds and at the end
-of each phase; visible in scripts and notebooks) or to a callable
-``progress(done, total, description)``. XLA compilation seconds (JAX's monitoring events)
-are reported apart from the rest of each contender's wall time. With ``results_path``,
-each chunk's per-item values are appended to a JSON-lines file as soon as they are
-computed (``flush`` after every chunk), so a killed run keeps what it finished.
+Everything that can be checked is checked before the first contender runs: contender
+names, grids and their parameters, goals, pairs, metrics, ``level``, ``resamples``,
+``tuning`` (an int, not a bool), ``seeds``, ``batch``, the method's problem and settings,
+and ``results_path`` (created and opened). While running: a value of the wrong shape or
+type, NaN on a test item, an infinity the metric does not censor, or a value outside the
+metric's bounds raises, naming the contender.
+
+Progress goes to stderr (``progress=True``: one line at most every few seconds and at the
+end of each phase) or to a callable ``progress(done, total, description)``. XLA compile
+seconds (JAX's monitoring events, listened to only during the call) are reported apart
+from the rest of each contender's wall time. With ``results_path``, each chunk's per-item
+values are appended to a JSON-lines file as soon as they are computed, every line carrying
+the run's id, so a killed run keeps what it finished.
 
 What is ours: the whole module (the papers each state their own protocol in prose; this is
 the common part of them: declared grids, validation-only tuning, paired test items,
@@ -38,11 +52,13 @@ bootstrap CIs).
 """
 
 import dataclasses
+import inspect
 import json
 import math
 import os
 import sys
 import time
+import uuid
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
@@ -51,11 +67,27 @@ import jax
 import numpy as np
 
 from jaxlab.core import validation
+from jaxlab.core.analysis import (
+    Comparison,
+    ContenderResult,
+    Difference,
+    Goal,
+    GoalResult,
+    Metric,
+    analyse,
+    check_declarations,
+    mean_statistic,
+    paired_difference,
+    params_text,
+    plain,
+)
 from jaxlab.core.keys import as_key
+from jaxlab.core.types import PRNGKey
 
-__all__ = ["Items", "Contender", "Tuning", "Goal", "Difference", "GoalResult",
-           "ContenderResult", "Comparison", "as_tuning", "compare", "item_keys",
-           "paired_difference", "analyse", "mean_statistic"]
+__all__ = ["Items", "Contender", "Stages", "Tuning", "Builtin", "Context", "Spec", "Metric",
+           "Goal", "Difference", "GoalResult", "ContenderResult", "Comparison", "ARGUMENTS",
+           "as_tuning", "bind", "compare", "item_keys", "paired_difference", "analyse",
+           "mean_statistic"]
 
 SPLITS = ("tuning", "test")
 
@@ -67,26 +99,42 @@ class Items(NamedTuple):
       split: ``"tuning"`` or ``"test"``.
       index: [n] int, the items' indices within the split (0 .. count - 1).
       keys: [n] typed PRNG keys, ``keys[i] = fold_in(fold_in(key, split_id), index[i])``.
+      tuning_items: the run's number of tuning items.
     """
 
     split: str
     index: np.ndarray
     keys: jax.Array
+    tuning_items: int = 0
+
+    @property
+    def positions(self) -> np.ndarray:
+        """[n] the items' places in one sequence, the tuning items first: ``index`` for
+        tuning items, ``tuning_items + index`` for test items (for a contender whose items
+        are slices of one data set)."""
+        return self.index + (self.tuning_items if self.split == "test" else 0)
+
+
+class Stages(NamedTuple):
+    """A grid tuned in stages: each stage's points (dicts of ``run``'s keyword arguments)
+    update the settings frozen by the stages before it, and the best is frozen in turn."""
+
+    stages: tuple
 
 
 class Contender(NamedTuple):
     """A named way of solving the problem, with its declared grid.
 
     Attributes:
-      run: ``run(items, problem, **params) -> values`` [len(items.index)], one float per
-        item (higher or lower is better as the comparison declares; ``inf`` marks a
-        censored item).
-      grid: the declared settings tried on the tuning items (dicts of keyword arguments of
-        ``run``); the default, one empty setting, means nothing is tuned.
+      run: ``run(items, problem, **params) -> values``: [len(items.index)] numbers, one per
+        item (for the first metric), or a dict of each metric's [n] values plus per-item
+        records (arrays with a leading axis n) that ``Comparison.records`` keeps.
+      grid: the declared settings tried on the tuning items: dicts of keyword arguments of
+        ``run``, or ``Stages``; the default, one empty setting, means nothing is tuned.
     """
 
     run: Callable[..., Any]
-    grid: tuple = ({},)
+    grid: Any = ({},)
 
 
 class Tuning(NamedTuple):
@@ -100,187 +148,86 @@ class Tuning(NamedTuple):
     items: int = 0
 
 
-class Goal(NamedTuple):
-    """A declared claim: ``a`` beats ``b`` by more than ``margin`` (in the statistic's
-    units, better-is-positive), with the whole CI above ``margin``."""
+class Builtin(NamedTuple):
+    """A method's built-in contender by name, in a ``contenders`` mapping, optionally with
+    another declared grid (dicts of its ``run``'s keyword arguments, or ``Stages``)."""
 
-    a: str
-    b: str
-    margin: float = 0.0
-
-
-class Difference(NamedTuple):
-    """``a - b`` on the paired test items (raw statistic difference, not oriented)."""
-
-    a: str
-    b: str
-    value: float
-    low: float
-    high: float
-    wins: int  # items where a is strictly better than b
-    losses: int  # items where b is strictly better
-    ties: int
+    name: str
+    grid: Any = None
 
 
-class GoalResult(NamedTuple):
-    goal: Goal
-    difference: float  # oriented: positive means ``a`` is better
-    low: float
-    high: float
-    met: bool
+class Context(NamedTuple):
+    """What a spec's contender factory is built from (the checked call)."""
+
+    problem: Any
+    settings: Any
+    tuning: int
+    seeds: int
+    batch: int | None
+    metrics: tuple
 
 
-class ContenderResult(NamedTuple):
-    """One contender's outcome.
+def _no_goals(names):
+    del names
+    return ()
+
+
+class Spec(NamedTuple):
+    """A method's declaration of its comparison; ``bind(spec)`` is its ``compare``.
 
     Attributes:
-      params: the chosen grid point.
-      tuning: ``((params, tuning statistic), ...)`` over the grid (empty when untuned).
-      values: [n_test] per-item values on the test items (``censor_at`` where censored).
-      censored: [n_test] bool, items that never reached the target.
-      statistic: the statistic on the test items.
-      low, high: its percentile-bootstrap CI.
-      compile_s: XLA compilation seconds spent in this contender's calls (tuning + test).
-      run_s: the rest of its wall seconds.
+      name: the method (``"qlearning"``), for messages.
+      contenders: a dict, built-in name to ``factory(context) -> Contender``.
+      defaults: the contenders compared when ``contenders`` is left out.
+      metrics: the metrics every built-in contender reports (``Metric``s, or
+        ``metrics(problem, settings) -> Metric``s when a metric depends on the problem,
+        e.g. a censoring value); the first is tuned on.
+      default_metrics: the metric names compared when ``metrics`` is left out (None: the
+        first only).
+      goals: ``goals(names) -> Goal``s, the paper's claims about the contenders named
+        (those whose contenders are compared are kept).
+      pairs: ``pairs(names) -> ((a, b), ...)``; None: the first against each other one.
+      problem: ``problem(problem, settings) -> problem``: checks (and builds) the problem.
+      settings: the method's settings class (a NamedTuple with defaults), or None.
+      check_settings: ``check_settings(settings)`` raising on a bad field.
+      check_items: ``check_items(problem, settings, tuning, seeds)`` raising when the
+        problem cannot provide that many items.
+      tuning, seeds: the default tuning and test item counts.
+      batch: ``batch(context) -> int | None``, the default items per call (None: all).
+      summary: the first line of ``compare``'s docstring.
+      doc: the method's part of ``compare``'s docstring (its problem, contenders, metrics,
+        settings and goals).
     """
 
-    params: dict
-    tuning: tuple
-    values: np.ndarray
-    censored: np.ndarray
-    statistic: float
-    low: float
-    high: float
-    compile_s: float
-    run_s: float
+    name: str
+    contenders: Mapping
+    defaults: tuple
+    metrics: Any
+    default_metrics: tuple | None = None
+    goals: Callable = _no_goals
+    pairs: Callable | None = None
+    problem: Callable = lambda problem, settings: problem
+    settings: type | None = None
+    check_settings: Callable | None = None
+    check_items: Callable | None = None
+    tuning: int = 0
+    seeds: int = 8
+    batch: Callable | None = None
+    summary: str = ""
+    doc: str = ""
 
 
-def mean_statistic(values: np.ndarray, index: np.ndarray) -> float:
-    """The mean over items (the default statistic); ``index`` is unused.
+GENERIC = Spec("protocol", {}, (), (Metric("value"),))
 
-    Raises:
-      ValueError: ``values`` holds no items.
-    """
-    del index
-    validation.check_nonempty("values", values)
-    return float(np.mean(values))
-
-
-@dataclasses.dataclass(frozen=True)
-class Comparison:
-    """What ``compare`` found. ``table()`` prints it; ``to_dict()`` is JSON-ready.
-
-    Attributes:
-      metric: the statistic's name (e.g. ``"accuracy"``).
-      higher_is_better: the direction of the statistic.
-      contenders: a dict, contender name to ``ContenderResult``, in the declared order.
-      differences: one ``Difference`` per declared pair.
-      goals: one ``GoalResult`` per declared goal.
-      tuning_items, test_items: the item counts.
-      level: the CI level.
-      censor_at: the censoring value (None: nothing may be censored).
-    """
-
-    metric: str
-    higher_is_better: bool
-    contenders: dict
-    differences: tuple
-    goals: tuple
-    tuning_items: int
-    test_items: int
-    level: float
-    censor_at: float | None = None
-
-    def table(self) -> str:
-        """A plain-text table: each contender (chosen setting, statistic with CI, censored
-        count, compile / run seconds), each difference (CI, wins / losses / ties) and each
-        goal."""
-        pct = round(100 * self.level)
-        lines = [f"{self.metric} ({'higher' if self.higher_is_better else 'lower'} is "
-                 f"better), {self.test_items} paired test items, tuned on "
-                 f"{self.tuning_items}; {pct}% bootstrap CIs"]
-        width = max(len(n) for n in self.contenders)
-        for name, r in self.contenders.items():
-            cens = f"  censored {int(r.censored.sum())}/{r.censored.size}" if r.censored.any() \
-                else ""
-            lines.append(f"  {name:<{width}}  {r.statistic:.4g} [{r.low:.4g}, {r.high:.4g}]"
-                         f"{cens}  compile {r.compile_s:.1f} s, run {r.run_s:.1f} s"
-                         f"{'  ' + _params_text(r.params) if r.params else ''}")
-        for d in self.differences:
-            lines.append(f"  {d.a} - {d.b}: {d.value:+.4g} [{d.low:+.4g}, {d.high:+.4g}]  "
-                         f"wins {d.wins}, losses {d.losses}, ties {d.ties}")
-        for g in self.goals:
-            lines.append(f"  goal {g.goal.a} better than {g.goal.b} by > {g.goal.margin:g}: "
-                         f"{'met' if g.met else 'not met'} ({g.difference:+.4g} "
-                         f"[{g.low:+.4g}, {g.high:+.4g}])")
-        return "\n".join(lines)
-
-    def to_dict(self, seconds: bool = True) -> dict:
-        """JSON-ready: every number a Python float / int / bool, arrays as lists;
-        ``seconds=False`` leaves out the compile / run seconds (for a summary that must be
-        byte-identical across reruns)."""
-        timing = (lambda r: {"compile_s": round(r.compile_s, 3), "run_s": round(r.run_s, 3)}) \
-            if seconds else (lambda r: {})
-        return {
-            "metric": self.metric, "higher_is_better": self.higher_is_better,
-            "tuning_items": self.tuning_items, "test_items": self.test_items,
-            "level": self.level, "censor_at": self.censor_at,
-            "contenders": {n: {"params": _plain(r.params),
-                               "tuning": [[_plain(p), s] for p, s in r.tuning],
-                               "values": [float(v) for v in r.values],
-                               "censored": [bool(c) for c in r.censored],
-                               "statistic": r.statistic, "ci": [r.low, r.high],
-                               **timing(r)}
-                           for n, r in self.contenders.items()},
-            "differences": [{"a": d.a, "b": d.b, "value": d.value, "ci": [d.low, d.high],
-                             "wins": d.wins, "losses": d.losses, "ties": d.ties}
-                            for d in self.differences],
-            "goals": [{"a": g.goal.a, "b": g.goal.b, "margin": g.goal.margin,
-                       "difference": g.difference, "ci": [g.low, g.high], "met": g.met}
-                      for g in self.goals]}
-
-    def figure(self):
-        """A matplotlib figure: each contender's statistic with its CI (left) and each
-        difference with its CI (right). Imports matplotlib when called (the library itself
-        never does)."""
-        import matplotlib.pyplot as plt
-
-        fig, (ax0, ax1) = plt.subplots(1, 2, figsize=(9, 0.5 + 0.45 * max(
-            len(self.contenders), len(self.differences), 2)))
-        names = list(self.contenders)
-        for i, n in enumerate(names):
-            r = self.contenders[n]
-            ax0.errorbar(r.statistic, i, xerr=[[r.statistic - r.low], [r.high - r.statistic]],
-                         fmt="o", capsize=3)
-        ax0.set_yticks(range(len(names)), names)
-        ax0.set_xlabel(self.metric)
-        ax0.set_title(f"{self.test_items} test items")
-        labels = [f"{d.a} - {d.b}" for d in self.differences]
-        for i, d in enumerate(self.differences):
-            ax1.errorbar(d.value, i, xerr=[[d.value - d.low], [d.high - d.value]], fmt="o",
-                         capsize=3)
-        ax1.axvline(0.0, color="grey", lw=0.8)
-        ax1.set_yticks(range(len(labels)), labels)
-        ax1.set_xlabel(f"paired difference ({round(100 * self.level)}% CI)")
-        fig.tight_layout()
-        return fig
+# The arguments every ``compare`` takes, in this order, with these defaults (docs/core.rst).
+ARGUMENTS = (("key", inspect.Parameter.empty), ("problem", inspect.Parameter.empty),
+             ("contenders", None), ("tuning", None), ("seeds", None), ("goals", None),
+             ("pairs", None), ("metrics", None), ("settings", None), ("batch", None),
+             ("level", 0.95), ("resamples", 2000), ("progress", True),
+             ("results_path", None))
 
 
-def _params_text(params: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in params.items())
-
-
-def _plain(x):
-    if isinstance(x, Mapping):
-        return {str(k): _plain(v) for k, v in x.items()}
-    if isinstance(x, (list, tuple)):
-        return [_plain(v) for v in x]
-    if isinstance(x, (np.generic, np.ndarray)) and np.ndim(x) == 0:
-        return x.item()
-    return x
-
-
-def item_keys(key, split: str, index) -> jax.Array:
+def item_keys(key: PRNGKey, split: str, index) -> jax.Array:
     """[n] keys of the items ``index`` of ``split``: ``fold_in(fold_in(key, s), i)`` with
     ``s`` = 0 for tuning, 1 for test. The one place item keys are made, so that a binary
     and ``compare`` give the same item the same key."""
@@ -290,26 +237,60 @@ def item_keys(key, split: str, index) -> jax.Array:
     return jax.vmap(lambda i: jax.random.fold_in(stream, i))(np.asarray(index, np.uint32))
 
 
-# --- compile seconds from JAX's monitoring events ------------------------------------------
+def as_tuning(tuning) -> Tuning:
+    """``tuning`` (a ``Tuning`` or an int, the number of tuning items) as a ``Tuning``.
+
+    Raises:
+      TypeError: ``tuning`` is neither a ``Tuning`` nor an int (a bool is not a count).
+      ValueError: its item count is negative.
+    """
+    if isinstance(tuning, (bool, np.bool_)):
+        raise TypeError(f"`tuning` must be a count of tuning items (an int) or a "
+                        f"protocol.Tuning, got the bool {tuning}.")
+    tuning = Tuning(tuning) if isinstance(tuning, (int, np.integer)) else tuning
+    if not isinstance(tuning, Tuning):
+        raise TypeError(f"`tuning` must be a protocol.Tuning or an int, got "
+                        f"{type(tuning).__name__}.")
+    items = tuning.items
+    if isinstance(items, (bool, np.bool_)) or not isinstance(items, (int, np.integer)):
+        raise TypeError(f"`tuning.items` must be an int, got {type(items).__name__}.")
+    if items < 0:
+        raise ValueError(f"`tuning.items` must be a non-negative integer, got {items}.")
+    return Tuning(int(items))
+
+
+def _count(name: str, value, minimum: int, why: str) -> int:
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, np.integer)):
+        raise TypeError(f"`{name}` must be an int, got {type(value).__name__} {value!r}.")
+    validation.check_min_count(name, int(value), minimum, why)
+    return int(value)
+
+
+# --- compile seconds from JAX's monitoring events, listened to during one call ----------------
 
 _COMPILE_EVENTS = ("/jax/core/compile/backend_compile_duration",
                    "/jax/core/compile/jaxpr_trace_duration",
                    "/jax/core/compile/jaxpr_to_mlir_module_duration")
-_compile_s = [0.0]
-_listening = [False]
 
 
-def _on_duration(event: str, seconds: float, **kwargs) -> None:
-    del kwargs
-    if event in _COMPILE_EVENTS:
-        _compile_s[0] += seconds
+class _CompileClock:
+    """Sums JAX's compile-duration events while registered (a context manager)."""
 
+    def __init__(self):
+        self.seconds = 0.0
 
-def _compile_seconds() -> float:
-    if not _listening[0]:
-        jax.monitoring.register_event_duration_secs_listener(_on_duration)
-        _listening[0] = True
-    return _compile_s[0]
+    def _on(self, event: str, seconds: float, **kwargs) -> None:
+        del kwargs
+        if event in _COMPILE_EVENTS:
+            self.seconds += seconds
+
+    def __enter__(self):
+        jax.monitoring.register_event_duration_secs_listener(self._on)
+        return self
+
+    def __exit__(self, *exc):
+        jax.monitoring.unregister_event_duration_listener(self._on)
+        return False
 
 
 # --- progress --------------------------------------------------------------------------------
@@ -338,215 +319,259 @@ def _reporter(progress) -> Callable[[int, int, str], None]:
     return progress
 
 
-# --- the protocol ------------------------------------------------------------------------------
-
-def _check_values(name: str, values, n: int, censor_at) -> tuple[np.ndarray, np.ndarray]:
-    v = np.asarray(values, np.float64)
-    if v.shape != (n,):
-        raise ValueError(f"contender {name!r} must return one value per item, shape ({n},), "
-                         f"got shape {v.shape}.")
-    if np.isnan(v).any():
-        raise ValueError(f"contender {name!r} returned NaN for {int(np.isnan(v).sum())} of "
-                         f"{n} items.")
-    censored = np.isinf(v)
-    if censored.any():
-        if censor_at is None:
-            raise ValueError(f"contender {name!r} returned inf (censored) for "
-                             f"{int(censored.sum())} items; pass `censor_at` (the value a "
-                             "censored item counts as) to allow censoring.")
-        v = np.where(censored, censor_at, v)
-    return v, censored
-
-
-def _better(a: np.ndarray, b: np.ndarray, higher_is_better: bool) -> tuple[int, int, int]:
-    d = (a - b) if higher_is_better else (b - a)
-    return int((d > 0).sum()), int((d < 0).sum()), int((d == 0).sum())
-
-
-def _boot_index(key, n: int, resamples: int) -> np.ndarray:
-    # The same draws as metrics.bootstrap_ci.
-    return np.asarray(jax.random.randint(as_key(key), (resamples, n), 0, n))
-
-
-def _boot_stats(values: np.ndarray, idx: np.ndarray, statistic) -> np.ndarray:
-    if statistic is mean_statistic:
-        return values[idx].mean(axis=1)
-    out = np.empty(idx.shape[0])
-    for r, i in enumerate(idx):
-        try:
-            out[r] = statistic(values[i], i)
-        except ValueError:
-            out[r] = np.nan
-    return out
-
-
-def _interval(boots: np.ndarray, level: float) -> tuple[float, float]:
-    lo, hi = np.nanpercentile(boots, [50 - 50 * level, 50 + 50 * level])
-    return float(lo), float(hi)
-
-
-def paired_difference(key, a, b, *, names=("a", "b"), statistic=mean_statistic,
-                      higher_is_better: bool = True, level: float = 0.95,
-                      resamples: int = 2000) -> Difference:
-    """``statistic(a) - statistic(b)`` over paired items with a percentile-bootstrap CI.
-
-    Args:
-      key: PRNG key of the resample draws.
-      a, b: [n] per-item values (n >= 2), paired by position.
-      names: the two names the result carries.
-      statistic: ``statistic(values, index) -> float`` (default: the mean).
-      higher_is_better: orients wins and losses.
-      level: CI level in (0, 1).
-      resamples: bootstrap resamples (>= 2).
-
-    Returns:
-      ``Difference``.
-    """
-    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
-    if a.ndim != 1 or a.shape != b.shape:
-        raise ValueError(f"`a` and `b` must be [n] arrays of one shape, got {a.shape} and "
-                         f"{b.shape}.")
-    if len(names) != 2 or names[0] == names[1]:
-        raise ValueError(f"`names` must be two different names, got {names!r}.")
-    for name, v in (("a", a), ("b", b)):
-        if not np.isfinite(v).all():
-            raise ValueError(f"`{name}` must be finite, got {int((~np.isfinite(v)).sum())} "
-                             "non-finite values (censor them first).")
-    return analyse(key, {names[0]: a, names[1]: b}, statistic=statistic,
-                   higher_is_better=higher_is_better, level=level,
-                   resamples=resamples).differences[0]
-
-
-def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None,
-            tuning=None, seconds=None, pairs=None, goals=(), metric: str = "value",
-            higher_is_better: bool = True, statistic=mean_statistic, level: float = 0.95,
-            resamples: int = 2000, tuning_items: int = 0,
-            censor_at: float | None = None) -> Comparison:
-    """The comparison of per-item test values already computed (``compare``'s last step;
-    a binary whose units computed the values calls it directly).
-
-    Args:
-      key: PRNG key of the bootstrap draws (every interval uses the same draws, so paired
-        intervals are coherent).
-      values: a dict, contender name to its [n] test values (censored items already at
-        ``censor_at``).
-      censored: a dict, contender name to [n] bool censoring flags (default: none).
-      params: a dict, contender name to its chosen params (default: empty).
-      tuning: a dict, contender name to its ``(params, score)`` rows (default: empty).
-      seconds: a dict, contender name to ``(compile_s, run_s)`` (default: zero).
-      pairs: the declared differences ``((a, b), ...)``; default: the first contender
-        against each other one.
-      goals: declared ``Goal`` objects.
-      metric: as in ``compare``.
-      higher_is_better: as in ``compare``.
-      statistic: as in ``compare``.
-      level: as in ``compare``.
-      resamples: as in ``compare``.
-      tuning_items: the number of tuning items (for the table).
-      censor_at: as in ``compare``.
-
-    Returns:
-      ``Comparison``.
-
-    Warns:
-      RuntimeWarning: a contender's values are not all finite (its results are then NaN).
-    """
-    names = list(values)
-    if not names:
-        raise ValueError("`values` must name at least one contender.")
-    validation.check_min_count("resamples", resamples, 2, "a percentile interval")
-    validation.check_in_range("level", level, 0.0, 1.0, low_inclusive=False,
-                              high_inclusive=False)
-    vals = {n: np.asarray(values[n], np.float64) for n in names}
-    n_items = vals[names[0]].shape[0]
-    for n, v in vals.items():
-        if v.shape != (n_items,):
-            raise ValueError(f"`values[{n!r}]` must have shape ({n_items},), got {v.shape}.")
-        if not np.isfinite(v).all():
-            warnings.warn(f"`values[{n!r}]` holds {int((~np.isfinite(v)).sum())} non-finite "
-                          "values (censor them at a finite `censor_at` first): its statistic, "
-                          "interval and differences are not finite.", RuntimeWarning,
-                          stacklevel=2)
-    validation.check_min_count("test items", n_items, 2, "a paired bootstrap needs two items")
-    pairs = tuple((names[0], o) for o in names[1:]) if pairs is None else tuple(
-        tuple(p) for p in pairs)
-    for p in pairs:
-        if len(p) != 2 or any(x not in vals for x in p):
-            raise ValueError(f"`pairs` entries must be (a, b) with a, b among {names}, got "
-                             f"{p!r}.")
-    goals = tuple(goals)
-    for g in goals:
-        if not isinstance(g, Goal) or g.a not in vals or g.b not in vals:
-            raise ValueError(f"`goals` must be Goal(a, b, margin) with a, b among {names}, "
-                             f"got {g!r}.")
-    idx = _boot_index(key, n_items, resamples)
-    everything = np.arange(n_items)
-    point = {n: float(statistic(v, everything)) for n, v in vals.items()}
-    boots = {n: _boot_stats(v, idx, statistic) for n, v in vals.items()}
-    censored = censored or {}
-    results = {}
-    for n in names:
-        lo, hi = _interval(boots[n], level)
-        cs, rs = (seconds or {}).get(n, (0.0, 0.0))
-        results[n] = ContenderResult(
-            params=dict((params or {}).get(n, {})), tuning=tuple((tuning or {}).get(n, ())),
-            values=vals[n], censored=np.asarray(censored.get(n, np.zeros(n_items, bool))),
-            statistic=point[n], low=lo, high=hi, compile_s=float(cs), run_s=float(rs))
-
-    def diff(a, b):
-        if statistic is mean_statistic:  # the mean of per-item differences
-            lo, hi = _interval((vals[a] - vals[b])[idx].mean(axis=1), level)
-        else:
-            lo, hi = _interval(boots[a] - boots[b], level)
-        return Difference(a, b, point[a] - point[b], lo, hi,
-                          *_better(vals[a], vals[b], higher_is_better))
-
-    differences = tuple(diff(a, b) for a, b in pairs)
-    goal_results = []
-    for g in goals:
-        d = diff(g.a, g.b)
-        sign = 1.0 if higher_is_better else -1.0
-        lo, hi = sorted((sign * d.low, sign * d.high))
-        goal_results.append(GoalResult(g, sign * d.value, lo, hi, bool(lo > g.margin)))
-    return Comparison(metric=metric, higher_is_better=higher_is_better, contenders=results,
-                      differences=differences, goals=tuple(goal_results),
-                      tuning_items=int(tuning_items), test_items=int(n_items), level=level,
-                      censor_at=censor_at)
-
-
 class _Log:
-    """Appends one JSON line per computed chunk to ``path`` (None: nothing)."""
+    """Appends one JSON line per computed chunk to ``path`` (None: nothing), each carrying
+    the run id; the folder is created and the file opened before anything runs."""
 
-    def __init__(self, path):
-        self._path = None if path is None else os.fspath(path)
-        if self._path is not None:
-            folder = os.path.dirname(os.path.abspath(self._path))
-            if not os.path.isdir(folder):
-                raise ValueError(f"`results_path`'s folder {folder!r} does not exist.")
+    def __init__(self, path, run_id: str, header: dict):
+        self._path, self._run = None, run_id
+        if path is None:
+            return
+        if not isinstance(path, (str, os.PathLike)):
+            raise TypeError(f"`results_path` must be a path, got {type(path).__name__}.")
+        self._path = os.fspath(path)
+        if os.path.isdir(self._path):
+            raise ValueError(f"`results_path` {self._path!r} is a folder; name a file.")
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self._path)), exist_ok=True)
+            self.write({"start": header})
+        except OSError as e:
+            raise ValueError(f"`results_path` {self._path!r} cannot be written: {e}") from e
 
     def write(self, record: dict) -> None:
         if self._path is None:
             return
         with open(self._path, "a", encoding="utf-8") as f:
-            f.write(json.dumps(record, sort_keys=True) + "\n")
+            f.write(json.dumps({"run": self._run, **record}, sort_keys=True) + "\n")
             f.flush()
 
 
-def as_tuning(tuning) -> Tuning:
-    """``tuning`` (a ``Tuning`` or an int, the number of tuning items) as a ``Tuning``.
+# --- checks made before anything runs ---------------------------------------------------------
 
-    Raises:
-      TypeError: ``tuning`` is neither a ``Tuning`` nor an int.
-      ValueError: its item count is negative or not an integer.
-    """
-    tuning = Tuning(tuning) if isinstance(tuning, (int, np.integer)) else tuning
-    if not isinstance(tuning, Tuning):
-        raise TypeError(f"`tuning` must be a protocol.Tuning or an int, got "
-                        f"{type(tuning).__name__}.")
-    if tuning.items < 0 or int(tuning.items) != tuning.items:
-        raise ValueError(f"`tuning.items` must be a non-negative integer, got {tuning.items}.")
-    return tuning
+def _grid_points(name: str, grid) -> tuple:
+    """The grid's stages as tuples of dicts (one stage for a plain grid)."""
+    stages = grid.stages if isinstance(grid, Stages) else (grid,)
+    if isinstance(stages, (str, Mapping)) or not isinstance(stages, Sequence) or not stages:
+        raise ValueError(f"`contenders[{name!r}]` grid must be a non-empty sequence of "
+                         "dicts of `run`'s keyword arguments, or Stages of them.")
+    out = []
+    for s, stage in enumerate(stages):
+        if isinstance(stage, (str, Mapping)) or not isinstance(stage, Sequence) or \
+                not stage or not all(isinstance(p, Mapping) for p in stage):
+            where = f" stage {s}" if isinstance(grid, Stages) else ""
+            raise ValueError(f"`contenders[{name!r}]` grid{where} must be a non-empty sequence "
+                             f"of dicts of `run`'s keyword arguments, got {stage!r}.")
+        points = tuple(dict(p) for p in stage)
+        if len({json.dumps(plain(p), sort_keys=True, default=repr) for p in points}) < \
+                len(points):
+            raise ValueError(f"`contenders[{name!r}]` grid repeats a point: {points}.")
+        out.append(points)
+    return tuple(out)
 
+
+def _check_params(name: str, run, stages: tuple) -> None:
+    """Every grid key is a keyword of ``run``; every keyword ``run`` needs is set."""
+    try:
+        sig = inspect.signature(run)
+    except (TypeError, ValueError):
+        return
+    params = list(sig.parameters.values())
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return
+    names = {p.name for p in params[2:] if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    keys = {k for stage in stages for point in stage for k in point}
+    unknown = sorted(keys - names)
+    if unknown:
+        raise ValueError(f"`contenders[{name!r}]` grid sets {unknown}, which its `run` does "
+                         f"not take (it takes {sorted(names)}).")
+    required = {p.name for p in params[2:] if p.default is p.empty
+                and p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)}
+    missing = sorted(required - {k for stage in stages for point in stage for k in point})
+    if missing:
+        raise ValueError(f"`contenders[{name!r}]`'s `run` needs {missing}, which its grid "
+                         "never sets.")
+
+
+def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
+    """The call's contenders, name to ``Contender``, built-ins made from ``context``."""
+    if contenders is None:
+        contenders = spec.defaults
+        if not contenders:
+            raise ValueError("`contenders` must be given: a {name: Contender} mapping.")
+    if isinstance(contenders, (str, Contender, Builtin)):
+        raise TypeError(f"`contenders` must be a sequence of built-in names or a mapping, "
+                        f"name to contender, got one {type(contenders).__name__} "
+                        f"({contenders!r}); write ({contenders!r},) for a sequence of one.")
+    if isinstance(contenders, Mapping):
+        entries = list(contenders.items())
+    elif isinstance(contenders, Sequence) or hasattr(contenders, "__iter__"):
+        entries = []
+        for c in contenders:
+            if not isinstance(c, str):
+                raise TypeError(f"`contenders` entries must be built-in names (str), got "
+                                f"{type(c).__name__}; pass a mapping to add your own.")
+            entries.append((c, c))
+    else:
+        raise TypeError(f"`contenders` must be a sequence of names or a mapping, got "
+                        f"{type(contenders).__name__}.")
+    if not entries:
+        raise ValueError("`contenders` must not be empty.")
+    shown = [n for n, _ in entries]
+    for n in shown:
+        if not isinstance(n, str) or not n:
+            raise TypeError(f"`contenders` names must be non-empty strings, got {n!r}.")
+    repeated = sorted({n for n in shown if shown.count(n) > 1})
+    if repeated:
+        raise ValueError(f"`contenders` names must be unique, got {repeated} more than once.")
+    known = tuple(spec.contenders)
+    out = {}
+    for name, c in entries:
+        if isinstance(c, str):
+            c = Builtin(c)
+        if c is None:
+            raise TypeError(f"`contenders[{name!r}]` is None: name the built-in contender "
+                            f"(one of {known}) or pass a protocol.Contender.")
+        if isinstance(c, Builtin):
+            if c.name not in spec.contenders:
+                raise ValueError(f"`contenders[{name!r}]` names {c.name!r}, which is not a "
+                                 f"built-in contender of {spec.name}: one of {known}.")
+            made = spec.contenders[c.name](context)
+            c = made if c.grid is None else made._replace(grid=c.grid)
+        elif not isinstance(c, Contender):
+            raise TypeError(f"`contenders[{name!r}]` must be a built-in name, a "
+                            f"protocol.Builtin or a protocol.Contender, got "
+                            f"{type(c).__name__}.")
+        if not callable(c.run):
+            raise TypeError(f"`contenders[{name!r}].run` must be callable.")
+        stages = _grid_points(name, c.grid)
+        _check_params(name, c.run, stages)
+        out[name] = c._replace(grid=Stages(stages) if isinstance(c.grid, Stages)
+                               else stages[0])
+    return out
+
+
+def _all_metrics(spec: Spec, problem, settings) -> tuple:
+    ms = spec.metrics(problem, settings) if callable(spec.metrics) else spec.metrics
+    return tuple(ms)
+
+
+def _resolve_metrics(spec: Spec, metrics, problem, settings) -> tuple:
+    declared = {m.name: m for m in _all_metrics(spec, problem, settings)}
+    if metrics is None:
+        names = spec.default_metrics or tuple(declared)[:1]
+        return tuple(declared[n] for n in names)
+    if isinstance(metrics, (str, Metric)) or not hasattr(metrics, "__iter__"):
+        raise TypeError(f"`metrics` must be a sequence of metric names (or Metric objects), "
+                        f"got {metrics!r}; write ({metrics!r},) for one.")
+    out = []
+    for m in metrics:
+        if isinstance(m, str):
+            if m not in declared:
+                raise ValueError(f"`metrics` names {m!r}, which {spec.name} does not declare: "
+                                 f"one of {tuple(declared)}.")
+            m = declared[m]
+        elif not isinstance(m, Metric):
+            raise TypeError(f"`metrics` entries must be names or Metric objects, got {m!r}.")
+        _check_metric(m)
+        out.append(m)
+    if not out:
+        raise ValueError("`metrics` must name at least one metric.")
+    names = [m.name for m in out]
+    if len(set(names)) != len(names):
+        raise ValueError(f"`metrics` names a metric twice: {names}.")
+    return tuple(out)
+
+
+def _check_metric(m: Metric) -> None:
+    if not isinstance(m.name, str) or not m.name:
+        raise TypeError(f"a Metric's name must be a non-empty string, got {m.name!r}.")
+    lo, hi = m.bounds
+    if not lo < hi:
+        raise ValueError(f"Metric {m.name!r}: `bounds` must be (low, high) with low < high, "
+                         f"got {m.bounds}.")
+    if not callable(m.statistic):
+        raise TypeError(f"Metric {m.name!r}: `statistic` must be callable.")
+    if m.censor_at is not None:
+        c = m.censor_at
+        if isinstance(c, bool) or not isinstance(c, (int, float, np.number)) or \
+                not math.isfinite(c):
+            raise ValueError(f"Metric {m.name!r}: `censor_at` must be a finite number, got "
+                             f"{c!r}.")
+
+
+# --- values returned by a contender ------------------------------------------------------------
+
+def _as_numbers(name: str, what: str, values, n: int) -> np.ndarray:
+    v = np.asarray(values)
+    if v.dtype.kind not in "biuf":
+        raise TypeError(f"contender {name!r} returned {what} of dtype {v.dtype}: it must be "
+                        "real numbers, one per item.")
+    v = v.astype(np.float64)
+    if v.shape != (n,):
+        raise ValueError(f"contender {name!r} must return one value per item for {what}, "
+                         f"shape ({n},), got shape {v.shape}.")
+    return v
+
+
+def _split_outcome(name: str, out, n: int, metrics: tuple, split: str) -> tuple[dict, dict]:
+    """(metric name to [n] values, record field to [n, ...] array) of one call's output."""
+    names = [m.name for m in metrics]
+    if isinstance(out, Mapping):
+        missing = [m for m in names if m not in out]
+        if missing:
+            raise ValueError(f"contender {name!r} returned no values for metrics {missing} "
+                             f"(it returned {sorted(map(str, out))}).")
+        values = {m: _as_numbers(name, f"metric {m!r}", jax.device_get(out[m]), n)
+                  for m in names}
+        records = {}
+        for f, r in out.items():
+            if f in values:
+                continue
+            r = np.asarray(jax.device_get(r))
+            if r.ndim == 0 or r.shape[0] != n:
+                raise ValueError(f"contender {name!r} returned the record {f!r} with shape "
+                                 f"{r.shape}: a record needs a leading axis of {n} items.")
+            records[f] = r
+        return values, records
+    if len(metrics) > 1:
+        raise ValueError(f"contender {name!r} returned one array, but the comparison has the "
+                         f"metrics {names}: return a dict {{metric: [n] values}}.")
+    return {names[0]: _as_numbers(name, f"metric {names[0]!r}", jax.device_get(out), n)}, {}
+
+
+def _censor(name: str, m: Metric, v: np.ndarray, split: str) -> tuple[np.ndarray, np.ndarray]:
+    """(values with censored items at ``censor_at``, censored flags); raises on what the
+    metric does not allow (NaN is left to the caller)."""
+    bad_inf = -np.inf if m.higher_is_better else np.inf
+    good = v == -bad_inf
+    if good.any():
+        raise ValueError(f"contender {name!r} returned {-bad_inf} for {int(good.sum())} "
+                         f"{split} items of {m.name!r}: only a censored item may be infinite, "
+                         f"at {bad_inf}.")
+    censored = v == bad_inf
+    if censored.any() and m.censor_at is None:
+        raise ValueError(f"contender {name!r} returned {bad_inf} for {int(censored.sum())} "
+                         f"{split} items of {m.name!r}, which declares no censoring (no "
+                         "`censor_at`).")
+    finite = np.isfinite(v)
+    lo, hi = m.bounds
+    outside = finite & ((v < lo) | (v > hi))
+    if outside.any():
+        raise ValueError(f"contender {name!r} returned values outside {m.name!r}'s range "
+                         f"[{lo}, {hi}] for {int(outside.sum())} {split} items (e.g. "
+                         f"{v[outside][0]!r}).")
+    if m.censor_at is not None:
+        worse = (v < m.censor_at) if m.higher_is_better else (v > m.censor_at)
+        worse &= finite
+        if worse.any():
+            raise ValueError(f"contender {name!r} returned {v[worse][0]!r} for a {split} item "
+                             f"of {m.name!r}, worse than `censor_at` = {m.censor_at}: a "
+                             "censored item would then count as better than a real one.")
+        v = np.where(censored, m.censor_at, v)
+    return v, censored
+
+
+# --- the runner --------------------------------------------------------------------------------
 
 def _chunks(count: int, batch: int | None):
     step = count if not batch else batch
@@ -554,106 +579,277 @@ def _chunks(count: int, batch: int | None):
         yield np.arange(start, min(start + step, count))
 
 
-def compare(key, problem, *, contenders: Mapping[str, Contender], tuning: Tuning | int,
-            seeds: int, goals: Sequence[Goal] = (), pairs=None, metric: str = "value",
-            higher_is_better: bool = True, statistic=mean_statistic,
-            censor_at: float | None = None, batch: int | None = None, level: float = 0.95,
-            resamples: int = 2000, progress=True, results_path=None) -> Comparison:
-    """Runs the protocol of this module's docstring.
+def _pick(rows: list, higher_is_better: bool) -> int:
+    stats = np.array([s for _, s in rows], np.float64)
+    ok = ~np.isnan(stats)
+    best = np.max(stats[ok]) if higher_is_better else np.min(stats[ok])
+    return int(np.flatnonzero(ok & (stats == best))[0])
+
+
+def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, goals=None,
+            pairs=None, metrics=None, settings=None, batch=None, level: float = 0.95,
+            resamples: int = 2000, progress=True, results_path=None,
+            spec: Spec = GENERIC) -> Comparison:
+    """Runs the protocol of this module's docstring (``jaxlab.<method>.compare`` is this
+    with the method's ``spec``).
 
     Args:
       key: PRNG key: item keys and the bootstrap draws derive from it.
-      problem: passed unchanged to every contender's ``run``.
-      contenders: a dict, name to ``Contender``, in the order the table shows them.
-      tuning: ``Tuning(items)`` or the number of tuning items.
-      seeds: the number of paired test items (seeds or problems), >= 2.
-      goals: declared ``Goal`` objects.
-      pairs: declared differences (default: the first contender against each other one).
-      metric: the statistic's name, for the table.
-      higher_is_better: the statistic's direction (tuning keeps the best point).
-      statistic: ``statistic(values, index) -> float`` over items (default: the mean;
-        e.g. an AUROC over image items with the labels of ``index``).
-      censor_at: the value a censored (``inf``) item counts as; None forbids censoring.
-      batch: items per ``run`` call (None: all items of a phase in one call). Results are
-        written and progress reported per call.
+      problem: passed (after ``spec.problem``) to every contender's ``run``.
+      contenders: a mapping, name to ``Contender`` (or to a built-in name or ``Builtin``
+        of ``spec``), in the order the table shows them; or a sequence of built-in names;
+        None: ``spec.defaults``.
+      tuning: ``Tuning(items)`` or the number of tuning items (None: ``spec.tuning``).
+      seeds: the number of paired test items (seeds or problems), >= 2 (None:
+        ``spec.seeds``).
+      goals: declared ``Goal`` objects; None: ``spec.goals`` of the contenders; ``()``:
+        none.
+      pairs: declared differences; None: ``spec.pairs`` (default: the first contender
+        against each other one).
+      metrics: metric names of ``spec`` or ``Metric`` objects, the first tuned on; None:
+        ``spec.default_metrics`` (with no spec: one metric, ``"value"``, higher better).
+      settings: the method's settings (``spec.settings`` or a dict of its fields; None:
+        its defaults).
+      batch: items per ``run`` call (None: ``spec.batch``, else all items of a phase in
+        one call). Results are written and progress reported per call.
       level: CI level in (0, 1).
-      resamples: bootstrap resamples.
+      resamples: bootstrap resamples, >= 2.
       progress: True (lines on stderr), False, or a callable
         ``progress(done, total, description)``.
       results_path: a JSON-lines file that each call's per-item values are appended to.
+      spec: the method's declaration (default: none, every contender yours).
 
     Returns:
       ``Comparison``.
 
     Raises:
-      ValueError / TypeError naming the argument: no contenders, a contender that is not a
-        ``Contender``, an empty grid, a multi-point grid with no tuning items, fewer than 2
-        test items, a run returning the wrong shape, NaN, or inf without ``censor_at``.
+      ValueError / TypeError naming the argument, before any contender runs where the
+        input allows it (module docstring); naming the contender when what it returns is
+        not allowed.
     """
     key = as_key(key)
-    if not isinstance(contenders, Mapping) or not contenders:
-        raise ValueError("`contenders` must be a non-empty {name: Contender} mapping.")
-    for name, c in contenders.items():
-        if not isinstance(c, Contender):
-            raise TypeError(f"`contenders[{name!r}]` must be a protocol.Contender, got "
-                            f"{type(c).__name__}.")
-        if not callable(c.run):
-            raise TypeError(f"`contenders[{name!r}].run` must be callable.")
-        if len(c.grid) == 0 or not all(isinstance(p, Mapping) for p in c.grid):
-            raise ValueError(f"`contenders[{name!r}].grid` must be a non-empty sequence of "
-                             "dicts of `run`'s keyword arguments.")
-    tuning = as_tuning(tuning)
-    tuned = [n for n, c in contenders.items() if len(c.grid) > 1]
-    if tuned and tuning.items < 1:
+    settings = _resolve_settings(spec, settings)
+    problem = spec.problem(problem, settings)
+    tuning = as_tuning(spec.tuning if tuning is None else tuning).items
+    seeds = _count("seeds", spec.seeds if seeds is None else seeds, 2, "paired test items")
+    if batch is not None:
+        batch = _count("batch", batch, 1, "items per call")
+    chosen_metrics = _resolve_metrics(spec, metrics, problem, settings)
+    context = Context(problem, settings, tuning, seeds, batch, chosen_metrics)
+    if batch is None and spec.batch is not None:
+        batch = spec.batch(context)
+        context = context._replace(batch=batch)
+    cs = _resolve_contenders(spec, contenders, context)
+    names = tuple(cs)
+    tuned = [n for n, c in cs.items()
+             if isinstance(c.grid, Stages) and any(len(s) > 1 for s in c.grid.stages)
+             or not isinstance(c.grid, Stages) and len(c.grid) > 1]
+    if tuned and tuning < 1:
         raise ValueError(f"`tuning` must hold at least one item: contenders {tuned} declare "
                          "grids with several points.")
-    validation.check_min_count("seeds", seeds, 2, "paired test items")
-    if batch is not None:
-        validation.check_positive_int("batch", batch)
-    if censor_at is not None and not math.isfinite(censor_at):
-        raise ValueError(f"`censor_at` must be finite, got {censor_at}.")
+    if goals is None:
+        goals = tuple(g for g in spec.goals(names) if g.a in cs and g.b in cs)
+    if pairs is None and spec.pairs is not None:
+        pairs = spec.pairs(names)
+    pairs, goals = check_declarations(names, pairs, goals, level, resamples)
+    if spec.check_items is not None:
+        spec.check_items(problem, settings, tuning, seeds)
     report = _reporter(progress)
-    log = _Log(results_path)
-    seconds = {n: [0.0, 0.0] for n in contenders}
+    run_id = uuid.uuid4().hex[:12]
+    log = _Log(results_path, run_id, {
+        "method": spec.name, "contenders": list(names), "tuning": tuning, "seeds": seeds,
+        "metrics": [m.name for m in chosen_metrics]})
+    runner = _Runner(key, problem, cs, chosen_metrics, tuning, batch, report, log)
+    with _CompileClock() as clock:
+        runner.clock = clock
+        chosen, rows, stage_rows = {}, {}, {}
+        for name in names:
+            chosen[name], rows[name], stage_rows[name] = runner.tune(name)
+        outcomes = {name: runner.run(name, "test", seeds, chosen[name]) for name in names}
+    return _analysis(key, cs, chosen_metrics, outcomes, chosen, rows, stage_rows, runner,
+                     pairs, goals, level, resamples, tuning, run_id)
 
-    def run(name, split, count, params):
-        c = contenders[name]
-        out, cens = [], []
-        desc = f"{split} {name}{' ' + _params_text(params) if params else ''}"
+
+def _resolve_settings(spec: Spec, settings):
+    if spec.settings is None:
+        if settings is not None:
+            raise TypeError(f"`settings` must be left out: {spec.name}'s comparison has no "
+                            "settings.")
+        return None
+    cls = spec.settings
+    if settings is None:
+        settings = cls()
+    elif isinstance(settings, Mapping):
+        unknown = sorted(set(settings) - set(cls._fields))
+        if unknown:
+            raise ValueError(f"`settings` has no fields {unknown}; {cls.__name__}'s fields are "
+                             f"{cls._fields}.")
+        settings = cls(**settings)
+    elif not isinstance(settings, cls):
+        raise TypeError(f"`settings` must be a {spec.name} {cls.__name__} or a dict of its "
+                        f"fields, got {type(settings).__name__}.")
+    if spec.check_settings is not None:
+        spec.check_settings(settings)
+    return settings
+
+
+class _Runner:
+    """Runs contenders on items: chunks, timing, value checks, the results log."""
+
+    def __init__(self, key, problem, contenders, metrics, tuning, batch, report, log):
+        self.key, self.problem, self.contenders = key, problem, contenders
+        self.metrics, self.tuning, self.batch = metrics, tuning, batch
+        self.report, self.log, self.clock = report, log, None
+        self.seconds = {n: [0.0, 0.0] for n in contenders}
+        self.notes = []
+
+    def run(self, name: str, split: str, count: int, params: dict):
+        """(metric to [count] values, metric to censored flags, records) of one phase."""
+        c = self.contenders[name]
+        parts = {m.name: [] for m in self.metrics}
+        flags = {m.name: [] for m in self.metrics}
+        records: dict = {}
+        desc = f"{split} {name}{' ' + params_text(params) if params else ''}"
         done = 0
-        for index in _chunks(count, batch):
-            items = Items(split, index, item_keys(key, split, index))
-            c0, t0 = _compile_seconds(), time.perf_counter()
-            values = c.run(items, problem, **params)
-            values = np.asarray(jax.device_get(values))
-            wall, comp = time.perf_counter() - t0, _compile_seconds() - c0
-            seconds[name][0] += comp
-            seconds[name][1] += max(wall - comp, 0.0)
-            v, ce = _check_values(name, values, index.size, censor_at)
-            log.write({"split": split, "contender": name, "params": _plain(params),
-                       "index": index.tolist(), "values": values.astype(float).tolist()})
-            out.append(v)
-            cens.append(ce)
+        for index in _chunks(count, self.batch):
+            items = Items(split, index, item_keys(self.key, split, index), self.tuning)
+            c0, t0 = self.clock.seconds, time.perf_counter()
+            out = c.run(items, self.problem, **params)
+            values, recs = _split_outcome(name, out, index.size, self.metrics, split)
+            wall, comp = time.perf_counter() - t0, self.clock.seconds - c0
+            self.seconds[name][0] += comp
+            self.seconds[name][1] += max(wall - comp, 0.0)
+            for m in self.metrics:
+                v = values[m.name]
+                nan = np.isnan(v)
+                if nan.any() and split == "test":
+                    raise ValueError(f"contender {name!r} returned NaN for {int(nan.sum())} of "
+                                     f"{index.size} test items of {m.name!r}.")
+                v, cens = _censor(name, m, v, split)
+                parts[m.name].append(v)
+                flags[m.name].append(cens)
+            for f, r in recs.items():
+                records.setdefault(f, []).append(r)
+            self.log.write({"split": split, "contender": name, "params": plain(params),
+                            "index": index.tolist(),
+                            "values": {m: values[m].tolist() for m in values}})
             done += index.size
-            report(done, count, desc)
-        return np.concatenate(out), np.concatenate(cens)
+            self.report(done, count, desc)
+        return ({m: np.concatenate(p) for m, p in parts.items()},
+                {m: np.concatenate(f) for m, f in flags.items()},
+                {f: np.concatenate(r) for f, r in records.items()})
 
-    chosen, tuning_rows = {}, {}
-    for name, c in contenders.items():
-        if len(c.grid) == 1:
-            chosen[name], tuning_rows[name] = dict(c.grid[0]), ()
-            continue
-        rows = []
-        for params in c.grid:
-            v, _ = run(name, "tuning", tuning.items, dict(params))
-            rows.append((dict(params), float(statistic(v, np.arange(v.size)))))
-        pick = (max if higher_is_better else min)(range(len(rows)), key=lambda i: rows[i][1])
-        chosen[name], tuning_rows[name] = rows[pick][0], tuple(rows)
-    values, censored = {}, {}
-    for name in contenders:
-        values[name], censored[name] = run(name, "test", seeds, chosen[name])
-    return analyse(jax.random.fold_in(key, 2), values, censored=censored, params=chosen,
-                   tuning=tuning_rows, seconds={n: tuple(s) for n, s in seconds.items()},
-                   pairs=pairs, goals=goals, metric=metric, higher_is_better=higher_is_better,
-                   statistic=statistic, level=level, resamples=resamples,
-                   tuning_items=tuning.items, censor_at=censor_at)
+    def tune(self, name: str):
+        """(chosen params, tuning rows, rows per stage) of one contender."""
+        c = self.contenders[name]
+        stages = c.grid.stages if isinstance(c.grid, Stages) else (c.grid,)
+        m = self.metrics[0]
+        base, rows, per_stage = {}, [], []
+        for s, stage in enumerate(stages):
+            points = [{**base, **p} for p in stage]
+            if len(points) == 1:
+                base = points[0]
+                continue
+            stage_rows = []
+            for params in points:
+                values, _, _ = self.run(name, "tuning", self.tuning, params)
+                v = values[m.name]
+                stat = math.nan if np.isnan(v).any() else float(m.statistic(v, np.arange(v.size)))
+                stage_rows.append((params, stat))
+            where = f"stage {s} of " if len(stages) > 1 else ""
+            stats = [st for _, st in stage_rows]
+            if all(math.isnan(st) for st in stats):
+                raise ValueError(f"contender {name!r}: every point of {where}its grid has a NaN "
+                                 f"tuning statistic of {m.name!r}; nothing can be chosen.")
+            bad = [p for p, st in stage_rows if math.isnan(st)]
+            if bad:
+                self._note(f"contender {name!r}: {len(bad)} grid points of {where}its grid have "
+                           f"a NaN tuning statistic and were not chosen: {bad}.")
+            if len(set(stats)) == 1:
+                self._note(f"contender {name!r}: tuning tied across {where}its whole grid "
+                           f"({stats[0]:.4g}); the first point was kept.")
+            base = stage_rows[_pick(stage_rows, m.higher_is_better)][0]
+            rows += stage_rows
+            per_stage.append(len(stage_rows))
+        return base, tuple(rows), tuple(per_stage)
+
+    def _note(self, text: str) -> None:
+        self.notes.append(text)
+        warnings.warn(text, RuntimeWarning, stacklevel=4)
+
+
+def _analysis(key, cs, metrics, outcomes, chosen, rows, stage_rows, runner, pairs, goals,
+              level, resamples, tuning, run_id) -> Comparison:
+    results = []
+    for i, m in enumerate(metrics):
+        results.append(analyse(
+            jax.random.fold_in(key, 2), {n: outcomes[n][0][m.name] for n in cs},
+            censored={n: outcomes[n][1][m.name] for n in cs}, params=chosen,
+            tuning=rows if i == 0 else None, stages=stage_rows if i == 0 else None,
+            seconds={n: tuple(s) for n, s in runner.seconds.items()}, pairs=pairs,
+            goals=goals, metric=m.name, higher_is_better=m.higher_is_better,
+            statistic=m.statistic, level=level, resamples=resamples, tuning_items=tuning,
+            censor_at=m.censor_at, ratio=m.ratio))
+    notes = tuple(runner.notes) + tuple(n for r in results for n in r.notes)
+    records = {n: outcomes[n][2] for n in cs if outcomes[n][2]}
+    head = results[0]
+    return dataclasses.replace(head, others={r.metric: r for r in results[1:]},
+                               records=records, notes=notes, run_id=run_id)
+
+
+def bind(spec: Spec) -> Callable[..., Comparison]:
+    """``jaxlab.<method>.compare``: ``compare`` with ``spec``, its docstring the spec's.
+
+    Every bound ``compare`` has the arguments of ``ARGUMENTS`` in that order with those
+    defaults (None: the spec's default)."""
+
+    def bound(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, goals=None,
+              pairs=None, metrics=None, settings=None, batch=None, level: float = 0.95,
+              resamples: int = 2000, progress=True, results_path=None) -> Comparison:
+        return compare(key, problem, contenders=contenders, tuning=tuning, seeds=seeds,
+                       goals=goals, pairs=pairs, metrics=metrics, settings=settings,
+                       batch=batch, level=level, resamples=resamples, progress=progress,
+                       results_path=results_path, spec=spec)
+
+    bound.__name__ = bound.__qualname__ = "compare"
+    bound.__doc__ = _docstring(spec)
+    return bound
+
+
+def _docstring(spec: Spec) -> str:
+    metric_names = [m.name for m in spec.metrics] if not callable(spec.metrics) else None
+    metrics_line = (f"names among {tuple(metric_names)}" if metric_names
+                    else "names of the method's metrics")
+    return f"""{spec.summary or f"The {spec.name} comparison (``jaxlab.core.protocol``)."}
+
+{spec.doc}
+
+Args:
+  key: PRNG key: the items' keys and the bootstrap draws derive from it.
+  problem: the problem every contender runs on (above).
+  contenders: built-in names among {tuple(spec.contenders)} (default {spec.defaults}), or a
+    mapping, name to a built-in name, ``protocol.Builtin(name, grid)`` or your own
+    ``protocol.Contender``; the table keeps this order.
+  tuning: tuning items (an int or ``protocol.Tuning``; default {spec.tuning}), disjoint
+    from the test items.
+  seeds: paired test items, >= 2 (default {spec.seeds}).
+  goals: declared ``protocol.Goal``s; None: the method's claims about the contenders
+    compared; ``()``: none.
+  pairs: declared differences ``((a, b), ...)``; None: the method's.
+  metrics: {metrics_line}, or ``protocol.Metric``s for contenders of your own; the first is
+    tuned on. None: the method's default.
+  settings: the method's settings (above), or a dict of their fields; None: defaults.
+  batch: items per contender call (None: the method's default).
+  level: CI level in (0, 1).
+  resamples: bootstrap resamples, >= 2.
+  progress: True (lines on stderr), False, or ``progress(done, total, description)``.
+  results_path: a JSON-lines file each call's per-item values are appended to.
+
+Returns:
+  ``protocol.Comparison``: ``table()``, ``to_dict()``, ``figure()``,
+  ``comparison[metric]`` for each further metric, ``records`` per contender.
+
+Raises:
+  ValueError / TypeError naming the argument before any contender runs; naming the
+  contender when what it returns is not allowed.
+"""

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from jaxlab.core import metrics, protocol
-from jaxlab.core.protocol import Contender, Goal, Tuning
+from jaxlab.core.protocol import Contender, Goal, Metric, Tuning
 
 K = jax.random.key
 
@@ -57,7 +57,8 @@ def test_lower_is_better_tuning_keeps_the_smallest():
     run = lambda items, problem, *, x: np.full(items.index.size, float(x))
     out = protocol.compare(K(1), None, contenders={"a": Contender(run, ({"x": 3}, {"x": 1},
                                                                      {"x": 2}))},
-                           tuning=2, seeds=2, higher_is_better=False, progress=False)
+                           tuning=2, seeds=2, metrics=(Metric("x", higher_is_better=False),),
+                           progress=False)
     assert out.contenders["a"].params == {"x": 1}
 
 
@@ -92,7 +93,7 @@ def test_goal_is_met_only_when_the_ci_clears_the_margin():
     low = protocol.compare(K(0), 1.0, contenders={"good": Contender(_noisy(-0.5)),
                                                "base": Contender(_noisy(0.0))},
                            tuning=0, seeds=10, goals=[Goal("good", "base", 0.4)],
-                           higher_is_better=False, progress=False)
+                           metrics=(Metric("x", higher_is_better=False),), progress=False)
     assert low.goals[0].met and low.goals[0].difference == pytest.approx(0.5)
     assert low.differences[0].wins == 10
 
@@ -104,9 +105,9 @@ def test_censored_items_count_as_censor_at_and_are_reported():
 
     with pytest.raises(ValueError, match="censor_at"):
         protocol.compare(K(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=4,
-                         progress=False)
+                         metrics=(Metric("x", higher_is_better=False),), progress=False)
     out = protocol.compare(K(0), None, contenders={"a": Contender(run)}, tuning=0, seeds=4,
-                           censor_at=10.0, higher_is_better=False, progress=False)
+                           metrics=(Metric("x", False, censor_at=10.0),), progress=False)
     r = out.contenders["a"]
     np.testing.assert_array_equal(r.values, [10.0, 2.0, 10.0, 4.0])
     np.testing.assert_array_equal(r.censored, [True, False, True, False])
@@ -122,9 +123,9 @@ def test_custom_statistic_sees_the_resampled_item_indices():
 
     out = protocol.compare(K(0), None, contenders={"s": Contender(scores),
                                                 "r": Contender(lambda i, p: -scores(i, p))},
-                           tuning=0, seeds=20, metric="AUROC", resamples=200,
-                           statistic=lambda v, idx: float(metrics.auroc(v, labels[idx])),
-                           progress=False)
+                           tuning=0, seeds=20, resamples=200, progress=False,
+                           metrics=(Metric("AUROC", statistic=lambda v, idx: float(
+                               metrics.auroc(v, labels[idx]))),))
     assert out.contenders["s"].statistic == 1.0
     assert out.contenders["r"].statistic == 0.0
     assert out.differences[0].value == 1.0
@@ -137,8 +138,10 @@ def test_results_written_per_chunk_and_progress_reported(tmp_path):
                            seeds=5, batch=2, results_path=path,
                            progress=lambda d, t, desc: calls.append((d, t, desc)))
     lines = [json.loads(x) for x in path.read_text().splitlines()]
-    assert [r["index"] for r in lines] == [[0, 1], [2, 3], [4]]
-    np.testing.assert_allclose(sum((r["values"] for r in lines), []),
+    assert lines[0]["start"]["contenders"] == ["a"] and {r["run"] for r in lines} == {
+        out.run_id}
+    assert [r["index"] for r in lines[1:]] == [[0, 1], [2, 3], [4]]
+    np.testing.assert_allclose(sum((r["values"]["value"] for r in lines[1:]), []),
                                out.contenders["a"].values)
     assert [(d, t) for d, t, _ in calls] == [(2, 5), (4, 5), (5, 5)]
     assert json.loads(json.dumps(out.to_dict()))["contenders"]["a"]["statistic"] == \
@@ -166,7 +169,7 @@ def test_compile_seconds_are_apart_from_run_seconds():
     ({"seeds": 1}, "seeds"),
     ({"tuning": -1}, "tuning"),
     ({"batch": 0}, "batch"),
-    ({"censor_at": float("inf")}, "censor_at"),
+    ({"metrics": (Metric("x", censor_at=float("inf")),)}, "censor_at"),
     ({"contenders": {"a": Contender(lambda i, p: np.zeros(3))}}, "shape"),
     ({"contenders": {"a": Contender(lambda i, p: np.full(i.index.size, np.nan))}}, "NaN"),
     ({"goals": [Goal("a", "zz")]}, "goals"),
