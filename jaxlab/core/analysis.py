@@ -430,7 +430,11 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
     Raises:
       ValueError naming the argument: no contenders, values of different shapes, fewer
         than 2 items, unknown or self-compared pairs or goals, ``level`` or ``resamples``
-        out of range, a statistic that is not finite.
+        out of range.
+
+    Warns:
+      RuntimeWarning: a contender's values are not all finite, or its statistic is not
+        (its results are then NaN; ``compare`` refuses such values before this step).
     """
     names = list(values)
     if not names:
@@ -441,18 +445,20 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
     for n, v in vals.items():
         if v.shape != (n_items,):
             raise ValueError(f"`values[{n!r}]` must have shape ({n_items},), got {v.shape}.")
-        if not np.isfinite(v).all():
-            raise ValueError(f"`values[{n!r}]` holds {int((~np.isfinite(v)).sum())} non-finite "
-                             "values: censor them at a finite `censor_at` first.")
+        if not np.isfinite(v).all():  # a study's summary still completes (``compare`` raises)
+            warnings.warn(f"`values[{n!r}]` holds {int((~np.isfinite(v)).sum())} non-finite "
+                          "values (censor them at a finite `censor_at` first): its statistic, "
+                          "interval and differences are not finite.", RuntimeWarning,
+                          stacklevel=2)
     validation.check_min_count("test items", n_items, 2, "a paired bootstrap needs two items")
     key = as_key(key)
     idx = np.asarray(metrics.bootstrap_indices(key, n_items, resamples))
     everything = np.arange(n_items)
     point = {n: float(statistic(v, everything)) for n, v in vals.items()}
     for n, p in point.items():
-        if not math.isfinite(p):
-            raise ValueError(f"the statistic of {metric!r} is {p} for contender {n!r} on the "
-                             "test items.")
+        if not math.isfinite(p) and np.isfinite(vals[n]).all():
+            warnings.warn(f"the statistic {metric!r} of contender {n!r} is {p} on the test "
+                          "items.", RuntimeWarning, stacklevel=2)
     boots = {n: _boot_stats(v, idx, statistic) for n, v in vals.items()}
     censored = {n: np.asarray((censored or {}).get(n, np.zeros(n_items, bool)), bool)
                 for n in names}
