@@ -25,8 +25,7 @@ from jaxlab.avatar import tasks as tasks_module
 from jaxlab.core import protocol, sharding, validation
 
 __all__ = ["CONTENDERS", "METRICS", "DEFAULT_METRICS", "LINES", "Settings", "SPEC",
-           "default_grid", "declared_pairs", "strategy_table", "run_seeds", "final_values",
-           "compare"]
+           "default_grid", "declared_pairs", "run_seeds", "final_values", "compare"]
 
 CONTENDERS = ("avatar", "random", "entropy", "density")
 # metric-name prefix -> the ActiveResult field of that line
@@ -131,27 +130,6 @@ def declared_pairs(names: Sequence[str], ours: Sequence[str] | None = None
     if not ours:
         return tuple((names[0], o) for o in names[1:])
     return tuple((a, b) for a in ours for b in names if b not in ours)
-
-
-def strategy_table(names: Sequence[str], task=None, solver="ot",
-                   utility="entropy") -> tuple[tuple[str, str], ...]:
-    """``run_active_switch``'s (strategy, score) table for built-in contenders ``names``:
-    every point of each one's ``default_grid``, in order, no repeats.
-
-    Raises:
-      ValueError: a name that is no built-in contender.
-    """
-    if isinstance(names, str):
-        raise TypeError(f"`names` must be a sequence of names, not one name ({names!r}).")
-    table = []
-    for name in names:
-        validation.check_one_of("names", name, tuple(SPEC.contenders))
-        strategy, score = loop.parse_strategy(name)
-        for point in default_grid(name, task, solver, utility):
-            pair = (strategy, point.get("score", score))
-            if pair not in table:
-                table.append(pair)
-    return tuple(table)
 
 
 @functools.lru_cache(maxsize=64)

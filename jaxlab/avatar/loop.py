@@ -90,7 +90,7 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 __all__ = ["STRATEGIES", "SOLVERS", "SCORES", "PROTOCOLS", "State", "Info", "ActiveResult",
     "informativeness", "smallest_task", "budget_sizes", "init", "align", "evaluate", "step",
-    "active", "run_active", "run_active_switch", "check_result"]
+    "active", "run_active", "run_active_switch", "check_switch", "check_result"]
 
 STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness", "density",
               "topmatchings")
