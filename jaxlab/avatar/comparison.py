@@ -242,7 +242,11 @@ def _builtin(name: str):
         def values(items, score):
             pair = (strategy, score)
             if pair not in table:  # a grid of another score than the declared ones
-                loop.check_switch(task, (pair,), **dict(_run_kwargs(s)))
+                try:
+                    loop.check_switch(task, (pair,), **dict(_run_kwargs(s)))
+                except ValueError as e:
+                    raise ValueError(f"`contenders`: the built-in {name!r} cannot run "
+                                     f"score={score!r} here: {e}") from None
                 table.append(pair)
             keys, n = items.keys, items.index.size
             if ctx.batch and n < ctx.batch:  # one program: pad, drop the copies

@@ -155,6 +155,15 @@ RETURNS = [
 ]
 
 
+def test_a_grid_point_of_an_unknown_score_names_the_contender(task, ran):
+    """A grid given with ``Builtin`` is known once the contender is made: its unknown score
+    is refused at its first run, before a program runs."""
+    grid = ({"score": "bogus"}, {"score": "abs"})
+    with pytest.raises(ValueError, match="`contenders`: the built-in 'avatar'.*bogus"):
+        _call(task, ran, contenders={"x": Builtin("avatar", grid), "mine": _recorder(ran)})
+    assert ran == []
+
+
 @pytest.mark.parametrize("values,error", [c[1:] for c in RETURNS], ids=[c[0] for c in RETURNS])
 def test_a_bad_value_names_the_contender(task, ran, values, error):
     with pytest.raises(error, match="'mine'"):
