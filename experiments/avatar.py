@@ -19,9 +19,10 @@ each difference's CI lies above 0 (``avatar.comparison.declared_pairs``); the sh
 round-0 picks already top-1 correct next to the pool's share. The seeds are the test
 items of ``jaxlab.core.protocol`` (``protocol.item_keys(key(config.seed), "test", i)``),
 each run is ``avatar.comparison.run_seeds`` and the comparison section of the summary is
-``avatar.comparison.analyse`` of the unit's final MRRs, so it equals
+``protocol.analyse`` of the unit's final MRRs (the paper's, never-queried and removal-only
+lines: ``avatar.comparison.DEFAULT_METRICS``), so it equals
 ``avatar.compare(key(config.seed), task, contenders=config.strategies, tuning=0,
-seeds=config.num_seeds, ...)`` on the same task and settings (tested). Task seeds / keys
+seeds=config.num_seeds, settings=run_settings(...))`` on the same task (tested). Task seeds / keys
 of the reports (``task_seed`` 0, ``seed`` 0) were never used for choosing scores (the dev
 runs used task seed 100). Real-data tasks are CPU-sized subsamples (``datasets.subsample``),
 or with ``config.real_full`` (the ``full`` preset) the whole graph pairs
@@ -32,6 +33,7 @@ skipped on those tasks (NaN in the unit result, listed under "skipped" in the su
 point-cloud and embedding tasks are jaxlab extensions, not in the paper.
 """
 
+import dataclasses
 import functools
 import os
 import time
@@ -48,6 +50,7 @@ from jaxlab.core import metrics, sharding
 from jaxlab.core import protocol as core_protocol
 
 from . import common
+from .configs import avatar as avatar_config
 from .lib import plots, progress, study, task_cache, timing
 from .lib import scalars as S
 
@@ -134,8 +137,7 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
         for j, (i, name_s) in enumerate(runs):
             t0 = time.perf_counter()
             for lo, hi in chunks:
-                keys = sharding.shard_batch(all_keys[lo:hi], c.mesh_shape)
-                res = comparison.run_seeds(keys, task, table, j, **settings)
+                res = comparison.run_seeds(all_keys[lo:hi], task, table, j, settings)
                 res_metrics = sharding.to_host(res.metrics)
                 res_held = sharding.to_host(res.heldout_metrics)
                 res_removal = sharding.to_host(res.removal_metrics)
@@ -154,30 +156,47 @@ def task_study(c: ml_collections.ConfigDict, name: str) -> dict:
             "heldout": held, "removal": removal}
 
 
-def run_settings(c: ml_collections.ConfigDict, name: str, protocol_name: str) -> dict:
-    """``avatar.run_active_switch``'s settings of task ``name`` under ``protocol_name``
-    (the keyword arguments of ``comparison.run_seeds`` / ``avatar.compare``)."""
-    return {"epsilon": c.epsilon, "rounds": c.rounds, "test_frac": c.test_frac,
-            "init_frac": c.hard_init_frac if name == "synthetic_hard" else c.init_frac,
-            "budget_frac": c.budget_frac, "utility": c.utility,
-            "solver": ALIGNERS[aligner_for(c, name)],
-            "sinkhorn_threshold": c.sinkhorn_threshold,
-            "sinkhorn_max_iterations": c.sinkhorn_max_iterations, "cg_tol": c.cg_tol,
-            "protocol": protocol_name,
-            "heldout_frac": c.get("heldout_frac", 0.0) if protocol_name == "paper" else 0.0}
+def run_settings(c: ml_collections.ConfigDict, name: str,
+                 protocol_name: str) -> comparison.Settings:
+    """The ``avatar.comparison.Settings`` of task ``name`` under ``protocol_name`` (of
+    ``comparison.run_seeds`` and ``avatar.compare``)."""
+    return comparison.Settings(
+        epsilon=c.epsilon, rounds=c.rounds, test_frac=c.test_frac,
+        init_frac=c.hard_init_frac if name == "synthetic_hard" else c.init_frac,
+        budget_frac=c.budget_frac, utility=c.utility, solver=ALIGNERS[aligner_for(c, name)],
+        sinkhorn_threshold=c.sinkhorn_threshold,
+        sinkhorn_max_iterations=c.sinkhorn_max_iterations, cg_tol=c.cg_tol,
+        protocol=protocol_name,
+        heldout_frac=c.get("heldout_frac", 0.0) if protocol_name == "paper" else 0.0,
+        mesh_shape=tuple(c.mesh_shape))
 
 
 def task_comparison(c, result: dict, p: int) -> core_protocol.Comparison:
     """The declared comparison of one task's unit ``result`` (``task_study``) under
-    protocol ``c.protocols[p]``: ``avatar.comparison.analyse`` of the final MRR per seed
-    of every strategy that ran, with the bootstrap key ``avatar.compare`` uses
-    (``fold_in(key(c.seed), 2)``)."""
-    arr = np.asarray(result["metrics"])
+    protocol ``c.protocols[p]``: ``protocol.analyse`` of each line of
+    ``comparison.DEFAULT_METRICS`` (the paper's final MRR, the never-queried and the
+    removal-only one; a line whose values are not all finite is left out) per seed of every
+    strategy that ran, with ``avatar.compare``'s pairs, goals and bootstrap key
+    (``fold_in(key(c.seed), 2)``), so it equals ``avatar.compare``'s."""
     skipped = set(result.get("skipped", ()))
-    m = METRICS.index(comparison.METRIC)
-    values = {st: arr[p, m, i, :, -1] for i, st in enumerate(c.strategies)
-              if st not in skipped}
-    return comparison.analyse(jax.random.fold_in(jax.random.key(c.seed), 2), values)
+    ran = [(i, st) for i, st in enumerate(c.strategies) if st not in skipped]
+    pairs = comparison.declared_pairs([st for _, st in ran])
+    lines = {"mrr": result["metrics"], "never-queried mrr": result.get("heldout"),
+             "removal-only mrr": result.get("removal")}
+    key = jax.random.fold_in(jax.random.key(c.seed), 2)
+    out = []
+    for name in comparison.DEFAULT_METRICS:
+        arr = lines[name]
+        if arr is None:
+            continue
+        arr = np.asarray(arr)[p, METRICS.index("mrr")]
+        values = {st: arr[i] if arr.ndim == 2 else arr[i, :, -1] for i, st in ran}
+        if out and not all(np.isfinite(v).all() for v in values.values()):
+            continue
+        out.append(core_protocol.analyse(
+            key, values, pairs=pairs, goals=tuple(core_protocol.Goal(a, b) for a, b in pairs),
+            metric=name))
+    return dataclasses.replace(out[0], others={r.metric: r for r in out[1:]})
 
 
 def comparison_dict(cmp: core_protocol.Comparison) -> dict:
@@ -332,9 +351,11 @@ def _summarize(c, out) -> dict:
             t["round0_pool_correct"] = float(pool[p, ran, :, 0].mean())
             cmp = task_comparison(c, res, p)
             t["comparison"] = comparison_dict(cmp)
-            t["paired_final_mrr"] = {f"{d.a} - {d.b}": {"mean": d.value, "lo": d.low,
-                                                        "hi": d.high}
-                                     for d in cmp.differences}
+            t["paired_final_mrr"] = {
+                f"{d.a} - {d.b}{label}": {"mean": d.value, "lo": d.low, "hi": d.high}
+                for metric, label in (("mrr", ""), ("never-queried mrr", ", never queried"),
+                                      ("removal-only mrr", ", removal only"))
+                if metric in cmp.metrics for d in cmp[metric].differences}
             if "heldout" in res and "removal" in res:
                 held, removal = np.asarray(res["heldout"]), np.asarray(res["removal"])
                 lines = {", never queried": {st: held[p, 0, i, :, -1]
@@ -348,14 +369,6 @@ def _summarize(c, out) -> dict:
                         if np.all(np.isfinite(v)):
                             mean, hw = metrics.mean_and_ci(v)
                             t[field][st] = {"mean": float(mean), "ci95": float(hw)}
-                    finite = {st: v for st, v in lines[label].items()
-                              if np.all(np.isfinite(v))}
-                    if len(finite) > 1:
-                        extra = comparison.analyse(
-                            jax.random.fold_in(jax.random.key(c.seed), 2), finite)
-                        for d in extra.differences:
-                            t["paired_final_mrr"][f"{d.a} - {d.b}{label}"] = {
-                                "mean": d.value, "lo": d.low, "hi": d.high}
             task["protocols"][protocol] = t
         s["tasks"][name] = task
     sc = np.asarray(out["scaling"])
@@ -534,7 +547,7 @@ def tb_scalars(config, unit, result, workdir):
 CAPTION = ("Final test MRR after the active rounds per selection strategy (higher is better); "
            "paired differences are AvAtar minus the baseline, so positive favours AvAtar.")
 
-EXPERIMENT = study.Experiment(name="avatar", validate=loop.validate_config, units=_units,
+EXPERIMENT = study.Experiment(name="avatar", validate=avatar_config.validate_config, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,
                               scalars=tb_scalars, caption=CAPTION)
 

@@ -22,6 +22,10 @@ compiled at the full shapes) are ~70 [n1, n2] float32 per seed with this strateg
 """
 
 import ml_collections
+import numpy as np
+
+from jaxlab.avatar import datasets, loop, tasks, utilities
+from jaxlab.core import validation
 
 
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
@@ -102,3 +106,84 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         raise ValueError(f"config arg must be smoke, quick, cpu_long, parrot or full, got "
                          f"{arg!r}.")
     return c
+
+
+def validate_config(config) -> None:
+    """Checks an AvAtar experiment config (``get_config``'s); raises ValueError
+    naming ``config.<field>``. ``num_seeds`` >= 2 because a 95% CI is computed over seeds."""
+    validation.check_fields(config, {
+        "epsilon": validation.POSITIVE, "rounds": validation.POSITIVE_INT,
+        "test_frac": validation.UNIT_OPEN_RIGHT, "init_frac": validation.UNIT_OPEN_RIGHT,
+        "budget_frac": validation.UNIT_OPEN_RIGHT, "graph_nodes": validation.POSITIVE_INT,
+        "point_nodes": validation.POSITIVE_INT, "embedding_nodes": validation.POSITIVE_INT,
+        "nonrigid": validation.NON_NEGATIVE, "sinkhorn_threshold": validation.POSITIVE,
+        "hard_nodes": validation.POSITIVE_INT, "real_nodes": validation.POSITIVE_INT,
+        "hard_init_frac": validation.UNIT_OPEN_RIGHT, "hard_edge_noise": validation.UNIT_OPEN_RIGHT,
+        "sinkhorn_max_iterations": validation.POSITIVE_INT, "cg_tol": validation.POSITIVE})
+    heldout = config.get("heldout_frac", 0.0)
+    validation.check_in_range("config.heldout_frac", heldout, 0.0, 1.0, high_inclusive=False)
+    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
+                               "a 95% confidence interval over seeds is computed")
+    validation.check_min_count("config.graph_nodes", config.graph_nodes, 4,
+                               "the Holme-Kim graph attaches 3 edges per node")
+    for name in ("strategies", "tasks", "scaling_sizes", "protocols"):
+        if len(config[name]) < 1:
+            raise ValueError(f"`config.{name}` must not be empty.")
+    names = (*loop.STRATEGIES, *(f"avatar-{s}" for s in loop.SCORES))
+    for s in config.strategies:
+        validation.check_one_of("config.strategies", s, names)
+    for p in config.protocols:
+        validation.check_one_of("config.protocols", p, loop.PROTOCOLS)
+    known = ("synthetic_graph", "synthetic_hard", "point_cloud", "point_cloud_nonrigid",
+             "embeddings", *tasks.REAL_GRAPHS, *datasets.DATASETS)
+    for t in config.tasks:
+        validation.check_one_of("config.tasks", t, known)
+    validation.check_one_of("config.utility", config.utility, utilities.UTILITIES)
+    validation.check_one_of("config.aligner", config.get("aligner", "simple"),
+                            ("simple", "parrot"))
+    if config.get("aligner", "simple") == "parrot" and "avatar-gain" in config.strategies:
+        raise ValueError("`config.strategies`: avatar-gain is not defined for "
+                         "`config.aligner`='parrot'.")
+    validation.check_one_of("config.real_aligner", config.get("real_aligner", ""),
+                            ("", "simple", "parrot"))
+    real_aligner = config.get("real_aligner", "") or config.get("aligner", "simple")
+    if (real_aligner == "parrot" and "avatar-gain" in config.strategies
+            and not config.get("real_full", False)
+            and any(t in datasets.DATASETS for t in config.tasks)):
+        raise ValueError("`config.strategies`: avatar-gain is not defined for the PARROT-class "
+                         "aligner that `config.real_aligner` sets on the real datasets.")
+    chunk = config.get("seed_chunk", 0)
+    if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 0:
+        raise ValueError(f"`config.seed_chunk` must be an integer >= 0 (0: all seeds at "
+                         f"once), got {chunk!r}.")
+    real_full = config.get("real_full", False)
+    if not isinstance(real_full, bool):
+        raise ValueError(f"`config.real_full` must be a bool, got {real_full!r}.")
+    if real_full and any(t in datasets.DATASETS for t in config.tasks):
+        solver = {"simple": "ot", "parrot": "parrot"}[real_aligner]
+        kept = [s for s in config.strategies
+                if loop.graph_task_limit(*loop.parse_strategy(s), config.utility, solver) is None]
+        if not kept:
+            raise ValueError("`config.strategies`: none is defined on the full graphs "
+                             "(`config.real_full`); see loop.graph_task_limit.")
+    validation.check_min_count("len(config.scaling_sizes)", len(config.scaling_sizes), 2,
+                               "the scaling unit fits a log-log slope")
+    for v in config.scaling_sizes:
+        validation.check_min_count("config.scaling_sizes", v, 2, "each is an n x n plan size")
+    sizes = {"synthetic_graph": config.graph_nodes, "point_cloud": config.point_nodes,
+             "point_cloud_nonrigid": config.point_nodes, "embeddings": config.embedding_nodes,
+             "synthetic_hard": config.hard_nodes}
+    for t in config.tasks:
+        if t in datasets.DATASETS:
+            # the full graphs' masks are over their ground-truth pairs (datasets.SIZES)
+            n = datasets.SIZES[t][2] if real_full else config.real_nodes
+        else:
+            n = sizes[t] if t in sizes else tasks.REAL_GRAPHS[t]().number_of_nodes()
+        init_frac = config.hard_init_frac if t == "synthetic_hard" else config.init_frac
+        try:
+            for p in config.protocols:
+                loop.budget_sizes(n, heldout if p == "paper" else config.test_frac,
+                                  init_frac, config.budget_frac, config.rounds)
+        except ValueError as e:
+            raise ValueError(f"config.budget_frac / config.rounds do not fit task {t!r} "
+                             f"({n} nodes): {e}") from None

@@ -13,8 +13,9 @@ settings as arguments; ``avatar.evaluate(state, task)`` measures the current anc
 ``solvers`` (ott-jax Sinkhorn / FGW, imported lazily), ``utilities`` and ``adjoint`` (the
 adjoint-CG cost gradient), ``scores`` (node scores: ``official``, ``abs``, ``gain``),
 ``datasets`` (ACM-DBLP / Foursquare-Twitter loaders and subsamples), ``loop`` (the active
-loop: this API; ``protocol="paper"`` or ``"fixed"``), ``comparison`` (``compare(key, task,
-*, contenders, tuning, seeds, goals)``: the study's paired comparison on your task).
+loop: this API; ``protocol="paper"`` or ``"fixed"``), ``comparison`` (``compare(key, problem,
+*, contenders, tuning, seeds, goals, pairs, metrics, settings, ...)``: the study's paired
+comparison on your task, the paper's, never-queried and removal-only lines of one run).
 Whole graphs: ``parrot_official`` (PARROT as its official code runs it), ``wholegraph``
 (AvAtar's protocol round by round, warm starts, a state to resume from after any round).
 Nothing here writes a file unless asked (``compare``'s ``results_path``); ``compare``

@@ -60,13 +60,12 @@ Traced values: each round's Sinkhorn / FGW solve and adjoint CG solve report fla
 ``jax.debug.callback`` when it is itself traced, e.g. under the experiment's ``vmap``); after
 your own ``jit(alg.step)`` call ``jaxlab.avatar.loop.check_result(info)``.
 ``informativeness`` checks ``plan`` / ``cost`` (shapes, finite) and warns like
-``adjoint.cost_gradient``. The experiment's config check (``validate_config``, not part of
-the public API) runs first in ``experiments/avatar.py``; with
-``config.real_full`` the budget is checked against the full graphs' pairs,
-``datasets.SIZES``, and at least one strategy must be defined on them).
+``adjoint.cost_gradient``. ``check_switch`` makes ``run_active_switch``'s checks without
+running (what ``compare`` checks before any contender runs).
 """
 
 import functools
+import inspect
 import warnings
 from typing import NamedTuple
 
@@ -78,7 +77,6 @@ from jaxlab.avatar import (
     adjoint,
     alignment,
     baselines,
-    datasets,
     parrot,
     scores,
     solvers,
@@ -92,7 +90,7 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 
 __all__ = ["STRATEGIES", "SOLVERS", "SCORES", "PROTOCOLS", "State", "Info", "ActiveResult",
     "informativeness", "smallest_task", "budget_sizes", "init", "align", "evaluate", "step",
-    "active", "run_active", "run_active_switch", "check_result"]
+    "active", "run_active", "run_active_switch", "check_switch", "check_result"]
 
 STRATEGIES = ("avatar", "random", "entropy", "margin", "degree", "betweenness", "density",
               "topmatchings")
@@ -852,6 +850,38 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
                            heldout_frac=heldout_frac)
 
 
+def check_switch(task: AlignmentTask, strategies, **settings) -> tuple[tuple[str, str], ...]:
+    """The checks ``run_active_switch(key, task, strategies, i, **settings)`` makes before
+    it runs, without running: the table, each strategy's settings on ``task``, the task's
+    arrays and the budget (``budget_sizes``).
+
+    Returns:
+      The checked table (a tuple of (strategy, score) pairs).
+
+    Raises:
+      TypeError naming an unknown setting; ValueError naming the setting, the table entry
+        or the task's field (``run_active_switch``'s checks).
+    """
+    names = tuple(inspect.signature(run_active_switch).parameters)[4:]
+    unknown = sorted(set(settings) - set(names))
+    if unknown:
+        raise TypeError(f"unknown settings {unknown}: run_active_switch takes {names}.")
+    kw = {n: p.default for n, p in inspect.signature(run_active_switch).parameters.items()
+          if n in names}
+    kw.update(settings)
+    table = check_strategy_table(strategies)
+    for strat, score in table:
+        _check_settings(task, strat, kw["utility"], kw["solver"], kw["epsilon"],
+                        kw["feat_weight"], kw["anchor_weight"], kw["sinkhorn_threshold"],
+                        kw["sinkhorn_max_iterations"], kw["cg_tol"], score,
+                        kw["utility_weights"], kw["protocol"], kw["heldout_frac"])
+    with warnings.catch_warnings():  # the rounding warning comes again from the run
+        warnings.simplefilter("ignore", UserWarning)
+        _per_round(tasks_module.num_pairs(task), kw["test_frac"], kw["init_frac"],
+                   kw["budget_frac"], kw["rounds"], kw["protocol"], kw["heldout_frac"])
+    return table
+
+
 def _run_and_report(key, task, epsilon, feat_weight, anchor_weight, *, strategy, score,
                     strategy_index, rounds, test_frac, init_frac, budget_frac, utility, solver,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, utility_weights,
@@ -934,84 +964,3 @@ def parse_strategy(name: str) -> tuple[str, str]:
     """A config strategy name: "avatar-<score>" -> ("avatar", score); a baseline name ->
     (name, "abs")."""
     return ("avatar", name[len("avatar-"):]) if name.startswith("avatar-") else (name, "abs")
-
-
-def validate_config(config) -> None:
-    """Checks an AvAtar experiment config (experiments/configs/avatar.py); raises ValueError
-    naming ``config.<field>``. ``num_seeds`` >= 2 because a 95% CI is computed over seeds."""
-    validation.check_fields(config, {
-        "epsilon": validation.POSITIVE, "rounds": validation.POSITIVE_INT,
-        "test_frac": validation.UNIT_OPEN_RIGHT, "init_frac": validation.UNIT_OPEN_RIGHT,
-        "budget_frac": validation.UNIT_OPEN_RIGHT, "graph_nodes": validation.POSITIVE_INT,
-        "point_nodes": validation.POSITIVE_INT, "embedding_nodes": validation.POSITIVE_INT,
-        "nonrigid": validation.NON_NEGATIVE, "sinkhorn_threshold": validation.POSITIVE,
-        "hard_nodes": validation.POSITIVE_INT, "real_nodes": validation.POSITIVE_INT,
-        "hard_init_frac": validation.UNIT_OPEN_RIGHT, "hard_edge_noise": validation.UNIT_OPEN_RIGHT,
-        "sinkhorn_max_iterations": validation.POSITIVE_INT, "cg_tol": validation.POSITIVE})
-    heldout = config.get("heldout_frac", 0.0)
-    validation.check_in_range("config.heldout_frac", heldout, 0.0, 1.0, high_inclusive=False)
-    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
-                               "a 95% confidence interval over seeds is computed")
-    validation.check_min_count("config.graph_nodes", config.graph_nodes, 4,
-                               "the Holme-Kim graph attaches 3 edges per node")
-    for name in ("strategies", "tasks", "scaling_sizes", "protocols"):
-        if len(config[name]) < 1:
-            raise ValueError(f"`config.{name}` must not be empty.")
-    names = (*STRATEGIES, *(f"avatar-{s}" for s in SCORES))
-    for s in config.strategies:
-        validation.check_one_of("config.strategies", s, names)
-    for p in config.protocols:
-        validation.check_one_of("config.protocols", p, PROTOCOLS)
-    known = ("synthetic_graph", "synthetic_hard", "point_cloud", "point_cloud_nonrigid",
-             "embeddings", *tasks_module.REAL_GRAPHS, *datasets.DATASETS)
-    for t in config.tasks:
-        validation.check_one_of("config.tasks", t, known)
-    validation.check_one_of("config.utility", config.utility, utilities.UTILITIES)
-    validation.check_one_of("config.aligner", config.get("aligner", "simple"),
-                            ("simple", "parrot"))
-    if config.get("aligner", "simple") == "parrot" and "avatar-gain" in config.strategies:
-        raise ValueError("`config.strategies`: avatar-gain is not defined for "
-                         "`config.aligner`='parrot'.")
-    validation.check_one_of("config.real_aligner", config.get("real_aligner", ""),
-                            ("", "simple", "parrot"))
-    real_aligner = config.get("real_aligner", "") or config.get("aligner", "simple")
-    if (real_aligner == "parrot" and "avatar-gain" in config.strategies
-            and not config.get("real_full", False)
-            and any(t in datasets.DATASETS for t in config.tasks)):
-        raise ValueError("`config.strategies`: avatar-gain is not defined for the PARROT-class "
-                         "aligner that `config.real_aligner` sets on the real datasets.")
-    chunk = config.get("seed_chunk", 0)
-    if not isinstance(chunk, int | np.integer) or isinstance(chunk, bool) or chunk < 0:
-        raise ValueError(f"`config.seed_chunk` must be an integer >= 0 (0: all seeds at "
-                         f"once), got {chunk!r}.")
-    real_full = config.get("real_full", False)
-    if not isinstance(real_full, bool):
-        raise ValueError(f"`config.real_full` must be a bool, got {real_full!r}.")
-    if real_full and any(t in datasets.DATASETS for t in config.tasks):
-        solver = {"simple": "ot", "parrot": "parrot"}[real_aligner]
-        kept = [s for s in config.strategies
-                if graph_task_limit(*parse_strategy(s), config.utility, solver) is None]
-        if not kept:
-            raise ValueError("`config.strategies`: none is defined on the full graphs "
-                             "(`config.real_full`); see loop.graph_task_limit.")
-    validation.check_min_count("len(config.scaling_sizes)", len(config.scaling_sizes), 2,
-                               "the scaling unit fits a log-log slope")
-    for v in config.scaling_sizes:
-        validation.check_min_count("config.scaling_sizes", v, 2, "each is an n x n plan size")
-    sizes = {"synthetic_graph": config.graph_nodes, "point_cloud": config.point_nodes,
-             "point_cloud_nonrigid": config.point_nodes, "embeddings": config.embedding_nodes,
-             "synthetic_hard": config.hard_nodes}
-    for t in config.tasks:
-        if t in datasets.DATASETS:
-            # the full graphs' masks are over their ground-truth pairs (datasets.SIZES)
-            n = datasets.SIZES[t][2] if real_full else config.real_nodes
-        else:
-            n = sizes[t] if t in sizes else tasks_module.REAL_GRAPHS[t]().number_of_nodes()
-        init_frac = config.hard_init_frac if t == "synthetic_hard" else config.init_frac
-        try:
-            for p in config.protocols:
-                _per_round(n, config.test_frac, init_frac, config.budget_frac, config.rounds,
-                           p, heldout if p == "paper" else 0.0)
-        except ValueError as e:
-            raise ValueError(f"config.budget_frac / config.rounds do not fit task {t!r} "
-                             f"({n} nodes): {e}") from None

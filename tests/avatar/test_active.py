@@ -146,9 +146,16 @@ def test_smoke_experiment_writes_results(tmp_path):
         assert set(pr["paired_final_mrr"]) <= lines
         d = pr["paired_final_mrr"]["avatar-gain - random"]
         assert d["lo"] <= d["mean"] <= d["hi"]
-        # the comparison section: avatar.comparison.analyse of the per-seed final MRRs
+        # the comparison section: protocol.analyse of the per-seed final MRRs, the
+        # never-queried and removal-only lines beside the paper's
         cmp = pr["comparison"]
-        assert cmp["metric"] == "final mrr" and cmp["test_items"] == 2
+        assert cmp["metric"] == "mrr" and cmp["test_items"] == 2
+        assert set(cmp.get("others", {})) <= {"never-queried mrr", "removal-only mrr"}
+        for other, label in (("never-queried mrr", ", never queried"),
+                             ("removal-only mrr", ", removal only")):
+            if other in cmp.get("others", {}):
+                assert cmp["others"][other]["differences"][0]["value"] == pr[
+                    "paired_final_mrr"]["avatar-gain - random" + label]["mean"]
         assert [(g["a"], g["b"], g["margin"]) for g in cmp["goals"]] == [
             ("avatar-gain", "random", 0.0)]
         assert cmp["differences"][0]["value"] == d["mean"]

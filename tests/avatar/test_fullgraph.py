@@ -247,7 +247,7 @@ def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch
     from experiments.configs import avatar as cfg
 
     c = cfg.get_config("full")
-    loop.validate_config(c)
+    cfg.validate_config(c)
     assert c.real_full and "synthetic_hard" in c.tasks and c.hard_nodes == 300
     # PARROT-class on the real pairs, the simple aligner elsewhere
     assert avatar_experiment.aligner_for(c, "acm_dblp") == "parrot"
@@ -255,7 +255,7 @@ def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch
     bad = c.copy_and_resolve_references()
     bad.real_aligner = "joena"
     with pytest.raises(ValueError, match="real_aligner"):
-        loop.validate_config(bad)
+        cfg.validate_config(bad)
     assert {"acm_dblp", "foursquare_twitter"} <= set(c.tasks)
     calls = []
     from experiments.lib import task_cache
@@ -274,13 +274,13 @@ def test_full_preset_points_at_the_full_graphs_without_building_them(monkeypatch
     assert list(avatar_experiment.skipped_strategies(c, g)) == ["avatar-gain"]
     c.strategies = ["avatar-gain"]
     with pytest.raises(ValueError, match="config.strategies"):
-        loop.validate_config(c)
+        cfg.validate_config(c)
     c = ml_collections.ConfigDict({**cfg.get_config("full").to_dict(), "real_full": "yes"})
     with pytest.raises(ValueError, match="config.real_full"):
-        loop.validate_config(c)
+        cfg.validate_config(c)
     c = ml_collections.ConfigDict({**cfg.get_config("full").to_dict(), "seed_chunk": -1})
     with pytest.raises(ValueError, match="config.seed_chunk"):
-        loop.validate_config(c)
+        cfg.validate_config(c)
 
 
 @pytest.mark.heavy

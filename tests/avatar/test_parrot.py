@@ -202,14 +202,13 @@ def test_topmatchings_equals_brute_force_perturb_and_map():
 
 def test_config_aligner_is_checked():
     from experiments.configs import avatar as cfg
-    from jaxlab.avatar import loop
 
     c = cfg.get_config("parrot")
-    loop.validate_config(c)
+    cfg.validate_config(c)
     c.aligner = "joena"
     with pytest.raises(ValueError, match="config.aligner"):
-        loop.validate_config(c)
+        cfg.validate_config(c)
     c = cfg.get_config("parrot")
     c.strategies = ["avatar-gain", "random"]
     with pytest.raises(ValueError, match="config.strategies"):
-        loop.validate_config(c)
+        cfg.validate_config(c)

@@ -383,24 +383,19 @@ CASES = [
         alignment.top1_probability(_plan(), jnp.arange(4), jnp.arange(3))), "`tgt`"),
     Case("avatar.baselines.topmatchings_score: num_samples 0", lambda: (
         baselines.topmatchings_score(KEY, np.full((4, 4), 1 / 16), 0)), "`num_samples`"),
-    Case("avatar.comparison.analyse: values of different lengths", lambda: (
-        comparison.analyse(KEY, {"avatar": np.ones(4), "random": np.ones(3)})), "`values"),
-    Case("avatar.comparison.builtin_contenders: unknown name", lambda: (
-        comparison.builtin_contenders(("avatar", "oracle"))), "`names`"),
     Case("avatar.comparison.declared_pairs: no names", lambda: comparison.declared_pairs([]),
          "`names`"),
     Case("avatar.comparison.default_grid: unknown name", lambda: comparison.default_grid(
         "avatar-variance"), "`name`"),
     Case("avatar.comparison.final_values: unknown metric", lambda: comparison.final_values(
-        _result(), "hits@5"), "`metric`"),
-    Case("avatar.comparison.metric_name: unknown field", lambda: comparison.metric_name(
-        "mrr", "metric"), "`field`"),
+        _result(), ("hits@5",)), "`metrics`"),
+    Case("avatar.comparison.run_seeds: settings as a dict", lambda: comparison.run_seeds(
+        jax.random.split(KEY, 2), _karate(), (("random", "abs"),), 0, {"rounds": 2}),
+        "`settings`"),
     Case("avatar.comparison.run_seeds: index past the table", lambda: comparison.run_seeds(
         jax.random.split(KEY, 2), _karate(), (("random", "abs"),), 1), "`index`"),
-    Case("avatar.comparison.strategy_table: unknown name", lambda: (
-        comparison.strategy_table(["random", "oracle"])), "`names`"),
     Case("avatar.compare: a bare name for the list", lambda: avatar.compare(
-        KEY, _karate(), contenders="avatar"), "`contenders`"),
+        KEY, _karate(), contenders="avatar", settings={"rounds": 2}), "`contenders`"),
     Case("avatar.align: unknown solver", lambda: avatar.align(
         loop.init(KEY, _karate()), _karate(), solver="emd"), "`solver`"),
     Case("avatar.datasets.from_graphs: truth naming a missing node", lambda: (
@@ -425,6 +420,10 @@ CASES = [
     Case("avatar.loop.run_active_switch: strategy_index past the table", lambda: (
         loop.run_active_switch(KEY, _karate(), (("random", "abs"), ("entropy", "abs")), 2,
                                rounds=1, budget_frac=0.1)), "`strategy_index`"),
+    Case("avatar.loop.check_switch: unknown setting", lambda: loop.check_switch(
+        _karate(), (("random", "abs"),), roundz=2), "roundz"),
+    Case("avatar.loop.check_switch: a budget the task cannot hold", lambda: loop.check_switch(
+        _karate(), (("random", "abs"),), rounds=10), "`task`"),
     Case("avatar.loop.smallest_task: budget_frac 1", lambda: loop.smallest_task(
         0.5, 0.2, 1.0, 2), "`budget_frac`"),
     Case("avatar.loop.smallest_task: test_frac 1.5", lambda: loop.smallest_task(
