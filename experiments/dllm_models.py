@@ -102,7 +102,8 @@ def model_key(config, name: str, head: bool = False, proposal: dict | None = Non
 
 
 def weights_record(config, name: str, head: bool = False) -> dict:
-    """What a weights folder of task ``name`` records in its ``trained_with.json`` and what
+    """What a weights folder of task ``name`` records as the ``config`` of its
+    ``trained_with.json`` (``artifacts.stamp``, with its sha256) and what
     a lookup checks (``artifacts.restore_first``'s ``expected``): the task, what the
     weights are (denoiser or POKE head) and the architecture (``config.model``; a head also
     ``config.poke.hidden``). Same-shape weights of another task are refused by name."""

@@ -35,9 +35,10 @@ the tests run. The score models are the shipped ones (``config.pretrained_dir``,
 without one, the ``score_model`` / ``clutter_model`` unit trains it (resumable chunks,
 keyed by the training settings and the training data's sha1) and exports it to
 ``<workdir>/score_model`` / ``<workdir>/clutter_model`` with a ``provenance.json`` (the
-training spec, and the training images' shape and ``data_signature``, which is
-CPU-independent where their sha1 is not) that ``load_or_train`` checks against the config
-before using a shipped model (restored into ``params_template``, abstract shapes: no network
+training spec and its sha256, the sha256 of every weights file, and the training images'
+shape and ``data_signature``, which is CPU-independent where their sha1 is not) that
+``load_or_train`` checks against the weights' bytes and the config before using a shipped
+model (restored into ``params_template``, abstract shapes: no network
 is initialised to restore one). Then one unit per (model, image set) computes the GEPC
 features and the baselines' (``features``; ``cm_`` units use the clutter model): the fit
 sets first, at every candidate time (their features choose the times), every other set
@@ -331,15 +332,15 @@ PROVENANCE = "provenance.json"
 
 
 def _check_shipped(config, path, id_train, steps=None, field="pretrained_dir") -> None:
-    """The shipped model must have been trained on this config's training images with this
-    config's training settings (its ``provenance.json`` spec), never on calibration / test
-    or OOD images; raises ValueError naming ``config.<field>`` otherwise."""
-    marker = os.path.join(path, PROVENANCE)
-    if not os.path.exists(marker):
+    """The shipped model must be the weights its ``provenance.json`` names (the sha256 of
+    every file and of the spec: ``artifacts.verify``), trained on this config's training
+    images with this config's training settings (the record's spec), never on calibration
+    / test or OOD images; raises ValueError naming ``config.<field>`` otherwise."""
+    if not os.path.exists(os.path.join(path, PROVENANCE)):
         raise ValueError(f"`config.{field}`={config.get(field)!r} has no "
                          f"{PROVENANCE}: its training data cannot be checked.")
-    with open(marker) as f:
-        record = json.load(f)
+    record = artifacts.verify(path, "GEPC score model", f"config.{field}",
+                              record_name=PROVENANCE, config_field="spec")
     shipped = record["spec"]
     want = json.loads(json.dumps(_model_spec(config, id_train, steps)))
     # The training settings must match exactly; the training images by shape and by
@@ -356,8 +357,12 @@ def _check_shipped(config, path, id_train, steps=None, field="pretrained_dir") -
     elif want.get("data_sha1") != shipped.get("data_sha1"):
         diff.append("data_sha1")
     if diff:
+        values = "; ".join(f"{k}: trained with {shipped.get(k, record.get(k))!r}, this config "
+                           f"needs {want.get(k)!r}" for k in diff
+                           if k in shipped or k in want)
         raise ValueError(f"`config.{field}`={config.get(field)!r} was trained "
-                         f"with other data or settings (differs in {diff}); retrain it with "
+                         f"with other data or settings (differs in {diff}"
+                         f"{': ' + values if values else ''}); retrain it with "
                          f"experiments.gepc_train or set `config.{field}` to ''.")
 
 
@@ -393,9 +398,10 @@ def train(config: ml_collections.ConfigDict, workdir: str, id_train=None,
         learning_rate=config.learning_rate, num_chunks=config.train_chunks,
         channels=tuple(config.channels), seed=config.seed)
     out = os.path.join(os.path.abspath(workdir), folder)
-    artifacts.export(out, steps, params, key)
+    spec = _model_spec(config, id_train, steps)
+    artifacts.export(out, steps, params, key, spec)
     results.write_json(os.path.join(out, PROVENANCE), {
-        "spec": _model_spec(config, id_train, steps),
+        **artifacts.stamp(out, spec, config_field="spec"),
         "data_shape": list(np.shape(id_train)), "data_signature": data_signature(id_train),
         "chunk_losses": np.asarray(losses).tolist(), "trained_on": trained_on,
         "code": provenance.code_version()})
@@ -426,7 +432,9 @@ def load_or_train(config, workdir, id_train=None, which: str = "id"):
     if shipped:
         _check_shipped(config, shipped, id_train, steps, field)
     params = artifacts.restore_first([(shipped, None)], template,
-                                     f"GEPC {which} score model (shipped)")
+                                     f"GEPC {which} score model (shipped)",
+                                     field=f"config.{field}", record_name=PROVENANCE,
+                                     config_field="spec")
     if params is None:
         params = artifacts.restore_first(
             [(os.path.join(workdir, folder), _model_key(config, id_train, steps))], template,

@@ -97,7 +97,8 @@ def load_denoiser(config, name: str):
     task = dllm_models.make_task(config, name)
     graphdef, template = model_lib.init(dllm_models.model_config(config, task), seed=config.seed)
     path = dllm_models.shipped_path(config, name)
-    params = artifacts.restore_first([(path, None)], template, f"{name} denoiser")
+    params = artifacts.restore_first([(path, None)], template, f"{name} denoiser",
+                                     expected=dllm_models.weights_record(config, name))
     if params is None:
         raise FileNotFoundError(f"no shipped denoiser for task {name!r} under {path!r}.")
     from flax import nnx

@@ -53,7 +53,8 @@ def test_dllm_workdir_model_from_another_config_or_code_is_not_used(tmp_path, mo
     name = cfg.tasks[0]
     path = str(tmp_path / "models" / name)
     template = {"w": jnp.zeros(3)}
-    artifacts.export(path, 1, {"w": jnp.ones(3)}, dllm_models.model_key(cfg, name))
+    artifacts.export(path, 1, {"w": jnp.ones(3)}, dllm_models.model_key(cfg, name),
+                     dllm_models.weights_record(cfg, name))
     ok = artifacts.restore_first([(path, dllm_models.model_key(cfg, name))], template, "m")
     assert float(ok["w"].sum()) == 3.0
     other = cfg.copy_and_resolve_references()

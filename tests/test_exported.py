@@ -170,3 +170,85 @@ def test_cache_folder_follows_the_xla_cache(tmp_path):
         assert exported.folder() is None
     finally:
         jax.config.update("jax_compilation_cache_dir", before)
+
+
+class _RunsCode:
+    """Unpickling this writes ``marker``: what a pickled artefact could do."""
+
+    def __init__(self, marker):
+        self.marker = str(marker)
+
+    def __reduce__(self):
+        return (exec, (f"open({self.marker!r}, 'w').write('ran')",))
+
+
+def _record_calls(monkeypatch) -> list:
+    """Records every ``json.loads`` and ``jax.export.deserialize`` call from now on."""
+    calls = []
+    loads, deserialize = exported.json.loads, jax.export.deserialize
+    monkeypatch.setattr(exported.json, "loads",
+                        lambda *a, **k: calls.append("json.loads") or loads(*a, **k))
+    monkeypatch.setattr(jax.export, "deserialize",
+                        lambda *a, **k: calls.append("deserialize") or deserialize(*a, **k))
+    return calls
+
+
+def test_tampered_artefact_is_refused_before_anything_is_parsed(tmp_path, case, monkeypatch):
+    fun, args = case
+    first = exported.load_or_export(fun, *args, name="toy", key=0, cache_dir=tmp_path)
+    raw = bytearray(open(first.path, "rb").read())
+    header_at = len(exported.MAGIC) + 65 + 8
+    raw[header_at + 1] ^= 0x01  # one bit of the JSON header flipped
+    calls = _record_calls(monkeypatch)
+    with open(first.path, "wb") as f:
+        f.write(bytes(raw))
+    with pytest.raises(ValueError, match="does not match its sha256"):
+        exported._read(first.path)
+    assert calls == []
+    again = exported.load_or_export(fun, *args, name="toy", key=0, cache_dir=tmp_path)
+    assert again.source == "exported" and "deserialize" not in calls
+    _assert_same_bits(again(*args), jax.jit(fun)(*args))
+    loaded = exported.load_or_export(fun, *args, name="toy", key=0, cache_dir=tmp_path)
+    assert loaded.source == "loaded" and calls.count("deserialize") == 1  # rewritten
+
+
+def test_pickled_artefact_never_runs(tmp_path, case, monkeypatch):
+    import pickle
+
+    fun, args = case
+    first = exported.load_or_export(fun, *args, name="toy", key=0, cache_dir=tmp_path)
+    marker = tmp_path / "ran"
+    with open(first.path, "wb") as f:
+        f.write(pickle.dumps({"format": 1, "blob": _RunsCode(marker)}))
+    calls = _record_calls(monkeypatch)
+    with pytest.raises(ValueError, match="not an exported-program artefact"):
+        exported._read(first.path)
+    again = exported.load_or_export(fun, *args, name="toy", key=0, cache_dir=tmp_path)
+    assert again.source == "exported" and "deserialize" not in calls and not marker.exists()
+
+
+def test_output_structure_beyond_the_inputs_is_found_again(tmp_path):
+    """An output NamedTuple that is no input subtree: its structure is traced on load."""
+
+    def fun(x):
+        return Carry(state={"w": x}, key=jax.random.key(1), total=[x.sum(), None])
+
+    x = jnp.arange(3.0)
+    first = exported.load_or_export(fun, x, name="out", key=0, cache_dir=tmp_path)
+    second = exported.load_or_export(fun, x, name="out", key=0, cache_dir=tmp_path)
+    assert (first.source, second.source) == ("exported", "loaded")
+    out = second(x)
+    assert isinstance(out, Carry)
+    _assert_same_bits(out, jax.jit(fun)(x))
+
+
+def test_output_structure_from_containers_and_inputs(case):
+    """A carry passed through comes back as the input subtree; containers as JSON."""
+    _, (carry, scale) = case
+    in_tree = jax.tree.structure((carry, scale))
+    out_tree = jax.tree.structure({"carry": carry, "values": [scale, None, (scale,)]})
+    desc = exported._tree_json(out_tree, in_tree)
+    assert desc["children"][0] == {"in": [0]}
+    assert exported._tree_from_json(desc, in_tree) == out_tree
+    with pytest.raises(exported._NotDescribable):
+        exported._tree_json(jax.tree.structure(Carry(1, 2, 3)), in_tree)

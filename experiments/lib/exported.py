@@ -28,15 +28,25 @@ with one log line and written anew.
 Where: the folder of JAX's persistent compilation cache (set by ``compile_cache.enable``,
 or JAX's ``jax_compilation_cache_dir``) plus ``exported/``; no XLA cache folder (e.g.
 ``JAXLAB_COMPILATION_CACHE=0``) means no exported cache either. Files are written
-atomically by the main process only. As with the XLA cache, the folder is trusted: an
-artefact holds pickled pytree structures, so whoever can write to the folder can make this
-process run arbitrary code. Its size is not bounded (a few hundred KB per program and code
-version; delete it at any time).
+atomically by the main process only. Its size is not bounded (a few hundred KB per program
+and code version; delete it at any time).
+
+An artefact holds data only: ``MAGIC``, the sha256 of the rest, then a JSON header (the
+structures as text, the PRNG implementations of the outputs) and ``jax.export``'s own
+serialised program. Loading checks the sha256 before it parses anything (neither the JSON
+nor the program is read from a file that does not match it) and never unpickles: the
+input structure comes from the caller's ``args``; the output structure is rebuilt from a
+JSON description whose containers are tuples, lists, dicts, None and subtrees of the
+inputs (``nnx`` states, NamedTuples, optax states passed through, e.g. a carry); an output
+with other node types is described as ``null`` and its structure is found again with
+``jax.eval_shape`` (tracing without lowering). The sha256 catches torn writes and disk
+errors; it is no signature (``docs/core.rst``, "What the workdir and caches protect
+against").
 """
 
 import hashlib
+import json
 import os
-import pickle
 import re
 import threading
 import warnings
@@ -53,7 +63,8 @@ from . import provenance, results
 
 SUFFIX = ".jaxexport"
 SUBDIR = "exported"
-FORMAT = 1  # of the artefact file; part of the digest
+FORMAT = 2  # of the artefact file; part of the digest
+MAGIC = b"jaxlab exported program 2\n"
 _warned: set[str] = set()
 _lock = threading.Lock()
 
@@ -169,15 +180,99 @@ def _jit_call(exp: jax.export.Exported, out_shardings) -> Callable:
     return jax.jit(lambda *xs: exp.call(*xs), out_shardings=out_shardings)
 
 
-def _read(path: str):
+class _NotDescribable(Exception):
+    """An output node that ``_tree_json`` cannot write as JSON."""
+
+
+def _subtrees(treedef, path=()):
+    """(path of child indices, subtree) of every node of ``treedef``, preorder."""
+    yield list(path), treedef
+    for i, child in enumerate(treedef.children()):
+        yield from _subtrees(child, (*path, i))
+
+
+def _tree_json(treedef, in_tree):
+    """``treedef`` as JSON: "*" a leaf, null None, {"tuple" | "list": [children]},
+    {"dict": [keys], "children": [...]}, {"in": path} the input subtree at ``path``.
+
+    Raises:
+      _NotDescribable: a node of another type that is no subtree of the inputs.
+    """
+    inputs = [(path, t) for path, t in _subtrees(in_tree) if t.num_nodes > 1]
+
+    def describe(t):
+        if t.num_nodes == 1 and t.num_leaves == 1:
+            return "*"
+        for path, sub in inputs:
+            if sub == t:
+                return {"in": path}
+        kind, aux = t.node_data()
+        children = [describe(c) for c in t.children()]
+        if kind is type(None):
+            return None
+        if kind in (tuple, list):
+            return {kind.__name__: children}
+        if kind is dict and all(isinstance(k, str | int) for k in aux):
+            return {"dict": list(aux), "children": children}
+        raise _NotDescribable(f"node {kind.__name__}")
+
+    return describe(treedef)
+
+
+def _tree_from_json(desc, in_tree):
+    """The treedef ``_tree_json`` described (``in_tree``: the caller's input structure)."""
+    registry = jax.tree_util.default_registry
+    if desc == "*":
+        return jax.tree.structure(0)
+    if desc is None:
+        return jax.tree.structure(None)
+    if not isinstance(desc, dict):
+        raise ValueError(f"bad structure description {desc!r}")
+    if "in" in desc:
+        t = in_tree
+        for i in desc["in"]:
+            t = t.children()[i]
+        return t
+    if "dict" in desc:
+        children = [_tree_from_json(c, in_tree) for c in desc["children"]]
+        return jax.tree_util.PyTreeDef.from_node_data_and_children(
+            registry, (dict, list(desc["dict"])), children)
+    for kind in (tuple, list):
+        if kind.__name__ in desc:
+            children = [_tree_from_json(c, in_tree) for c in desc[kind.__name__]]
+            return jax.tree_util.PyTreeDef.from_node_data_and_children(
+                registry, (kind, None), children)
+    raise ValueError(f"bad structure description {desc!r}")
+
+
+def _pack(header: dict, blob: bytes) -> bytes:
+    """The artefact file: ``MAGIC``, the sha256 (hex) of the rest, a newline, then the
+    JSON header's length (8 bytes, big-endian), the header and the serialised program."""
+    text = json.dumps(header, sort_keys=True).encode()
+    payload = len(text).to_bytes(8, "big") + text + blob
+    return MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def _read(path: str) -> tuple[dict, bytes]:
+    """(header, serialised program) of the artefact ``path``; nothing is parsed before
+    the bytes match their sha256.
+
+    Raises:
+      ValueError: not an artefact of this format, or damaged (the sha256 differs).
+    """
     with open(path, "rb") as f:
-        data = pickle.load(f)
-    if not isinstance(data, dict) or data.get("format") != FORMAT:
+        raw = f.read()
+    n = len(MAGIC)
+    if not raw.startswith(MAGIC) or raw[n + 64:n + 65] != b"\n":
         raise ValueError("not an exported-program artefact of this format")
-    blob = data["blob"]
-    if hashlib.sha256(blob).hexdigest() != data["sha256"]:
-        raise ValueError("the program does not match its sha256 (damaged)")
-    return jax.export.deserialize(bytearray(blob)), data
+    want, payload = raw[n:n + 64], raw[n + 65:]
+    if hashlib.sha256(payload).hexdigest().encode() != want:
+        raise ValueError("the artefact does not match its sha256 (damaged); not parsed")
+    size = int.from_bytes(payload[:8], "big")
+    header = json.loads(payload[8:8 + size])
+    if not isinstance(header, dict) or header.get("format") != FORMAT:
+        raise ValueError("not an exported-program artefact of this format")
+    return header, payload[8 + size:]
 
 
 def _warn_once(name: str, msg: str) -> None:
@@ -232,12 +327,20 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
     path = os.path.join(cache_dir, f"{name}-{digest(name, key, leaves, in_tree)}{SUFFIX}")
     if os.path.exists(path):
         try:
-            exp, data = _read(path)
-            if data["in_tree"] != in_tree:
+            header, blob = _read(path)
+            if header["in_tree"] != _structure(in_tree):
                 raise ValueError("its input structure differs")
+            exp = jax.export.deserialize(bytearray(blob))
+            if header["out_tree"] is None:  # not describable: traced again, not lowered
+                jax.eval_shape(flat, *specs)  # fills box["out_tree"]
+                out_tree = box["out_tree"]
+            else:
+                out_tree = _tree_from_json(header["out_tree"], in_tree)
+            if _structure(out_tree) != header["out_structure"]:
+                raise ValueError("its output structure differs")
             call = _jit_call(exp, _flat_out_shardings(out_shardings, len(exp.out_avals)))
             return Program(name, "loaded", path, call, in_tree, in_keys,
-                           {"out_tree": data["out_tree"], "out_keys": data["out_keys"]})
+                           {"out_tree": out_tree, "out_keys": header["out_keys"]})
         except Exception as e:  # noqa: BLE001 - any unreadable artefact is traced again
             logging.warning("exported: %s unreadable (%s: %s); tracing %s again", path,
                             type(e).__name__, e, name)
@@ -252,10 +355,14 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
                       "traced with jax.jit")
     if sharding_lib.is_main_process():
         try:
-            data = {"format": FORMAT, "blob": blob, "sha256": hashlib.sha256(blob).hexdigest(),
-                    "in_tree": in_tree, "out_tree": box["out_tree"],
-                    "out_keys": box["out_keys"], "name": name}
-            results.atomic_write_bytes(path, pickle.dumps(data, protocol=5))
+            try:
+                out_desc = _tree_json(box["out_tree"], in_tree)
+            except _NotDescribable:
+                out_desc = None
+            header = {"format": FORMAT, "name": name, "in_tree": _structure(in_tree),
+                      "out_tree": out_desc, "out_structure": _structure(box["out_tree"]),
+                      "out_keys": box["out_keys"]}
+            results.atomic_write_bytes(path, _pack(header, blob))
         except Exception as e:  # noqa: BLE001 - a cache that cannot be written is no error
             _warn_once(name + ":write", f"exported: {path} not written ({type(e).__name__}: "
                                         f"{e})")

@@ -84,7 +84,7 @@ def _save(path: str, key: str, t: tasks.GraphTask) -> None:
 
 
 def _load(path: str, key: str) -> tasks.GraphTask:
-    with np.load(path) as z:
+    with np.load(path, allow_pickle=False) as z:
         if str(z["key"]) != key:
             raise ValueError("key mismatch")
 

@@ -102,7 +102,7 @@ def load_checkpoint(path: str, key: str) -> wholegraph.RunState | None:
     if not os.path.isfile(path):
         return None
     try:
-        with np.load(path) as z:
+        with np.load(path, allow_pickle=False) as z:
             if str(z["key"]) != key:
                 warnings.warn(f"checkpoint {path} belongs to another configuration or code "
                               "version; starting this run from round 0.", RuntimeWarning,
