@@ -240,7 +240,13 @@ DEVICE_MIN_SIZE = 1 << 16
 def bootstrap_indices(key, n: int, num_resamples: int) -> jax.Array:
     """[num_resamples, n] int32 row indices of a bootstrap, ``randint(key, (num_resamples,
     n), 0, n)``: the one draw every bootstrap of this library makes (``bootstrap_ci``,
-    ``bootstrap_auroc`` and the comparison protocol), so paired intervals are coherent."""
+    ``bootstrap_auroc`` and the comparison protocol), so paired intervals are coherent.
+
+    Raises:
+      ValueError: ``n`` < 1 or ``num_resamples`` < 1.
+    """
+    validation.check_min_count("n", n, 1, "rows to resample")
+    validation.check_min_count("num_resamples", num_resamples, 1, "resamples")
     return jax.random.randint(key, (num_resamples, n), 0, n)
 
 

@@ -801,7 +801,13 @@ def bind(spec: Spec) -> Callable[..., Comparison]:
     """``jaxlab.<method>.compare``: ``compare`` with ``spec``, its docstring the spec's.
 
     Every bound ``compare`` has the arguments of ``ARGUMENTS`` in that order with those
-    defaults (None: the spec's default)."""
+    defaults (None: the spec's default).
+
+    Raises:
+      TypeError: ``spec`` is not a ``Spec``.
+    """
+    if not isinstance(spec, Spec):
+        raise TypeError(f"`spec` must be a protocol.Spec, got {type(spec).__name__}.")
 
     def bound(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, goals=None,
               pairs=None, metrics=None, settings=None, batch=None, level: float = 0.95,

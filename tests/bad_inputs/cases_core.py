@@ -118,6 +118,14 @@ CASES = _resampler_cases() + [
     Case("protocol.compare: one test seed", lambda: protocol.compare(
         KEY, None, contenders={"a": protocol.Contender(_one_point)}, tuning=0, seeds=1,
         progress=False), "`seeds`"),
+    Case("protocol.bind: a dict for the spec", lambda: protocol.bind({"name": "x"}), "`spec`"),
+    Case("protocol.compare: tuning True", lambda: protocol.compare(
+        KEY, None, contenders={"a": protocol.Contender(_one_point)}, tuning=True,
+        progress=False), "`tuning`"),
+    Case("metrics.bootstrap_indices: no rows", lambda: metrics.bootstrap_indices(KEY, 0, 10),
+         "`n`"),
+    Case("metrics.bootstrap_indices: no resamples", lambda: metrics.bootstrap_indices(
+        KEY, 5, 0), "`num_resamples`"),
     Case("protocol.analyse: a NaN item", lambda: protocol.analyse(
         KEY, {"a": np.array([1.0, np.nan, 2.0]), "b": np.ones(3)}), "`values"),
     Case("protocol.analyse: level 95", lambda: protocol.analyse(
