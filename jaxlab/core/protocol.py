@@ -182,8 +182,8 @@ class Spec(NamedTuple):
       metrics: the metrics every built-in contender reports (``Metric``s, or
         ``metrics(problem, settings) -> Metric``s when a metric depends on the problem,
         e.g. a censoring value); the first is tuned on.
-      default_metrics: the metric names compared when ``metrics`` is left out (None: the
-        first only).
+      default_metrics: the metric names compared when ``metrics`` is left out (or
+        ``default_metrics(problem, settings) -> names``; None: the first only).
       goals: ``goals(names) -> Goal``s, the paper's claims about the contenders named
         (those whose contenders are compared are kept).
       pairs: ``pairs(names) -> ((a, b), ...)``; None: the first against each other one.
@@ -192,6 +192,8 @@ class Spec(NamedTuple):
       check_settings: ``check_settings(settings)`` raising on a bad field.
       check_items: ``check_items(problem, settings, tuning, seeds)`` raising when the
         problem cannot provide that many items.
+      check_grid: ``check_grid(name, points)`` raising on a bad value in the grid points
+        (dicts) of the built-in ``name``, when a ``Builtin`` gives it another grid.
       tuning, seeds: the default tuning and test item counts.
       batch: ``batch(context) -> int | None``, the default items per call (None: all).
       summary: the first line of ``compare``'s docstring.
@@ -203,13 +205,14 @@ class Spec(NamedTuple):
     contenders: Mapping
     defaults: tuple
     metrics: Any
-    default_metrics: tuple | None = None
+    default_metrics: Any = None
     goals: Callable = _no_goals
     pairs: Callable | None = None
     problem: Callable = lambda problem, settings: problem
     settings: type | None = None
     check_settings: Callable | None = None
     check_items: Callable | None = None
+    check_grid: Callable | None = None
     tuning: int = 0
     seeds: int = 8
     batch: Callable | None = None
@@ -436,7 +439,12 @@ def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
                 raise ValueError(f"`contenders[{name!r}]` names {c.name!r}, which is not a "
                                  f"built-in contender of {spec.name}: one of {known}.")
             made = spec.contenders[c.name](context)
-            c = made if c.grid is None else made._replace(grid=c.grid)
+            if c.grid is not None:
+                if spec.check_grid is not None:
+                    points = [p for stage in _grid_points(name, c.grid) for p in stage]
+                    spec.check_grid(c.name, points)
+                made = made._replace(grid=c.grid)
+            c = made
         elif not isinstance(c, Contender):
             raise TypeError(f"`contenders[{name!r}]` must be a built-in name, a "
                             f"protocol.Builtin or a protocol.Contender, got "
@@ -458,8 +466,10 @@ def _all_metrics(spec: Spec, problem, settings) -> tuple:
 def _resolve_metrics(spec: Spec, metrics, problem, settings) -> tuple:
     declared = {m.name: m for m in _all_metrics(spec, problem, settings)}
     if metrics is None:
-        names = spec.default_metrics or tuple(declared)[:1]
-        return tuple(declared[n] for n in names)
+        names = spec.default_metrics
+        if callable(names):
+            names = names(problem, settings)
+        return tuple(declared[n] for n in (names or tuple(declared)[:1]))
     if isinstance(metrics, (str, Metric)) or not hasattr(metrics, "__iter__"):
         raise TypeError(f"`metrics` must be a sequence of metric names (or Metric objects), "
                         f"got {metrics!r}; write ({metrics!r},) for one.")
@@ -513,8 +523,10 @@ def _as_numbers(name: str, what: str, values, n: int) -> np.ndarray:
     return v
 
 
-def _split_outcome(name: str, out, n: int, metrics: tuple, split: str) -> tuple[dict, dict]:
-    """(metric name to [n] values, record field to [n, ...] array) of one call's output."""
+def _split_outcome(name: str, out, n: int, metrics: tuple, split: str,
+                   declared: frozenset = frozenset()) -> tuple[dict, dict]:
+    """(metric name to [n] values, record field to [n, ...] array) of one call's output;
+    the values of ``declared`` metrics not compared are dropped, not kept as records."""
     names = [m.name for m in metrics]
     if isinstance(out, Mapping):
         missing = [m for m in names if m not in out]
@@ -525,7 +537,7 @@ def _split_outcome(name: str, out, n: int, metrics: tuple, split: str) -> tuple[
                   for m in names}
         records = {}
         for f, r in out.items():
-            if f in values:
+            if f in values or f in declared:
                 continue
             r = np.asarray(jax.device_get(r))
             if r.ndim == 0 or r.shape[0] != n:
@@ -660,6 +672,7 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
         "method": spec.name, "contenders": list(names), "tuning": tuning, "seeds": seeds,
         "metrics": [m.name for m in chosen_metrics]})
     runner = _Runner(key, problem, cs, chosen_metrics, tuning, batch, report, log)
+    runner.declared = frozenset(m.name for m in _all_metrics(spec, problem, settings))
     with _CompileClock() as clock:
         runner.clock = clock
         chosen, rows, stage_rows = {}, {}, {}
@@ -702,6 +715,7 @@ class _Runner:
         self.report, self.log, self.clock = report, log, None
         self.seconds = {n: [0.0, 0.0] for n in contenders}
         self.notes = []
+        self.declared = frozenset()
 
     def run(self, name: str, split: str, count: int, params: dict):
         """(metric to [count] values, metric to censored flags, records) of one phase."""
@@ -715,7 +729,8 @@ class _Runner:
             items = Items(split, index, item_keys(self.key, split, index), self.tuning)
             c0, t0 = self.clock.seconds, time.perf_counter()
             out = c.run(items, self.problem, **params)
-            values, recs = _split_outcome(name, out, index.size, self.metrics, split)
+            values, recs = _split_outcome(name, out, index.size, self.metrics, split,
+                                          self.declared)
             wall, comp = time.perf_counter() - t0, self.clock.seconds - c0
             self.seconds[name][0] += comp
             self.seconds[name][1] += max(wall - comp, 0.0)

@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.core import extras, loops, metrics, protocol, sharding, smc
+from jaxlab.core import analysis, extras, loops, metrics, protocol, sharding, smc
 from tests.bad_inputs.harness import Case
 
 KEY = jax.random.key(0)
@@ -118,6 +118,8 @@ CASES = _resampler_cases() + [
     Case("protocol.compare: one test seed", lambda: protocol.compare(
         KEY, None, contenders={"a": protocol.Contender(_one_point)}, tuning=0, seeds=1,
         progress=False), "`seeds`"),
+    Case("analysis.analyse: resamples 1", lambda: analysis.analyse(
+        KEY, {"a": np.ones(3), "b": np.zeros(3)}, resamples=1), "`resamples`"),
     Case("protocol.bind: a dict for the spec", lambda: protocol.bind({"name": "x"}), "`spec`"),
     Case("protocol.compare: tuning True", lambda: protocol.compare(
         KEY, None, contenders={"a": protocol.Contender(_one_point)}, tuning=True,

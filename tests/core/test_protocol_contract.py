@@ -285,3 +285,29 @@ def test_compile_seconds_go_to_the_contender_that_compiled():
     assert out.contenders["first"].compile_s > 0.0
     assert out.contenders["again"].compile_s == 0.0
     assert math.isfinite(out.contenders["again"].run_s)
+
+
+def test_a_builtin_grid_is_checked_by_the_spec_before_anything_runs():
+    calls = []
+
+    def check_grid(name, points):
+        for p in points:
+            if p["x"] < 1:
+                raise ValueError(f"`contenders` grid of {name!r}: x must be >= 1, got {p}.")
+
+    compare = protocol.bind(_spec(calls)._replace(check_grid=check_grid))
+    with pytest.raises(ValueError, match="x must be >= 1"):
+        compare(K(0), None, contenders={"other": "other", "m": Builtin("mine", ({"x": 0},))},
+                progress=False)
+    assert calls == []
+
+
+def test_default_metrics_may_follow_the_problem_and_unselected_metrics_are_not_records():
+    ms = (Metric("a"), Metric("b"))
+    run = lambda i, p: {"a": np.zeros(i.index.size), "b": np.ones(i.index.size),
+                        "extra": np.arange(i.index.size)}
+    spec = Spec("toy", {"c": lambda ctx: Contender(run)}, ("c",), ms,
+                default_metrics=lambda problem, settings: (problem,), seeds=2)
+    out = protocol.bind(spec)(K(0), "b", progress=False)
+    assert out.metrics == ("b",)
+    assert set(out.records["c"]) == {"extra"}
