@@ -27,7 +27,14 @@ INNER_LOOPS = ("sgd", "running_mean")
 
 
 def metric_name(eps_rel: float) -> str:
-    """The name of the metric "samples to ``eps_rel`` ||Q*||_inf"."""
+    """The name of the metric "samples to ``eps_rel`` ||Q*||_inf".
+
+    Raises:
+      TypeError: ``eps_rel`` is not a number.
+    """
+    if isinstance(eps_rel, (bool, np.bool_)) or not isinstance(eps_rel, (int, float, np.number)):
+        raise TypeError(f"`eps_rel` must be a number, got {type(eps_rel).__name__} "
+                        f"{eps_rel!r}.")
     return f"samples to ||Q_target - Q*||_inf <= {eps_rel:g} ||Q*||_inf"
 
 

@@ -181,6 +181,10 @@ CASES = [
         jax.random.key(0), _problem(), seeds=1, progress=False), "`seeds`"),
     Case("bco.compare: a loss-sequence maker, not a Problem", lambda: bco.compare(
         jax.random.key(0), _problem().make_seq, progress=False), "`problem`"),
+    Case("bco.check_problem: a loss-sequence maker, not a Problem", lambda: bco.check_problem(
+        _problem().make_seq), "`problem`"),
+    Case("bco.check_problem: comparator_iters 0", lambda: bco.check_problem(
+        _problem()._replace(comparator_iters=0)), "`comparator_iters`"),
     Case("bco.problem: numerical comparator with dynamic regret", lambda: _problem(
         regret="dynamic", comparator_iters=10), "`comparator_iters`"),
     Case("bco.final_regrets: negative multiplier", lambda: bco.final_regrets(

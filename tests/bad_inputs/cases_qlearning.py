@@ -283,6 +283,12 @@ CASES += [
          lambda: _problem(q_star=jnp.ones(4)), "`q_star`"),
     Case("qlearning.problem: inner_loop unknown", lambda: _problem(inner_loop="adam"),
          "`inner_loop`"),
+    Case("qlearning.metric_name: eps_rel a string", lambda: _ql("metric_name", "10%"),
+         "`eps_rel`"),
+    Case("qlearning.check_problem: an MDP, not a Problem", lambda: _ql("check_problem", _mdp()),
+         "`problem`"),
+    Case("qlearning.check_problem: record_every 0", lambda: _ql(
+        "check_problem", _problem()._replace(record_every=0)), "`problem.record_every`"),
     Case("qlearning.problem: eps_rel repeated", lambda: _problem(eps_rel=(0.1, 0.1)),
          "`eps_rel`"),
     Case("qlearning.compare: growth without its power", lambda: _ql(
