@@ -284,12 +284,12 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
     need_all = np.stack(need_all)  # [E, sched, seeds]
     outer_all = np.stack(outer_all)
     test = need_all[..., n_val:]
+    # The runs' record grid (samples[-1] = num_records * record_every samples): censored
+    # runs count as the run length.
     problem = runs.problem(build_mdp(config, family), eps_rel=tuple(config.eps_rel),
-                                 num_records=config.num_records,
-                                 record_every=int(round(config.record_every * float(
-                                     config.scale[family]))),
-                                 sampling=config.sampling, inner_loop=inner_loop,
-                                 q_star=q_star)
+                           num_records=samples.size,
+                           record_every=int(round(t_max / samples.size)),
+                           sampling=config.sampling, inner_loop=inner_loop, q_star=q_star)
     # The comparison's contenders: the theory schedule, the constant periods, the other
     # growth exponents, each with the declared grid of jaxlab.qlearning's public contenders.
     grids = {contender_name(p): comparison.growth_contender(
@@ -306,9 +306,6 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
                 else (power_kind[name], float(params["base"])))
         return kinds.index(kind)
 
-    if float(problem.num_samples) != t_max:
-        raise ValueError(f"the runs of {family} end at {t_max} samples, the comparison's "
-                         f"problem at {problem.num_samples}.")
     comparisons = [compare_precomputed(config, problem, grids, need_all[e], schedule_index,
                                        metric)
                    for e, metric in enumerate(problem.metric_names)]
