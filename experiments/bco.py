@@ -42,11 +42,12 @@ import ml_collections
 import numpy as np
 from absl import logging
 
-from jaxlab.bco import comparison, domains, ensembles, learners, losses, variation
+from jaxlab.bco import comparison, domains, ensembles, learners, losses, regrets, variation
 from jaxlab.bco.run import dynamic_regret, regret, run
 from jaxlab.core import metrics, protocol, sharding
 
 from . import common
+from .configs import bco as configs
 from .lib import plots, progress, study
 from .lib import scalars as S
 
@@ -122,30 +123,19 @@ def seed_keys(c) -> jax.Array:
                             protocol.item_keys(key, "test", np.arange(c.num_seeds))])
 
 
-def _family_regrets(dom, delta, family, param, mults, keys, num_rounds, sigma,
-                    comparator_iters) -> np.ndarray:
-    """[2 (ours, plain), M, S] final regrets on a smooth family (numerical comparator,
-    computed once per problem and shared by every learner and multiplier)."""
-    base, d = float(dom.diameter), dom.dim
+def quadratic_problem(c, d: int) -> regrets.Problem:
+    """The vs_dim study's problem at dimension d: stochastic quadratics on the unit ball."""
+    return regrets.problem(
+        lambda k: losses.stochastic_quadratic(k, c.num_rounds, d, c.sigma), domains.ball(d),
+        delta=c.delta)
 
-    def make(k):
-        return losses.stochastic_family(k, family, num_rounds, d, sigma, param=param)
 
-    def comparator(k):
-        return losses.fixed_comparator_loss(make(jax.random.split(k)[0]), dom,
-                                            comparator_iters)
-
-    def one(opt, m, k):
-        rule = learners.StepRule(base * m, jnp.float32(0.0), jnp.float32(jnp.inf))
-        learner = learners.two_point(dom, delta, rule, opt)
-        k_seq, k_run = jax.random.split(k)
-        return jnp.sum(run(k_run, learner, make(k_seq), dom.center).loss)
-
-    mults = jnp.asarray(mults, jnp.float32)
-    best = jax.jit(jax.vmap(comparator))(keys)
-    out = [jax.jit(jax.vmap(jax.vmap(lambda m, k, o=o: one(o, m, k), (None, 0)), (0, None)))(
-        mults, keys) for o in (True, False)]
-    return sharding.to_host(jnp.stack(out) - best)
+def family_problem(c, family: str, param: float, d: int) -> regrets.Problem:
+    """The families study's problem: a smooth family on the unit ball, static regret against
+    the numerical best fixed point (``config.comparator_iters`` iterations)."""
+    return regrets.problem(
+        lambda k: losses.stochastic_family(k, family, c.num_rounds, d, c.sigma, param=param),
+        domains.ball(d), delta=c.delta, comparator_iters=c.comparator_iters)
 
 
 def _variation_stats(dom, delta, keys, amplitudes, num_rounds) -> np.ndarray:
@@ -171,7 +161,7 @@ def _step_mults(c, d) -> list[float]:
 
 
 def _validate(config: ml_collections.ConfigDict) -> None:
-    learners.validate_config(config)
+    configs.validate_config(config)
 
 
 def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
@@ -194,15 +184,13 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
 
     def vs_dim():
         """[2 (ours, plain), dims, step_grid + 1, val + test seeds] final regrets, from the
-        public per-seed runner (``jaxlab.bco.comparison.final_regrets``)."""
+        public per-seed runner (``jaxlab.bco.final_regrets``)."""
         keys = sharding.shard_batch(seed_keys(c), c.mesh_shape)
         m = len(c.step_grid) + 1
         out = np.zeros((2, len(c.dims), m, c.num_val_seeds + c.num_seeds), np.float32)
         for j, d in enumerate(c.dims):  # one program per d: (ours, plain) x steps x seeds
-            prob = comparison.problem(lambda k, d=d: quad(k, c.num_rounds, d, c.sigma),
-                                      domains.ball(d), delta=delta)
-            out[:, j] = sharding.to_host(comparison.final_regrets(
-                keys, prob, _step_mults(c, d), [True, False]))
+            out[:, j] = sharding.to_host(regrets.final_regrets(
+                keys, quadratic_problem(c, d), _step_mults(c, d), [True, False]))
         return out
 
     def vs_rounds():
@@ -219,15 +207,16 @@ def _units(c: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
         return _two_point_regrets(dom, delta, seq, keys, c.amplitudes)
 
     def families():
-        """[families, 2 (ours, plain), family_dims, step_grid + 1, val + test seeds]."""
+        """[families, 2 (ours, plain), family_dims, step_grid + 1, val + test seeds], from
+        the public per-seed runner on ``family_problem``."""
         keys = seed_keys(c)
         out = np.zeros((len(FAMILIES), 2, len(c.family_dims), len(c.step_grid) + 1,
                         c.num_val_seeds + c.num_seeds), np.float32)
         for f, (fam, param) in enumerate(FAMILIES.items()):
             for j, d in enumerate(c.family_dims):
-                out[f, :, j] = _family_regrets(domains.ball(d), delta, fam, param,
-                                               _step_mults(c, d), keys, c.num_rounds,
-                                               c.sigma, c.comparator_iters)
+                out[f, :, j] = sharding.to_host(regrets.final_regrets(
+                    keys, family_problem(c, fam, param, d), _step_mults(c, d),
+                    [True, False]))
         return out
 
     def variation_unit():
@@ -323,42 +312,43 @@ def comparison_dict(cmp: protocol.Comparison) -> dict:
 COMPARED = ("gradient_variation", "agarwal2010", "ogd_sqrt_d_step")
 
 
-def compare_precomputed(c, arr_d) -> protocol.Comparison:
+def compare_precomputed(c, arr_d, problem) -> protocol.Comparison:
     """``jaxlab.bco.compare`` on a unit's per-seed final regrets of one dimension
-    (``arr_d``: [2 (ours, plain), step_grid + 1, val + test seeds], tuning seeds first):
-    each contender's ``run`` returns its regrets on the requested seeds, so the tuning, the
-    CIs and the goal are the public function's on the same values."""
+    (``arr_d``: [2 (ours, plain), step_grid + 1, val + test seeds], tuning seeds first, of
+    ``problem``): each contender's ``run`` returns its regrets on the requested seeds, so
+    the tuning, the CIs and the goal are the public function's on the same values."""
     grid = [float(m) for m in c.step_grid]
-    n_val = c.num_val_seeds
 
     def contender(o, tuned):
         def run_items(items, problem, multiplier=None):
             del problem
-            cols = items.index + (0 if items.split == "tuning" else n_val)
             j = grid.index(multiplier) if tuned else len(grid)
-            return arr_d[o, j, cols]
+            return arr_d[o, j, items.positions]
         return protocol.Contender(run_items, comparison.two_point_contender(
             o == 0, grid).grid if tuned else ({},))
 
     return comparison.compare(
-        jax.random.key(c.seed), comparison.Problem(None, None, c.delta, "static"),
+        jax.random.key(c.seed), problem,
         contenders={COMPARED[0]: contender(0, True), COMPARED[1]: contender(1, True),
                     COMPARED[2]: contender(0, False)},
         tuning=c.num_val_seeds, seeds=c.num_seeds, progress=progress.comparison_reporter())
 
 
-def _summarize_vs_dim(c, arr, dims=None) -> dict:
+def _summarize_vs_dim(c, arr, dims=None, problems=None) -> dict:
     """Tuned and fixed-formula rows of the vs_dim study, and paired differences.
 
-    arr: [2 (ours, plain), dims, multipliers, val + test seeds]. The tuned rows, their
-    picks and the tuned difference are ``compare_precomputed``'s (per d)."""
+    arr: [2 (ours, plain), dims, multipliers, val + test seeds] of ``problems`` (one per d;
+    default: ``quadratic_problem`` at each of ``c.dims``). The tuned rows, their picks and
+    the tuned difference are ``compare_precomputed``'s (per d)."""
     dims = c.dims if dims is None else dims
+    if problems is None:
+        problems = [quadratic_problem(c, d) for d in dims]
     test = arr[..., c.num_val_seeds:]
     grid = list(c.step_grid)
     n_grid = len(grid)
     at = {v: int(np.argmin(np.abs(np.asarray(grid) - v))) for v in (1.0, _INV_SQRT2, 0.25)}
     # The choice uses validation problems only, over config.step_grid (not 1/sqrt(d)).
-    cmps = [compare_precomputed(c, arr[:, k]) for k in range(len(dims))]
+    cmps = [compare_precomputed(c, arr[:, k], problems[k]) for k in range(len(dims))]
     best = np.asarray([[grid.index(cm.contenders[n].params["multiplier"]) for cm in cmps]
                        for n in COMPARED[:2]])  # [2, dims]
     j = np.arange(len(dims))
@@ -428,8 +418,10 @@ def _summarize(c, out) -> dict:
     v_t = _variation_values(c)
     s = {"config": c.to_dict(), "learners": lnames, "V_T": v_t}
     s["vs_dim"] = _summarize_vs_dim(c, out["vs_dim"])
-    s["families"] = ({fam: _summarize_vs_dim(c, out["families"][f], c.family_dims)
-                      for f, fam in enumerate(FAMILIES)} if len(c.family_dims) else {})
+    s["families"] = ({fam: _summarize_vs_dim(
+        c, out["families"][f], c.family_dims,
+        [family_problem(c, fam, FAMILIES[fam], d) for d in c.family_dims])
+        for f, fam in enumerate(FAMILIES)} if len(c.family_dims) else {})
     s["regret_vs_rounds"] = {n: _stats(out["vs_rounds"][i]) for i, n in enumerate(lnames)}
     s["regret_vs_variation"] = {n: _stats(out["vs_variation"][i]) for i, n in enumerate(lnames)}
     s["slope_vs_rounds"] = {n: _slope(c.horizons, out["vs_rounds"][i].mean(-1))

@@ -42,11 +42,12 @@ import numpy as np
 from absl import logging
 
 from jaxlab.core import metrics, protocol, sharding
-from jaxlab.qlearning import comparison, periodic_q, schedules
+from jaxlab.qlearning import comparison, periodic_q, runs, schedules
 from jaxlab.qlearning import mdp as mdp_lib
 from jaxlab.qlearning.value_iteration import value_iteration
 
 from . import common
+from .configs import qlearning as configs
 from .lib import plots, progress, study
 from .lib import scalars as S
 
@@ -127,7 +128,7 @@ def _step_size(mdp, config, inner_loop: str):
 
 
 def _validate(config: ml_collections.ConfigDict) -> None:
-    periodic_q.validate_config(config)
+    configs.validate_config(config)
 
 
 def _num_samples(config, family):
@@ -163,7 +164,7 @@ def _runs(config, family: str, inner_loop: str, ctx: study.Context) -> dict:
     def chunk(c: _Carry, i, run_scheds, mdp, q_star, step_size) -> _Carry:
         # The public per-seed runner's program (jaxlab.qlearning.simulate_runs), so the
         # per-seed values are the ones jaxlab.qlearning.compare computes for the same keys.
-        st, tr = comparison.simulate_runs(c.states, mdp, run_scheds, q_star, step_size,
+        st, tr = runs.simulate_runs(c.states, mdp, run_scheds, q_star, step_size,
                                           num_records=per_chunk, record_every=record_every,
                                           sampling=config.sampling)
         trace = jax.tree.map(
@@ -239,24 +240,23 @@ def comparison_dict(cmp: protocol.Comparison) -> dict:
     return cmp.to_dict(seconds=False)
 
 
-def compare_precomputed(config, problem, grids, need, schedule_index, *, censor_at):
-    """``jaxlab.qlearning.compare`` on the unit's runs: each contender's ``run`` returns the
-    samples to eps its schedule reached on the requested seeds (``need``: [schedules,
-    num_val_seeds + num_seeds], tuning seeds first), so the tuning, the censoring, the CIs
-    and the goal are the public function's on the same per-seed values."""
-    n_val = config.num_val_seeds
+def compare_precomputed(config, problem, grids, need, schedule_index, metric):
+    """``jaxlab.qlearning.compare`` on the unit's runs, for ``metric`` (one of
+    ``problem.metric_names``): each contender's ``run`` returns the samples to that eps its
+    schedule reached on the requested seeds (``need``: [schedules, num_val_seeds +
+    num_seeds], tuning seeds first), so the tuning, the censoring, the CIs and the goal are
+    the public function's on the same per-seed values."""
 
     def contender(name, grid):
         def run(items, problem, **params):
             del problem
-            cols = items.index + (0 if items.split == "tuning" else n_val)
-            return need[schedule_index(name, params), cols]
+            return need[schedule_index(name, params), items.positions]
         return protocol.Contender(run, grid)
 
     return comparison.compare(
         jax.random.key(config.seed), problem,
         contenders={n: contender(n, g) for n, g in grids.items()},
-        tuning=config.num_val_seeds, seeds=config.num_seeds, censor_at=censor_at,
+        tuning=config.num_val_seeds, seeds=config.num_seeds, metrics=(metric,),
         resamples=config.bootstrap_resamples, progress=progress.comparison_reporter())
 
 
@@ -284,12 +284,12 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
     need_all = np.stack(need_all)  # [E, sched, seeds]
     outer_all = np.stack(outer_all)
     test = need_all[..., n_val:]
-    problem = comparison.problem(build_mdp(config, family), eps_rel=config.eps_rel[0],
-                                 num_records=config.num_records,
-                                 record_every=int(round(config.record_every * float(
-                                     config.scale[family]))),
-                                 sampling=config.sampling, inner_loop=inner_loop,
-                                 q_star=q_star)
+    # The runs' record grid (samples[-1] = num_records * record_every samples): censored
+    # runs count as the run length.
+    problem = runs.problem(build_mdp(config, family), eps_rel=tuple(config.eps_rel),
+                           num_records=samples.size,
+                           record_every=int(round(t_max / samples.size)),
+                           sampling=config.sampling, inner_loop=inner_loop, q_star=q_star)
     # The comparison's contenders: the theory schedule, the constant periods, the other
     # growth exponents, each with the declared grid of jaxlab.qlearning's public contenders.
     grids = {contender_name(p): comparison.growth_contender(
@@ -306,11 +306,9 @@ def _family_summary(config, family, inner_loop, res, key) -> dict:
                 else (power_kind[name], float(params["base"])))
         return kinds.index(kind)
 
-    comparisons = []
-    for e, eps in enumerate(eps_abs):
-        comparisons.append(compare_precomputed(
-            config, problem._replace(eps=eps), grids, need_all[e], schedule_index,
-            censor_at=t_max))
+    comparisons = [compare_precomputed(config, problem, grids, need_all[e], schedule_index,
+                                       metric)
+                   for e, metric in enumerate(problem.metric_names)]
 
     picked = {power_kind[n]: [schedule_index(n, c.contenders[n].params) for c in comparisons]
               for n in grids if n != CONSTANT}

@@ -33,20 +33,18 @@ Signatures:
 
 The paper's protocol on your own loss sequences (step multipliers tuned on validation
 seeds, paired test seeds, bootstrap CIs; ``jaxlab.core.protocol``): ``compare(key,
-make_seq, *, contenders=("gradient_variation", "agarwal2010"), tuning=4, seeds=8,
-goals=None, domain=..., delta=0.05, regret="static" | "dynamic") -> Comparison``;
-``final_regrets`` is the per-seed runner, ``two_point_contender`` / ``builtin_contenders``
-the declared grids.
+problem, *, contenders=None, tuning=None, seeds=None, goals=None, pairs=None, metrics=None,
+...) -> Comparison``, the one signature of every method's ``compare`` (``SPEC`` declares
+it), on ``problem(make_seq, domain, delta=0.05, regret="static" | "dynamic",
+comparator_iters=None)``; ``final_regrets`` is the per-seed runner, ``two_point_contender``
+a contender with another declared grid.
 """
 
 from jaxlab.bco import domains, ensembles, estimators, learners, losses, msmwc, variation
 from jaxlab.bco.comparison import (
     DEFAULT_MULTIPLIERS,
-    Problem,
-    builtin_contenders,
+    SPEC,
     compare,
-    final_regrets,
-    problem,
     two_point_contender,
 )
 from jaxlab.bco.domains import Ball, Box, ball, box
@@ -64,10 +62,11 @@ from jaxlab.bco.learners import (
     two_point,
 )
 from jaxlab.bco.losses import FunctionSeq, loss_sequence
+from jaxlab.bco.regrets import Problem, check_problem, final_regrets, problem
 from jaxlab.bco.run import dynamic_regret, regret, run
 
 __all__ = [
-    "DEFAULT_MULTIPLIERS", "Problem", "builtin_contenders", "compare", "final_regrets",
+    "DEFAULT_MULTIPLIERS", "SPEC", "Problem", "check_problem", "compare", "final_regrets",
     "problem", "two_point_contender",
     "Ball", "Box", "FunctionSeq", "Info", "State", "StepRule", "agarwal2010", "ball", "box",
     "domains", "dynamic_regret", "ensembles", "estimators", "gradient_variation", "init",

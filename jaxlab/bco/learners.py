@@ -48,8 +48,7 @@ Checks (eager, when the learner is built or ``init`` is called): ``domain`` is a
 Box, 0 < ``delta`` < inner radius, ``hint`` known, ``beta`` in (0, 1], ``scale`` and
 ``eta_max`` > 0, ``lam`` >= 0 (``lam`` = 0 selects the convex rule; strongly convex rules
 need ``lam`` > 0), ``x0`` of shape [d], finite and inside ``domain``. Nothing is checked
-per round inside the scan. ``validate_config`` checks a BCO experiment config (the first
-step of ``experiments/bco.py``; ``num_seeds`` >= 2 for the CIs).
+per round inside the scan.
 """
 
 from collections.abc import Callable
@@ -368,46 +367,3 @@ def one_point_box(domain: domains.Box, delta: float, rule: StepRule, hint: str =
         return _advance(state, g, m, eta, beta, play_domain), RoundInfo(x, fy, g)
 
     return Algorithm(_init(play_domain, domain), step)
-
-
-def validate_config(config) -> None:
-    """Checks a BCO experiment config (experiments/configs/bco.py); raises ValueError naming
-    ``config.<field>``. ``num_seeds`` >= 2 because 95% CIs are computed over seeds."""
-    validation.check_fields(config, {
-        "num_rounds": validation.POSITIVE_INT, "dim": validation.POSITIVE_INT,
-        "sigma": validation.NON_NEGATIVE, "amplitudes": validation.NON_NEGATIVE,
-        "curvatures": validation.POSITIVE, "one_point_dim": validation.POSITIVE_INT,
-        "one_point_rounds": validation.POSITIVE_INT, "one_point_drifts": (None, None, True, True)})
-    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
-                               "95% confidence intervals over seeds are computed")
-    validation.check_positive_int("config.num_val_seeds", config.num_val_seeds)
-    if config.val_seed == config.seed:
-        raise ValueError("`config.val_seed` must differ from `config.seed` (validation "
-                         "problems must be disjoint from the test problems).")
-    grid = np.asarray(config.step_grid, np.float64)
-    if grid.ndim != 1 or grid.size < 1 or not np.all(np.isfinite(grid)) or np.any(grid <= 0):
-        raise ValueError(f"`config.step_grid` must be a non-empty list of positive finite "
-                         f"multipliers, got {list(config.step_grid)}.")
-    for v in (1.0, 2**-0.5, 0.25):
-        if not np.any(np.isclose(grid, v)):
-            raise ValueError(f"`config.step_grid` must contain {v:.4g} (formula / matched / "
-                             f"d-independent rows), got {list(config.step_grid)}.")
-    # Studies on the unit ball (inner radius 1) and the box [-1, 1]^d (half-width 1).
-    validation.check_in_range("config.delta", config.delta, 0.0, 1.0, low_inclusive=False,
-                              high_inclusive=False)
-    validation.check_in_range("config.one_point_delta", config.one_point_delta, 0.0, 1.0,
-                              low_inclusive=False, high_inclusive=False)
-    validation.check_positive_int("config.comparator_iters", config.comparator_iters)
-    for name in ("dims", "variation_dims", "horizons", "switch_periods",
-                 "amplitudes", "curvatures", "one_point_drifts"):
-        if name in config and len(config[name]) < 1:
-            raise ValueError(f"`config.{name}` must not be empty.")
-    for name in ("dims", "variation_dims", "family_dims", "horizons", "switch_periods"):
-        for v in config[name]:
-            validation.check_positive_int(f"config.{name}", v)
-    if max(config.switch_periods) > config.num_rounds:
-        raise ValueError(f"`config.switch_periods` must not exceed `config.num_rounds`="
-                         f"{config.num_rounds}, got {list(config.switch_periods)}.")
-    if not np.all(np.isfinite(np.asarray(config.one_point_drifts, np.float64))):
-        raise ValueError(f"`config.one_point_drifts` must be finite, got "
-                         f"{list(config.one_point_drifts)}.")

@@ -28,24 +28,22 @@ period schedules and inner-loop step sizes in ``schedules`` (the paper's SGD inn
 running-mean variant).
 
 The paper's protocol on any MDP (validation-tuned grids, paired test seeds, bootstrap CIs,
-censoring at the run length; ``jaxlab.core.protocol``): ``compare(key, mdp, *,
-contenders=("theory", "constant"), tuning=4, seeds=8, goals=None, ...) -> Comparison``;
-``problem`` builds the shared run settings, ``samples_to_eps`` is the per-seed runner,
-``constant_contender`` / ``growth_contender`` / ``builtin_contenders`` the declared grids.
+censoring at the run length; ``jaxlab.core.protocol``): ``compare(key, problem, *,
+contenders=None, tuning=None, seeds=None, goals=None, pairs=None, metrics=None, ...) ->
+Comparison``, the one signature of every method's ``compare`` (``SPEC`` declares it);
+``problem(mdp, eps_rel=..., ...)`` builds the shared run settings (one metric per
+``eps_rel``), ``samples_to_eps`` is the per-seed runner, ``constant_contender`` /
+``growth_contender`` the contenders with other declared grids.
 """
 
 from jaxlab.qlearning import schedules
 from jaxlab.qlearning.comparison import (
     DEFAULT_BASES,
     DEFAULT_PERIODS,
-    Problem,
-    builtin_contenders,
+    SPEC,
     compare,
     constant_contender,
     growth_contender,
-    problem,
-    samples_to_eps,
-    simulate_runs,
 )
 from jaxlab.qlearning.mdp import (
     TabularMDP,
@@ -72,11 +70,20 @@ from jaxlab.qlearning.periodic_q import (
     simulate,
     step,
 )
+from jaxlab.qlearning.runs import (
+    Problem,
+    check_problem,
+    metric_name,
+    problem,
+    samples_to_eps,
+    simulate_runs,
+)
 from jaxlab.qlearning.value_iteration import VIInfo, bellman_optimality, value_iteration
 
 __all__ = [
-    "DEFAULT_BASES", "DEFAULT_PERIODS", "Problem", "builtin_contenders", "compare",
-    "constant_contender", "growth_contender", "problem", "samples_to_eps", "simulate_runs",
+    "DEFAULT_BASES", "DEFAULT_PERIODS", "SPEC", "Problem", "check_problem", "compare",
+    "constant_contender", "growth_contender", "metric_name", "problem", "samples_to_eps",
+    "simulate_runs",
     "SAMPLING_MODES", "Info", "State", "TabularMDP", "Trace", "VIInfo", "bellman_optimality",
     "chain", "check_mdp", "garnet", "init", "make_mdp", "paper_sgd_step", "periodic",
     "run_steps", "run_uniforms", "samples_to_accuracy", "sampling_distribution", "schedules",

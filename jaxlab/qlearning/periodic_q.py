@@ -53,8 +53,6 @@ nothing is checked inside the compiled scan):
     ``record_every`` positive integers.
   * ``samples_to_accuracy``: ``eps`` > 0; ``errors`` free of NaN; ``trace_samples`` of
     shape [R] with R = ``errors.shape[-1]``.
-  * ``validate_config`` (first step of ``experiments/qlearning.py``): every field of
-    the experiment config, and ``num_seeds`` >= 2 (confidence intervals).
 """
 
 from typing import NamedTuple
@@ -434,72 +432,3 @@ def sampling_distribution(mdp: TabularMDP, sampling: str) -> np.ndarray:
 def paper_sgd_step(mdp: TabularMDP, sampling: str) -> SGDStep:
     """The headline inner loop's step: ``schedules.sgd_step(xi)`` with xi = min mu(s, a)."""
     return sgd_step(float(sampling_distribution(mdp, sampling).min()))
-
-
-def validate_config(config) -> None:
-    """Checks an ``experiments/configs/qlearning.py`` config before any work is done.
-
-    Called first thing in ``experiment.train_and_evaluate``; every numeric field gets a
-    range check, and ``num_seeds``, ``num_val_seeds`` >= 2 (confidence intervals).
-
-    Raises:
-      ValueError: naming ``config.<field>``, the allowed range and the value.
-    """
-    families = ("garnet", "chain", "sparse", "bernoulli")
-    if len(config.families) == 0:
-        raise ValueError("`config.families` must be non-empty.")
-    for i, f in enumerate(config.families):
-        validation.check_one_of(f"config.families[{i}]", f, families)
-    for i, f in enumerate(config.variant_families):
-        validation.check_one_of(f"config.variant_families[{i}]", f, families)
-    validation.check_one_of("config.sampling", config.sampling, SAMPLING_MODES)
-    validation.check_one_of("config.inner_loop", config.inner_loop, ("sgd", "running_mean"))
-    validation.check_fields(config, {
-        "num_states": validation.POSITIVE_INT, "num_actions": validation.POSITIVE_INT,
-        "branching": validation.POSITIVE_INT, "record_every": validation.POSITIVE_INT,
-        "num_records": validation.POSITIVE_INT, "num_chunks": validation.POSITIVE_INT,
-        "chain_states": validation.POSITIVE_INT,
-        "bootstrap_resamples": validation.POSITIVE_INT,
-        "gamma": validation.UNIT_OPEN, "sparse_gamma": validation.UNIT_OPEN,
-    })
-    if config.branching > config.num_states:
-        raise ValueError(f"`config.branching` must be <= config.num_states="
-                         f"{config.num_states}, got {config.branching}.")
-    if config.chain_states < 2:
-        raise ValueError(f"`config.chain_states` must be >= 2, got {config.chain_states}.")
-    for f in families:
-        v = config.scale.get(f)
-        if v is None:
-            raise ValueError(f"`config.scale.{f}` is missing.")
-        validation.check_in_range(f"config.scale.{f}", v, 0.0, low_inclusive=False)
-        validation.check_finite(f"config.scale.{f}", v)
-    if len(config.constant_grid) != 3:
-        raise ValueError(f"`config.constant_grid` must be (K_min, K_max, points per "
-                         f"doubling), got {config.constant_grid!r}.")
-    lo, hi, per = config.constant_grid
-    validation.check_in_range("config.constant_grid K_min", lo, 1.0)
-    validation.check_finite("config.constant_grid K_max", hi)
-    if hi < lo:
-        raise ValueError(f"`config.constant_grid` K_max={hi} must be >= K_min={lo}.")
-    validation.check_positive_int("config.constant_grid points per doubling", per)
-    if len(config.growth_powers) == 0 or len(config.base_grid) == 0:
-        raise ValueError("`config.growth_powers` and `config.base_grid` must be non-empty.")
-    for i, p in enumerate(config.growth_powers):
-        validation.check_in_range(f"config.growth_powers[{i}]", p, 0.0, low_inclusive=False)
-        validation.check_finite(f"config.growth_powers[{i}]", p)
-    for i, b in enumerate(config.base_grid):
-        validation.check_in_range(f"config.base_grid[{i}]", b, 1.0)
-        validation.check_finite(f"config.base_grid[{i}]", b)
-    if len(config.eps_rel) == 0:
-        raise ValueError("`config.eps_rel` must be non-empty.")
-    validation.check_in_range("config.eps_rel", list(config.eps_rel), 0.0, low_inclusive=False)
-    validation.check_finite("config.eps_rel", np.asarray(config.eps_rel, np.float64))
-    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
-                               "the summary computes confidence intervals over test seeds")
-    validation.check_min_count("config.num_val_seeds", config.num_val_seeds, 1,
-                               "the best constant and the bases are picked on them")
-    validation.check_min_count("config.bootstrap_resamples", config.bootstrap_resamples, 2,
-                               "a percentile interval")
-    if config.num_records % config.num_chunks:
-        raise ValueError(f"`config.num_records`={config.num_records} must be divisible by "
-                         f"`config.num_chunks`={config.num_chunks}.")

@@ -174,12 +174,19 @@ CASES = [
     Case("bco/reference/directions_shape", lambda: reference.two_point_ogd_numpy(
         np.zeros((5, 2)), 1.0, 1.0, 0.1, 1.0, np.ones((4, 2)))[0], "directions"),
     # --- the comparison (jaxlab.bco.comparison), losses and MsMwC pieces ----------------------
-    Case("bco.builtin_contenders: one name as a string", lambda: bco.builtin_contenders(
-        "agarwal2010"), "`names`"),
+    Case("bco.compare: contenders one name as a string", lambda: bco.compare(
+        jax.random.key(0), _problem(), contenders="agarwal2010", progress=False),
+         "`contenders`"),
     Case("bco.compare: one test seed", lambda: bco.compare(
         jax.random.key(0), _problem(), seeds=1, progress=False), "`seeds`"),
-    Case("bco.compare: domain beside a Problem", lambda: bco.compare(
-        jax.random.key(0), _problem(), domain=bco.ball(D), progress=False), "`domain`"),
+    Case("bco.compare: a loss-sequence maker, not a Problem", lambda: bco.compare(
+        jax.random.key(0), _problem().make_seq, progress=False), "`problem`"),
+    Case("bco.check_problem: a loss-sequence maker, not a Problem", lambda: bco.check_problem(
+        _problem().make_seq), "`problem`"),
+    Case("bco.check_problem: comparator_iters 0", lambda: bco.check_problem(
+        _problem()._replace(comparator_iters=0)), "`comparator_iters`"),
+    Case("bco.problem: numerical comparator with dynamic regret", lambda: _problem(
+        regret="dynamic", comparator_iters=10), "`comparator_iters`"),
     Case("bco.final_regrets: negative multiplier", lambda: bco.final_regrets(
         jax.random.split(jax.random.key(0), 2), _problem(), [0.5, -1.0]), "`multipliers`"),
     Case("bco.problem: unknown regret", lambda: _problem(regret="adaptive"), "`regret`"),

@@ -274,18 +274,29 @@ def _ql(fn, *args, **kw):
 
 
 CASES += [
-    Case("qlearning.compare: eps_rel set with a Problem", lambda: _ql(
-        "compare", jax.random.key(0), _problem(), eps_rel=0.2, progress=False), "`eps_rel`"),
+    Case("qlearning.compare: eps_rel as a setting (it is the Problem's)", lambda: _ql(
+        "compare", jax.random.key(0), _problem(), settings={"eps_rel": 0.2}, progress=False),
+         "`settings`"),
     Case("qlearning.compare: problem a transition array", lambda: _ql(
         "compare", jax.random.key(0), np.full((4, 2, 4), 0.25), progress=False), "`problem`"),
     Case("qlearning.problem: q_star a V* vector [S], not Q* [S, A]",
          lambda: _problem(q_star=jnp.ones(4)), "`q_star`"),
     Case("qlearning.problem: inner_loop unknown", lambda: _problem(inner_loop="adam"),
          "`inner_loop`"),
-    Case("qlearning.builtin_contenders: growth without its power",
-         lambda: _ql("builtin_contenders", ("theory", "growth")), "`names`"),
-    Case("qlearning.builtin_contenders: one string", lambda: _ql("builtin_contenders", "theory"),
-         "`names`"),
+    Case("qlearning.metric_name: eps_rel a string", lambda: _ql("metric_name", "10%"),
+         "`eps_rel`"),
+    Case("qlearning.check_problem: an MDP, not a Problem", lambda: _ql("check_problem", _mdp()),
+         "`problem`"),
+    Case("qlearning.check_problem: record_every 0", lambda: _ql(
+        "check_problem", _problem()._replace(record_every=0)), "`problem.record_every`"),
+    Case("qlearning.problem: eps_rel repeated", lambda: _problem(eps_rel=(0.1, 0.1)),
+         "`eps_rel`"),
+    Case("qlearning.compare: growth without its power", lambda: _ql(
+        "compare", jax.random.key(0), _problem(), contenders=("theory", "growth"),
+        progress=False), "`contenders"),
+    Case("qlearning.compare: contenders one string", lambda: _ql(
+        "compare", jax.random.key(0), _problem(), contenders="theory", progress=False),
+         "`contenders`"),
     Case("qlearning.constant_contender: one period, not a grid",
          lambda: _ql("constant_contender", 50), "`periods`"),
     Case("qlearning.constant_contender: period 0",

@@ -37,14 +37,17 @@ def test_binary_comparison_equals_the_public_compare(tmp_path):
                   "constant": ql.constant_contender(qexp.constant_grid(cfg, "garnet")),
                   "growth p=2": ql.growth_contender(2.0, bases)}
     assert list(fam["rows"][0]["comparison"]["contenders"]) == list(contenders)
-    mdp = qexp.build_mdp(cfg, "garnet")
-    for row, eps_rel in zip(fam["rows"], cfg.eps_rel, strict=True):
-        public = ql.compare(jax.random.key(cfg.seed), mdp, contenders=contenders,
-                            tuning=cfg.num_val_seeds, seeds=cfg.num_seeds, eps_rel=eps_rel,
-                            num_records=cfg.num_records, record_every=cfg.record_every,
-                            sampling=cfg.sampling, inner_loop=cfg.inner_loop,
+    prob = ql.problem(qexp.build_mdp(cfg, "garnet"), eps_rel=tuple(cfg.eps_rel),
+                      num_records=cfg.num_records, record_every=cfg.record_every,
+                      sampling=cfg.sampling, inner_loop=cfg.inner_loop)
+    for row, metric in zip(fam["rows"], prob.metric_names, strict=True):
+        public = ql.compare(jax.random.key(cfg.seed), prob, contenders=contenders,
+                            tuning=cfg.num_val_seeds, seeds=cfg.num_seeds, metrics=(metric,),
                             resamples=cfg.bootstrap_resamples, progress=False)
-        assert _plain(qexp.comparison_dict(public)) == _plain(row["comparison"])
+        got = _plain(qexp.comparison_dict(public))
+        # the other thresholds of the same runs come back as per-seed records
+        assert set(got.pop("records")["theory"]) == set(prob.metric_names) - {metric}
+        assert got == _plain(row["comparison"])
         # the summary's picks are the comparison's
         assert row["best_constant_val"] == \
             f"constant K={public.contenders['constant'].params['period']}"
@@ -77,13 +80,14 @@ def _reference_samples_to_eps(keys, mdp, schedule, q_star, eps, step_size):
 def test_values_are_the_runs_on_the_item_keys_and_tuning_sees_only_tuning_seeds():
     mdp = ql.make_mdp(P, R, gamma=0.8)
     key = jax.random.key(3)
-    out = ql.compare(key, mdp, contenders=("constant",), periods=(5, 20, 80), tuning=N,
-                     seeds=N, eps_rel=0.15, num_records=10, record_every=100, progress=False)
     prob = ql.problem(mdp, eps_rel=0.15, num_records=10, record_every=100)
+    out = ql.compare(key, prob, contenders={"constant": ql.constant_contender((5, 20, 80))},
+                     tuning=N, seeds=N, progress=False)
     r = out.contenders["constant"]
     k = r.params["period"]
     ref = _reference_samples_to_eps(protocol.item_keys(key, "test", np.arange(N)), mdp,
-                                    ql.schedules.constant(k), prob.q_star, prob.eps, prob.step_size)
+                                    ql.schedules.constant(k), prob.q_star, prob.eps[0],
+                                    prob.step_size)
     np.testing.assert_array_equal(r.censored, np.isinf(ref))
     np.testing.assert_array_equal(r.values, np.where(np.isinf(ref), 1000.0, ref))
     # tuning rows: the mean over the tuning seeds (censored at the run length); the pick
@@ -91,17 +95,45 @@ def test_values_are_the_runs_on_the_item_keys_and_tuning_sees_only_tuning_seeds(
     for params, score in r.tuning:
         v = _reference_samples_to_eps(protocol.item_keys(key, "tuning", np.arange(N)), mdp,
                                       ql.schedules.constant(params["period"]), prob.q_star,
-                                      prob.eps, prob.step_size)
+                                      prob.eps[0], prob.step_size)
         assert score == pytest.approx(np.where(np.isinf(v), 1000.0, v).mean())
     assert k == min(r.tuning, key=lambda row: row[1])[0]["period"]
     assert out.censor_at == 1000.0 and not out.higher_is_better
 
 
+@pytest.mark.heavy
+def test_every_threshold_is_a_metric_of_the_same_runs_with_the_ratio():
+    mdp = ql.make_mdp(P, R, gamma=0.8)
+    key = jax.random.key(4)
+    prob = ql.problem(mdp, eps_rel=(0.3, 0.15), num_records=10, record_every=100)
+    out = ql.compare(key, prob, contenders={
+        "theory": protocol.Builtin("theory", grid=[{"base": 2.0}]),
+        "constant": protocol.Builtin("constant", grid=[{"period": 20}])},
+        tuning=0, seeds=N, metrics=prob.metric_names, progress=False)
+    assert out.metrics == prob.metric_names
+    keys = protocol.item_keys(key, "test", np.arange(N))
+    for metric, eps in zip(prob.metric_names, prob.eps, strict=True):
+        means = {}
+        for name, schedule in (("theory", ql.schedules.growth(float(mdp.gamma), 2 / 3, 2.0)),
+                               ("constant", ql.schedules.constant(20))):
+            ref = _reference_samples_to_eps(keys, mdp, schedule, prob.q_star, eps,
+                                            prob.step_size)
+            ref = np.where(np.isinf(ref), 1000.0, ref)
+            np.testing.assert_array_equal(out[metric].contenders[name].values, ref)
+            means[name] = ref.mean()
+        d = out[metric].differences[0]
+        assert d.ratio == pytest.approx(means["theory"] / means["constant"], rel=1e-12)
+        assert d.ratio_low <= d.ratio <= d.ratio_high
+
+
 def test_default_comparison_declares_theory_against_constant_and_censors():
     mdp = ql.make_mdp(P, R, gamma=0.8)
     # A budget far too short for eps = 1% of ||Q*||: every run is censored at 400 samples.
-    out = ql.compare(jax.random.key(0), mdp, periods=(4,), bases=(2.0,), tuning=0, seeds=N,
-                     eps_rel=0.01, num_records=4, record_every=100, progress=False)
+    prob = ql.problem(mdp, eps_rel=0.01, num_records=4, record_every=100)
+    out = ql.compare(jax.random.key(0), prob, contenders={
+        "theory": protocol.Builtin("theory", grid=[{"base": 2.0}]),
+        "constant": protocol.Builtin("constant", grid=[{"period": 4}])},
+        tuning=0, seeds=N, progress=False)
     assert list(out.contenders) == ["theory", "constant"]
     assert [(d.a, d.b) for d in out.differences] == [("theory", "constant")]
     assert [(g.goal.a, g.goal.b) for g in out.goals] == [("theory", "constant")]
@@ -111,13 +143,31 @@ def test_default_comparison_declares_theory_against_constant_and_censors():
     assert f"censored {N}/{N}" in out.table()
 
 
+def test_a_goal_met_only_through_censored_constant_runs_is_marked_and_noted():
+    mdp = ql.make_mdp(P, R, gamma=0.8)
+    # A constant period longer than the run never updates the target (Q_target = 0 stays
+    # ||Q*|| away): every constant run is censored, the theory runs reach eps.
+    prob = ql.problem(mdp, eps_rel=0.5, num_records=10, record_every=100)
+    with pytest.warns(RuntimeWarning, match="only through censored items"):
+        out = ql.compare(jax.random.key(1), prob, contenders={
+            "theory": protocol.Builtin("theory", grid=[{"base": 1.0}]),
+            "constant": protocol.Builtin("constant", grid=[{"period": 5000}])},
+            tuning=0, seeds=N, progress=False)
+    assert out.contenders["constant"].censored.all()
+    assert not out.contenders["theory"].censored.any()
+    goal = out.goals[0]
+    assert goal.met and goal.censored and "only through censored items" in goal.note
+    assert goal.note in out.notes
+    assert "met (a bound: censored items)" in out.table()
+    assert f"censored {N}/{N}" in out.table()
+
+
 @pytest.mark.parametrize("kwargs, error, match", [
     ({"contenders": ("theory", "greedy")}, ValueError, "contenders"),
     ({"contenders": "theory"}, TypeError, "contenders"),
-    ({"periods": (0,)}, ValueError, "periods"),
-    ({"bases": (0.5,)}, ValueError, "bases"),
-    ({"eps_rel": 0.0}, ValueError, "eps_rel"),
-    ({"inner_loop": "adam"}, ValueError, "inner_loop"),
+    ({"contenders": ("growth p=-1",)}, ValueError, "contenders"),
+    ({"metrics": ("samples to eps",)}, ValueError, "metrics"),
+    ({"settings": {"eps_rel": 0.2}}, TypeError, "settings"),
 ])
 def test_bad_arguments_name_themselves(kwargs, error, match):
     mdp = ql.make_mdp(P, R, gamma=0.8)
@@ -125,12 +175,25 @@ def test_bad_arguments_name_themselves(kwargs, error, match):
         ql.compare(jax.random.key(0), mdp, tuning=2, seeds=2, progress=False, **kwargs)
 
 
+@pytest.mark.parametrize("build, match", [
+    (lambda: ql.constant_contender((0,)), "periods"),
+    (lambda: ql.growth_contender(bases=(0.5,)), "bases"),
+    (lambda: ql.problem(ql.make_mdp(P, R, gamma=0.8), eps_rel=0.0), "eps_rel"),
+    (lambda: ql.problem(ql.make_mdp(P, R, gamma=0.8), inner_loop="adam"), "inner_loop"),
+])
+def test_bad_parts_name_themselves(build, match):
+    with pytest.raises(ValueError, match=match):
+        build()
+
+
 def test_a_problem_carries_its_settings():
     mdp = ql.make_mdp(P, R, gamma=0.8)
-    prob = ql.problem(mdp, num_records=4, record_every=10)
-    with pytest.raises(ValueError, match="eps_rel"):
-        ql.compare(jax.random.key(0), prob, eps_rel=0.2, progress=False)
+    prob = ql.problem(mdp, eps_rel=(0.1, 0.05), num_records=4, record_every=10)
     with pytest.raises(TypeError, match="problem"):
         ql.compare(jax.random.key(0), (P, R), progress=False)
+    with pytest.raises(ValueError, match="eps_rel"):
+        ql.compare(jax.random.key(0), prob._replace(eps_rel=()), progress=False)
     assert prob.num_samples == 40
-    np.testing.assert_allclose(prob.eps, 0.1 * np.abs(np.asarray(ql.value_iteration(mdp))).max())
+    scale = np.abs(np.asarray(ql.value_iteration(mdp))).max()
+    np.testing.assert_allclose(prob.eps, (0.1 * scale, 0.05 * scale))
+    assert prob.metric_names == (ql.metric_name(0.1), ql.metric_name(0.05))

@@ -3,7 +3,6 @@ import numpy as np
 import pytest
 
 from jaxlab import qlearning as ql
-from jaxlab.qlearning import periodic_q
 
 
 def _vi_numpy(p, r, gamma, iters=5000):
@@ -126,7 +125,11 @@ def test_presets_pass_validation_and_bad_fields_fail(preset):
     from experiments.configs import qlearning as qcfg
 
     cfg = qcfg.get_config(preset)
-    periodic_q.validate_config(cfg)
+    qcfg.validate_config(cfg)
     cfg.num_seeds = 1
     with pytest.raises(ValueError, match="config.num_seeds"):
-        periodic_q.validate_config(cfg)
+        qcfg.validate_config(cfg)
+    cfg = qcfg.get_config(preset)
+    cfg.eps_rel = (0.1, 0.1)
+    with pytest.raises(ValueError, match="config.eps_rel"):
+        qcfg.validate_config(cfg)
