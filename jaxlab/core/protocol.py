@@ -361,7 +361,7 @@ def _grid_points(name: str, grid) -> tuple:
     for s, stage in enumerate(stages):
         if isinstance(stage, (str, Mapping)) or not isinstance(stage, Sequence) or \
                 not stage or not all(isinstance(p, Mapping) for p in stage):
-            where = f" stage {s}" if isinstance(grid, Stages) else ""
+            where = f" Stages[{s}]" if isinstance(grid, Stages) else ""
             raise ValueError(f"`contenders[{name!r}]` grid{where} must be a non-empty sequence "
                              f"of dicts of `run`'s keyword arguments, got {stage!r}.")
         points = tuple(dict(p) for p in stage)
@@ -771,7 +771,7 @@ class _Runner:
                 v = values[m.name]
                 stat = math.nan if np.isnan(v).any() else float(m.statistic(v, np.arange(v.size)))
                 stage_rows.append((params, stat))
-            where = f"stage {s} of " if len(stages) > 1 else ""
+            where = f"Stages[{s}] of " if len(stages) > 1 else ""
             stats = [st for _, st in stage_rows]
             if all(math.isnan(st) for st in stats):
                 raise ValueError(f"contender {name!r}: every point of {where}its grid has a NaN "

@@ -24,7 +24,7 @@ def test_stages_freeze_each_pick_before_the_next_stage():
 
     def run(items, problem, *, a, b):
         seen.append((a, b))
-        # stage 1 prefers a=2 whatever b is; stage 2 then prefers b=1 given a=2 only
+        # the first stage prefers a=2 whatever b is; the second then prefers b=1 given a=2
         return np.full(items.index.size, -abs(a - 2) + (1.0 if (a, b) == (2, 1) else 0.0))
 
     grid = Stages((({"a": 1, "b": 0}, {"a": 2, "b": 0}, {"a": 3, "b": 0}),
@@ -175,7 +175,7 @@ def _recording():
     ({"contenders": {"a": Contender(lambda i, p, *, x: 0)}}, "never sets"),
     ({"contenders": {"a": Contender(lambda i, p, *, x: 0, ({"x": 1}, {"x": 1}))}},
      "repeats"),
-    ({"contenders": {"a": Contender(lambda i, p, *, x: 0, Stages(((),)))}}, "stage 0"),
+    ({"contenders": {"a": Contender(lambda i, p, *, x: 0, Stages(((),)))}}, "Stages\\[0\\]"),
     ({"batch": True}, "batch"),
 ])
 def test_refused_before_any_contender_runs(kwargs, match):
