@@ -87,6 +87,7 @@ def _check_inputs(q, k, v, impl, tau, sizes, bits, interpret):
             validation.check_in_range("tau", tau, 0.0)
 
 
+@checked.boundary
 def attention(q, k, v, *, impl: str = "dense", causal: bool = False, tau=None,
               sizes: BlockSizes = BlockSizes(), bits: int = 8, interpret: bool | None = None,
               key_mask=None, layout: str = "bnhd"):

@@ -21,11 +21,21 @@ first" (an argmax takes the first of tied entries).
 
 Checks (shapes and dtypes also under ``jit``, values only on concrete arrays):
 ``anchor_cost``: ``mask`` [k]; ``ranks_of_truth`` / ``alignment_metrics``: ``plan`` /
-``scores`` [n, n] and finite, ``truth`` [n] integers in [0, n), ``eval_mask`` [n];
+``scores`` [n, n] and finite, ``truth`` [n] distinct integers in [0, n) (a one-to-one
+alignment: a target named twice would let two sources share one true match),
+``eval_mask`` [n];
 ``ranks_of_pairs`` / ``pair_metrics``: ``scores`` 2-D [n1, n2] and finite, ``src`` /
 ``tgt`` [k] integers in [0, n1) / [0, n2), ``eval_mask`` [k]; ``masked_mean``: ``mask``
 bool, the shape of each value; ``row_normalise`` / ``row_entropy`` / ``row_margin``:
 ``plan`` 2-D, real, finite and non-negative (``row_margin``: two columns at least).
+
+Traced values (inside a caller's ``jit`` / ``vmap``): in checked mode
+(``jaxlab.core.checks``) ``alignment_metrics`` and ``pair_metrics`` check them too (a
+non-finite plan, a truth / pair index out of range, a repeated truth) and raise
+``jaxlab.core.CheckError`` naming the argument. Without checked mode a pair whose plan row
+or column is not finite, or whose index is out of range, scores NaN (and so does a repeated
+truth), never a rank: the metrics averaged over it are NaN, not a perfect score. A caller
+that averages metrics must report a NaN, not drop it.
 """
 
 import jax
@@ -33,7 +43,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.avatar import tasks
-from jaxlab.core import validation
+from jaxlab.core import checked, validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 
@@ -41,16 +51,22 @@ __all__ = ["cosine_similarity", "anchor_cost", "ranks_of_truth", "alignment_metr
     "ranks_of_pairs", "pair_values", "masked_mean", "pair_metrics", "top1_probability",
     "row_normalise", "row_entropy", "row_margin"]
 
+checked.declare("jaxlab.avatar.alignment.alignment_metrics",
+                "jaxlab.avatar.alignment.pair_metrics")
+
 
 def cosine_similarity(x: Array, y: Array) -> Array:
     """[n, m] cosine similarity of the rows of ``x`` [n, d] and ``y`` [m, d] (rows of norm
     below 1e-12 are divided by 1e-12, so a zero row has similarity 0 to everything).
 
     Raises:
-      ValueError: ``x`` or ``y`` not 2-D, or their row lengths differ.
+      ValueError: ``x`` or ``y`` not 2-D or (concrete) not finite, or their row lengths
+        differ.
     """
     validation.check_ndim("x", x, 2)
     validation.check_ndim("y", y, 2)
+    validation.check_finite("x", x)
+    validation.check_finite("y", y)
     if x.shape[1] != y.shape[1]:
         raise ValueError(f"`x` rows have {x.shape[1]} entries, `y` rows {y.shape[1]}.")
     xn = x / jnp.maximum(jnp.linalg.norm(x, axis=1, keepdims=True), 1e-12)
@@ -110,6 +126,7 @@ def ranks_of_truth(scores: Array, truth: Array, key: PRNGKey | None = None
     return _ranks(*_better_and_tied(scores, jnp.arange(n), truth), key)
 
 
+@checked.boundary
 def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30, 50),
                       key: PRNGKey | None = None) -> dict:
     """Hits@k and MRR averaged over both directions on nodes where ``eval_mask`` is True.
@@ -122,8 +139,10 @@ def alignment_metrics(plan: Array, truth: Array, eval_mask: Array, ks=(1, 10, 30
     _check_scores("plan", plan, truth)
     validation.check_shape("eval_mask", eval_mask, (np.shape(plan)[0],))
     _check_nonempty_mask(eval_mask)
+    checked.guard("jaxlab.avatar.alignment.alignment_metrics", _traced_square, plan, truth)
     n = np.shape(plan)[0]
-    return masked_mean(_values(plan, jnp.arange(n), truth, ks, key), eval_mask)
+    values = _values(plan, jnp.arange(n), truth, ks, key, distinct=True)
+    return masked_mean(values, eval_mask)
 
 
 def ranks_of_pairs(scores: Array, src: Array, tgt: Array, key: PRNGKey | None = None
@@ -156,9 +175,9 @@ def pair_values(scores: Array, src: Array, tgt: Array, ks=(1, 10, 30, 50),
     return _values(scores, src, tgt, ks, key, per_direction)
 
 
-def _check_pairs(scores, src, tgt) -> None:
-    validation.check_ndim("scores", scores, 2)
-    validation.check_finite("scores", scores)
+def _check_pairs(scores, src, tgt, name: str = "scores") -> None:
+    validation.check_ndim(name, scores, 2)
+    validation.check_finite(name, scores)
     k = np.shape(src)[-1]
     validation.check_shape("src", src, (k,))
     validation.check_shape("tgt", tgt, (k,))
@@ -220,8 +239,21 @@ def _check_ks(ks) -> None:
         raise ValueError(f"`ks` must be positive integers (Hits@k for k >= 1), got {ks!r}.")
 
 
-def _values(scores, src, tgt, ks, key, per_direction=False) -> dict:
+def _scorable(scores, src, tgt, distinct: bool):
+    """[k] whether pair p can be ranked: src[p] / tgt[p] in range, row src[p] and column
+    tgt[p] finite (and, ``distinct``, no tgt repeated). Concrete inputs were checked
+    already; a traced one that fails makes the pair's values NaN (never a rank)."""
+    n1, n2 = scores.shape
+    finite = jnp.isfinite(scores)
+    ok = (src >= 0) & (src < n1) & (tgt >= 0) & (tgt < n2)
+    ok &= jnp.all(finite[jnp.clip(src, 0, n1 - 1)], 1)
+    ok &= jnp.all(finite[:, jnp.clip(tgt, 0, n2 - 1)], 0)
+    return ok & _distinct(tgt) if distinct else ok
+
+
+def _values(scores, src, tgt, ks, key, per_direction=False, distinct=False) -> dict:
     _check_ks(ks)
+    ok = _scorable(scores, src, tgt, distinct)
     b_st, t_st, b_ts, t_ts = _better_and_tied(scores, src, tgt)
     if key is None:
         one = {"mrr": (_expected_rr(b_st, t_st), _expected_rr(b_ts, t_ts))}
@@ -237,7 +269,7 @@ def _values(scores, src, tgt, ks, key, per_direction=False) -> dict:
     if per_direction:
         for m, (st, ts) in one.items():
             out[f"{m}_st"], out[f"{m}_ts"] = st, ts
-    return out
+    return {m: jnp.where(ok, v, jnp.nan) for m, v in out.items()}
 
 
 def masked_mean(values: dict, mask: Array) -> dict:
@@ -260,6 +292,7 @@ def masked_mean(values: dict, mask: Array) -> dict:
             for m, v in values.items()}
 
 
+@checked.boundary
 def pair_metrics(plan: Array, src: Array, tgt: Array, eval_mask: Array,
                  ks=(1, 10, 30, 50), key: PRNGKey | None = None) -> dict:
     """``alignment_metrics`` of a rectangular [n1, n2] ``plan`` on the pairs (src, tgt)
@@ -268,7 +301,28 @@ def pair_metrics(plan: Array, src: Array, tgt: Array, eval_mask: Array,
     in random order (the expectation, or one order drawn from ``key``: ``pair_values``)."""
     validation.check_shape("eval_mask", eval_mask, (np.shape(src)[-1],))
     _check_nonempty_mask(eval_mask)
-    return masked_mean(pair_values(plan, src, tgt, ks, key), eval_mask)
+    _check_pairs(plan, src, tgt, name="plan")
+    checked.guard("jaxlab.avatar.alignment.pair_metrics", _traced_pairs, plan, src, tgt)
+    return masked_mean(_values(plan, src, tgt, ks, key), eval_mask)
+
+
+def _traced_square(plan, truth) -> None:
+    n = plan.shape[0]
+    checked.check(jnp.all(jnp.isfinite(plan)), "`plan` must be finite.")
+    checked.check(jnp.all((truth >= 0) & (truth < n)), f"`truth` must lie in [0, {n}).")
+    checked.check(_distinct(truth), "`truth` must not name a target twice.")
+
+
+def _traced_pairs(plan, src, tgt) -> None:
+    n1, n2 = plan.shape
+    checked.check(jnp.all(jnp.isfinite(plan)), "`plan` must be finite.")
+    checked.check(jnp.all((src >= 0) & (src < n1)), f"`src` must lie in [0, {n1}).")
+    checked.check(jnp.all((tgt >= 0) & (tgt < n2)), f"`tgt` must lie in [0, {n2}).")
+
+
+def _distinct(x):
+    """Whether the [k] entries of ``x`` are pairwise different (traced or concrete)."""
+    return jnp.all(jnp.diff(jnp.sort(x)) != 0)
 
 
 def top1_probability(scores: Array, src: Array, tgt: Array) -> Array:
@@ -299,6 +353,11 @@ def _check_scores(name, scores, truth):
     validation.check_finite(name, scores)
     validation.check_shape("truth", truth, (n,))
     validation.check_int_range("truth", truth, 0, n)
+    if not isinstance(truth, jax.core.Tracer):
+        values, counts = np.unique(np.asarray(truth), return_counts=True)
+        if np.any(counts > 1):
+            raise ValueError(f"`truth` must name each target once (a one-to-one alignment), "
+                             f"got target {values[counts > 1][0]} {counts.max()} times.")
 
 
 def _check_plan(plan, min_columns: int = 1) -> None:

@@ -101,13 +101,16 @@ def gain_matrix(plan: Array, cost: Array, grad_cost: Array, pos1: Array, pos2: A
 
     Raises:
       ValueError: ``plan`` / ``cost`` / ``grad_cost`` not [n, n] or not finite, ``pos1`` /
-        ``pos2`` not [n, n], ``anchors`` / ``truth`` not [n], ``truth`` outside [0, n).
+        ``pos2`` not [n, n] or not finite, ``anchors`` / ``truth`` not [n], ``truth``
+        outside [0, n).
       TypeError: ``anchors`` not bool, ``truth`` not integers.
     """
     _check(plan, cost, grad_cost)
     n = plan.shape[0]
     validation.check_shape("pos1", pos1, (n, n))
     validation.check_shape("pos2", pos2, (n, n))
+    validation.check_finite("pos1", pos1)
+    validation.check_finite("pos2", pos2)
     validation.check_shape("anchors", anchors, (n,))
     validation.check_bool("anchors", anchors)
     validation.check_shape("truth", truth, (n,))

@@ -55,11 +55,17 @@ def marginal_error(plan: Array) -> Array:
     with uniform marginals.
 
     Raises:
-      ValueError: ``plan`` with fewer than 2 dimensions.
+      ValueError: ``plan`` with fewer than 2 dimensions, or (concrete) not finite.
     """
     if np.ndim(plan) < 2:
         raise ValueError(f"`plan` must be [..., n, m] (at least 2-D), got shape "
                          f"{tuple(np.shape(plan))}.")
+    validation.check_finite("plan", plan)
+    return _marginal_error(plan)
+
+
+def _marginal_error(plan):
+    """``marginal_error`` unchecked: the solvers' result flag (NaN for a diverged plan)."""
     n, m = plan.shape[-2:]
     return jnp.maximum(jnp.abs(plan.sum(-1) - 1.0 / n).sum(-1),
                        jnp.abs(plan.sum(-2) - 1.0 / m).sum(-1))
@@ -81,6 +87,7 @@ def _check_cost(cost, epsilon, where="jaxlab.avatar.solvers.entropic_solve"):
         checked.guard(where, _traced_cost, cost, epsilon)
 
 
+@checked.boundary
 def entropic_solve(cost: Array, epsilon, threshold: float = 1e-5,
                    max_iterations: int = 3000) -> PlanResult:
     """Entropic OT with uniform marginals; the plan with its convergence report.
@@ -101,7 +108,7 @@ def entropic_solve(cost: Array, epsilon, threshold: float = 1e-5,
     geom = geometry.Geometry(cost_matrix=cost, epsilon=epsilon)
     out = linear.solve(geom, threshold=threshold, max_iterations=max_iterations)
     plan = out.matrix
-    return PlanResult(plan, jnp.asarray(out.converged), marginal_error(plan),
+    return PlanResult(plan, jnp.asarray(out.converged), _marginal_error(plan),
                       jnp.asarray(out.n_iters))
 
 
@@ -122,6 +129,7 @@ def entropic_plan(cost: Array, epsilon, threshold: float = 1e-5,
     return res.plan
 
 
+@checked.boundary
 def fgw_solve(cost: Array, struct1: Array, struct2: Array, epsilon,
               fused_penalty=1.0) -> PlanResult:
     """Entropic fused Gromov-Wasserstein; the plan with its convergence report.
@@ -149,7 +157,7 @@ def fgw_solve(cost: Array, struct1: Array, struct2: Array, epsilon,
     inner_ok = jnp.all(jnp.isnan(lin) | (lin > 0))
     outer = jnp.sum(~jnp.isnan(lin))
     plan = out.matrix
-    return PlanResult(plan, jnp.asarray(out.converged) & inner_ok, marginal_error(plan), outer)
+    return PlanResult(plan, jnp.asarray(out.converged) & inner_ok, _marginal_error(plan), outer)
 
 
 def fgw_plan(cost: Array, struct1: Array, struct2: Array, epsilon, fused_penalty=1.0) -> Array:
@@ -208,6 +216,7 @@ def implicit_utility_grad(cost: Array, epsilon, weights: Array) -> Array:
     """grad_C <T(C), W> by ott's implicit differentiation (the independent reference)."""
     _check_cost(cost, epsilon, where=None)  # a test reference, not a checked entry point
     validation.check_shape("weights", weights, cost.shape)
+    validation.check_finite("weights", weights)
 
     def f(c):
         geometry, linear, _ = _ott()

@@ -22,6 +22,7 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 checked.declare("jaxlab.bco.run")
 
 
+@checked.boundary
 def run(key: PRNGKey, learner: Algorithm, seq, x0: Array, *,
         predraw: bool = True) -> RoundInfo:
     """Plays every round of ``seq``; jittable and vmappable over keys / sequences.

@@ -69,6 +69,8 @@ def _check_pair(estimates, grads):
             raise ValueError(f"`{name}` must hold at least 2 rounds, got shape {v.shape}.")
     if not isinstance(grads, jax.core.Tracer) and not isinstance(estimates, jax.core.Tracer):
         validation.check_shape("grads", grads, tuple(estimates.shape))
+    validation.check_finite("estimates", estimates)
+    validation.check_finite("grads", grads)
 
 
 def estimated_variation(estimates: Array) -> Array:

@@ -14,21 +14,26 @@ restores the previous setting on exit: ``with jaxlab.core.checks(True): ...``) o
 environment variable ``JAXLAB_CHECKS=1`` (read once, at import). Off by default: a checked
 body carries an error value through every loop and costs compile time.
 
-Where the error surfaces:
+Where the error surfaces: always as ``CheckError`` (a ``ValueError``) naming the function
+and the argument, e.g. "jaxlab.core.smc.systematic: `weights` must be finite. [checked
+mode]", however the entry point is called:
 
-* entry point called eagerly (its arguments concrete): it raises ``CheckError`` (a
-  ``ValueError``) right away, e.g. "jaxlab.core.smc.systematic: `weights` must be ...";
-* entry point called inside ``jaxlab.core.checked.checkify(f)`` (a caller's ``jit`` /
-  ``vmap`` wrapped once at the top): the error is handed to that outer checkify, which
-  raises ``CheckError`` when ``f`` returns;
-* entry point called inside a plain ``jit``: a host callback raises when the compiled
-  code runs; JAX re-raises every host-callback exception as its own
-  ``jax.errors.JaxRuntimeError`` (a RuntimeError) whose message ends with the check's
-  text (under a plain eager ``vmap``, as checkify's ``JaxRuntimeError``). Python's
-  ``except`` matches the raised type's real bases, so no subclassing trick lets
-  ``except CheckError`` catch it; run the call inside ``raise_check_errors()`` (a context
-  manager and decorator) to get the ``CheckError`` itself:
-  ``with jaxlab.core.raise_check_errors(): y = jax.jit(f)(x)``.
+* eagerly (its arguments concrete): right away;
+* under a plain eager ``vmap`` of the entry point, or from a public function that jits its
+  own loop around one: the check's host callback fails, JAX re-raises that as its own
+  ``jax.errors.JaxRuntimeError`` (a RuntimeError whose message ends with the check's
+  text), and the entry point's boundary (``boundary``, on every ``GUARDED`` function)
+  turns it back into the ``CheckError``, chained to JAX's error (``__cause__``);
+* inside ``jaxlab.core.checked.checkify(f)`` (a caller's ``jit`` / ``vmap`` wrapped once
+  at the top): the error is handed to that outer checkify, which raises ``CheckError``
+  when ``f`` returns;
+* inside a caller's own ``jax.jit(f)``: the host callback fails while the caller's
+  compiled code runs, after every jaxlab function has returned, so no boundary of ours
+  sees it. Use ``jaxlab.core.checked.jit`` (``jax.jit`` whose calls convert the error)
+  instead of ``jax.jit``, or call inside ``raise_check_errors()`` (a context manager and
+  decorator): ``with jaxlab.core.raise_check_errors(): y = jax.jit(f)(x)``. Python's
+  ``except`` matches the raised type's real bases, so no subclassing trick lets a bare
+  ``jax.jit`` raise ``CheckError`` itself.
 
 Public functions that are no loop of their own (metrics, targets, solvers, attention)
 add their value checks with ``guard(where, checks_fn, *args)``: a checked body that only
@@ -56,7 +61,8 @@ from jax.experimental import checkify as _checkify
 from jax.experimental import io_callback as _io_callback
 
 __all__ = ["CheckError", "ENV_VAR", "GUARDED", "checks", "enabled", "check", "run", "guard",
-           "suspended", "declare", "checkify", "raise_check_errors"]
+           "suspended", "declare", "checkify", "raise_check_errors", "as_check_error", "boundary",
+           "jit"]
 
 ENV_VAR = "JAXLAB_CHECKS"
 ERRORS = _checkify.user_checks
@@ -193,7 +199,13 @@ def _surface(err) -> None:
         # io_callback, not jax.debug.callback: under vmap the debug callback is unrolled
         # once per batch element at trace time (1500 seeds: minutes of compiling and GBs),
         # while io_callback's batching rule maps over the batch in one loop.
-        _io_callback(_raise, None, err)
+        try:
+            _io_callback(_raise, None, err)
+        except Exception as exc:  # under an eager vmap the callback runs (and fails) here
+            error = as_check_error(exc)
+            if error is None:
+                raise
+            raise error from exc
 
 
 def _body(where: str, fn: Callable, kwargs: dict) -> Callable:
@@ -296,12 +308,56 @@ class raise_check_errors(contextlib.ContextDecorator):  # noqa: N801 - used like
         return self
 
     def __exit__(self, typ, exc, tb) -> bool:
-        if exc is None or isinstance(exc, CheckError) or not isinstance(exc, Exception):
+        error = as_check_error(exc)
+        if error is None:
             return False
-        found = _CHECK_TEXT.findall(str(exc))
-        if not found:
-            return False
-        raise CheckError(found[-1]) from exc
+        raise error from exc
+
+
+def as_check_error(exc: BaseException | None) -> CheckError | None:
+    """The ``CheckError`` whose text JAX's runtime error ``exc`` carries (a check that failed
+    in a host callback), or None (``exc`` is no such error, or already a ``CheckError``)."""
+    if exc is None or isinstance(exc, CheckError) or not isinstance(exc, Exception):
+        return None
+    found = _CHECK_TEXT.findall(str(exc))
+    return CheckError(found[-1]) if found else None
+
+
+def boundary(fn: Callable) -> Callable:
+    """Decorates a public entry point: a checked-mode failure raised while it runs (JAX's
+    runtime error carrying a ``CheckError``'s text) leaves it as that ``CheckError``, chained
+    to JAX's error; everything else passes unchanged. Every ``GUARDED`` function has it."""
+
+    @functools.wraps(fn)
+    def wrapped(*args, **kwargs):
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            error = as_check_error(exc)
+            if error is None:
+                raise
+            raise error from exc
+
+    return wrapped
+
+
+def jit(fn: Callable, **jit_kwargs) -> Callable:
+    """``jax.jit(fn, **jit_kwargs)`` whose calls raise a checked-mode failure inside ``fn`` as
+    ``CheckError`` (a plain ``jax.jit`` raises JAX's ``JaxRuntimeError`` instead).
+
+    Example:
+      >>> import jax, numpy as np
+      >>> import jaxlab
+      >>> from jaxlab.core import checked, smc
+      >>> f = checked.jit(lambda w: smc.systematic(jax.random.key(0), w, 2))
+      >>> with jaxlab.core.checks(True):
+      ...     try:
+      ...         f(np.array([0.5, np.nan], np.float32))
+      ...     except ValueError as e:
+      ...         print(type(e).__name__, "`weights`" in str(e))
+      CheckError True
+    """
+    return boundary(jax.jit(fn, **jit_kwargs))
 
 
 def _as_jax(leaf):

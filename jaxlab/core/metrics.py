@@ -102,6 +102,7 @@ def _check_auroc_inputs(scores, labels) -> None:
                          f"{lab.size - n_pos} negatives (AUROC is undefined).")
 
 
+@checked.boundary
 def auroc(scores: ArrayLike, labels: ArrayLike) -> Array:
     """Area under the ROC curve, positives = ``labels == True`` (Mann-Whitney U / (n+ n-)).
 
@@ -183,8 +184,8 @@ def loglog_slope(x: ArrayLike, y: ArrayLike) -> float:
     """Least-squares slope of log(y) against log(x) (the exponent of a power law).
 
     Args:
-      x: [n] positive abscissae.
-      y: [n] positive ordinates.
+      x: [n] positive, finite abscissae.
+      y: [n] positive, finite ordinates.
 
     Returns:
       The fitted exponent b in y ~ a x^b.
@@ -193,6 +194,8 @@ def loglog_slope(x: ArrayLike, y: ArrayLike) -> float:
     y = np.asarray(y, np.float64)
     validation.check_ndim("x", x, 1)
     validation.check_shape("y", y, x.shape)
+    validation.check_finite("x", x)
+    validation.check_finite("y", y)
     validation.check_in_range("x", x, 0.0, low_inclusive=False)
     validation.check_in_range("y", y, 0.0, low_inclusive=False)
     validation.check_min_count("len(x)", x.shape[0], 2, "a slope needs two points; `x`")

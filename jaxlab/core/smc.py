@@ -177,21 +177,25 @@ def _resample(name: str, body, key, weights, num_samples):
                        fast=_JITTED[body])
 
 
+@checked.boundary
 def systematic(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
     """Systematic resampling: one uniform, u_i = (i + U) / M."""
     return _resample("systematic", _systematic, key, weights, num_samples)
 
 
+@checked.boundary
 def stratified(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
     """Stratified resampling: u_i = (i + U_i) / M with independent U_i."""
     return _resample("stratified", _stratified, key, weights, num_samples)
 
 
+@checked.boundary
 def multinomial(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
     """Multinomial resampling: i.i.d. draws from Categorical(weights)."""
     return _resample("multinomial", _multinomial, key, weights, num_samples)
 
 
+@checked.boundary
 def residual(key: PRNGKey, weights: ArrayLike, num_samples: int) -> Array:
     """Residual resampling: floor(M w_i) deterministic copies, the rest multinomial.
 
@@ -217,6 +221,7 @@ def get_resampler(name: str):
     return RESAMPLERS[name]
 
 
+@checked.boundary
 def normalize_log_weights(log_weights: ArrayLike) -> tuple[Array, Array]:
     """Normalised weights and log of the mean unnormalised weight.
 
@@ -232,6 +237,7 @@ def normalize_log_weights(log_weights: ArrayLike) -> tuple[Array, Array]:
     return jax.nn.softmax(log_weights), lse - jnp.log(log_weights.shape[0])
 
 
+@checked.boundary
 def ess(log_weights: ArrayLike) -> Array:
     """Effective sample size 1 / sum(w_i^2) of normalised weights, from log weights [N]."""
     log_weights = _check_log_weights(log_weights, "jaxlab.core.smc.ess")

@@ -685,6 +685,7 @@ def decoder(denoise_fn: Denoiser, *, gen_length: int, mask_id: int,
     return Algorithm(init, step)
 
 
+@checked.boundary
 def decode(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *,
            mask_id: int, vocab_size: int, policy: str = "confidence", steps: int | None = None,
            block_length: int | None = None, temperature: float = 0.0,
@@ -741,6 +742,7 @@ def decode(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *
     return DecodeResult(state.tokens[:, prompt.shape[1]:], state.path_ll, state.order, nfe)
 
 
+@checked.boundary
 def decode_threshold(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_length: int, *,
                      mask_id: int, vocab_size: int, threshold: float = 0.9,
                      block_length: int | None = None) -> DecodeResult:
@@ -809,6 +811,7 @@ def decode_threshold(key: PRNGKey, denoise_fn: Denoiser, prompt: Array, gen_leng
     return DecodeResult(state.tokens[:, prompt_len:], state.path_ll, state.order, nfe)
 
 
+@checked.boundary
 def path_log_likelihood(denoise_fn: Denoiser, prompt: Array, answer: Array, order: Array,
                         *, mask_id: int) -> Array:
     """Exact Path LL of a fixed unmasking order, sum_t log p(x_{Q_t} | x_{O_t}).

@@ -645,6 +645,7 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
     return Algorithm(init_fn, step_fn)
 
 
+@checked.boundary
 def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
                   gen_length: int, *, mask_id: int, vocab_size: int, num_particles: int,
                   steps: int | None = None, value_fn: ValueFn | None = None,

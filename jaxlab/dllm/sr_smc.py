@@ -266,6 +266,7 @@ def best_particle(state: State) -> DecodeResult:
     return path_smc.best_particle(state, 0)
 
 
+@checked.boundary
 def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
                   gen_length: int, *, mask_id: int, num_particles: int, block_length: int,
                   vocab_size: int | None = None, steps: int | None = None,

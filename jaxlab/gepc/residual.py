@@ -124,6 +124,7 @@ def _check_outputs(*arrays) -> None:
 OFFICIAL_FEATURES = ("gepc_s", "gepc_s_cos", "gepc_s_pair")
 
 
+@checked.boundary
 def consistency_features(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, *,
                          group=groups.DEFAULT_GROUP, rho: float = 0.3,
                          with_maps: bool = False, noise: Array | None = None):
@@ -150,6 +151,7 @@ def consistency_features(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, 
     return (r, f, maps) if with_maps else (r, f)
 
 
+@checked.boundary
 def gepc_residuals(key: PRNGKey | None, score_fn: ScoreFn, x0: Array, ts, *,
                    group=groups.DEFAULT_GROUP, rho: float = 0.3, with_maps: bool = False,
                    noise: Array | None = None):

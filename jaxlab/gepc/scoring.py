@@ -23,8 +23,12 @@ Checks (eager; value checks skip traced arrays): ``fit_official``: ``features``
 [N >= 2, T, F'] finite, ``num_t`` in [1, T], ``agg_feat`` in {"sum", "mean"};
 ``official_bandwidth``: ``x`` [N >= 2, K]; ``fit``: ``features`` [N >= 2, T, G], finite
 and >= 0, ``num_t`` in [1, T]; ``score``: ``features`` [M, T, K] finite, with T covering
-the selected times and K matching the fit; ``kde_log_density``: ``bandwidth`` > 0,
-``x`` columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
+the selected times and K matching the fit. Spreads (std, CV) are computed on columns
+scaled by a power of two (exact), so features up to float32's max fit and score like their
+rescaled copies (a std's squares would overflow past ~1e19); a point more than 1e18
+bandwidths from every training value gets a huge finite score (the KDE's z is capped);
+``kde_log_density``: ``bandwidth`` > 0 and finite, ``train`` and ``x`` finite, ``x``
+columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
 ``fit_gmm``: ``x`` [N, D] finite, ``num_components`` in [1, N], ``iters`` >= 1;
 ``gmm_nll``: ``x`` [M, D] with the fitted D; ``fit_gmm_search``: ``x`` [N, D] finite,
 ``components`` integers in [1, N (k - 1) / k], ``covariance_types`` of sklearn's,
@@ -63,8 +67,9 @@ def silverman_bandwidth(x: Array) -> Array:
     """0.9 min(std, IQR / 1.34) n^(-1/5) per column of x [N, K]."""
     validation.check_ndim("x", x, 2)
     validation.check_min_count("x.shape[0]", x.shape[0], 2, "`x` needs two rows for a spread")
+    validation.check_finite("x", x)
     n = x.shape[0]
-    std = jnp.std(x, 0, ddof=1)
+    std = _std(x, 0, ddof=1)
     q75, q25 = jnp.percentile(x, 75, 0), jnp.percentile(x, 25, 0)
     spread = jnp.minimum(std, (q75 - q25) / 1.34)
     spread = jnp.where(spread > 0, spread, jnp.maximum(std, 1e-6))
@@ -77,7 +82,12 @@ def kde_log_density(train: Array, bandwidth: Array, x: Array) -> Array:
     validation.check_shape("x", x, (None, train.shape[1]))
     validation.check_shape("bandwidth", bandwidth, (train.shape[1],))
     validation.check_in_range("bandwidth", bandwidth, float(jnp.finfo(jnp.float32).tiny))
-    z = (x[:, None, :] - train[None, :, :]) / bandwidth
+    validation.check_finite("bandwidth", bandwidth)
+    validation.check_finite("train", train)
+    validation.check_finite("x", x)
+    # |z| capped at 1e18 (z^2 <= 1e36 < float32's max): a point that far from every
+    # training value gets a huge finite log density, not -inf.
+    z = jnp.clip((x[:, None, :] - train[None, :, :]) / bandwidth, -1e18, 1e18)
     n = train.shape[0]
     return (jax.nn.logsumexp(-0.5 * z**2, axis=1) - jnp.log(n * bandwidth)
             - 0.5 * jnp.log(2 * jnp.pi))
@@ -90,6 +100,25 @@ def _pow2_scaled(x, axis=None):
     top = jnp.max(jnp.abs(x), axis, keepdims=True)
     _, exponent = jnp.frexp(jnp.where(top > 0, top, 1.0))
     return jnp.ldexp(x, -exponent)
+
+
+def _homogeneous(stat, x, axis=0):
+    """``stat(x, axis)`` for a statistic of degree 1 in ``x`` (mean, std), computed on
+    columns scaled by a power of two and scaled back: the same value (the scaling is
+    exact), with no overflow of sums or squares near float32's max."""
+    top = jnp.max(jnp.abs(x), axis, keepdims=True)
+    _, exponent = jnp.frexp(jnp.where(top > 0, top, 1.0))
+    return jnp.squeeze(jnp.ldexp(stat(jnp.ldexp(x, -exponent), axis), exponent), axis)
+
+
+def _std(x, axis=0, ddof=0):
+    """``jnp.std`` with no overflow near float32's max (``_homogeneous``)."""
+    return _homogeneous(lambda v, a: jnp.std(v, a, ddof=ddof, keepdims=True), x, axis)
+
+
+def _mean(x, axis=0):
+    """``jnp.mean`` with no overflow near float32's max (``_homogeneous``)."""
+    return _homogeneous(lambda v, a: jnp.mean(v, a, keepdims=True), x, axis)
 
 
 def _cv(x, axis=0):
@@ -141,7 +170,8 @@ def official_bandwidth(x: Array) -> Array:
     sigma = min(std, IQR / 1.34) (std alone when IQR = 0), 0.1 when that is <= 1e-6."""
     validation.check_ndim("x", x, 2)
     validation.check_min_count("x.shape[0]", x.shape[0], 2, "`x` needs two rows for a spread")
-    std = jnp.maximum(jnp.std(x, 0, ddof=1), 1e-8)
+    validation.check_finite("x", x)
+    std = jnp.maximum(_std(x, 0, ddof=1), 1e-8)
     iqr = jnp.percentile(x, 75, 0) - jnp.percentile(x, 25, 0)
     sigma = jnp.where(iqr > 0, jnp.minimum(std, iqr / 1.34), std)
     bw = 0.9 * sigma * x.shape[0] ** (-0.2)
@@ -171,7 +201,7 @@ def fit_official(features: Array, num_t: int = 2, agg_feat: str = "sum") -> KDES
     if not 1 <= num_t <= n_t:
         raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
     base = f[:, :, 0]
-    cv = jnp.std(base, 0, ddof=1) / (jnp.abs(base.mean(0)) + 1e-6)
+    cv = _std(base, 0, ddof=1) / (jnp.abs(_mean(base, 0)) + 1e-6)
     t_index = jnp.argsort(cv)[:num_t]
     w_t = 1.0 / (cv[t_index] + 1e-6)
     w_t = w_t / w_t.sum()
@@ -246,6 +276,7 @@ def gmm_component_logpdf(x, g: DiagGMM):
       ValueError: ``x`` is not [N, D] with the model's D.
     """
     validation.check_shape("x", x, (None, g.means.shape[1]))
+    validation.check_finite("x", x)
     x = np.asarray(x, np.float64)
     ll = -0.5 * (((x[:, None, :] - g.means[None]) ** 2) / g.variances[None]
                  + np.log(2 * np.pi * g.variances[None])).sum(-1)
@@ -259,6 +290,7 @@ def gmm_nll(g: DiagGMM, x) -> np.ndarray:
     ``gmm_search_nll``.
     """
     validation.check_shape("x", x, (None, g.means.shape[1]))
+    validation.check_finite("x", x)
     lp = gmm_component_logpdf(x, g)
     m = lp.max(1)
     return -(m + np.log(np.exp(lp - m[:, None]).sum(1)))

@@ -70,6 +70,7 @@ class TabularMDP(NamedTuple):
         return self.transitions.shape[1]
 
 
+@checked.boundary
 def make_mdp(transitions, rewards, gamma) -> TabularMDP:
     """Validates and builds a TabularMDP.
 

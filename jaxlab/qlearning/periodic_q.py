@@ -327,6 +327,7 @@ def _scan_uniforms(state, mdp, schedule, uniforms, sampling, step_size, unroll):
                        static_schedule=None if arrays else schedule)
 
 
+@checked.boundary
 def run_steps(state: PeriodicQState, mdp: TabularMDP, schedule, num_steps: int,
               sampling: str = "generative", step_size: StepSize | None = None,
               unroll: int = 1) -> PeriodicQState:
@@ -403,6 +404,9 @@ def samples_to_accuracy(trace_samples: Array, errors: Array, eps: float) -> Arra
     """
     validation.check_in_range("eps", eps, 0.0, low_inclusive=False)
     validation.check_shape("trace_samples", trace_samples, (np.shape(errors)[-1],))
+    validation.check_finite("trace_samples", trace_samples)
+    validation.check_in_range("trace_samples", trace_samples, 0.0)
+    validation.check_in_range("errors", errors, 0.0)
     if not isinstance(errors, jax.core.Tracer) and np.any(np.isnan(np.asarray(errors))):
         raise ValueError(f"`errors` must not contain NaN (a NaN error would count as below "
                          f"eps), got {int(np.isnan(np.asarray(errors)).sum())} NaN entries.")

@@ -121,6 +121,7 @@ def _masks(rewards, termination, truncation):
     return d, tr
 
 
+@checked.boundary
 def td_lambda_targets(rewards: Array, values: Array, gamma: float, lam: float,
                       termination: Array | None = None,
                       truncation: Array | None = None) -> Array:

@@ -99,6 +99,7 @@ def gaussian_log_prob(a: Array, mean: Array, log_std: Array) -> Array:
     return jnp.sum(-0.5 * z ** 2 - log_std - 0.5 * _LOG_2PI, axis=-1)
 
 
+@checked.boundary
 def gae(rewards: Array, values: Array, gamma: float, lam: float,
         termination: Array | None = None, truncation: Array | None = None) -> Array:
     """Generalised advantage estimates (brax ``compute_gae``'s ``vs - values``).

@@ -20,7 +20,7 @@ from jaxlab.bco import losses, msmwc
 from jaxlab.core import checked, smc
 from jaxlab.dllm import decoding, path_smc
 from jaxlab.gepc import baselines, residual, scoring
-from tests.bad_inputs.harness import Case
+from tests.bad_inputs.harness import Case, checks_on
 
 KEY = jax.random.key(0)
 MASK, V = 3, 4
@@ -114,14 +114,14 @@ def from_adj(adj1=PATH4, adj2=PATH4, feat1=FEAT, feat2=FEAT, truth=TRUTH):
 # --- traced calls in checked mode -----------------------------------------------------------
 def in_checked_mode(fn, *args):
     """``checked.checkify(fn)(*args)`` with checked mode on."""
-    with checked.checks(True):
+    with checks_on():
         return checked.checkify(fn)(*args)
 
 
 def plain_jit_checked(fn, *args):
     """``jax.jit(fn)(*args)`` with checked mode on, no outer checkify: inside
     ``raise_check_errors`` the host callback's failure arrives as ``CheckError``."""
-    with checked.checks(True), checked.raise_check_errors():
+    with checks_on(), checked.raise_check_errors():
         return jax.block_until_ready(jax.jit(fn)(*args))
 
 

@@ -18,7 +18,7 @@ from jaxlab.dllm import decoding, path_smc, sr_smc
 from jaxlab.gepc import residual
 from jaxlab.rfo import critic, ppo
 from tests.bad_inputs.cases_edges import in_checked_mode
-from tests.bad_inputs.harness import Case
+from tests.bad_inputs.harness import Case, checks_on
 
 KEY = jax.random.key(0)
 W3 = np.array([0.2, 0.3, 0.5], np.float32)
@@ -30,7 +30,7 @@ CHECK_ERROR = (checked.CheckError,)
 def plain_jit(fn, *args):
     """``jax.jit(fn)(*args)`` in checked mode, with no outer checkify: the failure surfaces
     from a host callback and ``raise_check_errors`` hands it out as ``CheckError``."""
-    with checked.checks(True), checked.raise_check_errors():
+    with checks_on(), checked.raise_check_errors():
         return jax.block_until_ready(jax.jit(fn)(*args))
 
 

@@ -8,6 +8,7 @@ is a defect, tallied as:
   unclear         raised, but not an input error or without naming the argument
   silent_nonfinite returned NaN/inf with no error
   silent_finite   returned a finite (so wrong-looking-right) value with no error
+  hang            still running after ``TIMEOUT_S`` seconds
 
 Per-method cases live in ``cases_<method>.py`` as a ``CASES`` list; ``test_bad_inputs``
 runs each as a test and ``python -m tests.bad_inputs.tally`` prints the tally.
@@ -15,6 +16,7 @@ runs each as a test and ``python -m tests.bad_inputs.tally`` prints the tally.
 
 import importlib
 import pkgutil
+import threading
 import warnings
 from collections.abc import Callable
 from typing import Any, NamedTuple
@@ -34,7 +36,19 @@ class Case(NamedTuple):
     group: str = ""  # the ``cases_<group>.py`` file it comes from (set by ``all_cases``)
 
 
-OUTCOMES = ("clear", "unclear", "silent_nonfinite", "silent_finite")
+OUTCOMES = ("clear", "unclear", "silent_nonfinite", "silent_finite", "hang")
+TIMEOUT_S = 300.0  # a call still running after this long is tallied as a hang
+
+# Whether the traced cases run in checked mode (``checks_on``); the tally's ``--unchecked``
+# run switches it off to show what the same calls do without it.
+CHECKED = {"on": True}
+
+
+def checks_on():
+    """``jaxlab.core.checks(True)`` (the traced cases' mode; off in an unchecked tally)."""
+    from jaxlab.core import checked
+
+    return checked.checks(CHECKED["on"])
 
 
 def _all_finite(out) -> bool:
@@ -48,14 +62,33 @@ def _all_finite(out) -> bool:
     return True
 
 
+def _run(call):
+    """(output, exception) of ``call()``, or None when it runs past ``TIMEOUT_S``."""
+    result = []
+
+    def target():
+        try:
+            out = call()
+            jax.block_until_ready(out)
+            result.append((out, None))
+        except Exception as e:  # noqa: BLE001 - every error type is classified
+            result.append((None, e))
+
+    worker = threading.Thread(target=target, daemon=True)
+    worker.start()
+    worker.join(TIMEOUT_S)
+    return result[0] if result else None
+
+
 def classify(case: Case) -> tuple[str, str]:
     """Runs ``case`` and returns (outcome, detail)."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        try:
-            out = case.call()
-            jax.block_until_ready(out)
-        except Exception as e:  # noqa: BLE001 - every error type is classified
+        ran = _run(case.call)
+        if ran is None:
+            return "hang", f"still running after {TIMEOUT_S:g} s"
+        out, e = ran
+        if e is not None:
             msg = f"{type(e).__name__}: {e}"
             clear = case.arg in str(e) and isinstance(e, case.errors)
             return ("clear" if clear else "unclear"), msg[:300]

@@ -24,6 +24,8 @@ README_ITEMS = {
     "AUROC": ("jaxlab.core.metrics.auroc",),
     "TD(lambda) targets": ("jaxlab.rfo.critic.td_lambda_targets", "jaxlab.rfo.ppo.gae"),
     "entropic OT": ("jaxlab.avatar.solvers.",),
+    "the alignment metrics": ("jaxlab.avatar.alignment.alignment_metrics",
+                              "jaxlab.avatar.alignment.pair_metrics"),
     "GEPC residuals": ("jaxlab.gepc.residual.",),
     "attention": ("jaxlab.attention.attention",),
 }

@@ -89,3 +89,19 @@ def test_fit_weights_are_scale_free_up_to_float32s_max():
     cv = sel.std(0) / np.abs(sel.mean(0))
     ref = (1.0 / cv) / (1.0 / cv).sum()
     np.testing.assert_allclose(np.asarray(small.weights), ref, rtol=1e-4)
+
+
+@pytest.mark.parametrize("fit", [scoring.fit, scoring.fit_official], ids=["fit", "official"])
+def test_scores_of_rescaled_features_shift_by_the_log_scale(fit):
+    """Features scaled by s = 2^100 (~1e30; a power of two, so exact) score as the unscaled
+    ones plus log(s) times the weights' sum (each KDE's log density shifts by -log s),
+    not as NaN, inf or one value for every point."""
+    rng = np.random.default_rng(1)
+    f = rng.uniform(1.0, 3.0, size=(40, 3, 2)).astype(np.float32)
+    s = np.float32(2.0 ** 100)
+    small, huge = fit(f, num_t=2), fit(f * s, num_t=2)
+    expected = np.asarray(scoring.score(small, f[:8]), np.float64) + (
+        np.log(2.0) * 100 * float(np.sum(small.weights)))
+    got = np.asarray(scoring.score(huge, f[:8] * s), np.float64)
+    np.testing.assert_allclose(got, expected, rtol=1e-5)
+    assert np.ptp(got) > 1e-3
