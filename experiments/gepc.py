@@ -46,7 +46,7 @@ only at the times its blocks' fitted GEPC scorers keep (``times_needed``; the sa
 numbers as the all-times evaluation). Each image's noise comes from its own key
 (``set_keys``: a block's ID-test image ``j`` is test item ``2 j`` and an OOD image item
 ``2 j + 1`` of ``jaxlab.core.protocol.item_keys``), as ``jaxlab.gepc.compare`` draws it.
-The summary fits the scorers on the fit sets (``jaxlab.gepc.comparison.fit_scorers``) and
+The summary fits the scorers on the fit sets (``jaxlab.gepc.features.fit_scorers``) and
 reports AUROCs with bootstrap CIs (``metrics.bootstrap_ci``; pixel AUROCs
 ``metrics.bootstrap_auroc``) and, per (block, OOD set), the protocol's paired comparison
 (``summary["comparison"]``: ``comparison.analyse_scores`` on the balanced paired items,
@@ -68,11 +68,13 @@ import numpy as np
 from absl import logging
 
 from jaxlab.core import loops, metrics, protocol, validation
-from jaxlab.gepc import baselines, comparison, data, ood, residual, scoring
+from jaxlab.gepc import baselines, comparison, data, ood, residual
+from jaxlab.gepc import features as gepc_features
 from jaxlab.gepc.model import UNet
 from jaxlab.gepc.train import make_eps_fn, train_score_model
 
 from . import common
+from .configs import gepc as gepc_configs
 from .lib import artifacts, plots, provenance, results, study
 
 METHODS = ("GEPC (official)", "GEPC per-element (ours)", "score norm", "MSMA", "DiffPath-6D")
@@ -322,8 +324,8 @@ def _shipped(config, field="pretrained_dir") -> str:
 
 
 def _validate(config) -> None:
-    """The library's config checks, then the model folders must exist (before any unit)."""
-    scoring.validate_config(config)
+    """The config's checks, then the model folders must exist (before any unit)."""
+    gepc_configs.validate_config(config)
     for field in ("pretrained_dir", "clutter_pretrained_dir"):
         artifacts.pretrained_root(config, field)
 
@@ -384,7 +386,7 @@ def train(config: ml_collections.ConfigDict, workdir: str, id_train=None,
     Returns:
       (model, params, per-chunk mean losses).
     """
-    scoring.validate_config(config)
+    gepc_configs.validate_config(config)
     which = config.get("train_target", "id") if which is None else which
     images, steps, _, folder, trained_on = _model_setup(config, which)
     if id_train is None:
@@ -449,9 +451,9 @@ def load_or_train(config, workdir, id_train=None, which: str = "id"):
 # --- features -------------------------------------------------------------------------
 
 
-def comparison_settings(config) -> comparison.Settings:
-    """The ``jaxlab.gepc.comparison.Settings`` of a GEPC config (what ``compare`` runs)."""
-    return comparison.Settings(
+def comparison_settings(config) -> gepc_features.Settings:
+    """The ``jaxlab.gepc.Settings`` of a GEPC config (what ``compare`` runs)."""
+    return gepc_features.Settings(
         sqrt_abars=tuple(config.sqrt_abars), group=tuple(config.group), rho=config.rho,
         features=tuple(config.features), agg_feat=config.agg_feat,
         msma_levels=config.msma_levels, msma_sigma_min=config.msma_sigma_min,
@@ -464,24 +466,25 @@ def comparison_settings(config) -> comparison.Settings:
 def features(config, eps_fn, score_fn, x, keys, with_maps: bool = False,
              t_index=None) -> dict:
     """Per-image features of every method on images ``x`` with one noise key per image
-    (``keys`` [N]): ``jaxlab.gepc.comparison.image_features`` under the config's settings
+    (``keys`` [N]): ``jaxlab.gepc.features.image_features`` under the config's settings
     ({"residuals": [N, T', G], "official": [N, T', 3], "t_index": [T'], "score_norm": [N],
     "msma": [N, msma_levels], "diffpath": [N, 6]} and, ``with_maps``, "gepc_map" /
     "denoise_map" [N, T', H, W]), in padded batches of ``config.eval_batch`` split over
     ``config.mesh_shape``. ``t_index`` (default: every candidate time) picks the times GEPC
     and the maps are evaluated at, with the numbers of the all-times evaluation."""
-    return comparison.image_features(eps_fn, x, keys, comparison_settings(config),
-                                     score_fn=score_fn, t_index=t_index, with_maps=with_maps)
+    return gepc_features.image_features(keys, eps_fn, x, comparison_settings(config),
+                                        score_fn=score_fn, t_index=t_index,
+                                        with_maps=with_maps)
 
 
 def set_keys(config, unit: str, n: int) -> jax.Array:
     """[n] noise keys of the images of feature unit ``unit``: a fit set's are
-    ``comparison.fit_keys(config.seed, n)``; a block's ID-test image ``j`` is test item
+    ``features.fit_keys(config.seed, n)``; a block's ID-test image ``j`` is test item
     ``2 j`` and an OOD image ``j`` item ``2 j + 1`` of ``protocol.item_keys(key(seed))``, as
     ``jaxlab.gepc.compare`` keys them (its test items with no tuning items)."""
     st = settings(config).values()
     if unit in {s["fit"] for s in st}:
-        return comparison.fit_keys(config.seed, n)
+        return gepc_features.fit_keys(config.seed, n)
     odd = 0 if unit in {s["test"] for s in st} else 1
     return protocol.item_keys(jax.random.key(config.seed), "test", 2 * np.arange(n) + odd)
 
@@ -587,15 +590,15 @@ def _summarize(config, out) -> dict:
 
 
 def _fit_gepc(config, cal):
-    """The two GEPC scorers fitted on one fit set's features (``comparison.fit_scorers``)."""
-    return comparison.fit_scorers(cal, comparison_settings(config), config.num_t,
+    """The two GEPC scorers fitted on one fit set's features (``features.fit_scorers``)."""
+    return gepc_features.fit_scorers(cal, comparison_settings(config), config.num_t,
                                   ("official", "per_element"))
 
 
 def _fit_all(config, cal):
-    """Every method's scorer fitted on one fit set's features (``comparison.fit_scorers``,
+    """Every method's scorer fitted on one fit set's features (``features.fit_scorers``,
     as ``jaxlab.gepc.compare`` fits them)."""
-    return comparison.fit_scorers(cal, comparison_settings(config), config.num_t)
+    return gepc_features.fit_scorers(cal, comparison_settings(config), config.num_t)
 
 
 def _position(f, t, what) -> int:
@@ -638,8 +641,8 @@ def comparison_section(config, id_scores, ood_scores) -> dict:
     the methods' scores (study labels -> [N] scores) on the balanced paired items (ID-test
     image ``j`` = item ``2 j``, OOD image ``j`` = item ``2 j + 1``), with the bootstrap key
     ``jaxlab.gepc.compare`` uses; ``to_dict()`` without the seconds (the summary is
-    byte-stable). The same dict as ``jaxlab.gepc.compare`` with ``tuning=0``,
-    ``num_t_grid=(config.num_t,)`` and ``seeds`` = twice the shorter set."""
+    byte-stable). The same dict as ``jaxlab.gepc.compare`` with ``tuning=0``, the GEPC
+    scorers' grid ``({"num_t": config.num_t},)`` and ``seeds`` = twice the shorter set."""
     params = {n: {"num_t": int(config.num_t)} if m in ("official", "per_element") else {}
               for n, m in comparison.CONTENDERS.items()}
     out = comparison.analyse_scores(

@@ -29,8 +29,9 @@ Paired comparison (``comparison``): per source, ``jaxlab.attention.compare`` (th
 of every method) with items = the (sequence, layer, head) slices, sequence-major
 (``stack_layers``): the first half of the sequences tunes SALE's tau over ``--taus``, the
 other half is tested; SALE against the static sink / local / diagonal pattern and dense
-attention, for each metric of ``jaxlab.attention.comparison.METRICS`` (density with slices
-above ``--tolerance`` relative error counted as dense), with paired bootstrap CIs.
+attention, tuned on each metric of ``jaxlab.attention.comparison.METRICS`` in turn (density
+with slices above ``--tolerance`` relative error counted as dense), with paired bootstrap
+CIs.
 
 Output: one JSON file (config, versions, git commit, rows, comparison).
 """
@@ -44,6 +45,7 @@ from absl import app, flags
 
 from jaxlab import attention
 from jaxlab.attention import comparison as attention_comparison
+from jaxlab.core import protocol
 from jaxlab.dllm import model as model_lib
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
@@ -167,17 +169,21 @@ def comparison_for(layers, sizes, causal, taus, seed, tolerance=0.05,
                    progress=False) -> dict:
     """metric -> ``jaxlab.attention.compare(...).to_dict()`` on one source's slices: the
     first half of the sequences (at least one slice) tunes tau over ``taus``, the rest are
-    the paired test slices; ``progress`` as ``compare``'s."""
+    the paired test slices, tuned on that metric (each metric's goals:
+    ``comparison.default_goals``); ``progress`` as ``compare``'s."""
     q, k, v = stack_layers(layers)
     problem = attention.AttentionProblem(q, k, v, causal=causal, sizes=sizes)
     b, h = q.shape[0], q.shape[1]
     tuning = (b // 2) * h if b > 1 else h // 2
+    contenders = {"sale": protocol.Builtin("sale", grid=tuple({"tau": float(t)} for t in taus)),
+                  "static": "static", "dense": "dense"}
     out = {}
     for metric in attention_comparison.METRICS:
-        c = attention.compare(jax.random.key(seed), problem, tuning=tuning,
-                              seeds=b * h - tuning, metric=metric, tolerance=tolerance,
-                              tau_grid=tuple(taus), progress=progress)
-        out[metric] = c.to_dict()
+        c = attention.compare(jax.random.key(seed), problem, contenders=contenders,
+                              tuning=tuning, seeds=b * h - tuning, metrics=(metric.name,),
+                              goals=attention_comparison.default_goals(metric.name),
+                              settings={"tolerance": tolerance}, progress=progress)
+        out[metric.name] = c.to_dict()
     return out
 
 

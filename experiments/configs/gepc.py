@@ -1,6 +1,11 @@
-"""Configs for experiments/gepc.py and gepc_train.py: get_config("smoke" | "quick" | "full")."""
+"""Configs for experiments/gepc.py and gepc_train.py: get_config("smoke" | "quick" | "full");
+``validate_config`` checks one (the binaries call it first)."""
 
 import ml_collections
+import numpy as np
+
+from jaxlab.core import validation
+from jaxlab.gepc import groups, residual, scoring
 
 
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
@@ -84,3 +89,82 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
     else:
         raise ValueError(f"config arg must be smoke, quick or full, got {arg!r}.")
     return c
+
+
+def validate_config(config) -> None:
+    """Checks a GEPC experiment config (``get_config``'s); raises ValueError naming
+    ``config.<field>``. ``bootstrap`` >= 2 because a bootstrap CI of the AUROC is computed."""
+    validation.check_fields(config, {
+        "image_size": validation.POSITIVE_INT, "train_per_class": validation.POSITIVE_INT,
+        "test_per_class": validation.POSITIVE_INT, "num_ood": validation.POSITIVE_INT,
+        "train_steps": validation.POSITIVE_INT,
+        "train_chunks": validation.POSITIVE_INT, "batch_size": validation.POSITIVE_INT,
+        "learning_rate": validation.POSITIVE, "num_t": validation.POSITIVE_INT,
+        "rho": (0.0, 1.0, False, True), "msma_levels": validation.POSITIVE_INT,
+        "msma_sigma_min": validation.POSITIVE, "msma_sigma_max": validation.POSITIVE,
+        "diffpath_steps": validation.POSITIVE_INT, "gmm_folds": validation.POSITIVE_INT,
+        "elsewhere_fit_per_class": validation.POSITIVE_INT,
+        "eval_batch": validation.POSITIVE_INT, "sqrt_abars": (0.0, 1.0, False, True),
+        "clutter_cal": validation.POSITIVE_INT, "target_size": validation.POSITIVE_INT,
+        "target_strength": (0.0, 1.0, False, True),
+        "clutter_train": validation.POSITIVE_INT,
+        "clutter_train_steps": validation.POSITIVE_INT})
+    if len(config.features) < 1:
+        raise ValueError("`config.features` must name at least one official feature.")
+    for name in config.features:
+        validation.check_one_of("config.features", name, residual.OFFICIAL_FEATURES)
+    validation.check_one_of("config.agg_feat", config.agg_feat, ("sum", "mean"))
+    validation.check_min_count("config.clutter_cal", config.clutter_cal, 2,
+                               "the KDE bandwidth needs two calibration rows")
+    if config.target_size > config.image_size:
+        raise ValueError(f"`config.target_size`={config.target_size} must not exceed "
+                         f"`config.image_size`={config.image_size}.")
+    validation.check_one_of("config.id_dataset", config.id_dataset, ("mnist", "digits"))
+    validation.check_min_count("config.bootstrap", config.bootstrap, 2,
+                               "a bootstrap confidence interval of the AUROC is computed")
+    validation.check_min_count("config.cal_per_class", config.cal_per_class, 1,
+                               "the OOD scorers are fitted on the calibration split")
+    downsample = 2 ** (len(config.channels) - 1)
+    if config.image_size % downsample:
+        raise ValueError(f"`config.image_size` must be divisible by {downsample} (the UNet "
+                         f"halves it {len(config.channels) - 1} times), got "
+                         f"{config.image_size}.")
+    if len(config.sqrt_abars) < 1 or config.num_t > len(config.sqrt_abars):
+        raise ValueError(f"`config.num_t` must be in [1, len(config.sqrt_abars) = "
+                         f"{len(config.sqrt_abars)}], got {config.num_t}.")
+    if config.msma_sigma_min > config.msma_sigma_max:
+        raise ValueError(f"`config.msma_sigma_min`={config.msma_sigma_min} must not exceed "
+                         f"`config.msma_sigma_max`={config.msma_sigma_max}.")
+    if len(config.gmm_components) < 1 or len(config.gmm_covariances) < 1:
+        raise ValueError("`config.gmm_components` and `config.gmm_covariances` must each "
+                         "name at least one candidate.")
+    validation.check_int_range("config.gmm_components",
+                               np.asarray(config.gmm_components, np.int64), 1, 2**31)
+    for name in config.gmm_covariances:
+        validation.check_one_of("config.gmm_covariances", name, scoring.GMM_COVARIANCES)
+    # every GMM candidate must fit in a training fold of the smallest fit set
+    smallest = min(config.cal_per_class * len(config.id_classes), config.clutter_cal,
+                   config.elsewhere_fit_per_class * len(config.id_classes)
+                   if config.digits_elsewhere else config.clutter_cal)
+    limit = smallest * (config.gmm_folds - 1) // config.gmm_folds
+    if config.gmm_folds < 2 or max(config.gmm_components) > limit:
+        raise ValueError(f"`config.gmm_components` must not exceed {limit} (the rows of a "
+                         f"training fold of the smallest fit set, {smallest} rows, "
+                         f"`config.gmm_folds`={config.gmm_folds} >= 2), got "
+                         f"{list(config.gmm_components)}.")
+    validation.check_int_range("config.id_classes", np.asarray(config.id_classes, np.int64),
+                               0, 10)
+    if len(config.id_classes) < 1 or len(config.id_classes) >= 10:
+        raise ValueError(f"`config.id_classes` must hold 1 to 9 digit classes (the rest are "
+                         f"the held-out OOD set), got {list(config.id_classes)}.")
+    if len(config.group) < 1:
+        raise ValueError("`config.group` must name at least one group element.")
+    for name in config.group:
+        validation.check_one_of("config.group", name, groups.ELEMENTS)
+    validation.check_one_of("config.train_target", config.train_target, ("id", "clutter"))
+    if config.clutter_train_steps % config.train_chunks:
+        raise ValueError(f"`config.clutter_train_steps`={config.clutter_train_steps} must be "
+                         f"divisible by `config.train_chunks`={config.train_chunks}.")
+    if config.train_steps % config.train_chunks:
+        raise ValueError(f"`config.train_steps`={config.train_steps} must be divisible by "
+                         f"`config.train_chunks`={config.train_chunks}.")

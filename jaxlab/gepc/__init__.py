@@ -18,9 +18,10 @@ elements), ``scoring`` (t selection, KDEs, GMMs; ``fit_official`` and ``fit``),
 ``baselines.score`` fit and score every method on your features), ``groups``,
 ``schedule``, ``model`` (the UNet eps-model, flax linen: see its docstring), ``train``
 (DDPM training, ``ScoreTrainState``), ``data`` (offline images, the stratified split),
-``ood`` (this API, and ``auroc_with_ci``: AUROC with a bootstrap CI), ``comparison``
-(``compare(key, OODProblem(eps_fn, x_fit, x_id, x_ood), contenders=..., tuning=...,
-seeds=..., goals=...)``: the study's protocol, paired AUROC CIs, on your problem).
+``ood`` (this API, and ``auroc_with_ci``: AUROC with a bootstrap CI), ``features``
+(every study method's per-image features and fitted scorers), ``comparison``
+(``compare(key, OODProblem(eps_fn, x_fit, x_id, x_ood), seeds=...)``: the study's
+protocol, paired AUROC CIs, on your problem).
 
 What follows what: the residual, the per-t features (``gepc_s``, ``gepc_s_cos``,
 ``gepc_s_pair``), the group, rho, the candidate times and the official scorer follow the
@@ -33,6 +34,7 @@ from jaxlab.gepc import (
     baselines,
     comparison,
     data,
+    features,
     groups,
     model,
     ood,
@@ -42,7 +44,8 @@ from jaxlab.gepc import (
     train,
 )
 from jaxlab.gepc.baselines import Fitted
-from jaxlab.gepc.comparison import OODProblem, Settings, compare, default_contenders
+from jaxlab.gepc.comparison import OODProblem, compare
+from jaxlab.gepc.features import Settings
 from jaxlab.gepc.ood import (
     SCORERS,
     SQRT_ABARS,
@@ -66,6 +69,6 @@ from jaxlab.gepc.train import ScoreTrainState
 __all__ = ["OFFICIAL_FEATURES", "SCORERS", "SQRT_ABARS", "AurocCI", "Fitted", "Info",
            "OODProblem", "ScoreTrainState", "Settings", "State", "auroc_with_ci",
            "baselines", "compare", "comparison", "consistency_features", "data",
-           "default_contenders", "detector", "gepc_residuals",
+           "detector", "features", "gepc_residuals",
            "groups", "init", "model", "ood", "residual", "schedule", "score_from_eps",
            "scoring", "step", "top_rho_pool", "train"]

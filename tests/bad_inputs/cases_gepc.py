@@ -8,7 +8,18 @@ import jax.numpy as jnp
 import numpy as np
 
 from jaxlab import gepc
-from jaxlab.gepc import baselines, comparison, data, groups, residual, schedule, scoring, train
+from jaxlab.core import protocol
+from jaxlab.gepc import (
+    baselines,
+    comparison,
+    data,
+    features,
+    groups,
+    residual,
+    schedule,
+    scoring,
+    train,
+)
 from jaxlab.gepc import model as gepc_model
 from tests.bad_inputs.harness import Case, train_smoke
 
@@ -258,27 +269,29 @@ CASES = [
                                   {"msma": np.ones(3)})), "`ood_scores`"),
     Case("gepc.comparison.auroc_statistic: ID items only", lambda: (
         comparison.auroc_statistic(np.ones(3), np.array([0, 2, 4]))), "`index`"),
-    Case("gepc.comparison.default_contenders: one name as a string", lambda: (
-        comparison.default_contenders("gepc")), "`names`"),
-    Case("gepc.comparison.default_contenders: num_t_grid past the times", lambda: (
-        comparison.default_contenders(("gepc",), num_t_grid=(1, 9))), "`num_t_grid`"),
-    Case("gepc.comparison.fit_keys: n -1", lambda: comparison.fit_keys(0, -1), "`n`"),
-    Case("gepc.comparison.fit_keys: fractional seed", lambda: comparison.fit_keys(0.5, 2),
+    Case("gepc.compare: a num_t grid past the candidate times", lambda: gepc.compare(
+        jax.random.key(0), _problem(), contenders={"gepc": protocol.Builtin(
+            "gepc", ({"num_t": 9},))}, tuning=0, seeds=2, progress=False), "`contenders`"),
+    Case("gepc.compare: a GMM covariance sklearn lacks", lambda: gepc.compare(
+        jax.random.key(0), _problem(), settings={"gmm_covariances": ("banded",)}, tuning=0,
+        seeds=2, progress=False), "`settings.gmm_covariances`"),
+    Case("gepc.features.fit_keys: n -1", lambda: features.fit_keys(0, -1), "`n`"),
+    Case("gepc.features.fit_keys: fractional seed", lambda: features.fit_keys(0.5, 2),
          "`seed`"),
-    Case("gepc.comparison.fit_scorers: unknown method", lambda: comparison.fit_scorers(
+    Case("gepc.features.fit_scorers: unknown method", lambda: features.fit_scorers(
         {"score_norm": np.ones(4)}, methods=("mahalanobis",)), "`methods`"),
-    Case("gepc.comparison.fit_scorers: features of a method missing", lambda: (
-        comparison.fit_scorers({"score_norm": np.ones(4)}, methods=("msma",))),
+    Case("gepc.features.fit_scorers: features of a method missing", lambda: (
+        features.fit_scorers({"score_norm": np.ones(4)}, methods=("msma",))),
         "`fit_features`"),
-    Case("gepc.comparison.image_features: 3-D images", lambda: comparison.image_features(
-        _eps, np.zeros((2, 8, 8)), jax.random.split(jax.random.key(0), 2)), "`x`"),
-    Case("gepc.comparison.image_features: keys of another count", lambda: (
-        comparison.image_features(_eps, np.zeros((2, 8, 8, 1)),
-                                  jax.random.split(jax.random.key(0), 3))), "`keys`"),
-    Case("gepc.comparison.item_images: unknown split", lambda: comparison.item_images(
-        _problem(), "train", np.arange(2), 0), "`split`"),
-    Case("gepc.comparison.method_scores: features of another method", lambda: (
-        comparison.method_scores(_fitted_score_norm(), {"msma": np.ones((3, 2))})),
+    Case("gepc.features.image_features: 3-D images", lambda: features.image_features(
+        jax.random.split(jax.random.key(0), 2), _eps, np.zeros((2, 8, 8))), "`x`"),
+    Case("gepc.features.image_features: keys of another count", lambda: (
+        features.image_features(jax.random.split(jax.random.key(0), 3), _eps,
+                                np.zeros((2, 8, 8, 1)))), "`keys`"),
+    Case("gepc.comparison.item_images: a split name, not items", lambda: (
+        comparison.item_images("train")), "`items`"),
+    Case("gepc.features.method_scores: features of another method", lambda: (
+        features.method_scores(_fitted_score_norm(), {"msma": np.ones((3, 2))})),
         "`features`"),
     Case("gepc.comparison.scores_to_items: NaN ID score", lambda: (
         comparison.scores_to_items(np.array([0.1, np.nan]), np.array([0.2, 0.3]))),

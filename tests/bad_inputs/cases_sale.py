@@ -4,7 +4,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.attention import attention, attention_sizes
+from jaxlab.attention import accuracy, attention, attention_sizes
 from pallas_kernels.sale import config as C
 from pallas_kernels.sale import reference as R
 from pallas_kernels.sale.block_sparse_attention import block_sparse_attention
@@ -183,6 +183,13 @@ def acmp(fn, *args, **kw):
     return getattr(comparison, fn)(*args, **kw)
 
 
+def items(split, index, tuning_items):
+    from jaxlab.core import protocol
+
+    index = np.asarray(index)
+    return protocol.Items(split, index, protocol.item_keys(KEY, split, index), tuning_items)
+
+
 # quantize_blocks' outputs for [B, H, N, D] (int8 codes, a scale per block of ``block`` rows)
 CODES = np.ones((B, H, N, D), np.int8)
 
@@ -202,30 +209,27 @@ CASES += [
          "`problem`"),
     Case("attention.compare: unknown contender", lambda: acmp(
         "compare", KEY, problem(), contenders=("sale", "flash"), seeds=2, progress=False),
-         "`contenders`"),
+         "`contenders['flash']`"),
     Case("attention.compare: more test slices than heads", lambda: acmp(
         "compare", KEY, problem(), seeds=3, progress=False), "`seeds`"),
     Case("attention_sizes: block_q 32 under block_k 64", lambda: attention_sizes(block_q=32),
          "`block_q`"),
     Case("attention_sizes: local 0", lambda: attention_sizes(local=0), "`local`"),
-    Case("comparison.default_contenders: names one string",
-         lambda: acmp("default_contenders", "sale"), "`names`"),
-    Case("comparison.default_contenders: unknown name",
-         lambda: acmp("default_contenders", ("sale", "flash")), "`names`"),
-    Case("comparison.default_contenders: tolerance negative",
-         lambda: acmp("default_contenders", tolerance=-0.05), "`tolerance`"),
+    Case("attention.compare: tolerance negative", lambda: acmp(
+        "compare", KEY, problem(), contenders=("static", "dense"), tuning=0, seeds=2,
+        settings={"tolerance": -0.05}, progress=False), "`settings.tolerance`"),
     Case("comparison.default_goals: unknown metric", lambda: acmp("default_goals", "accuracy"),
          "`metric`"),
-    Case("comparison.item_slices: index past the heads",
-         lambda: acmp("item_slices", problem(), "test", np.array([0, 5]), 0), "`index`"),
-    Case("comparison.item_slices: unknown split",
-         lambda: acmp("item_slices", problem(), "validation", np.array([0]), 0), "`split`"),
-    Case("comparison.slice_metrics: tau NaN", lambda: acmp(
-        "slice_metrics", bhnd(), bhnd(seed=1), bhnd(seed=2), float("nan"), sizes=SIZES),
-         "`tau`"),
-    Case("comparison.slice_metrics: dense of another shape", lambda: acmp(
-        "slice_metrics", bhnd(), bhnd(seed=1), bhnd(seed=2), 1e-3, sizes=SIZES,
-        dense=bhnd(n=8)), "`dense`"),
+    Case("comparison.item_slices: items past the heads", lambda: acmp(
+        "item_slices", problem(), items("test", [0, 5], 0)), "`items`"),
+    Case("comparison.item_slices: a split name, not items",
+         lambda: acmp("item_slices", problem(), "validation"), "`items`"),
+    Case("accuracy.slice_metrics: tau NaN", lambda: accuracy.slice_metrics(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), float("nan"), sizes=SIZES), "`tau`"),
+    Case("accuracy.slice_metrics: dense of another shape", lambda: accuracy.slice_metrics(
+        bhnd(), bhnd(seed=1), bhnd(seed=2), 1e-3, sizes=SIZES, dense=bhnd(n=8)), "`dense`"),
+    Case("accuracy.check_tau: inf mixed with finite thresholds",
+         lambda: accuracy.check_tau([1e-3, float("inf")]), "`tau`"),
     # reference measures
     Case("reference.attention_recall: keep of RAS scores (float)", lambda: R.attention_recall(
         bhnd(), bhnd(seed=1), keep_mask(dtype=jnp.float32), SIZES), "`keep`"),

@@ -105,10 +105,10 @@ def test_full_preset_sizes():
     """The full preset has >= 400 ID-test images and >= 400 per OOD set (faces: the 200
     scikit-image ships) in every block, and validates."""
     from experiments import gepc as exp
-    from experiments.configs.gepc import get_config
+    from experiments.configs.gepc import get_config, validate_config
 
     c = get_config("full")
-    scoring.validate_config(c)
+    validate_config(c)
     sets = exp.image_sets(c)
     for block, s in exp.settings(c).items():
         test = sets[s["test"].removeprefix(exp.CLUTTER_MODEL_PREFIX)]
@@ -121,7 +121,7 @@ def test_full_preset_sizes():
 
 def test_config_checks_name_the_field():
     """Bad GMM-search / clutter-model / MSMA settings raise naming the field."""
-    from experiments.configs.gepc import get_config
+    from experiments.configs.gepc import get_config, validate_config
 
     for field, value in (("gmm_components", [1, 1000]), ("gmm_covariances", ["banded"]),
                          ("gmm_folds", 1), ("train_target", "both"),
@@ -129,7 +129,7 @@ def test_config_checks_name_the_field():
         bad = get_config("quick")
         bad[field] = value
         with pytest.raises(ValueError, match=f"config.{field}"):
-            scoring.validate_config(bad)
+            validate_config(bad)
 
 
 def test_elsewhere_split_uses_the_other_dataset_only():

@@ -48,14 +48,20 @@ def test_binary_comparison_equals_public_compare():
     fitted = exp._fit_all(c, fit_feats)
     section = exp.comparison_section(c, exp._method_scores(c, fitted, feats["id_test"]),
                                      exp._method_scores(c, fitted, feats["id_rot90"]))
+    grid = ({"num_t": c.num_t},)
     out = gepc.compare(jax.random.key(c.seed), p, tuning=0, seeds=16,
-                       num_t_grid=(c.num_t,), settings=exp.comparison_settings(c),
-                       resamples=c.bootstrap, progress=False)
+                       contenders={"gepc": protocol.Builtin("gepc", grid=grid),
+                                   "gepc_per_element": protocol.Builtin("gepc_per_element",
+                                                                        grid=grid),
+                                   "score_norm": "score_norm", "msma": "msma",
+                                   "diffpath": "diffpath"},
+                       settings=exp.comparison_settings(c), resamples=c.bootstrap,
+                       progress=False)
     assert out.to_dict(seconds=False) == section
     assert list(section["contenders"]) == list(comparison.CONTENDERS)
 
 
-_SETTINGS = comparison.Settings(msma_levels=3, diffpath_steps=2, gmm_components=(1,),
+_SETTINGS = gepc.Settings(msma_levels=3, diffpath_steps=2, gmm_components=(1,),
                                 gmm_folds=2, batch=4)
 
 
@@ -65,14 +71,14 @@ def test_compare_tunes_on_tuning_images_and_reports_auroc_of_paired_items(tmp_pa
     seen = []
 
     def mine(items, problem):  # a user's own scorer: mean brightness of columns 2..3
-        is_ood, pos = comparison.item_images(problem, items.split, items.index, 6)
+        is_ood, pos = comparison.item_images(items)
         seen.append((items.split, is_ood.tolist(), pos.tolist()))
         x = np.where(is_ood[:, None, None, None], problem.x_ood[pos], problem.x_id[pos])
         return -x[:, :, 2:4].mean(axis=(1, 2, 3))
 
-    out = gepc.compare(jax.random.key(0), p, contenders={"gepc": None,
+    out = gepc.compare(jax.random.key(0), p, contenders={"gepc": "gepc",
                                                           "mine": protocol.Contender(mine),
-                                                          "score_norm": None},
+                                                          "score_norm": "score_norm"},
                        tuning=6, seeds=12, settings=_SETTINGS, resamples=200,
                        progress=False, results_path=tmp_path / "items.jsonl")
     # balanced items, test images after the tuning images, ID even / OOD odd
@@ -90,14 +96,16 @@ def test_compare_tunes_on_tuning_images_and_reports_auroc_of_paired_items(tmp_pa
     assert [(x.goal.a, x.goal.b) for x in out.goals] == [("gepc", "score_norm")]
     assert "AUROC (higher is better), 12 paired test items, tuned on 6" in out.table()
     lines = (tmp_path / "items.jsonl").read_text().count("\n")
-    assert lines == 3 + 3  # gepc tuned at 3 points, then 3 contenders tested
+    assert lines == 1 + 3 + 3  # the header, gepc tuned at 3 points, 3 contenders tested
 
 
 @pytest.mark.heavy
 def test_item_scores_do_not_depend_on_the_batch():
     p = _problem()
-    kw = dict(contenders=["gepc_per_element", "msma"], tuning=0, seeds=10,
-              num_t_grid=(2,), settings=_SETTINGS, resamples=50, progress=False)
+    kw = dict(contenders={"gepc_per_element": protocol.Builtin("gepc_per_element",
+                                                                grid=({"num_t": 2},)),
+                          "msma": "msma"},
+              tuning=0, seeds=10, settings=_SETTINGS, resamples=50, progress=False)
     whole = gepc.compare(jax.random.key(4), p, **kw)
     parts = gepc.compare(jax.random.key(4), p, batch=3, **kw)
     for name in whole.contenders:
@@ -105,20 +113,51 @@ def test_item_scores_do_not_depend_on_the_batch():
                                    whole.contenders[name].values, rtol=1e-5)
 
 
+@pytest.mark.heavy
+def test_tuning_items_come_from_the_call_not_the_contender():
+    """A built-in runs on the images after the call's tuning images, whatever made it: the
+    test scores with tuning=4 equal those of the same images scored as the test items of a
+    problem that starts at them."""
+    p = _problem(n_id=8, n_ood=8)
+    kw = dict(contenders={"score_norm": "score_norm", "msma": "msma"}, seeds=6,
+              settings=_SETTINGS, resamples=50, progress=False)
+    late = gepc.compare(jax.random.key(2), p, tuning=4, **kw)
+    shifted = p._replace(x_id=p.x_id[2:], x_ood=p.x_ood[2:])
+    early = gepc.compare(jax.random.key(2), shifted, tuning=0, **kw)
+    for name in late.contenders:
+        np.testing.assert_array_equal(late.contenders[name].values,
+                                      early.contenders[name].values)
+
+
+def test_item_images_start_the_test_split_after_the_tuning_images():
+    def items(split, n, tuning):
+        index = np.arange(n)
+        return protocol.Items(split, index, protocol.item_keys(jax.random.key(0), split, index),
+                              tuning)
+
+    is_ood, rows = comparison.item_images(items("tuning", 5, 5))
+    assert is_ood.tolist() == [False, True] * 2 + [False] and rows.tolist() == [0, 0, 1, 1, 2]
+    is_ood, rows = comparison.item_images(items("test", 4, 5))  # after ceil(5 / 2) = 3 rows
+    assert is_ood.tolist() == [False, True] * 2 and rows.tolist() == [3, 3, 4, 4]
+
+
+def test_default_tuning_holds_both_classes_for_the_default_grid():
+    assert comparison.SPEC.tuning >= 2 and len(comparison.NUM_T_GRID) > 1
+    with pytest.raises(ValueError, match="`tuning`=8 and `seeds`=16"):
+        gepc.compare(jax.random.key(0), _problem(n_id=8, n_ood=8), progress=False)
 @pytest.mark.parametrize("kwargs, match", [
     ({"problem": (1, 2)}, "problem"),
     ({"seeds": 20}, "seeds"),
     ({"contenders": ["gepc", "nope"]}, "contenders"),
     ({"contenders": "gepc"}, "contenders"),
     ({"tuning": -1}, "tuning"),
-    ({"num_t_grid": (1, 9)}, "num_t_grid"),
     ({"problem": comparison.OODProblem(eps_fn, np.zeros((1, 8, 8, 1)), np.zeros((8, 8, 8, 1)),
                                        np.zeros((8, 8, 8, 1)))}, "x_fit"),
     ({"problem": comparison.OODProblem(eps_fn, np.zeros((4, 8, 8, 1)), np.zeros((8, 4, 4, 1)),
                                        np.zeros((8, 8, 8, 1)))}, "H, W, C"),
 ])
 def test_bad_calls_name_the_argument(kwargs, match):
-    args = {"problem": _problem(), "contenders": ["gepc"], "tuning": 0, "seeds": 4,
-            "num_t_grid": (2,), "progress": False, **kwargs}
+    args = {"problem": _problem(), "contenders": {"gepc": protocol.Builtin(
+        "gepc", grid=({"num_t": 2},))}, "tuning": 0, "seeds": 4, "progress": False, **kwargs}
     with pytest.raises((ValueError, TypeError), match=match):
         gepc.compare(jax.random.key(0), args.pop("problem"), **args)

@@ -31,9 +31,9 @@ def test_features_at_selected_times_evaluate_only_them_and_match_all_times(with_
 
     c = smoke_config()
     x = np.asarray(jax.random.uniform(jax.random.key(0), (10, 8, 8, 1), minval=-1, maxval=1))
-    from jaxlab.gepc import comparison
+    from jaxlab.gepc import features
 
-    key = comparison.fit_keys(5, 10)  # one noise key per image
+    key = features.fit_keys(5, 10)  # one noise key per image
     every, some = [], []
     full = exp.features(c, eps_fn, _counting(every), x, key, with_maps=with_maps)
     sel = np.array([1, 3])
