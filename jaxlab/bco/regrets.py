@@ -68,7 +68,7 @@ def _check(make_seq, domain, delta, regret, comparator_iters) -> None:
 
 
 def check_problem(problem: Problem) -> Problem:
-    """``problem`` if it is a well-formed ``Problem`` (one built by hand or ``_replace``d
+    """``problem`` if it is a well-formed ``Problem`` (one built by hand or ``_replace``-d
     included).
 
     Raises:

@@ -73,11 +73,13 @@ class Metric(NamedTuple):
 
 class Goal(NamedTuple):
     """A declared claim: ``a`` beats ``b`` by more than ``margin`` (in the statistic's
-    units, better-is-positive), with the whole CI above ``margin``."""
+    units, better-is-positive) on ``metric`` (None: the first metric, the one tuned on),
+    with the whole CI above ``margin``."""
 
     a: str
     b: str
     margin: float = 0.0
+    metric: str | None = None
 
 
 class Difference(NamedTuple):
@@ -253,6 +255,8 @@ class Comparison:
         def goal(g):
             out = {"a": g.goal.a, "b": g.goal.b, "margin": g.goal.margin,
                    "difference": g.difference, "ci": [g.low, g.high], "met": g.met}
+            if g.goal.metric is not None:
+                out["metric"] = g.goal.metric
             if g.censored:
                 out["censored"], out["note"] = True, g.note
             return out
@@ -356,7 +360,7 @@ def _checked_pairs(pairs, names) -> tuple:
     return tuple(out)
 
 
-def _checked_goals(goals, names) -> tuple:
+def _checked_goals(goals, names, metrics) -> tuple:
     if isinstance(goals, (str, Goal)) or not hasattr(goals, "__iter__"):
         raise TypeError(f"`goals` must be a sequence of Goal(a, b, margin), got {goals!r}.")
     goals = tuple(goals)
@@ -371,14 +375,17 @@ def _checked_goals(goals, names) -> tuple:
         if isinstance(g.margin, bool) or not isinstance(g.margin, (int, float, np.number)) \
                 or not math.isfinite(g.margin):
             raise ValueError(f"`goals` entry {g!r} needs a finite number as its margin.")
+        if g.metric is not None and g.metric not in metrics:
+            raise ValueError(f"`goals` entry {g!r} names the metric {g.metric!r}, which is not "
+                             f"compared (the metrics are {list(metrics)}).")
     if len(set(goals)) != len(goals):
         raise ValueError(f"`goals` holds a goal twice: {list(goals)}.")
     return goals
 
 
-def check_declarations(names, pairs, goals, level, resamples) -> tuple[tuple, tuple]:
-    """The declared pairs and goals against the contenders' names, and the CI settings:
-    what ``analyse`` would refuse, checked before anything runs.
+def check_declarations(names, pairs, goals, level, resamples, metrics) -> tuple[tuple, tuple]:
+    """The declared pairs and goals against the contenders' and metrics' names, and the CI
+    settings: what ``analyse`` would refuse, checked before anything runs.
 
     Returns:
       (pairs, goals) as tuples (``pairs=None``: the first contender against each other).
@@ -389,7 +396,7 @@ def check_declarations(names, pairs, goals, level, resamples) -> tuple[tuple, tu
         raise TypeError("`level` must be a number in (0, 1), got a bool.")
     validation.check_in_range("level", level, 0.0, 1.0, low_inclusive=False,
                               high_inclusive=False)
-    return _checked_pairs(pairs, names), _checked_goals(goals, names)
+    return _checked_pairs(pairs, names), _checked_goals(goals, names, list(metrics))
 
 
 def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None,
@@ -412,7 +419,8 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
       seconds: a dict, contender name to ``(compile_s, run_s)`` (default: zero).
       pairs: the declared differences ``((a, b), ...)``; default: the first contender
         against each other one.
-      goals: declared ``Goal`` objects.
+      goals: declared ``Goal`` objects (on this metric: their ``metric`` None or
+        ``metric``).
       metric: the statistic's name.
       higher_is_better: its direction.
       statistic: ``statistic(values, index) -> float``.
@@ -422,7 +430,7 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
       censor_at: the value censored items count as (for the table).
       ratio: also report ``statistic(a) / statistic(b)`` for every pair.
       stages: a dict, contender name to its rows per tuning stage.
-      warn: issue the notes as ``RuntimeWarning``s too.
+      warn: issue the notes as ``RuntimeWarning`` warnings too.
 
     Returns:
       ``Comparison``.
@@ -439,7 +447,7 @@ def analyse(key, values: Mapping[str, np.ndarray], *, censored=None, params=None
     names = list(values)
     if not names:
         raise ValueError("`values` must name at least one contender.")
-    pairs, goals = check_declarations(names, pairs, goals, level, resamples)
+    pairs, goals = check_declarations(names, pairs, goals, level, resamples, (metric,))
     vals = {n: np.asarray(values[n], np.float64) for n in names}
     n_items = vals[names[0]].shape[0] if vals[names[0]].ndim else 0
     for n, v in vals.items():

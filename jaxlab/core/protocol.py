@@ -179,13 +179,13 @@ class Spec(NamedTuple):
       name: the method (``"qlearning"``), for messages.
       contenders: a dict, built-in name to ``factory(context) -> Contender``.
       defaults: the contenders compared when ``contenders`` is left out.
-      metrics: the metrics every built-in contender reports (``Metric``s, or
-        ``metrics(problem, settings) -> Metric``s when a metric depends on the problem,
+      metrics: the metrics every built-in contender reports (``Metric`` objects, or
+        ``metrics(problem, settings) -> metrics`` when a metric depends on the problem,
         e.g. a censoring value); the first is tuned on.
       default_metrics: the metric names compared when ``metrics`` is left out (or
         ``default_metrics(problem, settings) -> names``; None: the first only).
-      goals: ``goals(names) -> Goal``s, the paper's claims about the contenders named
-        (those whose contenders are compared are kept).
+      goals: ``goals(names) -> goals`` (``Goal`` objects), the paper's claims about the
+        contenders named (those whose contenders and metric are compared are kept).
       pairs: ``pairs(names) -> ((a, b), ...)``; None: the first against each other one.
       problem: ``problem(problem, settings) -> problem``: checks (and builds) the problem.
       settings: the method's settings class (a NamedTuple with defaults), or None.
@@ -659,11 +659,21 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
     if tuned and tuning < 1:
         raise ValueError(f"`tuning` must hold at least one item: contenders {tuned} declare "
                          "grids with several points.")
+    metric_names = [m.name for m in chosen_metrics]
+    declared = {m.name for m in _all_metrics(spec, problem, settings)}
+    foreign = [m for m in metric_names if m not in declared]
+    builtins = [n for n, c in (contenders.items() if isinstance(contenders, Mapping) else
+                               ((n, n) for n in (contenders or spec.defaults)))
+                if isinstance(c, (str, Builtin))]
+    if foreign and builtins:
+        raise ValueError(f"`metrics` {foreign} are not metrics of {spec.name}, so its built-in "
+                         f"contenders {builtins} cannot report them.")
     if goals is None:
-        goals = tuple(g for g in spec.goals(names) if g.a in cs and g.b in cs)
+        goals = tuple(g for g in spec.goals(names) if g.a in cs and g.b in cs
+                      and (g.metric is None or g.metric in metric_names))
     if pairs is None and spec.pairs is not None:
         pairs = spec.pairs(names)
-    pairs, goals = check_declarations(names, pairs, goals, level, resamples)
+    pairs, goals = check_declarations(names, pairs, goals, level, resamples, metric_names)
     if spec.check_items is not None:
         spec.check_items(problem, settings, tuning, seeds)
     report = _reporter(progress)
@@ -672,7 +682,7 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
         "method": spec.name, "contenders": list(names), "tuning": tuning, "seeds": seeds,
         "metrics": [m.name for m in chosen_metrics]})
     runner = _Runner(key, problem, cs, chosen_metrics, tuning, batch, report, log)
-    runner.declared = frozenset(m.name for m in _all_metrics(spec, problem, settings))
+    runner.declared = frozenset(declared)
     with _CompileClock() as clock:
         runner.clock = clock
         chosen, rows, stage_rows = {}, {}, {}
@@ -802,7 +812,8 @@ def _analysis(key, cs, metrics, outcomes, chosen, rows, stage_rows, runner, pair
             censored={n: outcomes[n][1][m.name] for n in cs}, params=chosen,
             tuning=rows if i == 0 else None, stages=stage_rows if i == 0 else None,
             seconds={n: tuple(s) for n, s in runner.seconds.items()}, pairs=pairs,
-            goals=goals, metric=m.name, higher_is_better=m.higher_is_better,
+            goals=tuple(g for g in goals if (g.metric or metrics[0].name) == m.name),
+            metric=m.name, higher_is_better=m.higher_is_better,
             statistic=m.statistic, level=level, resamples=resamples, tuning_items=tuning,
             censor_at=m.censor_at, ratio=m.ratio))
     notes = tuple(runner.notes) + tuple(n for r in results for n in r.notes)
@@ -854,10 +865,10 @@ Args:
   tuning: tuning items (an int or ``protocol.Tuning``; default {spec.tuning}), disjoint
     from the test items.
   seeds: paired test items, >= 2 (default {spec.seeds}).
-  goals: declared ``protocol.Goal``s; None: the method's claims about the contenders
+  goals: declared ``protocol.Goal`` objects; None: the method's claims about the contenders
     compared; ``()``: none.
   pairs: declared differences ``((a, b), ...)``; None: the method's.
-  metrics: {metrics_line}, or ``protocol.Metric``s for contenders of your own; the first is
+  metrics: {metrics_line}, or ``protocol.Metric`` objects for contenders of your own; the first is
     tuned on. None: the method's default.
   settings: the method's settings (above), or a dict of their fields; None: defaults.
   batch: items per contender call (None: the method's default).

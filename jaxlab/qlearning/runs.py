@@ -132,7 +132,7 @@ def problem(mdp: TabularMDP, *, eps_rel: float | Sequence[float] = 0.1,
 
 
 def check_problem(problem: Problem) -> Problem:
-    """``problem`` if it is a well-formed ``Problem`` (one built by hand or ``_replace``d
+    """``problem`` if it is a well-formed ``Problem`` (one built by hand or ``_replace``-d
     included).
 
     Raises:

@@ -311,3 +311,26 @@ def test_default_metrics_may_follow_the_problem_and_unselected_metrics_are_not_r
     out = protocol.bind(spec)(K(0), "b", progress=False)
     assert out.metrics == ("b",)
     assert set(out.records["c"]) == {"extra"}
+
+
+def test_a_goal_is_judged_on_its_metric_only():
+    run = lambda i, p: {"up": np.full(i.index.size, 1.0), "down": np.full(i.index.size, 1.0)}
+    low = lambda i, p: {"up": np.zeros(i.index.size), "down": np.zeros(i.index.size)}
+    ms = (Metric("up"), Metric("down", higher_is_better=False))
+    out = protocol.compare(K(0), None, contenders={"a": Contender(run), "b": Contender(low)},
+                           seeds=3, metrics=ms, goals=[Goal("a", "b"),
+                                                       Goal("b", "a", metric="down")],
+                           progress=False)
+    assert [g.goal for g in out.goals] == [Goal("a", "b")] and out.goals[0].met
+    assert [g.goal.b for g in out["down"].goals] == ["a"] and out["down"].goals[0].met
+    with pytest.raises(ValueError, match="not compared"):
+        protocol.compare(K(0), None, contenders={"a": Contender(run), "b": Contender(low)},
+                         seeds=3, metrics=ms[:1], goals=[Goal("a", "b", metric="down")],
+                         progress=False)
+
+
+def test_a_metric_a_builtin_cannot_report_is_refused_before_running():
+    calls = []
+    with pytest.raises(ValueError, match="cannot report"):
+        protocol.bind(_spec(calls))(K(0), None, metrics=(Metric("mine"),), progress=False)
+    assert calls == []
