@@ -308,20 +308,18 @@ CASES = [
     Case("dllm.compare: one test item", lambda: dllm.compare(
         KEY, problem(), contenders=("greedy", "best_of_n"), tuning=2, seeds=1,
         progress=False), "`seeds`"),
-    Case("dllm.comparison.contender: unknown name", lambda: comparison.contender("beam"),
-         "`name`"),
-    Case("dllm.comparison.contender: unknown grid setting", lambda: comparison.contender(
-        "greedy", ({"temperature": 0.5},)), "`grid`"),
+    Case("dllm.comparison.decoder: unknown name", lambda: comparison.decoder(
+        "beam", problem()), "`name`"),
+    Case("dllm.comparison.decoder: unknown setting", lambda: comparison.decoder(
+        "greedy", problem(), temperature=0.5), "greedy"),
     Case("dllm.comparison.decode_items: batch 0", lambda: comparison.decode_items(
-        lambda p, k: None, tasks.Addition(1), item_keys(), batch=0), "`batch`"),
-    Case("dllm.comparison.default_contenders: one name as a string", lambda: (
-        comparison.default_contenders("greedy")), "`names`"),
+        item_keys(), lambda p, k: None, tasks.Addition(1), batch=0), "`batch`"),
     Case("dllm.comparison.default_goals: one name as a string", lambda: (
         comparison.default_goals("poke_smc")), "`names`"),
     Case("dllm.comparison.fit_value_fn: rollouts 0", lambda: comparison.fit_value_fn(
         KEY, problem(), rollouts=0), "`rollouts`"),
     Case("dllm.comparison.item_problems: a task name", lambda: comparison.item_problems(
-        "addition", item_keys()), "`task`"),
+        item_keys(), "addition"), "`task`"),
     Case("dllm.config.all_decoders: one count, not a sequence", lambda: (
         config_lib.all_decoders(4)), "`particles`"),
     Case("dllm.config.all_decoders: N 0", lambda: config_lib.all_decoders((0, 2)),
