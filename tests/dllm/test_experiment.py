@@ -95,16 +95,17 @@ def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
     """The task and SALE units of one run share one load of each model."""
     cfg = dllm_config.get_config("quick")
     loads = []
-    restore = dllm_models.artifacts.restore_first
-    monkeypatch.setattr(dllm_models.artifacts, "restore_first",
-                        lambda c, t, what, **kw: loads.append(what) or restore(c, t, what, **kw))
+    for f in ("load_denoiser", "load_value_head"):
+        load = getattr(dllm_models.weights, f)
+        monkeypatch.setattr(dllm_models.weights, f, lambda *a, load=load, f=f, **kw: (
+            loads.append(f) or load(*a, **kw)))
     models = dllm_models.Models(cfg, str(tmp_path))
     for _ in range(3):
         assert models.denoiser("sudoku") is models.denoiser("sudoku")
     spec = dllm_models.default_proposal(cfg, models.denoiser("sudoku").task)
     assert models.poke_head("sudoku", proposal=spec) is models.poke_head("sudoku",
                                                                           proposal=spec)
-    assert loads == ["sudoku denoiser", "sudoku POKE head"]
+    assert loads == ["load_denoiser", "load_value_head"]
     assert not os.path.exists(tmp_path / "models")  # shipped for the study's proposal
 
 
