@@ -321,39 +321,40 @@ def decoder(name: str, problem: Problem, **params) -> Callable:
     if reads_value and problem.value_fn is None:
         raise ValueError(f"`problem.value_fn` is None: select={select['select']!r} ranks "
                          "particles by the value head.")
+    heads = {}
     if select.get("policy") in decoding.HEAD_POLICIES:
         if problem.position_value_fn is None:
             raise ValueError("`problem.position_value_fn` is None: policy='value' ranks "
                              "positions by the value head (poke.make_position_value_fn).")
-        select["position_value_fn"] = problem.position_value_fn
-    output = dict(select=select.pop("select", "path_ll"),
-                  select_mix=select.pop("select_mix", 0.5))
-    path_smc.check_select(**output)
-    pkw = dict(num_particles=n, temperature=params.pop("temperature", pr.temperature),
-               block_length=block, proposal=pr.proposal,
-               position_temperature=params.pop("position_temperature",
-                                               pr.position_temperature),
-               greedy_reference=bool(problem.greedy_reference), **select, **kw)
+        heads["position_value_fn"] = problem.position_value_fn
+    config = path_smc.SMCConfig(
+        block_length=block, proposal=pr.proposal,
+        temperature=params.pop("temperature", pr.temperature),
+        position_temperature=params.pop("position_temperature", pr.position_temperature),
+        greedy_reference=bool(problem.greedy_reference), **select)
+    path_smc.check_select(config.select, config.select_mix)
     if name == "best_of_n":  # the value head for the selection only (no twist)
-        smc = dict(value_fn=problem.value_fn if reads_value else None, resample=False,
-                   twist_scale=0.0)
+        config = config._replace(resample=False, twist_scale=0.0)
+        heads["value_fn"] = problem.value_fn if reads_value else None
     else:
-        smc = dict(weight_scale=params.pop("weight_scale", 1.0),
-                   ess_threshold=params.pop("ess_threshold", 0.5),
-                   resample_schedule=params.pop("resample_schedule", "every_step"),
-                   **{k: params.pop(k) for k in ("twist_scale", "resampler") if k in params})
+        config = config._replace(**{k: params.pop(k) for k in (
+            "weight_scale", "ess_threshold", "resample_schedule", "twist_scale", "resampler")
+            if k in params})
         if "twist_multiple" in params:
-            smc["twist_scale"] = params.pop("twist_multiple") * smc["weight_scale"]
+            config = config._replace(
+                twist_scale=params.pop("twist_multiple") * config.weight_scale)
         if name == "path_smc" and reads_value:
-            smc.update(value_fn=problem.value_fn, twist_scale=0.0)
+            heads["value_fn"] = problem.value_fn
+            config = config._replace(twist_scale=0.0)
         else:
-            smc.update(value_fn=problem.value_fn if name == "poke_smc" else None)
-    value = smc["value_fn"] is not None
+            heads["value_fn"] = problem.value_fn if name == "poke_smc" else None
+    value = heads["value_fn"] is not None
     steps = t.answer_len
 
     def run(prompt, key):
-        state, info = path_smc.run_particles(key, problem.denoise_fn, prompt, **pkw, **smc)
-        res = path_smc.best_particle(state, steps, **output)
+        state, info = path_smc.run_particles(key, problem.denoise_fn, prompt, **kw,
+                                             num_particles=n, config=config, **heads)
+        res = path_smc.best_particle(state, steps, config.select, config.select_mix)
         return res, jnp.any(info.nonfinite_weights), _particle_records(state, info, n, value)
 
     return jax.jit(run)

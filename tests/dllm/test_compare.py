@@ -103,7 +103,7 @@ def test_compare_on_a_users_problem_tunes_on_tuning_problems_and_pairs_the_test(
     np.testing.assert_array_equal(out.records["greedy"]["answer"], r.answer)
     test = [r for r in lines if r.get("split") == "test"]
     for n in out.contenders:
-        assert sum((r["values"] for r in test if r["contender"] == n), []) == \
+        assert sum((r["values"]["accuracy"] for r in test if r["contender"] == n), []) == \
             out.contenders[n].values.tolist()
     # The particle records: each final particle's answer verified; pass@N is "some particle
     # right", which the chosen answer's correctness never exceeds.
@@ -300,5 +300,6 @@ def test_the_binarys_tuning_is_compares(tmp_path):
     assert tuning_values(tmp_path / "binary.jsonl") == tuning_values(tmp_path / "compare.jsonl")
     dec = exp.decoders(cfg, task, den, None, out["tuned"], names=("smc_2",))["smc_2"]
     row = exp._run_decoder(cfg, task, "smc_2", dec, exp.item_keys(cfg, "tuning", 4))
-    last = [v for p, v in tuning_values(tmp_path / "compare.jsonl") if p == chosen][-1]
+    last = [v["accuracy"] for p, v in tuning_values(tmp_path / "compare.jsonl")
+            if p == chosen][-1]
     assert np.asarray(row["_correct"], float).tolist() == last
