@@ -35,7 +35,10 @@ needs them) and are loaded once per run.
   most four blocks of >= 2 tokens), "semi_ar" (the ``semi_ar`` decoder's blocks).
 * Tuning (validation only; each stage's argmax frozen before the next, ties to the
   first entry; a grid with fewer than two entries keeps the config's value; every grid
-  run at N in ``protocol.tune_particles``):
+  run at N in ``protocol.tune_particles``; each phase is ``jaxlab.dllm.compare`` of the
+  built-in contenders with ``tuning_contenders``' ``protocol.Stages``, the validation
+  problems its tuning items, so the binary's tuning is ``compare``'s; the per-problem
+  values go to ``<workdir>/tuning/dllm_<task>.jsonl``):
   1. the proposal: blocks in ``protocol.particle_blocks`` x position temperature in
      ``protocol.position_temperatures`` (``"tokens"``: the token temperature in
      ``protocol.temperatures``), by the mean validation accuracy of best-of-N and Path-LL

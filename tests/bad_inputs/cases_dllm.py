@@ -124,6 +124,13 @@ def problem(**kw):
     return comparison.Problem(tasks.Addition(1), toy, **kw)
 
 
+def _list_record() -> str:
+    folder = tempfile.mkdtemp()
+    with open(f"{folder}/trained_with.json", "w") as f:
+        f.write("[1, 2]")
+    return folder
+
+
 def item_keys(n=2):
     return jax.random.split(KEY, n)
 
@@ -420,6 +427,20 @@ CASES = [
          "`ancestors`"),
     Case("ancestry: ancestor index N", lambda: path_smc.ancestry(
         np.full((2, 1, 3), 3, np.int32)), "`ancestors`"),
+    Case("dllm.comparison.run_builtin: unknown contender", lambda: comparison.run_builtin(
+        "beam", None, problem()), "`name`"),
+    Case("dllm.path_smc.smc_config: unknown option", lambda: path_smc.smc_config(beta=2.0),
+         "beta"),
+    Case("dllm.weights.save_denoiser: a dict as the config", lambda: dllm.save_denoiser(
+        tempfile.mkdtemp(), {"d_model": 16}, {}), "`model_config`"),
+    Case("dllm.weights.load_denoiser: nothing saved", lambda: dllm.load_denoiser(
+        tempfile.mkdtemp() + "/none"), "`path`"),
+    Case("dllm.weights.save_value_head: hidden 0", lambda: dllm.save_value_head(
+        tempfile.mkdtemp(), {}, d_model=16, hidden=0), "`hidden`"),
+    Case("dllm.weights.load_value_head: nothing saved", lambda: dllm.load_value_head(
+        tempfile.mkdtemp() + "/none"), "`path`"),
+    Case("dllm.weights.read_record: a record that is a list", lambda: dllm.weights.read_record(
+        _list_record()), "trained_with.json"),
 ]
 
 CASES = [c._replace(name=f"dllm/{c.name}") for c in CASES]
