@@ -35,7 +35,10 @@ needs them) and are loaded once per run.
   most four blocks of >= 2 tokens), "semi_ar" (the ``semi_ar`` decoder's blocks).
 * Tuning (validation only; each stage's argmax frozen before the next, ties to the
   first entry; a grid with fewer than two entries keeps the config's value; every grid
-  run at N in ``protocol.tune_particles``):
+  run at N in ``protocol.tune_particles``; each phase is ``jaxlab.dllm.compare`` of the
+  built-in contenders with ``tuning_contenders``' ``protocol.Stages``, the validation
+  problems its tuning items, so the binary's tuning is ``compare``'s; the per-problem
+  values go to ``<workdir>/tuning/dllm_<task>.jsonl``):
   1. the proposal: blocks in ``protocol.particle_blocks`` x position temperature in
      ``protocol.position_temperatures`` (``"tokens"``: the token temperature in
      ``protocol.temperatures``), by the mean validation accuracy of best-of-N and Path-LL
@@ -96,6 +99,7 @@ needs them) and are loaded once per run.
 
 import dataclasses
 import functools
+import inspect
 import itertools
 import json
 import os
@@ -309,128 +313,229 @@ def _grid(values, default) -> tuple:
     return values if len(values) > 1 else (default,)
 
 
-def _tune(config, task, denoise_fn, head_fn, cache: dict | None = None,
-          step: Callable | None = None) -> tuple[dict, Callable | None, Callable | None]:
-    """The declared tuning (module docstring) on the validation problems only.
+def _tune(config, task, denoise_fn, head_fn, step: Callable | None = None,
+          results_path: str | None = None) -> tuple[dict, Callable | None, Callable | None]:
+    """The declared tuning (module docstring) on the validation problems only: each phase
+    is ``jaxlab.dllm.compare`` of ``tuning_contenders``' staged grids (the tuning items are
+    the validation problems; the two test items it also decodes are not read).
 
     Args:
       head_fn: proposal spec -> (``value_fn``, ``position_value_fn``) of a POKE head trained
         on that proposal (called once, after the proposal is tuned), or None for no head.
-      cache: the task unit's jitted decoders (``decoders``).
       step: ``step(label, fn)`` runs ``fn()`` or returns its kept result (the unit's
-        ``study.Context.cached``, so a killed run keeps its finished validation runs);
-        ``None``: always run.
+        ``study.Context.cached``, so a killed run keeps its finished validation runs, and
+        a setting met again in a later stage is not decoded again); ``None``: always run.
+      results_path: the JSON-lines file ``compare`` appends each call's per-problem
+        values to (None: none).
 
     Returns:
       ({"tuned", "validation_problems", "grid", "proposal"}, value_fn, position_value_fn).
     """
-    run_step = step or (lambda label, fn: fn())
     pr, tuned = config.protocol, default_tuning(config)
     out = {"tuned": tuned, "validation_problems": pr.validation_problems, "grid": {}}
-    keys = None
-    ns = tuple(pr.get("tune_particles", ()) or config.particles)
+    heads = (None, None)
 
+    def phase(phase_name):
+        cs = tuning_contenders(config, task, denoise_fn, tuned, phase_name, heads, step)
+        if not cs:
+            return
+        result = comparison.compare(
+            comparison_key(config), _problem(config, task, denoise_fn, tuned, heads),
+            contenders={c: contender for c, (contender, _) in cs.items()},
+            tuning=pr.validation_problems, seeds=2, goals=(), batch=config.eval_batch,
+            resamples=config.bootstrap, progress=comparison_reporter(),
+            results_path=results_path)
+        for c, (_, labels) in cs.items():
+            r = result.contenders[c]
+            rows = iter(r.tuning)
+            for stage, stage_labels in labels:
+                out["grid"][stage] = {lab: next(rows)[1] for lab in stage_labels}
+            _apply(tuned, c, r.params)
+
+    phase("proposal")
+    if config.get("proposal", "tokens") != "path":  # SR-SMC draws at the shared temperature
+        tuned["sr_smc_temperature"] = tuned["temperature"]
+    phase("sr_smc")
+    out["proposal"] = dllm_models.proposal_spec(config, task, tuned)
+    if head_fn is not None:
+        heads = head_fn(out["proposal"])
+    phase("smc")
+    return out, heads[0], heads[1]
+
+
+# The study's particle families under jaxlab.dllm.compare's contender names.
+_BUILTIN = {"best_of": "best_of_n", "smc": "path_smc", "sr_smc": "sr_smc",
+            "poke_smc": "poke_smc"}
+
+
+def _problem(config, task, denoise_fn, tuned: dict, heads=(None, None),
+             n: int | None = None) -> comparison.Problem:
+    """The ``comparison.Problem`` of the study's decoders at ``tuned`` (N: the first of
+    ``protocol.tune_particles``)."""
+    spec = dllm_models.proposal_spec(config, task, tuned)
+    ns = tuple(config.protocol.get("tune_particles", ()) or config.particles)
+    return comparison.Problem(
+        task, denoise_fn, heads[0], num_particles=n or ns[0],
+        proposal=comparison.Proposal(spec["proposal"], spec["temperature"],
+                                     spec["position_temperature"], spec["block_length"]),
+        threshold=config.threshold, sr_smc_temperature=tuned["sr_smc_temperature"],
+        greedy_reference=bool(config.get("greedy_reference", False)),
+        position_value_fn=heads[1])
+
+
+def family_params(fam: str, settings: dict) -> dict:
+    """A SMC family's settings (``default_tuning``'s layout) as the keyword arguments of
+    its built-in contender (``comparison.PARAMS``)."""
+    out = dict(weight_scale=settings["weight_scale"], ess_threshold=settings["ess_threshold"],
+               resample_schedule=settings["schedule"], select=settings["select"],
+               select_mix=settings.get("select_mix", 0.5),
+               resampler=settings.get("resampler", "multinomial"),
+               policy=settings.get("policy", "confidence"),
+               policy_mix=settings.get("policy_mix", 1.0))
+    if fam == "poke_smc" and settings.get("twist_scale") is not None:
+        out["twist_scale"] = settings["twist_scale"]
+    return out
+
+
+def _apply(tuned: dict, contender: str, params: dict) -> None:
+    """Writes a chosen grid point of ``tuning_contenders``' contender into ``tuned``."""
+    if contender == "proposal":
+        tuned["particle_blocks"] = params["particle_blocks"]
+        for f in ("position_temperature", "temperature"):
+            if f in params:
+                tuned[f] = float(params[f])
+    elif contender == "sr_smc":
+        tuned["sr_smc_temperature"] = float(params["temperature"])
+    else:
+        fam = "smc" if contender == "path_smc" else contender
+        s = dict(tuned[fam])
+        for k, v in params.items():
+            if k == "twist_multiple":
+                s["twist_scale"] = v * params["weight_scale"]
+            elif k == "resample_schedule":
+                s["schedule"] = v
+            elif k != "twist_scale" or "twist_multiple" not in params:
+                s[k] = v
+        tuned[fam] = s
+
+
+def _kept_run(families, ns, base_problem, step, fixed=None) -> Callable:
+    """``run(items, problem, **point)``: the per-problem mean correctness over ``families``
+    x ``ns`` of their built-in runs (``comparison.run_builtin``); ``particle_blocks`` and
+    the proposal's temperatures in ``point`` change the proposal, ``temperature`` is
+    SR-SMC's; each run is a step of ``step`` labelled by everything it reads."""
+    run_step = step or (lambda label, fn: fn())
+
+    def run(items, problem, **point):
+        point = {k: v for k, v in point.items() if v is not None}
+        values = []
+        for fam in families:
+            for n in ns:
+                prob, kw = base_problem(problem, point, fam), dict(fixed(fam, point))
+                prob = prob._replace(num_particles=n)
+                label = json.dumps({
+                    "decoder": f"{fam}_{n}", "settings": kw,
+                    "proposal": prob.proposal._asdict(), "value": prob.value_fn is not None,
+                    "position_value": prob.position_value_fn is not None,
+                    "sr_smc_temperature": prob.sr_smc_temperature, "split": items.split,
+                    "index": [int(items.index[0]), int(items.index[-1])]},
+                    sort_keys=True, default=str)
+                values.append(np.asarray(run_step(
+                    f"validation {label}", lambda b=_BUILTIN[fam], p=prob, kw=kw: (
+                        comparison.run_builtin(b, items, p, **kw)["accuracy"]))))
+        return np.mean(values, axis=0)
+
+    return run
+
+
+def _with_signature(run: Callable, names) -> Callable:
+    p = inspect.Parameter
+    run.__signature__ = inspect.Signature(
+        [p("items", p.POSITIONAL_OR_KEYWORD), p("problem", p.POSITIONAL_OR_KEYWORD)]
+        + [p(k, p.KEYWORD_ONLY, default=None) for k in sorted(names)])
+    return run
+
+
+def tuning_contenders(config, task, denoise_fn, tuned: dict, phase: str,
+                      heads=(None, None), step: Callable | None = None) -> dict:
+    """The contenders of one tuning phase (module docstring): ``{name: (Contender with
+    protocol.Stages, [(grid name, [labels]), ...] of its tuned stages)}``, empty when the
+    phase tunes nothing. Phases: ``"proposal"`` (blocks x the proposal's temperature, by the
+    mean of best-of-N and Path-LL SMC), ``"sr_smc"`` (its token temperature), ``"smc"``
+    (per SMC family: beta x ESS x schedule, then ``_mechanism_grids``)."""
+    pr = config.protocol
+    ns = tuple(pr.get("tune_particles", ()) or config.particles)
     path = config.get("proposal", "tokens") == "path"
-    blocks = _grid(pr.get("particle_blocks", ()), tuned["particle_blocks"])
-    temps = (_grid(pr.get("position_temperatures", ()), tuned["position_temperature"]) if path
-             else _grid(pr.temperatures, tuned["temperature"]))
+
+    def proposal_of(problem, point, fam):
+        spec = dllm_models.proposal_spec(config, task, {**tuned, **{
+            k: point[k] for k in ("particle_blocks", "position_temperature", "temperature")
+            if k in point}})
+        return problem._replace(proposal=comparison.Proposal(
+            spec["proposal"], spec["temperature"], spec["position_temperature"],
+            spec["block_length"]))
+
+    if phase == "proposal":
+        blocks = _grid(pr.get("particle_blocks", ()), tuned["particle_blocks"])
+        field = "position_temperature" if path else "temperature"
+        temps = (_grid(pr.get("position_temperatures", ()), tuned["position_temperature"])
+                 if path else _grid(pr.temperatures, tuned["temperature"]))
+        if len(blocks) < 2 and len(temps) < 2:
+            return {}
+        points = [{"particle_blocks": b, field: float(t)} for b in blocks for t in temps]
+        labels = [f"{b}, {field} {float(t):g}" for b in blocks for t in temps]
+        fixed = lambda fam, point: (  # noqa: E731
+            family_params("smc", tuned["smc"]) if fam == "smc" else {})
+        run = _kept_run(("best_of", "smc"), ns, proposal_of, step, fixed)
+        return {"proposal": (protocol.Contender(_with_signature(run, points[0]),
+                                                protocol.Stages((points,))),
+                             [("proposal", labels)])}
+    if phase == "sr_smc":
+        temps = tuple(pr.temperatures)
+        if not path or len(temps) < 2:
+            return {}
+        run = _kept_run(("sr_smc",), ns, proposal_of, step,
+                        lambda fam, point: {"temperature": point["temperature"]})
+        return {"sr_smc": (protocol.Contender(
+            _with_signature(run, ("temperature",)),
+            protocol.Stages(([{"temperature": float(t)} for t in temps],))),
+            [("sr_smc_temperature", [f"{float(t):g}" for t in temps])])}
+    out = {}
     combos = list(itertools.product(
         _grid(pr.get("weight_scales", ()), tuned["smc"]["weight_scale"]),
         _grid(pr.get("ess_thresholds", ()), tuned["smc"]["ess_threshold"]),
         _grid(pr.schedules, tuned["smc"]["schedule"])))
-    stages = {fam: _mechanism_grids(pr, fam) for fam in SMC_FAMILIES}
-    planned = len(ns) * (
-        (2 * len(blocks) * len(temps) if len(blocks) > 1 or len(temps) > 1 else 0)
-        + (len(tuple(pr.temperatures)) if path and len(tuple(pr.temperatures)) > 1 else 0)
-        + len(SMC_FAMILIES) * (len(combos) if len(combos) > 1 else 0)
-        + sum(len(g) for fam in SMC_FAMILIES for _, g in stages[fam] if len(g) > 1))
-    prog = Progress(max(planned, 1), desc=f"dllm {task.name} validation tuning",
-                    unit="decoder run")
-
-    def score(settings, families, label, value_fn=None, position_value_fn=None):
-        nonlocal keys
-        if keys is None:
-            keys = item_keys(config, "tuning", pr.validation_problems)
-        names = [f"{f}_{n}" for f in families for n in ns]
-        decs = decoders(config, task, denoise_fn, value_fn, settings, names=names,
-                        cache=cache, position_value_fn=position_value_fn)
-        accs = []
-        for k, d in decs.items():
-            # every setting the decoder reads, so the label names one validation run
-            what = json.dumps({"decoder": k, "settings": settings,
-                               "value": value_fn is not None,
-                               "position_value": position_value_fn is not None},
-                              sort_keys=True, default=str)
-            accs.append(run_step(f"validation {what}", lambda k=k, d=d: _run_decoder(
-                config, task, f"validation {label} {k}", d, keys)["accuracy"]))
-            prog.update(1, postfix=f"{label} {k}: acc {accs[-1]:.3f}")
-        return float(np.mean(accs))
-
-    def pick(name, grid):  # dict order = grid order, so ties go to the first entry
-        out["grid"][name] = {k: v for k, (v, _) in grid.items()}
-        return grid[max(grid, key=lambda k: grid[k][0])][1]
-
-    # 1. The proposal: blocks x position temperature (path) or the shared token
-    #    temperature (tokens), by best-of-N and Path-LL SMC.
-    if len(blocks) > 1 or len(temps) > 1:
-        field = "position_temperature" if path else "temperature"
-        grid = {}
-        for b in blocks:
-            for t in temps:
-                s = {**tuned, "particle_blocks": b, field: float(t)}
-                grid[f"{b}, {field} {float(t):g}"] = (
-                    score(s, ("best_of", "smc"), f"{b} {t}"), (b, float(t)))
-        tuned["particle_blocks"], tuned[field] = pick("proposal", grid)
-    if not path:
-        tuned["sr_smc_temperature"] = tuned["temperature"]
-    # 2. SR-SMC's own token temperature (path proposal: its sampler draws tokens).
-    if path and len(tuple(pr.temperatures)) > 1:
-        tuned["sr_smc_temperature"] = pick("sr_smc_temperature", {
-            f"{float(t):g}": (score({**tuned, "sr_smc_temperature": float(t)}, ("sr_smc",),
-                                    f"T={t}"), float(t)) for t in pr.temperatures})
-    # 3. The POKE head on the proposal just chosen.
-    out["proposal"] = dllm_models.proposal_spec(config, task, tuned)
-    value_fn, position_value_fn = head_fn(out["proposal"]) if head_fn is not None else (
-        None, None)
-    # 4. Per SMC family: beta x ESS threshold x schedule, then one mechanism at a time
-    #    (``_mechanism_grids``: the resampler; POKE-SMC's twist scale and policy; the
-    #    output selection), each stage's argmax frozen before the next.
     for fam in SMC_FAMILIES:
-        if fam == "poke_smc" and value_fn is None:
+        if fam == "poke_smc" and heads[0] is None:
             continue
-        heads = dict(value_fn=value_fn if fam == "poke_smc" else None,
-                     position_value_fn=position_value_fn if fam == "poke_smc" else None)
-        if len(combos) > 1:
-            grid = {}
-            for beta, ess, sched in combos:
-                s = {**tuned, fam: {**tuned[fam], "weight_scale": float(beta),
-                                    "ess_threshold": float(ess), "schedule": sched}}
-                grid[f"beta {float(beta):g}, ess {float(ess):g}, {sched}"] = (
-                    score(s, (fam,), f"{fam} {beta} {ess} {sched}", **heads), s[fam])
-            tuned[fam] = pick(f"smc_settings_{fam}", grid)
-        for stage, options in stages[fam]:
-            if len(options) < 2:
-                continue
-            grid = {}
-            for label, change in options:
-                if "twist_multiple" in change:  # beta_V = multiple x the tuned beta
-                    change = {"twist_scale": change["twist_multiple"]
-                              * tuned[fam]["weight_scale"]}
-                s = {**tuned, fam: {**tuned[fam], **change}}
-                grid[label] = (score(s, (fam,), f"{fam} {label}", **heads), s[fam])
-            tuned[fam] = pick(f"{stage}_{fam}", grid)
-    prog.close()
-    return out, value_fn, position_value_fn
+        base = family_params(fam, tuned[fam])
+        stages = [[{**base, "weight_scale": float(b), "ess_threshold": float(e),
+                    "resample_schedule": s} for b, e, s in combos]]
+        labels = ([(f"smc_settings_{fam}", [f"beta {float(b):g}, ess {float(e):g}, {s}"
+                                              for b, e, s in combos])]
+                  if len(combos) > 1 else [])
+        for stage, options in _mechanism_grids(pr, fam):
+            if len(options) > 1:
+                stages.append([change for _, change in options])
+                labels.append((f"{stage}_{fam}", [label for label, _ in options]))
+        if len(stages) == 1 and len(stages[0]) == 1:
+            continue
+        names = {k for s in stages for p in s for k in p}
+        run = _kept_run((fam,), ns, lambda problem, point, f: problem, step,
+                        lambda f, point: point)
+        out[_BUILTIN[fam]] = (protocol.Contender(_with_signature(run, names),
+                                                 protocol.Stages(tuple(stages))), labels)
+    return out
 
 
 def _mechanism_grids(pr, fam: str) -> list[tuple[str, list[tuple[str, dict]]]]:
     """The tuning stages after beta x ESS x schedule for one SMC family, in order:
     ``[(stage, [(label, settings change), ...]), ...]``. Both families: the resampler
     (``protocol.resamplers``); POKE-SMC only (they read the head): the twist scale
-    (``protocol.twist_scales``, a multiple of beta) and the unmasking policy
-    (``protocol.policies``); last the output selection: ``protocol.selections`` and, for
-    POKE-SMC, ``protocol.value_selections`` (``"mix"`` once per ``protocol.select_mixes``
-    entry)."""
+    (``protocol.twist_scales``, ``twist_multiple``: a multiple of beta) and the unmasking
+    policy (``protocol.policies``); last the output selection: ``protocol.selections`` and,
+    for POKE-SMC, ``protocol.value_selections`` (``"mix"`` once per
+    ``protocol.select_mixes`` entry)."""
     poke = fam == "poke_smc"
     sel = [(s, {"select": s}) for s in pr.get("selections", ())]
     if poke:
@@ -552,7 +657,7 @@ def _run_decoder(config, task, name: str, dec: Decoder, keys, on_chunk=None) -> 
     ``on_chunk(index, correct)`` is called after each call."""
     t0 = time.perf_counter()
     correct, (r, bad, step_ess, resampled, diag) = comparison.decode_items(
-        dec.fn, task, keys, batch=config.eval_batch, mesh_shape=config.get("mesh_shape", (-1,)),
+        keys, dec.fn, task, batch=config.eval_batch, mesh_shape=config.get("mesh_shape", (-1,)),
         on_chunk=on_chunk)
     if np.any(bad):
         raise FloatingPointError(
@@ -654,11 +759,12 @@ def _evaluate_task(config, models, name: str, ctx: study.Context) -> dict:
     # This unit's jitted decoders: one program per decoder and settings, shared by the
     # validation tuning and the test run (``decoders``); dropped when the unit ends.
     cache = {}
-    tuning, value_fn, position_value_fn = _tune(config, m.task, m.denoise_fn, head_fn, cache,
-                                                step=ctx.cached)
+    tuning, value_fn, position_value_fn = _tune(
+        config, m.task, m.denoise_fn, head_fn, step=ctx.cached,
+        results_path=os.path.join(ctx.workdir, "tuning", f"dllm_{name}.jsonl"))
     poke_fit = fits["fit"]
     keys = item_keys(config, "test", config.num_problems)
-    prompt, _ = comparison.item_problems(m.task, keys)
+    prompt, _ = comparison.item_problems(keys, m.task)
     decs = decoders(config, m.task, m.denoise_fn, value_fn, tuning["tuned"], cache=cache,
                     position_value_fn=position_value_fn)
     decs = {k: v for k, v in decs.items() if k in study_rows(config, decs)}

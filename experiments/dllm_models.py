@@ -1,11 +1,15 @@
 """The denoisers and POKE heads of the POKE-SMC study: shipped, trained in a workdir, or
 trained now.
 
-Lookup (``experiments.lib.artifacts``): the shipped weights in ``config.pretrained_dir``
-first (part of the code version), then ``<workdir>/models/<task>`` if its
-``trained_with.json`` holds ``model_key`` (task, architecture, training settings, seed, the
-POKE settings for a head, and the code version); otherwise the model is trained with
-resumable chunks in the caller's ``study.Context`` and exported there.
+Lookup (``jaxlab.dllm.weights`` loads and saves the folders): the shipped weights in
+``config.pretrained_dir`` first (part of the code version), then ``<workdir>/models/<task>``,
+used only if its ``trained_with.json`` holds ``model_key`` (task, architecture, training
+settings, seed, the POKE settings for a head, and the code version). A model is trained
+(resumable chunks in the caller's ``study.Context``, exported there) only when neither
+folder holds weights; a folder whose weights do not fit (another task, kind or
+architecture, another key: other training settings or code) raises, naming the folder and
+the differing fields, and is never replaced by a new training: delete it (or use another
+workdir) to train again.
 
 A POKE head belongs to the proposal its rollouts came from (``proposal_spec``: proposal,
 policy, token and position temperatures, blocks; the head learns the remaining Path LL
@@ -27,7 +31,7 @@ import jax.numpy as jnp
 from absl import logging
 
 from jaxlab.dllm import config as config_lib
-from jaxlab.dllm import decoding, poke
+from jaxlab.dllm import decoding, poke, weights
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import tasks as tasks_lib
 from jaxlab.dllm import train as train_lib
@@ -218,11 +222,21 @@ def train_denoiser(config, ctx: study.Context, name: str) -> tuple[TaskModel, di
     graphdef, params, history = train_lib.train(
         task, model_config(config, task), seed=config.seed,
         runner=ctx.sub(f"train_{name}").run_chunks, **kw)
-    artifacts.export(_workdir_path(ctx.workdir, name), kw["steps"], params,
-                     model_key(config, name), weights_record(config, name))
+    path = _workdir_path(ctx.workdir, name)
+    weights.save_denoiser(path, model_config(config, task), params, step=kw["steps"],
+                          record={"unit_key": model_key(config, name)})
+    _stamp(path, weights_record(config, name))
     results.write_json(_workdir_path(ctx.workdir, f"{name}_history.json"), history)
     logging.info("%s denoiser trained (eval loss %.4f)", name, history["eval_loss"][-1])
     return _bind(task, graphdef, params), history
+
+
+def _stamp(path: str, trained_for: dict) -> None:
+    """Adds to the record of the weights just saved in ``path`` what ties them to their
+    bytes and to ``trained_for`` (``artifacts.stamp``; checked by ``artifacts.verify``)."""
+    record = weights.read_record(path)
+    results.write_json(os.path.join(path, weights.RECORD),
+                       {**record, **artifacts.stamp(path, trained_for)})
 
 
 def head_dir(name: str, spec: dict) -> str:
@@ -240,8 +254,10 @@ def train_poke(config, ctx: study.Context, m: TaskModel, name: str,
         batch_size=pc.batch_size, lr=pc.lr, seed=config.seed, num_chunks=pc.num_chunks,
         runner=ctx.sub(f"poke_{name}_{spec_hash(spec)}").run_chunks)
     path = _workdir_path(ctx.workdir, head_dir(name, spec))
-    artifacts.export(path, pc.steps, params, model_key(config, name, True, spec),
-                     weights_record(config, name, head=True))
+    weights.save_value_head(path, params, d_model=config.model.d_model, hidden=pc.hidden,
+                            step=pc.steps, record={"unit_key": model_key(config, name, True,
+                                                                         spec)})
+    _stamp(path, weights_record(config, name, head=True))
     results.write_json(os.path.join(path, "proposal.json"), spec)
     return graphdef, params
 
@@ -260,13 +276,11 @@ class Models:
         """The shipped denoiser of ``name``, else the workdir's, else a newly trained one."""
         if name not in self._loaded:
             c, task = self.config, make_task(self.config, name)
-            # Abstract template (shapes and dtypes only): no weights initialised or compiled.
-            graphdef, template = model_lib.abstract(model_config(c, task))
-            params = artifacts.restore_first(
-                [(shipped_path(c, name), None),
-                 (_workdir_path(self.workdir, name), model_key(c, name))],
-                template, f"{name} denoiser", expected=weights_record(c, name))
-            self._loaded[name] = (_bind(task, graphdef, params) if params is not None else
+            cfg = model_config(c, task)
+            saved = _lookup(shipped_path(c, name), _workdir_path(self.workdir, name),
+                            model_key(c, name), f"{name} denoiser", weights_record(c, name),
+                            lambda path: weights.load_denoiser(path, cfg))
+            self._loaded[name] = (_bind(task, saved.graphdef, saved.params) if saved else
                                   train_denoiser(c, self._ctx(ctx, name), name)[0])
         return self._loaded[name]
 
@@ -278,14 +292,37 @@ class Models:
         spec = proposal or legacy_spec(c, m.task)
         slot = head_dir(name, spec)
         if slot not in self._loaded:
-            graphdef, template = poke.abstract(c.model.d_model, c.poke.hidden)
-            params = artifacts.restore_first(
-                [(shipped_head_path(c, name, spec), None),
-                 (_workdir_path(self.workdir, slot), model_key(c, name, True, spec))],
-                template, f"{name} POKE head", expected=weights_record(c, name, head=True))
-            self._loaded[slot] = ((graphdef, params) if params is not None else train_poke(
-                c, self._ctx(ctx, name, True, spec), m, name, spec))
+            self._loaded[slot] = _lookup(
+                shipped_head_path(c, name, spec), _workdir_path(self.workdir, slot),
+                model_key(c, name, True, spec), f"{name} POKE head",
+                weights_record(c, name, head=True),
+                lambda path: weights.load_value_head(path, d_model=c.model.d_model,
+                                                     hidden=c.poke.hidden)
+            ) or train_poke(c, self._ctx(ctx, name, True, spec), m, name, spec)
         return self._loaded[slot]
+
+
+def _lookup(shipped: str, trained: str, key: str, what: str, expected: dict, load):
+    """``load(folder)`` of the shipped folder, else of the workdir's, else None (nothing
+    saved: the caller trains). The workdir's weights must carry ``key``; weights that do
+    not fit raise (module docstring), naming the folder and the fields."""
+    for path, field in ((shipped, "config.pretrained_dir"), (trained, "workdir models")):
+        if not path or not os.path.isdir(path):
+            continue
+        artifacts.verify(path, what, field, expected)
+        found = weights.read_record(path).get("unit_key")
+        if field == "workdir models" and found != key:
+            raise ValueError(
+                f"`workdir`: the {what} in {path} was trained under another config or code "
+                f"version (key {found!r}, this run's {key!r}: its training settings, seed "
+                "or the code differ); delete the folder or use another workdir to train a "
+                "new one.")
+        logging.info("%s from %s", what, path)
+        try:
+            return load(path)
+        except (ValueError, FileNotFoundError) as e:
+            raise ValueError(f"`{field}`: the {what} in {path}: {e}") from e
+    return None
 
 
 def train_denoisers(config, workdir: str) -> dict:

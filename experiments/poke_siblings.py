@@ -79,7 +79,7 @@ def run(config, workdir: str) -> dict:
         heads = {"shipped": models.poke_head(name, proposal=spec),
                  **_fit_sibling_heads(config, m)}
         keys = dllm.item_keys(config, "test", config.num_problems)
-        prompt, _ = comparison.item_problems(m.task, keys)
+        prompt, _ = comparison.item_problems(keys, m.task)
         ranking, runs = {}, {}
         for h, head in heads.items():
             value_fn = poke.make_value_fn(*head, m.task.prompt_len, m.task.mask_id)

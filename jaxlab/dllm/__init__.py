@@ -25,7 +25,8 @@ Modules: ``tasks`` (verifiable reasoning tasks), ``model`` (LLaDA architecture),
 ``decoding`` (policies, schedules, Path LL), ``path_smc`` (best-of-N, SMC, POKE-SMC),
 ``sr_smc`` (self-rewarding SMC as in its official code: blocks, threshold commits,
 block-end resampling; the baseline POKE-SMC is compared with),
-``poke`` (POKE value head), ``evaluation`` (pass@N, pass@k, best-of-N of N sampled
+``poke`` (POKE value head), ``weights`` (save and load a trained denoiser or value
+head; a missing or mismatched folder raises), ``evaluation`` (pass@N, pass@k, best-of-N of N sampled
 answers), ``config`` (experiment-config validation).
 
 Your own task: any object with ``tasks.Task``'s fields; ``tasks.register_task`` (or
@@ -48,6 +49,7 @@ from jaxlab.dllm import (
     sr_smc,
     tasks,
     train,
+    weights,
 )
 from jaxlab.dllm.comparison import Problem, Proposal, compare, fit_value_fn
 from jaxlab.dllm.decoding import (
@@ -71,12 +73,19 @@ from jaxlab.dllm.path_smc import (
     smc_decode,
     step,
 )
+from jaxlab.dllm.weights import (
+    load_denoiser,
+    load_value_head,
+    save_denoiser,
+    save_value_head,
+)
 
 __all__ = [
     "DecodeInfo", "DecodeResult", "DecodeState", "Info", "Problem", "Proposal", "State",
     "best_of_n", "best_of_n_correct", "best_particle", "compare", "comparison", "config",
     "decode", "decode_threshold", "decoder", "decoding", "evaluation", "fit_value_fn",
-    "init", "loading", "model", "particle_correctness", "pass_at_k", "pass_at_n",
+    "init", "load_denoiser", "load_value_head", "loading", "model", "particle_correctness",
+    "pass_at_k", "pass_at_n",
     "path_log_likelihood", "path_smc", "poke", "run_particles", "smc", "smc_decode",
-    "sr_smc", "step", "tasks", "train",
+    "save_denoiser", "save_value_head", "sr_smc", "step", "tasks", "train", "weights",
 ]

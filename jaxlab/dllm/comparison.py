@@ -1,50 +1,20 @@
-"""The POKE-SMC paper's comparison on your own task and denoiser (``jaxlab.core.protocol``).
+"""The POKE-SMC paper's comparison on your own task and denoiser: ``compare`` is
+``protocol.bind(SPEC)`` (``jaxlab.core.protocol``), its built-in contenders the decoders.
 
-``compare(key, problem, *, contenders, tuning, seeds, goals)`` runs POKE-SMC against its
-baselines the way the paper compares them, on any ``Problem`` (a task, a denoiser and,
-for POKE-SMC, a value function):
-
-* **Items are problems.** Item ``i`` of a split is the problem ``task.sample(fold_in(k_i,
-  0), 1)`` with ``k_i = protocol.item_keys(key, split, i)``; its decoders draw their
-  randomness from ``fold_in(k_i, 1)``. Tuning problems and test problems come from
-  disjoint key streams, so no grid point is chosen on a test problem, and every
-  contender decodes the same test problems (paired). An item's value (1 right, 0 wrong,
-  ``task.verify``) does not depend on how many problems are decoded at once
-  (``decode_items`` vmaps the decoder over problems).
-* **Contenders** (``CONTENDERS``; the first is compared with each other one):
-  ``poke_smc`` (Path-LL SMC twisted by the POKE value, ``path_smc.smc_decode(...,
-  value_fn=)``), ``greedy`` (confidence-policy decoding), ``best_of_n`` (N particles of
-  the proposal, highest Path LL), ``path_smc`` (the same SMC without the value) and
-  ``sr_smc`` (self-rewarding SMC as in its official sampler). Best-of-N, Path-LL SMC and
-  POKE-SMC share ``problem.proposal`` and N; SR-SMC keeps its own sampler (tokens drawn at
-  its temperature, threshold commits) on the proposal's blocks. Built-in but not run by
-  default (``EXTRA_CONTENDERS``): ``greedy_blocks``, greedy (confidence) decoding on the
-  proposal's semi-AR blocks, the path of the particle decoders' greedy reference (with
-  blocks, the greedy to report beside them; ``greedy`` decodes the answer as one block).
-* **Declared grids** (``GRIDS``, tuned on the tuning problems only): best-of-N's position
-  temperature; Path-LL SMC's and POKE-SMC's weight scale beta x ESS threshold x output
-  selection; SR-SMC's token temperature. A grid of yours may also set (``decoder``) the
-  twist scale, the resampler (``"distinct"``), the ``"value"`` / ``"mix"`` selections
-  (best-of-N and Path-LL SMC then read ``problem.value_fn`` for the selection only) and
-  the ``value`` position policy (``problem.position_value_fn``).
-* **Goals** (``default_goals``): POKE-SMC beats each of greedy, best-of-N and SR-SMC by
-  more than ``GOAL_MARGIN`` (2 points, the paper's claim) with the whole paired CI above
-  it; together: POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2 points, with no rival
-  picked on the test problems.
-
-``fit_value_fn`` trains a POKE head on rollouts of the problem's proposal (the proposal
-the particle contenders decode with), and ``train.train(..., greedy_problems=)`` reports
-greedy accuracy while a denoiser trains. The study binary (``experiments/dllm.py``)
-computes its per-problem values with ``decode_items`` on the same item keys and its
-comparison rows with ``protocol.analyse``: one copy of the protocol.
+Items are problems: item ``i`` is ``task.sample(fold_in(k_i, 0), 1)`` with ``k_i =
+protocol.item_keys(key, split, i)``, decoded with ``fold_in(k_i, 1)`` (``decode_items``
+vmaps the decoder over problems, so a value does not depend on ``batch``). The study
+binary (``experiments/dllm.py``) tunes with this ``compare`` and decodes its test problems
+on the same item keys.
 
 What is ours: the protocol layer (the paper states its comparison in prose); the decoders
 are ``path_smc``, ``sr_smc`` and ``decoding``'s.
 """
 
 import functools
+import inspect
 import itertools
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import jax
@@ -53,13 +23,13 @@ import numpy as np
 
 from jaxlab.core import protocol, sharding, validation
 from jaxlab.core.keys import as_key
+from jaxlab.core.types import PRNGKey
 from jaxlab.dllm import decoding, path_smc, poke, sr_smc
 from jaxlab.dllm import tasks as tasks_lib
 
 __all__ = ["Proposal", "Problem", "FittedHead", "CONTENDERS", "EXTRA_CONTENDERS", "GRIDS",
-           "GOAL_MARGIN",
-           "item_problems", "decode_items", "decoder", "contender", "default_contenders",
-           "default_goals", "fit_value_fn", "compare"]
+           "PARAMS", "GOAL_MARGIN", "SPEC", "item_problems", "decode_items", "decoder",
+           "run_builtin", "default_goals", "fit_value_fn", "compare"]
 
 CONTENDERS = ("poke_smc", "greedy", "best_of_n", "path_smc", "sr_smc")
 EXTRA_CONTENDERS = ("greedy_blocks",)  # built-in, run when named
@@ -79,15 +49,16 @@ GRIDS = {
     "greedy_blocks": ({},),
 }
 
-# The settings each contender's grid may set (keyword arguments of its ``run``).
+# The settings a grid of each contender may set (keyword arguments of its ``run``).
 _SELECT = ("select", "select_mix", "policy", "policy_mix")
-_PARAMS = {
+_PROPOSAL = ("position_temperature", "temperature", "block_length")
+PARAMS = {
     "poke_smc": ("weight_scale", "ess_threshold", "resample_schedule", "twist_scale",
-                 "resampler", *_SELECT),
+                 "twist_multiple", "resampler", *_PROPOSAL, *_SELECT),
     "greedy": (),
-    "best_of_n": ("position_temperature", "temperature", "block_length", *_SELECT),
+    "best_of_n": (*_PROPOSAL, *_SELECT),
     "path_smc": ("weight_scale", "ess_threshold", "resample_schedule", "resampler",
-                 *_SELECT),
+                 *_PROPOSAL, *_SELECT),
     "sr_smc": ("temperature", "ess_threshold", "threshold", "block_length"),
     "greedy_blocks": (),
 }
@@ -161,7 +132,8 @@ class FittedHead(NamedTuple):
     position_value_fn: Callable | None = None
 
 
-def _check_problem(problem) -> None:
+def _check_problem(problem, settings=None) -> Problem:
+    del settings
     if not isinstance(problem, Problem):
         raise TypeError(f"`problem` must be a dllm.comparison.Problem, got "
                         f"{type(problem).__name__}.")
@@ -173,14 +145,15 @@ def _check_problem(problem) -> None:
     if not isinstance(problem.proposal, Proposal):
         raise TypeError(f"`problem.proposal` must be a dllm.comparison.Proposal, got "
                         f"{type(problem.proposal).__name__}.")
+    return problem
 
 
-def item_problems(task, keys) -> tuple[jax.Array, jax.Array]:
+def item_problems(keys: jax.Array, task) -> tuple[jax.Array, jax.Array]:
     """The problem of each item key: ``task.sample(fold_in(k, 0), 1)`` per key.
 
     Args:
-      task: any ``tasks.Task`` (``sample`` jittable).
       keys: [n] typed PRNG keys (``protocol.item_keys``).
+      task: any ``tasks.Task`` (``sample`` jittable).
 
     Returns:
       (prompt [n, task.prompt_len] int32, answer [n, task.answer_len] int32).
@@ -220,14 +193,14 @@ def _vmapped(decode_fn, task):
     return jax.jit(run)
 
 
-def _vmapped_any(decode_fn, task):
+def _cached(build, *args):
     try:
-        return _vmapped(decode_fn, task)
+        return build(*args)
     except TypeError:  # an unhashable function or task: a fresh program
-        return _vmapped.__wrapped__(decode_fn, task)
+        return build.__wrapped__(*args)
 
 
-def decode_items(decode_fn: Callable, task, keys, *, batch: int | None = None,
+def decode_items(keys: jax.Array, decode_fn: Callable, task, *, batch: int | None = None,
                  mesh_shape=None, on_chunk: Callable | None = None):
     """Decodes the problem of every item key and verifies the answer (one value per item).
 
@@ -236,10 +209,10 @@ def decode_items(decode_fn: Callable, task, keys, *, batch: int | None = None,
     once per ``(decode_fn, task)``.
 
     Args:
+      keys: [n] typed item keys (``protocol.item_keys``).
       decode_fn: ``decode_fn(prompt [1, P], key) -> DecodeResult`` or a tuple whose first
         element is the ``DecodeResult`` (``decoder``'s functions).
       task: any ``tasks.Task``.
-      keys: [n] typed item keys (``protocol.item_keys``).
       batch: problems per call (None: all at once).
       mesh_shape: a 1-D mesh the prompts of a call are split over
         (``sharding.shard_batch``; None: where they are).
@@ -254,8 +227,8 @@ def decode_items(decode_fn: Callable, task, keys, *, batch: int | None = None,
     if batch is not None:
         validation.check_positive_int("batch", batch)
     step = n if not batch else batch
-    run = _vmapped_any(decode_fn, task)
-    prompt, _ = item_problems(task, keys)
+    run = _cached(_vmapped, decode_fn, task)
+    prompt, _ = item_problems(keys, task)
     correct, outs = [], []
     for start in range(0, n, max(step, 1)):
         p = prompt[start:start + step]
@@ -271,89 +244,118 @@ def decode_items(decode_fn: Callable, task, keys, *, batch: int | None = None,
     return np.concatenate(correct), jax.tree.map(lambda *x: np.concatenate(x), *outs)
 
 
+def _particle_records(state, info, n: int, value: bool) -> dict:
+    """[B, ...] per-problem records of a particle run: the final particles' answers, the
+    resampling count, the distinct final answers, the minimum ESS and, along each final
+    particle's path (``path_smc.ancestry``), L_t (and L_t + V(s_t) when a value is read)."""
+    answer_len = state.decode.order.shape[1]
+    b = state.log_weights.shape[0]
+    same = path_smc.same_paths(state.decode, b, n)
+    out = {"particle_answers": state.decode.tokens[:, -answer_len:].reshape(b, n, answer_len),
+           "resampling_events": jnp.sum(info.resampled, axis=0).astype(jnp.int32),
+           "distinct_paths": jnp.sum(jnp.argmax(same, axis=-1) == jnp.arange(n),
+                                     axis=-1).astype(jnp.int32),
+           "min_ess": jnp.min(info.ess, axis=0)}
+    if hasattr(info, "path_ll"):
+        anc = path_smc.ancestry(info.ancestors)  # [S, B, N]
+        along = lambda x: jnp.moveaxis(jnp.take_along_axis(x, anc, axis=2), 0, 1)  # noqa: E731
+        out.update({f"{f}_trace": getattr(info, f).T for f in (
+            "distinct_paths", "twist_increment_var", "path_ll_increment_var",
+            "proposal_correction_var")})
+        out["path_ll_trace"] = along(info.path_ll)
+        if value:
+            out["path_ll_plus_value_trace"] = along(info.path_ll + info.value)
+    return out
+
+
 def decoder(name: str, problem: Problem, **params) -> Callable:
     """The decode function of a built-in contender at a grid point.
 
     Args:
       name: one of ``CONTENDERS`` or ``EXTRA_CONTENDERS``.
       problem: the ``Problem``.
-      **params: settings of the contender's grid (``GRIDS``): ``poke_smc``:
-        ``weight_scale``, ``ess_threshold``, ``resample_schedule``, ``twist_scale``,
-        ``resampler``, ``select``, ``select_mix``, ``policy``, ``policy_mix``; ``path_smc``:
-        the same but ``twist_scale``; ``best_of_n``: ``position_temperature``,
-        ``temperature``, ``block_length``, ``select``, ``select_mix``, ``policy``,
-        ``policy_mix``; ``sr_smc``: ``temperature``, ``ess_threshold``, ``threshold``,
-        ``block_length``. ``select`` ``"value"`` / ``"mix"`` read ``problem.value_fn``
-        (for best-of-N and Path-LL SMC, for the selection only: no twist), ``policy``
-        ``"value"`` reads ``problem.position_value_fn``.
+      **params: settings of the contender's grid (``PARAMS[name]``). ``twist_multiple``
+        (POKE-SMC) sets the twist scale to that multiple of ``weight_scale``;
+        ``block_length`` replaces the proposal's blocks. ``select`` ``"value"`` /
+        ``"mix"`` read ``problem.value_fn`` (for best-of-N and Path-LL SMC, for the
+        selection only: no twist), ``policy`` ``"value"`` reads
+        ``problem.position_value_fn``.
 
     Returns:
-      ``fn(prompt [B, P], key) -> (DecodeResult [B], nonfinite [] bool)`` (jitted; the flag:
-      SMC weights turned non-finite on some step, or an SR-SMC block was left unfinished).
+      ``fn(prompt [B, P], key) -> (DecodeResult [B], nonfinite [] bool, records)``
+      (jitted; the flag: SMC weights turned non-finite on some step, or an SR-SMC block was
+      left unfinished; records: per-problem [B, ...] arrays, empty for greedy).
     """
     validation.check_one_of("name", name, _BUILTINS)
-    unknown = sorted(set(params) - set(_PARAMS[name]))
+    unknown = sorted(set(params) - set(PARAMS[name]))
     if unknown:
-        raise ValueError(f"contender {name!r} takes the settings {_PARAMS[name]}, got "
+        raise ValueError(f"contender {name!r} takes the settings {PARAMS[name]}, got "
                          f"{unknown}.")
     t, pr = problem.task, problem.proposal
     kw = dict(gen_length=t.answer_len, mask_id=t.mask_id, vocab_size=t.vocab_size)
     if name in ("greedy", "greedy_blocks"):
         blocks = dict(block_length=pr.block_length) if name == "greedy_blocks" else {}
         fn = functools.partial(decoding.decode, denoise_fn=problem.denoise_fn, **blocks, **kw)
-        return jax.jit(lambda prompt, key: (fn(key, prompt=prompt), jnp.bool_(False)))
+        return jax.jit(lambda prompt, key: (fn(key, prompt=prompt), jnp.bool_(False), {}))
     if name == "poke_smc" and problem.value_fn is None:
         raise ValueError("`problem.value_fn` is None: POKE-SMC needs a value function "
                          "(dllm.comparison.fit_value_fn, or poke.make_value_fn).")
     block = params.pop("block_length", pr.block_length) or t.answer_len
     n = problem.num_particles
     if name == "sr_smc":
-        fn = functools.partial(
-            sr_smc.sr_smc_decode, denoise_fn=problem.denoise_fn, num_particles=n,
-            threshold=params.pop("threshold", problem.threshold),
-            temperature=params.pop("temperature", problem.sr_smc_temperature),
-            block_length=block, **params, **kw)
+        run_kw = dict(threshold=params.pop("threshold", problem.threshold),
+                      temperature=params.pop("temperature", problem.sr_smc_temperature),
+                      block_length=block, **params, **kw)
+
+        def run(prompt, key):
+            state, info = sr_smc.run_particles(key, problem.denoise_fn, prompt,
+                                               num_particles=n, **run_kw)
+            res = sr_smc.best_particle(state)
+            res = res._replace(nfe=jnp.sum(info.passes, axis=0) * n)
+            bad = jnp.any(info.nonfinite_weights) | jnp.any(info.unfinished)
+            return res, bad, _particle_records(state, info, n, False)
+
+        return jax.jit(run)
+    select = {k: params.pop(k) for k in _SELECT if k in params}
+    reads_value = select.get("select") in path_smc.VALUE_SELECTIONS
+    if reads_value and problem.value_fn is None:
+        raise ValueError(f"`problem.value_fn` is None: select={select['select']!r} ranks "
+                         "particles by the value head.")
+    heads = {}
+    if select.get("policy") in decoding.HEAD_POLICIES:
+        if problem.position_value_fn is None:
+            raise ValueError("`problem.position_value_fn` is None: policy='value' ranks "
+                             "positions by the value head (poke.make_position_value_fn).")
+        heads["position_value_fn"] = problem.position_value_fn
+    config = path_smc.SMCConfig(
+        block_length=block, proposal=pr.proposal,
+        temperature=params.pop("temperature", pr.temperature),
+        position_temperature=params.pop("position_temperature", pr.position_temperature),
+        greedy_reference=bool(problem.greedy_reference), **select)
+    path_smc.check_select(config.select, config.select_mix)
+    if name == "best_of_n":  # the value head for the selection only (no twist)
+        config = config._replace(resample=False, twist_scale=0.0)
+        heads["value_fn"] = problem.value_fn if reads_value else None
     else:
-        select = {k: params.pop(k) for k in _SELECT if k in params}
-        if select.get("select") in path_smc.VALUE_SELECTIONS and problem.value_fn is None:
-            raise ValueError(f"`problem.value_fn` is None: select={select['select']!r} ranks "
-                             "particles by the value head.")
-        if select.get("policy") in decoding.HEAD_POLICIES:
-            if problem.position_value_fn is None:
-                raise ValueError("`problem.position_value_fn` is None: policy='value' ranks "
-                                 "positions by the value head (poke.make_position_value_fn).")
-            select["position_value_fn"] = problem.position_value_fn
-        pkw = dict(num_particles=n, temperature=params.pop("temperature", pr.temperature),
-                   block_length=block, proposal=pr.proposal,
-                   position_temperature=params.pop("position_temperature",
-                                                   pr.position_temperature),
-                   greedy_reference=bool(problem.greedy_reference), **select, **kw)
-        # The value head for the selection only (no twist) in best-of-N and Path-LL SMC.
-        reads_value = select.get("select") in path_smc.VALUE_SELECTIONS
-        if name == "best_of_n":
-            fn = functools.partial(path_smc.best_of_n, denoise_fn=problem.denoise_fn,
-                                   **(dict(value_fn=problem.value_fn) if reads_value else {}),
-                                   **pkw)
+        config = config._replace(**{k: params.pop(k) for k in (
+            "weight_scale", "ess_threshold", "resample_schedule", "twist_scale", "resampler")
+            if k in params})
+        if "twist_multiple" in params:
+            config = config._replace(
+                twist_scale=params.pop("twist_multiple") * config.weight_scale)
+        if name == "path_smc" and reads_value:
+            heads["value_fn"] = problem.value_fn
+            config = config._replace(twist_scale=0.0)
         else:
-            smc = dict(weight_scale=params.pop("weight_scale", 1.0),
-                       ess_threshold=params.pop("ess_threshold", 0.5),
-                       resample_schedule=params.pop("resample_schedule", "every_step"),
-                       **{k: params.pop(k) for k in ("twist_scale", "resampler") if k in params})
-            if name == "path_smc" and reads_value:
-                smc.update(value_fn=problem.value_fn, twist_scale=0.0)
-            else:
-                smc.update(value_fn=problem.value_fn if name == "poke_smc" else None)
-            if "select" not in pkw:
-                smc["select"] = "path_ll"
-            fn = functools.partial(path_smc.smc_decode, denoise_fn=problem.denoise_fn,
-                                   **pkw, **smc)
+            heads["value_fn"] = problem.value_fn if name == "poke_smc" else None
+    value = heads["value_fn"] is not None
+    steps = t.answer_len
 
     def run(prompt, key):
-        result, info = fn(key, prompt=prompt)
-        bad = jnp.any(info.nonfinite_weights)
-        if hasattr(info, "unfinished"):
-            bad = bad | jnp.any(info.unfinished)
-        return result, bad
+        state, info = path_smc.run_particles(key, problem.denoise_fn, prompt, **kw,
+                                             num_particles=n, config=config, **heads)
+        res = path_smc.best_particle(state, steps, config.select, config.select_mix)
+        return res, jnp.any(info.nonfinite_weights), _particle_records(state, info, n, value)
 
     return jax.jit(run)
 
@@ -363,155 +365,122 @@ def _cached_decoder(name, problem, frozen):
     return decoder(name, problem, **dict(frozen))
 
 
-def _run_builtin(name: str, batch: int | None, items: protocol.Items, problem: Problem,
-                 **params) -> np.ndarray:
-    frozen = tuple(sorted(params.items()))
+@functools.lru_cache(maxsize=64)
+def _particle_verifier(task):
+    return jax.jit(lambda prompt, answers: task.verify(
+        jnp.repeat(prompt, answers.shape[1], axis=0),
+        answers.reshape(-1, answers.shape[-1])).reshape(answers.shape[:2]))
+
+
+def run_builtin(name: str, items: protocol.Items, problem: Problem, **params) -> dict:
+    """Per-item accuracy and records of a built-in contender (``SPEC``'s ``run``)."""
+    params = {k: v for k, v in params.items() if v is not None}
     try:
-        fn = _cached_decoder(name, problem, frozen)
+        fn = _cached_decoder(name, problem, tuple(sorted(params.items())))
     except TypeError:  # unhashable problem fields
         fn = decoder(name, problem, **params)
-    correct, (_, bad) = decode_items(fn, problem.task, items.keys, batch=batch)
+    correct, (result, bad, extra) = decode_items(items.keys, fn, problem.task)
     if np.any(bad):
-        raise FloatingPointError(
+        raise ValueError(
             f"contender {name!r} ({params}): SMC log weights became non-finite (or an "
             f"SR-SMC block was left unfinished) on {int(np.sum(bad))} {items.split} "
             "problems; check `weight_scale`, the proposal's temperatures and the value "
             "function.")
-    return correct.astype(np.float64)
+    out = {"accuracy": correct.astype(np.float64), "answer": result.answer[:, 0],
+           "path_ll": result.path_ll[:, 0], "nfe": result.nfe[:, 0]}
+    extra = {f: v[:, 0] for f, v in extra.items()}
+    answers = extra.pop("particle_answers", None)
+    if answers is not None:
+        prompt, _ = item_problems(items.keys, problem.task)
+        right = np.asarray(_cached(_particle_verifier, problem.task)(prompt, answers), bool)
+        out.update(particles_correct=right, pass_at_n=right.any(axis=1))
+        rows = np.arange(right.shape[0])[:, None]
+        for trace, field in (("path_ll_trace", "top_path_ll_correct"),
+                             ("path_ll_plus_value_trace", "top_path_ll_plus_value_correct")):
+            if trace in extra:  # [n, S]: the top particle by the score at step t is right
+                out[field] = right[rows, np.argmax(extra.pop(trace), axis=-1)]
+    return {**out, **extra}
 
 
-def contender(name: str, grid: Sequence[Mapping] | None = None, *,
-              batch: int | None = None) -> protocol.Contender:
-    """A built-in contender (``CONTENDERS``, ``EXTRA_CONTENDERS``) with its declared grid
-    or yours.
+def _runner(name: str) -> Callable:
+    """``run(items, problem, **params)`` of a built-in, its settings named in its
+    signature (the core checks a grid's keys against it)."""
+    def run(items, problem, **params):
+        return run_builtin(name, items, problem, **params)
 
-    Args:
-      name: one of ``CONTENDERS`` or ``EXTRA_CONTENDERS``.
-      grid: the settings tried on the tuning problems (dicts of ``decoder``'s ``params``);
-        None: ``GRIDS[name]``.
-      batch: problems per decode call inside a ``run`` (None: all of them).
-
-    Returns:
-      ``protocol.Contender`` whose ``run(items, problem, **params)`` returns [n] 0/1
-      correctness of the items' problems.
-    """
-    validation.check_one_of("name", name, _BUILTINS)
-    grid = GRIDS[name] if grid is None else tuple(dict(p) for p in grid)
-    for p in grid:
-        unknown = sorted(set(p) - set(_PARAMS[name]))
-        if unknown:
-            raise ValueError(f"`grid` of {name!r} may set {_PARAMS[name]}, got {unknown}.")
-    return protocol.Contender(functools.partial(_run_builtin, name, batch), grid)
+    p = inspect.Parameter
+    run.__signature__ = inspect.Signature(
+        [p("items", p.POSITIONAL_OR_KEYWORD), p("problem", p.POSITIONAL_OR_KEYWORD)]
+        + [p(k, p.KEYWORD_ONLY, default=None) for k in PARAMS[name]])
+    run.__name__ = run.__qualname__ = f"run_{name}"
+    return run
 
 
-def default_contenders(names: Sequence[str] = CONTENDERS, *,
-                       batch: int | None = None) -> dict:
-    """``{name: contender(name)}`` for ``names`` (default: all five, POKE-SMC first).
-
-    Raises:
-      TypeError / ValueError: ``names`` is one string, or names an unknown contender.
-    """
-    _check_names(names)
-    return {n: contender(n, batch=batch) for n in names}
+def _builtin(name: str, context: protocol.Context) -> protocol.Contender:
+    if name == "poke_smc" and context.problem.value_fn is None:
+        raise ValueError("`problem.value_fn` is None: POKE-SMC needs a value function "
+                         "(dllm.comparison.fit_value_fn, or poke.make_value_fn).")
+    return protocol.Contender(_runner(name), GRIDS[name])
 
 
 def default_goals(names: Sequence[str] = CONTENDERS) -> list[protocol.Goal]:
     """POKE-SMC better than each of greedy, best-of-N and SR-SMC (those in ``names``) by
     more than ``GOAL_MARGIN``: the paper's POKE-SMC >= max(greedy, best-of-N, SR-SMC) + 2
-    points, each CI above the margin. Empty when ``poke_smc`` is not in ``names`` (names of
-    your own contenders are allowed and get no goal).
+    points, each CI above the margin. Empty when ``poke_smc`` is not in ``names``.
 
     Raises:
       TypeError: ``names`` is one string.
     """
-    _check_names(names, builtin_only=False)
+    if isinstance(names, str):
+        raise TypeError(f"`names` must be a sequence of contender names, got one string "
+                        f"{names!r} (write ({names!r},)).")
     if "poke_smc" not in names:
         return []
     return [protocol.Goal("poke_smc", r, GOAL_MARGIN) for r in ("greedy", "best_of_n",
                                                                 "sr_smc") if r in names]
 
 
-def _check_names(names, builtin_only: bool = True) -> None:
-    if isinstance(names, str):
-        raise TypeError(f"`names` must be a sequence of contender names, got one string "
-                        f"{names!r} (write ({names!r},)).")
-    for n in names if builtin_only else ():
-        validation.check_one_of("names", n, CONTENDERS)
+SPEC = protocol.Spec(
+    name="dllm",
+    contenders={n: functools.partial(_builtin, n) for n in _BUILTINS},
+    defaults=CONTENDERS,
+    metrics=(protocol.Metric("accuracy", higher_is_better=True, bounds=(0.0, 1.0)),),
+    goals=default_goals,
+    problem=_check_problem,
+    tuning=64, seeds=256,
+    summary="The POKE-SMC paper's comparison on your task and denoiser: POKE-SMC against "
+            "greedy, best-of-N, Path-LL SMC and SR-SMC (arXiv 2602.03496).",
+    doc="""The problem is a ``dllm.Problem`` (a task, its denoiser, the POKE value for
+POKE-SMC, N and the shared proposal). Items are problems: item ``i`` of a split is
+``task.sample(fold_in(k_i, 0), 1)``, decoded with ``fold_in(k_i, 1)``; tuning and test
+problems come from disjoint key streams and every contender decodes the same test problems.
+The metric is ``"accuracy"`` (1 right, 0 wrong, ``task.verify``).
+
+Contenders (the first is compared with each other one): ``poke_smc`` (Path-LL SMC twisted
+by the POKE value), ``greedy`` (confidence-policy decoding), ``best_of_n`` (N particles of
+the proposal, highest Path LL), ``path_smc`` (the same SMC without the value) and
+``sr_smc`` (self-rewarding SMC as in its official sampler, on the proposal's blocks);
+``greedy_blocks`` (greedy on the proposal's semi-AR blocks, the particles' reference path)
+runs when named. Declared grids (``comparison.GRIDS``): best-of-N's position temperature;
+Path-LL SMC's and POKE-SMC's weight scale x ESS threshold x output selection; SR-SMC's token
+temperature. ``protocol.Builtin(name, grid)`` sets another grid (or ``protocol.Stages``) of
+the settings in ``comparison.PARAMS[name]``.
+
+Records (``Comparison.records``): every built-in keeps each test problem's decoded
+``answer``, ``path_ll`` and ``nfe``; the particle decoders also ``particles_correct``
+[n, N], ``pass_at_n`` (some particle right), ``resampling_events``, ``distinct_paths``
+(distinct final answers), ``min_ess`` and, for best-of-N and the two SMCs, per step the
+distinct partial paths, the variance across particles of each weight term and whether the
+top particle by L_t (and by L_t + V(s_t) where a value is read) along the final paths is
+right (``top_path_ll_correct``, ``top_path_ll_plus_value_correct``).
+
+Goals (``default_goals``): POKE-SMC beats each of greedy, best-of-N and SR-SMC by more than
+2 points (``GOAL_MARGIN``, the paper's claim), the whole paired CI above it.""")
+
+compare = protocol.bind(SPEC)
 
 
-def _contenders(contenders, batch) -> dict:
-    if isinstance(contenders, str):
-        contenders = (contenders,)
-    if isinstance(contenders, Mapping):
-        out = {}
-        for name, c in contenders.items():
-            if c is None:
-                if name not in _BUILTINS:
-                    raise ValueError(f"`contenders[{name!r}]` is None but {name!r} is not a "
-                                     f"built-in contender {_BUILTINS}.")
-                c = contender(name, batch=batch)
-            out[name] = c
-        return out
-    out = {}
-    for c in contenders:
-        if not isinstance(c, str) or c not in _BUILTINS:
-            raise ValueError(f"`contenders` entries must be names among {_BUILTINS} (or "
-                             f"pass a {{name: protocol.Contender}} mapping), got {c!r}.")
-        out[c] = contender(c, batch=batch)
-    return out
-
-
-def compare(key, problem: Problem, *, contenders=CONTENDERS,
-            tuning: protocol.Tuning | int = 64, seeds: int = 256, goals=None, pairs=None,
-            batch: int | None = None, level: float = 0.95, resamples: int = 1000,
-            progress=True, results_path=None) -> protocol.Comparison:
-    """POKE-SMC against its baselines on your problem (module docstring;
-    ``protocol.compare``).
-
-    Args:
-      key: PRNG key: the problems (item keys), the decoders' randomness and the bootstrap
-        derive from it.
-      problem: a ``Problem``.
-      contenders: names among ``CONTENDERS`` and ``EXTRA_CONTENDERS`` (built-ins with their
-        declared ``GRIDS``), or a mapping name -> ``protocol.Contender`` (yours;
-        ``contender(name, grid)`` for a built-in with another grid; None for a built-in's
-        default). The first is compared with each other one.
-      tuning: the tuning problems (``protocol.Tuning`` or a count), disjoint from the test
-        problems.
-      seeds: the number of paired test problems (>= 2).
-      goals: ``protocol.Goal`` list; None: ``default_goals`` of the contenders.
-      pairs: declared differences (default: the first contender against each other one).
-      batch: problems per decode call (None: all of a phase at once).
-      level, resamples: the bootstrap CIs.
-      progress: True (stderr lines), False, or ``progress(done, total, description)``
-        (``experiments.lib.progress.comparison_reporter`` in the binaries).
-      results_path: a JSON-lines file each call's per-problem correctness is appended to.
-
-    Returns:
-      ``protocol.Comparison`` of the accuracy (higher is better): per-problem 0/1 values,
-      the chosen grid points, paired differences with CIs, the goals, compile and run
-      seconds apart; ``table()`` prints it.
-
-    Raises:
-      ValueError / TypeError naming the argument: ``problem`` not a ``Problem`` or its task
-        missing ``Task`` fields, POKE-SMC without ``problem.value_fn``, an unknown
-        contender or grid setting, and ``protocol.compare``'s checks.
-    """
-    _check_problem(problem)
-    cs = _contenders(contenders, batch)
-    if "poke_smc" in cs and problem.value_fn is None and cs["poke_smc"].run.func is \
-            _run_builtin:
-        raise ValueError("`problem.value_fn` is None: POKE-SMC needs a value function "
-                         "(dllm.comparison.fit_value_fn, or poke.make_value_fn).")
-    goals = default_goals(tuple(cs)) if goals is None else goals
-    return protocol.compare(key, problem, contenders=cs, tuning=tuning, seeds=seeds,
-                            goals=goals, pairs=pairs, metric="accuracy",
-                            higher_is_better=True, batch=batch, level=level,
-                            resamples=resamples, progress=progress,
-                            results_path=results_path)
-
-
-def fit_value_fn(key, problem: Problem, *, rollouts: int = 4096, hidden: int = 32,
+def fit_value_fn(key: PRNGKey, problem: Problem, *, rollouts: int = 4096, hidden: int = 32,
                  steps: int = 1000, batch_size: int = 512, lr: float = 1e-3,
                  num_chunks: int = 10, seed: int = 0) -> FittedHead:
     """Trains a POKE head on rollouts of ``problem.proposal`` (the proposal the particle

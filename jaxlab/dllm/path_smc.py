@@ -145,8 +145,11 @@ diagnostics, per-problem batching, the twist read from the same pass.
 
 API (``jaxlab.core.types.Algorithm``; the key always first):
 
-* ``smc(denoise_fn, *, gen_length, num_particles, mask_id, value_fn=None, ...) ->
-  Algorithm``: checks and binds the settings;
+* ``SMCConfig``: every option of the decoders below in one NamedTuple (the proposal, the
+  policy, the weights, resampling, the output selection); each function takes
+  ``config=SMCConfig(...)`` and, as a shorthand, its fields by name (``smc_config``);
+* ``smc(denoise_fn, *, gen_length, num_particles, mask_id, value_fn=None, config=None,
+  **options) -> Algorithm``: checks and binds the settings;
 * ``init(key, prompt [B, P], *, gen_length, num_particles, mask_id) -> State``: N all-mask
   particles per problem (the key is unused: nothing is random before the first step);
 * ``step(key, state, denoise_fn, *, gen_length, mask_id, ...) -> (State, Info)``: steps
@@ -192,7 +195,8 @@ from jaxlab.core.types import Algorithm, Array, PRNGKey
 from jaxlab.dllm import decoding
 from jaxlab.dllm.decoding import DecodeResult, DecodeState
 
-__all__ = ["ValueFn", "RESAMPLERS", "SCHEDULES", "SELECTIONS", "State", "Info", "init", "step",
+__all__ = ["ValueFn", "RESAMPLERS", "SCHEDULES", "SELECTIONS", "SMCConfig", "smc_config",
+    "State", "Info", "init", "step",
     "smc", "run_particles", "best_particle", "smc_decode", "best_of_n", "ancestry"]
 
 checked.declare("jaxlab.dllm.path_smc.run_particles")
@@ -203,6 +207,78 @@ RESAMPLERS = {"systematic": smc_lib.systematic, "stratified": smc_lib.stratified
               "multinomial": smc_lib.multinomial, "residual": smc_lib.residual}
 DISTINCT = "distinct"  # the distinct-path resampler (module docstring); not a core resampler
 SCHEDULES = ("every_step", "block_ends", "fractions")
+
+
+_OPTION_FIELDS = ("steps", "block_length", "policy", "policy_mix", "temperature", "proposal",
+                  "position_temperature", "greedy_reference", "resample", "ess_threshold",
+                  "resampler", "resample_schedule", "resample_fractions", "weight_scale",
+                  "twist_scale")
+
+
+class SMCConfig(NamedTuple):
+    """The options of the particle decoders (module docstring), one object for ``smc``,
+    ``step``, ``run_particles``, ``smc_decode`` and ``best_of_n``.
+
+    Attributes:
+      steps: denoising steps (None: ``gen_length``).
+      block_length: semi-AR block length (None: the whole answer).
+      policy, policy_mix: the unmasking policy (``decoding.POLICIES``, or ``"value"``: the
+        head's per-position values mixed with the log-confidence by ``policy_mix``).
+      temperature: the token temperature T (0: argmax).
+      proposal: ``"tokens"`` or ``"path"`` (``decoding.PROPOSALS``).
+      position_temperature: the order's temperature under ``"path"``.
+      greedy_reference: particle 0 follows the policy's deterministic path and survives
+        every resampling.
+      resample: False gives best-of-N (independent particles).
+      ess_threshold: resample when ESS < ess_threshold * N.
+      resampler: one of ``RESAMPLERS`` or ``"distinct"``.
+      resample_schedule, resample_fractions: when the ESS test may resample
+        (``SCHEDULES``).
+      weight_scale: beta >= 0 of the Path-LL term.
+      twist_scale: beta_V >= 0 of the twist (None: ``weight_scale``).
+      select, select_mix: the output rule (``SELECTIONS``; ``smc_decode`` and
+        ``best_of_n`` only).
+    """
+
+    steps: int | None = None
+    block_length: int | None = None
+    policy: str = "confidence"
+    policy_mix: float = 1.0
+    temperature: float = 1.0
+    proposal: str = "tokens"
+    position_temperature: float = 1.0
+    greedy_reference: bool = False
+    resample: bool = True
+    ess_threshold: float = 0.5
+    resampler: str = "multinomial"
+    resample_schedule: str = "every_step"
+    resample_fractions: tuple = (0.5,)
+    weight_scale: float = 1.0
+    twist_scale: float | None = None
+    select: str = "path_ll"
+    select_mix: float = 0.5
+
+
+def smc_config(config: SMCConfig | None = None, **options) -> SMCConfig:
+    """``config`` (default ``SMCConfig()``) with the fields named in ``options`` replaced.
+
+    Raises:
+      TypeError: ``config`` is not an ``SMCConfig``, or an option is not one of its fields.
+    """
+    if config is None:
+        config = SMCConfig()
+    elif not isinstance(config, SMCConfig):
+        raise TypeError(f"`config` must be a path_smc.SMCConfig, got {type(config).__name__}.")
+    unknown = sorted(set(options) - set(SMCConfig._fields))
+    if unknown:
+        raise TypeError(f"unexpected options {unknown}: the particle decoders take "
+                        f"SMCConfig's fields {SMCConfig._fields}.")
+    return config._replace(**options) if options else config
+
+
+def _options(config: SMCConfig) -> dict:
+    return {f: getattr(config, f) for f in _OPTION_FIELDS}
+
 
 
 def resample_steps(gen_length: int, steps: int | None = None, block_length: int | None = None,
@@ -463,22 +539,20 @@ def _is_zero(x) -> bool:
 
 
 def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_length: int,
-         mask_id: int, value_fn: ValueFn | None = None, resample: bool = True,
-         policy: str = "confidence", steps: int | None = None,
-         block_length: int | None = None, temperature: float = 1.0,
-         ess_threshold: float = 0.5, resampler: str = "multinomial",
-         weight_scale: float = 1.0, resample_schedule: str = "every_step",
-         resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
-         position_temperature: float = 1.0, greedy_reference: bool = False,
-         twist_scale: float | None = None,
+         mask_id: int, value_fn: ValueFn | None = None,
          position_value_fn: decoding.PositionValueFn | None = None,
-         policy_mix: float = 1.0) -> tuple[State, Info]:
-    """One SMC step of every particle (module docstring, 1-4); arguments as in ``smc``.
+         config: SMCConfig | None = None, **options) -> tuple[State, Info]:
+    """One SMC step of every particle (module docstring, 1-4); arguments as in ``smc``
+    (``options``: fields of ``config`` replaced).
 
     Returns:
       (State, Info [B] of this step). After the last of the ``steps`` steps the twist is
       removed: log w -= twist_scale * V and V = 0.
     """
+    c = smc_config(config, **options)
+    (steps, block_length, policy, policy_mix, temperature, proposal, position_temperature,
+     greedy_reference, resample, ess_threshold, resampler, resample_schedule,
+     resample_fractions, weight_scale, twist_scale) = (getattr(c, f) for f in _OPTION_FIELDS)
     key = as_key(key)
     tw = weight_scale if twist_scale is None else twist_scale
     b, n = state.log_weights.shape
@@ -551,16 +625,9 @@ def _check_scale(name: str, value) -> None:
 
 
 def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, mask_id: int,
-        vocab_size: int | None = None, value_fn: ValueFn | None = None, resample: bool = True,
-        policy: str = "confidence", steps: int | None = None,
-        block_length: int | None = None, temperature: float = 1.0,
-        ess_threshold: float = 0.5, resampler: str = "multinomial",
-        weight_scale: float = 1.0, resample_schedule: str = "every_step",
-        resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
-        position_temperature: float = 1.0, greedy_reference: bool = False,
-        twist_scale: float | None = None,
+        vocab_size: int | None = None, value_fn: ValueFn | None = None,
         position_value_fn: decoding.PositionValueFn | None = None,
-        policy_mix: float = 1.0) -> Algorithm:
+        config: SMCConfig | None = None, **options) -> Algorithm:
     """SMC over unmasking paths as an ``Algorithm`` (settings checked here, eagerly).
 
     Args:
@@ -570,6 +637,9 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
       mask_id: the tokenizer's mask id.
       vocab_size: checked against the denoiser's logits width (None: the denoiser's).
       value_fn: POKE value (hidden, tokens) -> [M]; None = no lookahead.
+      position_value_fn: the head's per-position values for ``policy="value"``.
+      config: the options (``SMCConfig``; None: its defaults); ``**options`` replace its
+        fields by name (``smc(..., weight_scale=4.0)``). The fields:
       resample: False gives best-of-N (independent particles).
       policy, steps, block_length, temperature, proposal, position_temperature: the
         proposal (``decoding.decode``; ``"tokens"`` samples tokens at ``temperature``,
@@ -600,6 +670,10 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
     """
     if not isinstance(num_particles, int | np.integer) or num_particles < 1:
         raise ValueError(f"`num_particles` must be a positive int, got {num_particles!r}.")
+    c = smc_config(config, **options)
+    (steps, block_length, policy, policy_mix, temperature, proposal, position_temperature,
+     greedy_reference, resample, ess_threshold, resampler, resample_schedule,
+     resample_fractions, weight_scale, twist_scale) = (getattr(c, f) for f in _OPTION_FIELDS)
     _check_resampler(resampler)
     validation.check_in_range("ess_threshold", ess_threshold, 0.0, 1.0)
     decoding.check_policy(policy, position_value_fn, policy_mix)
@@ -612,15 +686,13 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
         raise ValueError("`greedy_reference` needs a deterministic `policy` (not 'random').")
     resample_steps(gen_length, steps, block_length, resample_schedule, resample_fractions)
     resample_fractions = tuple(float(f) for f in resample_fractions)
-    settings = dict(resample_schedule=resample_schedule, resample_fractions=resample_fractions,
-                    gen_length=gen_length, mask_id=mask_id, value_fn=value_fn,
-                    resample=resample, policy=policy, steps=steps, block_length=block_length,
-                    temperature=temperature, ess_threshold=ess_threshold, resampler=resampler,
-                    weight_scale=weight_scale, proposal=proposal,
-                    position_temperature=float(position_temperature),
-                    greedy_reference=bool(greedy_reference),
-                    twist_scale=None if twist_scale is None else float(twist_scale),
-                    position_value_fn=position_value_fn, policy_mix=float(policy_mix))
+    settings = dict(gen_length=gen_length, mask_id=mask_id, value_fn=value_fn,
+                    position_value_fn=position_value_fn, config=c._replace(
+                        resample_fractions=resample_fractions,
+                        position_temperature=float(position_temperature),
+                        greedy_reference=bool(greedy_reference),
+                        twist_scale=None if twist_scale is None else float(twist_scale),
+                        policy_mix=float(policy_mix)))
 
     def init_fn(key: PRNGKey, prompt: Array) -> State:
         validation.check_ndim("prompt", prompt, 2)
@@ -648,16 +720,9 @@ def smc(denoise_fn: decoding.Denoiser, *, gen_length: int, num_particles: int, m
 @checked.boundary
 def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
                   gen_length: int, *, mask_id: int, vocab_size: int, num_particles: int,
-                  steps: int | None = None, value_fn: ValueFn | None = None,
-                  resample: bool = True, policy: str = "confidence",
-                  block_length: int | None = None, temperature: float = 1.0,
-                  ess_threshold: float = 0.5, resampler: str = "multinomial",
-                  weight_scale: float = 1.0, resample_schedule: str = "every_step",
-                  resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
-                  position_temperature: float = 1.0, greedy_reference: bool = False,
-                  twist_scale: float | None = None,
+                  value_fn: ValueFn | None = None,
                   position_value_fn: decoding.PositionValueFn | None = None,
-                  policy_mix: float = 1.0) -> tuple[State, Info]:
+                  config: SMCConfig | None = None, **options) -> tuple[State, Info]:
     """``smc(...)`` run to the end: ``lax.scan`` of its ``step`` over the keys
     ``jax.random.split(key, steps)``.
 
@@ -666,11 +731,8 @@ def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
       denoise_fn: tokens [M, L] -> (logits [M, L, V], hidden [M, L, D]).
       prompt: [B, P].
       gen_length: as in ``smc``, and so are ``mask_id``, ``vocab_size``,
-        ``num_particles``, ``steps``, ``value_fn``, ``resample``, ``policy``,
-        ``block_length``, ``temperature``, ``ess_threshold``, ``resampler``,
-        ``weight_scale``, ``resample_schedule``, ``resample_fractions``, ``proposal``,
-        ``position_temperature``, ``greedy_reference``, ``twist_scale``,
-        ``position_value_fn`` and ``policy_mix``.
+        ``num_particles``, ``value_fn``, ``position_value_fn``, ``config`` and
+        ``**options`` (``SMCConfig``'s fields).
 
     Returns:
       (final State: all B * N particles and their log weights, the last twist removed
@@ -682,15 +744,11 @@ def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
       TypeError: ``key`` is not a PRNG key.
     """
     key = as_key(key)
+    c = smc_config(config, **options)
     alg = smc(denoise_fn, gen_length=gen_length, num_particles=num_particles, mask_id=mask_id,
-              vocab_size=vocab_size, value_fn=value_fn, resample=resample, policy=policy,
-              steps=steps, block_length=block_length, temperature=temperature,
-              ess_threshold=ess_threshold, resampler=resampler, weight_scale=weight_scale,
-              resample_schedule=resample_schedule, resample_fractions=resample_fractions,
-              proposal=proposal, position_temperature=position_temperature,
-              greedy_reference=greedy_reference, twist_scale=twist_scale,
-              position_value_fn=position_value_fn, policy_mix=policy_mix)
-    steps = gen_length if steps is None else steps
+              vocab_size=vocab_size, value_fn=value_fn, position_value_fn=position_value_fn,
+              config=c)
+    steps = gen_length if c.steps is None else c.steps
     state = alg.init(key, prompt)
 
     def run(state, key):
@@ -774,17 +832,9 @@ def _check_value_selection(select: str, value_fn) -> None:
 
 def smc_decode(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
                gen_length: int, *, mask_id: int, vocab_size: int, num_particles: int,
-               steps: int | None = None, select: str = "path_ll",
-               value_fn: ValueFn | None = None, resample: bool = True,
-               policy: str = "confidence", block_length: int | None = None,
-               temperature: float = 1.0, ess_threshold: float = 0.5,
-               resampler: str = "multinomial", weight_scale: float = 1.0,
-               resample_schedule: str = "every_step",
-               resample_fractions: tuple[float, ...] = (0.5,), proposal: str = "tokens",
-               position_temperature: float = 1.0, greedy_reference: bool = False,
-               twist_scale: float | None = None, select_mix: float = 0.5,
+               value_fn: ValueFn | None = None,
                position_value_fn: decoding.PositionValueFn | None = None,
-               policy_mix: float = 1.0) -> tuple[DecodeResult, Info]:
+               config: SMCConfig | None = None, **options) -> tuple[DecodeResult, Info]:
     """``run_particles`` then each problem's output particle (``best_particle``).
 
     Args:
@@ -794,61 +844,47 @@ def smc_decode(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
       gen_length: answer length A.
       mask_id, vocab_size: the tokenizer's mask id and vocabulary size.
       num_particles: N >= 1.
-      steps: denoising steps (default ``gen_length``).
-      select: one of ``SELECTIONS`` (``"value"`` and ``"mix"`` need a ``value_fn``).
-      select_mix: ``"mix"``'s weight of the standardised value estimate, in [0, 1].
-      value_fn: as in ``smc``, and so are ``resample``, ``policy``, ``block_length``,
-        ``temperature``, ``ess_threshold``, ``resampler``, ``weight_scale``,
-        ``resample_schedule``, ``resample_fractions``, ``proposal``,
-        ``position_temperature``, ``greedy_reference``, ``twist_scale``,
-        ``position_value_fn`` and ``policy_mix``.
+      value_fn: as in ``smc``, and so are ``position_value_fn``, ``config`` and
+        ``**options``; ``config.select`` is one of ``SELECTIONS`` (``"value"`` and
+        ``"mix"`` need a ``value_fn``), ``config.select_mix`` ``"mix"``'s weight of the
+        standardised value estimate, in [0, 1].
 
     Returns:
       (DecodeResult [B] with nfe = steps * N; Info stacked over steps).
     """
-    check_select(select, select_mix)
-    _check_value_selection(select, value_fn)
+    c = smc_config(config, **options)
+    check_select(c.select, c.select_mix)
+    _check_value_selection(c.select, value_fn)
     state, info = run_particles(
         key, denoise_fn, prompt, gen_length, mask_id=mask_id, vocab_size=vocab_size,
-        num_particles=num_particles, steps=steps, value_fn=value_fn, resample=resample,
-        policy=policy, block_length=block_length, temperature=temperature,
-        ess_threshold=ess_threshold, resampler=resampler, weight_scale=weight_scale,
-        resample_schedule=resample_schedule, resample_fractions=resample_fractions,
-        proposal=proposal, position_temperature=position_temperature,
-        greedy_reference=greedy_reference, twist_scale=twist_scale,
-        position_value_fn=position_value_fn, policy_mix=policy_mix)
-    return (best_particle(state, gen_length if steps is None else steps, select, select_mix),
-            info)
+        num_particles=num_particles, value_fn=value_fn, position_value_fn=position_value_fn,
+        config=c)
+    return (best_particle(state, gen_length if c.steps is None else c.steps, c.select,
+                          c.select_mix), info)
 
 
 def best_of_n(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array, gen_length: int,
-              *, mask_id: int, vocab_size: int, num_particles: int, steps: int | None = None,
-              select: str = "path_ll", select_mix: float = 0.5,
-              value_fn: ValueFn | None = None, policy: str = "confidence",
-              block_length: int | None = None, temperature: float = 1.0,
-              weight_scale: float = 1.0, proposal: str = "tokens",
-              position_temperature: float = 1.0, greedy_reference: bool = False,
+              *, mask_id: int, vocab_size: int, num_particles: int,
+              value_fn: ValueFn | None = None,
               position_value_fn: decoding.PositionValueFn | None = None,
-              policy_mix: float = 1.0) -> tuple[DecodeResult, Info]:
+              config: SMCConfig | None = None, **options) -> tuple[DecodeResult, Info]:
     """Best-of-N: N independent decodes of the proposal, the output chosen by ``select``.
 
     ``smc_decode`` without resampling and without the twist: a ``value_fn`` serves the
     selection only (``"value"``, ``"mix"``; its V(s_t) read from the passes the particles
     make anyway, so NFE = steps * N as without it), and the log weights are ``weight_scale``
     times the Path LL. Every ``SELECTIONS`` rule thus runs here too, so what SMC adds can
-    be told apart from what the selector adds. Arguments as in ``smc_decode``.
+    be told apart from what the selector adds. Arguments as in ``smc_decode``; the
+    resampling fields of ``config`` are not read (``resample=False``, ``twist_scale=0``).
 
     Returns:
       (DecodeResult [B] with nfe = steps * N; Info stacked over steps).
     """
+    c = smc_config(config, **options)
     return smc_decode(key, denoise_fn, prompt, gen_length, mask_id=mask_id,
-                      vocab_size=vocab_size, num_particles=num_particles, steps=steps,
-                      select=select, select_mix=select_mix, value_fn=value_fn, resample=False,
-                      policy=policy, block_length=block_length, temperature=temperature,
-                      weight_scale=weight_scale, proposal=proposal,
-                      position_temperature=position_temperature,
-                      greedy_reference=greedy_reference, twist_scale=0.0,
-                      position_value_fn=position_value_fn, policy_mix=policy_mix)
+                      vocab_size=vocab_size, num_particles=num_particles, value_fn=value_fn,
+                      position_value_fn=position_value_fn,
+                      config=c._replace(resample=False, twist_scale=0.0))
 
 
 def ancestry(ancestors: Array) -> Array:

@@ -124,6 +124,13 @@ def problem(**kw):
     return comparison.Problem(tasks.Addition(1), toy, **kw)
 
 
+def _list_record() -> str:
+    folder = tempfile.mkdtemp()
+    with open(f"{folder}/trained_with.json", "w") as f:
+        f.write("[1, 2]")
+    return folder
+
+
 def item_keys(n=2):
     return jax.random.split(KEY, n)
 
@@ -308,20 +315,18 @@ CASES = [
     Case("dllm.compare: one test item", lambda: dllm.compare(
         KEY, problem(), contenders=("greedy", "best_of_n"), tuning=2, seeds=1,
         progress=False), "`seeds`"),
-    Case("dllm.comparison.contender: unknown name", lambda: comparison.contender("beam"),
-         "`name`"),
-    Case("dllm.comparison.contender: unknown grid setting", lambda: comparison.contender(
-        "greedy", ({"temperature": 0.5},)), "`grid`"),
+    Case("dllm.comparison.decoder: unknown name", lambda: comparison.decoder(
+        "beam", problem()), "`name`"),
+    Case("dllm.comparison.decoder: unknown setting", lambda: comparison.decoder(
+        "greedy", problem(), temperature=0.5), "greedy"),
     Case("dllm.comparison.decode_items: batch 0", lambda: comparison.decode_items(
-        lambda p, k: None, tasks.Addition(1), item_keys(), batch=0), "`batch`"),
-    Case("dllm.comparison.default_contenders: one name as a string", lambda: (
-        comparison.default_contenders("greedy")), "`names`"),
+        item_keys(), lambda p, k: None, tasks.Addition(1), batch=0), "`batch`"),
     Case("dllm.comparison.default_goals: one name as a string", lambda: (
         comparison.default_goals("poke_smc")), "`names`"),
     Case("dllm.comparison.fit_value_fn: rollouts 0", lambda: comparison.fit_value_fn(
         KEY, problem(), rollouts=0), "`rollouts`"),
     Case("dllm.comparison.item_problems: a task name", lambda: comparison.item_problems(
-        "addition", item_keys()), "`task`"),
+        item_keys(), "addition"), "`task`"),
     Case("dllm.config.all_decoders: one count, not a sequence", lambda: (
         config_lib.all_decoders(4)), "`particles`"),
     Case("dllm.config.all_decoders: N 0", lambda: config_lib.all_decoders((0, 2)),
@@ -422,6 +427,20 @@ CASES = [
          "`ancestors`"),
     Case("ancestry: ancestor index N", lambda: path_smc.ancestry(
         np.full((2, 1, 3), 3, np.int32)), "`ancestors`"),
+    Case("dllm.comparison.run_builtin: unknown contender", lambda: comparison.run_builtin(
+        "beam", None, problem()), "`name`"),
+    Case("dllm.path_smc.smc_config: unknown option", lambda: path_smc.smc_config(beta=2.0),
+         "beta"),
+    Case("dllm.weights.save_denoiser: a dict as the config", lambda: dllm.save_denoiser(
+        tempfile.mkdtemp(), {"d_model": 16}, {}), "`model_config`"),
+    Case("dllm.weights.load_denoiser: nothing saved", lambda: dllm.load_denoiser(
+        tempfile.mkdtemp() + "/none"), "`path`"),
+    Case("dllm.weights.save_value_head: hidden 0", lambda: dllm.save_value_head(
+        tempfile.mkdtemp(), {}, d_model=16, hidden=0), "`hidden`"),
+    Case("dllm.weights.load_value_head: nothing saved", lambda: dllm.load_value_head(
+        tempfile.mkdtemp() + "/none"), "`path`"),
+    Case("dllm.weights.read_record: a record that is a list", lambda: dllm.weights.read_record(
+        _list_record()), "trained_with.json"),
 ]
 
 CASES = [c._replace(name=f"dllm/{c.name}") for c in CASES]

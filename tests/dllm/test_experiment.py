@@ -1,6 +1,5 @@
 """The POKE-SMC study end to end at smoke size, resumable; the shipped models."""
 
-import itertools
 import os
 
 import jax
@@ -96,16 +95,17 @@ def test_each_model_is_loaded_once_per_run(tmp_path, monkeypatch):
     """The task and SALE units of one run share one load of each model."""
     cfg = dllm_config.get_config("quick")
     loads = []
-    restore = dllm_models.artifacts.restore_first
-    monkeypatch.setattr(dllm_models.artifacts, "restore_first",
-                        lambda c, t, what, **kw: loads.append(what) or restore(c, t, what, **kw))
+    for f in ("load_denoiser", "load_value_head"):
+        load = getattr(dllm_models.weights, f)
+        monkeypatch.setattr(dllm_models.weights, f, lambda *a, load=load, f=f, **kw: (
+            loads.append(f) or load(*a, **kw)))
     models = dllm_models.Models(cfg, str(tmp_path))
     for _ in range(3):
         assert models.denoiser("sudoku") is models.denoiser("sudoku")
     spec = dllm_models.default_proposal(cfg, models.denoiser("sudoku").task)
     assert models.poke_head("sudoku", proposal=spec) is models.poke_head("sudoku",
                                                                           proposal=spec)
-    assert loads == ["sudoku denoiser", "sudoku POKE head"]
+    assert loads == ["load_denoiser", "load_value_head"]
     assert not os.path.exists(tmp_path / "models")  # shipped for the study's proposal
 
 
@@ -146,13 +146,13 @@ def test_every_full_preset_task_is_shipped():
 
 
 def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatch):
-    """``_tune`` with stubbed accuracies: every grid entry is run on the validation problems
-    (the "tuning" item keys, never the test ones) at ``protocol.tune_particles``, in the
-    declared order (proposal, SR-SMC's temperature, the head on the chosen proposal, then
-    per SMC family beta x ESS threshold, the resampler, POKE-SMC's twist scale and policy,
-    and the selection, POKE-SMC's with the value rules); each argmax is frozen before the
-    next stage and ties go to the first entry."""
-    from jaxlab.dllm import decoding
+    """``_tune`` with stubbed decoders (``comparison.run_builtin``): every grid entry is run
+    on the validation problems (the "tuning" item keys) at ``protocol.tune_particles``, in
+    the declared order (proposal, SR-SMC's temperature, the head on the chosen proposal,
+    then per SMC family beta x ESS threshold, the resampler, POKE-SMC's twist scale and
+    policy, and the selection, POKE-SMC's with the value rules); each argmax is frozen
+    before the next stage and ties go to the first entry."""
+    from jaxlab.dllm import comparison
     from jaxlab.dllm import tasks as tasks_lib
 
     cfg = dllm_config.get_config("smoke")
@@ -166,24 +166,32 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
                         select_mixes=(0.25, 0.75))
     task = tasks_lib.make_task("addition", n_digits=3)
     assert decoding.coarse_block(task.answer_len) < task.answer_len
-    val = exp.item_keys(cfg, "tuning", 4)
-    test = exp.item_keys(cfg, "test", 4)
-    seen, names = [], []
-    accs = iter([0.1, 0.3, 0.5, 0.5,   # proposal: one 0.2, coarse 0.5
-                 0.4, 0.4,             # SR-SMC T: tie -> 1.0
-                 0.2, 0.6,             # Path-LL SMC: beta 4
-                 0.3, 0.5,             #   resampler: distinct
-                 0.3, 0.7,             #   select: weight
-                 0.5, 0.5,             # POKE-SMC: tie -> beta 1
-                 0.6, 0.2,             #   resampler: multinomial
-                 0.1, 0.4,             #   twist: 2 x beta
-                 0.5, 0.5,             #   policy: tie -> confidence
-                 0.2, 0.2, 0.3, 0.6, 0.1])  # select: path_ll, weight, value, mix .25 / .75
+    val = np.asarray(jax.random.key_data(exp.item_keys(cfg, "tuning", 4)))
+    calls = []
 
-    def fake_run(config, task_, name, dec, keys):
-        seen.append(np.asarray(jax.random.key_data(keys)))
-        names.append(name.rsplit(" ", 1)[-1])
-        return {"accuracy": next(accs)}
+    def score(name, problem, kw):
+        """Known accuracies: coarse blocks win the proposal; SR-SMC ties; Path-LL SMC picks
+        beta 4, distinct, weight; POKE-SMC ties on beta (1), picks multinomial, twist 2 x
+        beta, ties on the policy (confidence) and picks mix 0.25."""
+        if name == "sr_smc":
+            return 0.4
+        coarse = problem.proposal.block_length < task.answer_len
+        if name == "best_of_n":
+            return 0.5 if coarse else 0.2
+        if name == "path_smc" and problem.value_fn is None:  # the proposal stage
+            return 0.5 if coarse else 0.2
+        if name == "path_smc":
+            return (0.2 + 0.4 * (kw["weight_scale"] == 4.0)
+                    + 0.05 * (kw["resampler"] == "distinct") + 0.1 * (kw["select"] == "weight"))
+        sel = {"path_ll": 0.0, "weight": 0.0, "value": 0.05,
+               "mix": 0.2 if kw.get("select_mix") == 0.25 else 0.0}[kw["select"]]
+        return (0.5 + 0.1 * (kw["resampler"] == "multinomial")
+                + 0.1 * (kw.get("twist_multiple") == 2.0) + sel)
+
+    def fake_run(name, items, problem, **kw):
+        calls.append((name, items.split, np.asarray(jax.random.key_data(items.keys)),
+                      problem.num_particles))
+        return {"accuracy": np.full(items.index.size, score(name, problem, kw))}
 
     specs = []
 
@@ -192,7 +200,7 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
         return (lambda hidden, tokens: jax.numpy.zeros(tokens.shape[0]),
                 lambda hidden, tokens: jax.numpy.zeros(tokens.shape))
 
-    monkeypatch.setattr(exp, "_run_decoder", fake_run)
+    monkeypatch.setattr(comparison, "run_builtin", fake_run)
     den = lambda tok: (jax.numpy.zeros(tok.shape + (task.vocab_size,)),  # noqa: E731
                        jax.numpy.zeros(tok.shape + (2,)))
     out, value_fn, position_value_fn = exp._tune(cfg, task, den, head_fn)
@@ -210,37 +218,37 @@ def test_tuning_reads_only_validation_problems_and_freezes_the_argmax(monkeypatc
         "policy": "confidence", "select": "mix", "select_mix": 0.25}
     assert list(out["grid"]["select_poke_smc"]) == ["path_ll", "weight", "value", "mix 0.25",
                                                     "mix 0.75"]
+    assert list(out["grid"]) == ["proposal", "sr_smc_temperature", "smc_settings_smc",
+                                 "resampler_smc", "select_smc", "smc_settings_poke_smc",
+                                 "resampler_poke_smc", "twist_poke_smc", "policy_poke_smc",
+                                 "select_poke_smc"]
     # The head is trained once, on the proposal chosen in the first stage.
     assert len(specs) == 1 and specs[0] == out["proposal"]
     assert specs[0]["block_length"] == decoding.coarse_block(task.answer_len)
     assert value_fn is not None and position_value_fn is not None
-    assert names == ["best_of_2", "smc_2"] * 2 + ["sr_smc_2"] * 2 + ["smc_2"] * 6 + [
-        "poke_smc_2"] * 13
-    val, test = (np.asarray(jax.random.key_data(k)) for k in (val, test))
-    assert len(seen) == 25 and all(np.array_equal(k, val) for k in seen)
-    assert not set(map(tuple, val)) & set(map(tuple, test))
+    # Every run at N = 2; every tuning run on the validation problems (the comparison's
+    # two test items of each phase are decoded but never read).
+    tuning = [c for c in calls if c[1] == "tuning"]
+    assert {c[3] for c in calls} == {2}
+    assert all(np.array_equal(c[2], val) for c in tuning)
+    assert [c[0] for c in tuning] == ["best_of_n", "path_smc"] * 2 + ["sr_smc"] * 2 + [
+        "path_smc"] * 6 + ["poke_smc"] * 13
     # Kept steps (``study.Context.cached``): a validation run is labelled by its decoder
-    # and every setting, so a run is made once per distinct setting (a stage's entry equal
-    # to the settings frozen before it is not run again; a POKE-SMC policy "value" and a
-    # selection "value" are different runs), and a resumed tuning runs nothing.
-    kept, labels = {}, []
+    # and every setting, so a setting met again in a later stage is not decoded again and
+    # a resumed tuning decodes nothing.
+    kept = {}
 
     def step(label, fn):
-        labels.append(label)
         if label not in kept:
             kept[label] = fn()
         return kept[label]
 
-    accs = itertools.cycle([0.3, 0.5, 0.2, 0.7, 0.4])
-    seen.clear()
+    calls.clear()
     first, _, _ = exp._tune(cfg, task, den, head_fn, step=step)
-    assert len(labels) == 25 and len(seen) == len(kept) < 25
-    poke_labels = [k for k in kept if '"decoder": "poke_smc_2"' in k]
-    assert any('"policy": "value"' in k and '"select": "path_ll"' in k for k in poke_labels)
-    assert any('"select": "value"' in k for k in poke_labels)
-    runs = len(seen)
+    assert len(calls) == len(kept) < 25 + 3 * 2
+    runs = len(calls)
     again, _, _ = exp._tune(cfg, task, den, head_fn, step=step)
-    assert len(seen) == runs and again == first
+    assert len(calls) == runs and again == first == out
 
 
 def _row(family, n, correct):

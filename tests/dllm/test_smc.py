@@ -497,3 +497,30 @@ def test_select_by_weight_and_bad_path_settings_raise():
                      (dict(greedy_reference=True, policy="random"), "greedy_reference")]:
         with pytest.raises(ValueError, match=f"`{arg}`"):
             path_smc.smc_decode(key, ctx_denoiser, prompt, CA, **{**kw, **bad})
+
+
+def test_one_config_object_carries_every_option():
+    """``SMCConfig`` passed as ``config=`` decodes exactly as its fields passed by name;
+    ``best_of_n`` ignores its resampling fields; an unknown option or another type
+    raises, naming it."""
+    prompt = jnp.zeros((2, 1), jnp.int32)
+    kw = dict(mask_id=MASK, vocab_size=V, num_particles=3)
+    options = dict(weight_scale=2.0, ess_threshold=0.9, proposal="path", temperature=0.0,
+                   position_temperature=0.5, select="weight", resampler="systematic")
+    key = jax.random.key(3)
+    by_name = path_smc.smc_decode(key, toy_denoiser, prompt, 2, **kw, **options)
+    by_config = path_smc.smc_decode(key, toy_denoiser, prompt, 2, **kw,
+                                    config=path_smc.SMCConfig(**options))
+    for a, b in zip(jax.tree.leaves(by_name), jax.tree.leaves(by_config), strict=True):
+        np.testing.assert_array_equal(a, b)
+    best = path_smc.best_of_n(key, toy_denoiser, prompt, 2, **kw,
+                              config=path_smc.SMCConfig(**options))
+    again = path_smc.best_of_n(key, toy_denoiser, prompt, 2, **kw, **{
+        k: v for k, v in options.items() if k not in ("ess_threshold", "resampler")})
+    np.testing.assert_array_equal(best[0].answer, again[0].answer)
+    assert not np.asarray(best[1].resampled).any()
+    with pytest.raises(TypeError, match="beta"):
+        path_smc.smc_decode(key, toy_denoiser, prompt, 2, **kw, beta=2.0)
+    with pytest.raises(TypeError, match="`config`"):
+        path_smc.smc(toy_denoiser, gen_length=2, **kw, config={"weight_scale": 2.0})
+    assert path_smc.smc_config(weight_scale=3.0) == path_smc.SMCConfig(weight_scale=3.0)

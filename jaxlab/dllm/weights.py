@@ -1,0 +1,229 @@
+"""Saving and loading a trained denoiser and a POKE value head.
+
+The format is the repository's weights folder (``experiments/pretrained/dllm/<task>``): one
+orbax step ``<path>/<step>/`` (``StandardSave`` of the params) and ``trained_with.json``,
+the record of what the weights are: ``kind`` (``"denoiser"`` or ``"poke_head"``) and the
+architecture (``llada_config``: every ``model.LLaDAConfig`` field that shapes the params or
+the numerics; a head: ``head`` = ``{"d_model", "hidden"}``). Shipped folders written before
+this module record the architecture as ``model`` (the denoiser's widths) and
+``poke_hidden``; both layouts are read.
+
+A load never trains: a missing folder raises ``FileNotFoundError``; a folder whose record
+names another kind or another architecture than the one expected raises ``ValueError``
+naming the path and every differing field; so does a checkpoint that cannot be restored.
+"""
+
+import json
+import os
+from typing import Any, NamedTuple
+
+import jax
+import orbax.checkpoint as ocp
+
+from jaxlab.dllm import model as model_lib
+from jaxlab.dllm import poke
+
+__all__ = ["RECORD", "ARCHITECTURE", "SavedDenoiser", "save_denoiser", "load_denoiser",
+           "save_value_head", "load_value_head", "read_record"]
+
+RECORD = "trained_with.json"
+# The LLaDAConfig fields a saved denoiser records (the params' shapes and the numerics).
+ARCHITECTURE = ("vocab_size", "d_model", "n_layers", "n_heads", "n_kv_heads",
+                "mlp_hidden_size", "mask_token_id", "rope_theta", "rms_norm_eps",
+                "weight_tying")
+
+
+class SavedDenoiser(NamedTuple):
+    """A loaded denoiser: ``model.apply(graphdef, params, tokens)`` runs it.
+
+    Attributes:
+      config: its ``model.LLaDAConfig``.
+      graphdef, params: ``model.init``'s pair.
+    """
+
+    config: model_lib.LLaDAConfig
+    graphdef: Any
+    params: Any
+
+
+def read_record(path: str) -> dict:
+    """The ``trained_with.json`` record of the weights folder ``path`` ({} if none).
+
+    Raises:
+      ValueError: the record is not a JSON object (names the file).
+    """
+    marker = os.path.join(os.fspath(path), RECORD)
+    if not os.path.exists(marker):
+        return {}
+    try:
+        with open(marker) as f:
+            record = json.load(f)
+    except ValueError as e:
+        raise ValueError(f"{marker}: the weights' record is not valid JSON ({e}).") from None
+    if not isinstance(record, dict):
+        raise ValueError(f"{marker}: the weights' record must be a JSON object, got "
+                         f"{type(record).__name__}.")
+    return record
+
+
+def _save(path, params, step: int, record: dict) -> None:
+    path = os.path.abspath(os.fspath(path))
+    if not isinstance(step, int) or isinstance(step, bool) or step < 0:
+        raise ValueError(f"`step` must be a non-negative int, got {step!r}.")
+    with ocp.CheckpointManager(path, options=ocp.CheckpointManagerOptions(
+            max_to_keep=1, create=True)) as manager:
+        if manager.latest_step() is not None:
+            raise ValueError(f"`path` {path!r} already holds saved weights (step "
+                             f"{manager.latest_step()}); delete it or name another folder.")
+        manager.save(step, args=ocp.args.StandardSave(params))
+        manager.wait_until_finished()
+    with open(os.path.join(path, RECORD), "w") as f:
+        json.dump(record, f, indent=2, sort_keys=True)
+
+
+def _restore(path: str, template, what: str):
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"`path` {path!r}: no saved {what} there (no such folder).")
+    with ocp.CheckpointManager(path) as manager:
+        step = manager.latest_step()
+        if step is None:
+            raise FileNotFoundError(f"`path` {path!r}: no saved {what} there (no checkpoint "
+                                    "step).")
+        abstract = jax.tree.map(ocp.utils.to_shape_dtype_struct, template)
+        try:
+            return manager.restore(step, args=ocp.args.StandardRestore(abstract))
+        except Exception as e:  # noqa: BLE001 - orbax raises many types; one message
+            text = " ".join(str(e).split())[:300]
+            raise ValueError(f"the {what} in {path} (step {step}) cannot be restored into the "
+                             f"expected parameters: {type(e).__name__}: {text}") from e
+
+
+def _check_kind(path: str, record: dict, kind: str) -> None:
+    if record.get("kind", kind) != kind:
+        raise ValueError(f"`path` {path!r} holds a {record['kind']!r}, not a {kind!r}.")
+
+
+def _differences(path: str, saved: dict, expected: dict, what: str) -> None:
+    diff = {k: (saved[k], v) for k, v in expected.items() if k in saved and saved[k] != v}
+    if diff:
+        text = ", ".join(f"{k}: saved {a!r}, expected {b!r}" for k, (a, b) in diff.items())
+        raise ValueError(f"`path` {path!r}: the saved {what} differs from the expected one in "
+                         f"{sorted(diff)} ({text}).")
+
+
+def _architecture(cfg: model_lib.LLaDAConfig) -> dict:
+    return {f: getattr(cfg, f) for f in ARCHITECTURE}
+
+
+def save_denoiser(path, model_config: model_lib.LLaDAConfig, params, *, step: int = 0,
+                  record: dict | None = None) -> None:
+    """Saves a denoiser's ``params`` to the folder ``path`` (module docstring).
+
+    Args:
+      path: the weights folder (created; one already holding weights raises ValueError).
+      model_config: its ``model.LLaDAConfig``.
+      params: ``model.init``'s (or ``train.train``'s) params.
+      step: the checkpoint step (e.g. the training steps).
+      record: more fields for ``trained_with.json`` (e.g. the task).
+
+    Raises:
+      TypeError: ``model_config`` is not a ``LLaDAConfig``.
+    """
+    if not isinstance(model_config, model_lib.LLaDAConfig):
+        raise TypeError(f"`model_config` must be a dllm.model.LLaDAConfig, got "
+                        f"{type(model_config).__name__}.")
+    _save(path, params, step, {**(record or {}), "kind": "denoiser",
+                               "llada_config": _architecture(model_config)})
+
+
+def load_denoiser(path, expected_config: model_lib.LLaDAConfig | None = None
+                  ) -> SavedDenoiser:
+    """Loads the denoiser saved in ``path`` (``save_denoiser``, or a shipped folder).
+
+    Args:
+      path: the weights folder.
+      expected_config: the ``LLaDAConfig`` the weights must have (its runtime fields, e.g.
+        ``attention_impl``, are kept); None: the saved one (a folder recording only the
+        widths, as the shipped ones, needs it).
+
+    Returns:
+      ``SavedDenoiser(config, graphdef, params)``.
+
+    Raises:
+      FileNotFoundError: nothing is saved at ``path``.
+      ValueError: the folder holds another kind of weights, or a recorded architecture
+        field differs from ``expected_config`` (naming the path and the fields), or the
+        checkpoint cannot be restored.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"`path` {path!r}: no saved denoiser there (no such folder).")
+    record = read_record(path)
+    _check_kind(path, record, "denoiser")
+    saved = dict(record.get("model", {}), **record.get("llada_config", {}))
+    if expected_config is None:
+        missing = [f for f in ARCHITECTURE if f not in saved]
+        if missing:
+            raise ValueError(f"`expected_config` must be given: {path!r} does not record "
+                             f"{missing}.")
+        expected_config = model_lib.LLaDAConfig(**{f: saved[f] for f in ARCHITECTURE})
+    elif not isinstance(expected_config, model_lib.LLaDAConfig):
+        raise TypeError(f"`expected_config` must be a dllm.model.LLaDAConfig, got "
+                        f"{type(expected_config).__name__}.")
+    _differences(path, saved, _architecture(expected_config), "denoiser")
+    graphdef, template = model_lib.abstract(expected_config)
+    return SavedDenoiser(expected_config, graphdef, _restore(path, template, "denoiser"))
+
+
+def save_value_head(path, params, *, d_model: int, hidden: int, step: int = 0,
+                    record: dict | None = None) -> None:
+    """Saves a POKE value head's ``params`` (``poke.fit``'s) to the folder ``path``.
+
+    Args:
+      path: the weights folder (created; one already holding weights raises ValueError).
+      params: the head's params.
+      d_model: the denoiser's hidden width the head reads.
+      hidden: the head's hidden width.
+      step: the checkpoint step.
+      record: more fields for ``trained_with.json`` (e.g. the task, the proposal).
+    """
+    poke.abstract(d_model, hidden)  # checks the sizes
+    _save(path, params, step, {**(record or {}), "kind": "poke_head",
+                               "head": {"d_model": int(d_model), "hidden": int(hidden)}})
+
+
+def load_value_head(path, *, d_model: int | None = None, hidden: int | None = None):
+    """Loads the POKE value head saved in ``path`` (``save_value_head``, or shipped).
+
+    Args:
+      path: the weights folder.
+      d_model, hidden: the sizes the head must have (None: the saved ones).
+
+    Returns:
+      (graphdef, params): ``poke.make_value_fn``'s first two arguments.
+
+    Raises:
+      FileNotFoundError: nothing is saved at ``path``.
+      ValueError: another kind of weights, a recorded size differing from ``d_model`` /
+        ``hidden`` (naming the path and the fields), or a checkpoint that cannot be
+        restored.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"`path` {path!r}: no saved value head there (no such "
+                                "folder).")
+    record = read_record(path)
+    _check_kind(path, record, "poke_head")
+    saved = dict(record.get("head", {}))
+    if "d_model" in record.get("model", {}):
+        saved.setdefault("d_model", record["model"]["d_model"])
+    if "poke_hidden" in record:
+        saved.setdefault("hidden", record["poke_hidden"])
+    expected = {"d_model": saved.get("d_model") if d_model is None else d_model,
+                "hidden": saved.get("hidden") if hidden is None else hidden}
+    missing = [k for k, v in expected.items() if v is None]
+    if missing:
+        raise ValueError(f"`{missing[0]}` must be given: {path!r} does not record it.")
+    _differences(path, saved, expected, "value head")
+    graphdef, template = poke.abstract(expected["d_model"], expected["hidden"])
+    return graphdef, _restore(path, template, "value head")
