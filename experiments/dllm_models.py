@@ -309,7 +309,6 @@ def _lookup(shipped: str, trained: str, key: str, what: str, expected: dict, loa
     for path, field in ((shipped, "config.pretrained_dir"), (trained, "workdir models")):
         if not path or not os.path.isdir(path):
             continue
-        artifacts.verify(path, what, field, expected)
         found = weights.read_record(path).get("unit_key")
         if field == "workdir models" and found != key:
             raise ValueError(
@@ -317,6 +316,7 @@ def _lookup(shipped: str, trained: str, key: str, what: str, expected: dict, loa
                 f"version (key {found!r}, this run's {key!r}: its training settings, seed "
                 "or the code differ); delete the folder or use another workdir to train a "
                 "new one.")
+        artifacts.verify(path, what, field, expected)
         logging.info("%s from %s", what, path)
         try:
             return load(path)

@@ -98,6 +98,13 @@ def _restore(path: str, template, what: str):
                              f"expected parameters: {type(e).__name__}: {text}") from e
 
 
+def _flat(record: dict) -> dict:
+    """The record's fields with those of its training config (``"config"``, where the
+    weights' sha256 record keeps the task, the kind and the architecture) beside them."""
+    config = record.get("config")
+    return {**config, **record} if isinstance(config, dict) else record
+
+
 def _check_kind(path: str, record: dict, kind: str) -> None:
     if record.get("kind", kind) != kind:
         raise ValueError(f"`path` {path!r} holds a {record['kind']!r}, not a {kind!r}.")
@@ -158,7 +165,7 @@ def load_denoiser(path, expected_config: model_lib.LLaDAConfig | None = None
     path = os.fspath(path)
     if not os.path.isdir(path):
         raise FileNotFoundError(f"`path` {path!r}: no saved denoiser there (no such folder).")
-    record = read_record(path)
+    record = _flat(read_record(path))
     _check_kind(path, record, "denoiser")
     saved = dict(record.get("model", {}), **record.get("llada_config", {}))
     if expected_config is None:
@@ -212,7 +219,7 @@ def load_value_head(path, *, d_model: int | None = None, hidden: int | None = No
     if not os.path.isdir(path):
         raise FileNotFoundError(f"`path` {path!r}: no saved value head there (no such "
                                 "folder).")
-    record = read_record(path)
+    record = _flat(read_record(path))
     _check_kind(path, record, "poke_head")
     saved = dict(record.get("head", {}))
     if "d_model" in record.get("model", {}):

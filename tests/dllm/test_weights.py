@@ -2,6 +2,7 @@
 weights folders; a missing or mismatched folder raises, and the study never retrains over
 one."""
 
+import json
 import os
 import shutil
 
@@ -95,6 +96,7 @@ def test_the_study_raises_instead_of_retraining_over_a_mismatched_model(tmp_path
     naming the folder; the study trains only where nothing is saved."""
     from experiments import dllm_models
     from experiments.configs import dllm as dllm_config
+    from experiments.lib import artifacts
 
     cfg = dllm_config.get_config("smoke")
     task = dllm_models.make_task(cfg, "addition")
@@ -112,7 +114,12 @@ def test_the_study_raises_instead_of_retraining_over_a_mismatched_model(tmp_path
         weights.save_denoiser(folder, mcfg, params)
     shutil.rmtree(folder)
     weights.save_denoiser(folder, mcfg, params, record={
-        "unit_key": dllm_models.model_key(cfg, "addition"),
-        **dllm_models.weights_record(cfg, "addition")})
+        "unit_key": dllm_models.model_key(cfg, "addition")})
+    with pytest.raises(ValueError, match="lacks .*weights_sha256"):  # no sha256 record
+        dllm_models.Models(cfg, str(tmp_path)).denoiser("addition")
+    record = weights.read_record(folder)
+    with open(os.path.join(folder, weights.RECORD), "w") as f:
+        json.dump({**record, **artifacts.stamp(folder, dllm_models.weights_record(
+            cfg, "addition"))}, f)
     m = dllm_models.Models(cfg, str(tmp_path)).denoiser("addition")
     _leaves_equal(m.params, params)
