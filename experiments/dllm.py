@@ -317,7 +317,7 @@ def _tune(config, task, denoise_fn, head_fn, step: Callable | None = None,
           results_path: str | None = None) -> tuple[dict, Callable | None, Callable | None]:
     """The declared tuning (module docstring) on the validation problems only: each phase
     is ``jaxlab.dllm.compare`` of ``tuning_contenders``' staged grids (the tuning items are
-    the validation problems; the two test items it also decodes are not read).
+    the validation problems; ``protocol.tune``, ``compare``'s tuning without test items).
 
     Args:
       head_fn: proposal spec -> (``value_fn``, ``position_value_fn``) of a POKE head trained
@@ -339,18 +339,17 @@ def _tune(config, task, denoise_fn, head_fn, step: Callable | None = None,
         cs = tuning_contenders(config, task, denoise_fn, tuned, phase_name, heads, step)
         if not cs:
             return
-        result = comparison.compare(
+        result = protocol.tune(
             comparison_key(config), _problem(config, task, denoise_fn, tuned, heads),
             contenders={c: contender for c, (contender, _) in cs.items()},
-            tuning=pr.validation_problems, seeds=2, goals=(), batch=config.eval_batch,
-            resamples=config.bootstrap, progress=comparison_reporter(),
-            results_path=results_path)
+            tuning=pr.validation_problems, batch=config.eval_batch,
+            progress=comparison_reporter(), results_path=results_path,
+            spec=comparison.SPEC)
         for c, (_, labels) in cs.items():
-            r = result.contenders[c]
-            rows = iter(r.tuning)
+            rows = iter(result.rows[c])
             for stage, stage_labels in labels:
                 out["grid"][stage] = {lab: next(rows)[1] for lab in stage_labels}
-            _apply(tuned, c, r.params)
+            _apply(tuned, c, result.params[c])
 
     phase("proposal")
     if config.get("proposal", "tokens") != "path":  # SR-SMC draws at the shared temperature

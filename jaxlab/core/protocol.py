@@ -86,8 +86,8 @@ from jaxlab.core.types import PRNGKey
 
 __all__ = ["Items", "Contender", "Stages", "Tuning", "Builtin", "Context", "Spec", "Metric",
            "Goal", "Difference", "GoalResult", "ContenderResult", "Comparison", "ARGUMENTS",
-           "as_tuning", "bind", "compare", "item_keys", "paired_difference", "analyse",
-           "mean_statistic"]
+           "Tuned", "as_tuning", "bind", "compare", "tune", "item_keys", "paired_difference",
+           "analyse", "mean_statistic"]
 
 SPLITS = ("tuning", "test")
 
@@ -639,6 +639,70 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
         input allows it (module docstring); naming the contender when what it returns is
         not allowed.
     """
+    p = _prepare(spec, key, problem, contenders, tuning, seeds, metrics, settings, batch)
+    names = tuple(p.contenders)
+    if goals is None:
+        goals = tuple(g for g in spec.goals(names) if g.a in p.contenders
+                      and g.b in p.contenders and (g.metric is None or g.metric in p.metric_names))
+    if pairs is None and spec.pairs is not None:
+        pairs = spec.pairs(names)
+    pairs, goals = check_declarations(names, pairs, goals, level, resamples, p.metric_names)
+    runner = _runner(spec, p, progress, results_path)
+    with _CompileClock() as clock:
+        runner.clock = clock
+        chosen, rows, stage_rows = {}, {}, {}
+        for name in names:
+            chosen[name], rows[name], stage_rows[name] = runner.tune(name)
+        outcomes = {name: runner.run(name, "test", p.seeds, chosen[name]) for name in names}
+    return _analysis(p.key, p.contenders, p.metrics, outcomes, chosen, rows, stage_rows,
+                     runner, pairs, goals, level, resamples, p.tuning, runner.run_id)
+
+
+class Tuned(NamedTuple):
+    """What ``tune`` chose: per contender, its chosen params, its tuning rows
+    ``((params, statistic), ...)`` and the rows of each stage; and the notes."""
+
+    params: dict
+    rows: dict
+    stages: dict
+    notes: tuple
+
+
+def tune(key: PRNGKey, problem, *, contenders=None, tuning=None, metrics=None, settings=None,
+         batch=None, progress=True, results_path=None, spec: Spec = GENERIC) -> Tuned:
+    """``compare``'s tuning alone: every contender's grid (or ``Stages``) on the tuning items,
+    the same checks and picks, no test items (a binary that tunes, then tests at other
+    sizes, calls this; ``compare`` is this followed by the test runs). The arguments are
+    ``compare``'s.
+
+    Returns:
+      ``Tuned``.
+    """
+    p = _prepare(spec, key, problem, contenders, tuning, None, metrics, settings, batch)
+    runner = _runner(spec, p, progress, results_path)
+    with _CompileClock() as clock:
+        runner.clock = clock
+        picks = {name: runner.tune(name) for name in p.contenders}
+    return Tuned({n: v[0] for n, v in picks.items()}, {n: v[1] for n, v in picks.items()},
+                 {n: v[2] for n, v in picks.items()}, tuple(runner.notes))
+
+
+class _Prepared(NamedTuple):
+    key: Any
+    problem: Any
+    settings: Any
+    contenders: dict
+    metrics: tuple
+    metric_names: list
+    declared: frozenset
+    tuning: int
+    seeds: int
+    batch: int | None
+
+
+def _prepare(spec, key, problem, contenders, tuning, seeds, metrics, settings,
+             batch) -> _Prepared:
+    """Every check of the call's arguments that needs no run; the contenders built."""
     key = as_key(key)
     settings = _resolve_settings(spec, settings)
     problem = spec.problem(problem, settings)
@@ -652,7 +716,6 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
         batch = spec.batch(context)
         context = context._replace(batch=batch)
     cs = _resolve_contenders(spec, contenders, context)
-    names = tuple(cs)
     tuned = [n for n, c in cs.items()
              if isinstance(c.grid, Stages) and any(len(s) > 1 for s in c.grid.stages)
              or not isinstance(c.grid, Stages) and len(c.grid) > 1]
@@ -660,7 +723,7 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
         raise ValueError(f"`tuning` must hold at least one item: contenders {tuned} declare "
                          "grids with several points.")
     metric_names = [m.name for m in chosen_metrics]
-    declared = {m.name for m in _all_metrics(spec, problem, settings)}
+    declared = frozenset(m.name for m in _all_metrics(spec, problem, settings))
     foreign = [m for m in metric_names if m not in declared]
     builtins = [n for n, c in (contenders.items() if isinstance(contenders, Mapping) else
                                ((n, n) for n in (contenders or spec.defaults)))
@@ -668,29 +731,21 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
     if foreign and builtins:
         raise ValueError(f"`metrics` {foreign} are not metrics of {spec.name}, so its built-in "
                          f"contenders {builtins} cannot report them.")
-    if goals is None:
-        goals = tuple(g for g in spec.goals(names) if g.a in cs and g.b in cs
-                      and (g.metric is None or g.metric in metric_names))
-    if pairs is None and spec.pairs is not None:
-        pairs = spec.pairs(names)
-    pairs, goals = check_declarations(names, pairs, goals, level, resamples, metric_names)
     if spec.check_items is not None:
         spec.check_items(problem, settings, tuning, seeds)
+    return _Prepared(key, problem, settings, cs, chosen_metrics, metric_names, declared,
+                     tuning, seeds, batch)
+
+
+def _runner(spec: Spec, p: _Prepared, progress, results_path) -> "_Runner":
     report = _reporter(progress)
     run_id = uuid.uuid4().hex[:12]
     log = _Log(results_path, run_id, {
-        "method": spec.name, "contenders": list(names), "tuning": tuning, "seeds": seeds,
-        "metrics": [m.name for m in chosen_metrics]})
-    runner = _Runner(key, problem, cs, chosen_metrics, tuning, batch, report, log)
-    runner.declared = frozenset(declared)
-    with _CompileClock() as clock:
-        runner.clock = clock
-        chosen, rows, stage_rows = {}, {}, {}
-        for name in names:
-            chosen[name], rows[name], stage_rows[name] = runner.tune(name)
-        outcomes = {name: runner.run(name, "test", seeds, chosen[name]) for name in names}
-    return _analysis(key, cs, chosen_metrics, outcomes, chosen, rows, stage_rows, runner,
-                     pairs, goals, level, resamples, tuning, run_id)
+        "method": spec.name, "contenders": list(p.contenders), "tuning": p.tuning,
+        "seeds": p.seeds, "metrics": p.metric_names})
+    runner = _Runner(p.key, p.problem, p.contenders, p.metrics, p.tuning, p.batch, report, log)
+    runner.declared, runner.run_id = p.declared, run_id
+    return runner
 
 
 def _resolve_settings(spec: Spec, settings):

@@ -334,3 +334,18 @@ def test_a_metric_a_builtin_cannot_report_is_refused_before_running():
     with pytest.raises(ValueError, match="cannot report"):
         protocol.bind(_spec(calls))(K(0), None, metrics=(Metric("mine"),), progress=False)
     assert calls == []
+
+
+def test_tune_is_compares_tuning_without_test_items():
+    seen = []
+
+    def run(items, problem, *, x):
+        seen.append(items.split)
+        return np.full(items.index.size, -abs(x - 2.0))
+
+    c = {"a": Contender(run, Stages((({"x": 1}, {"x": 2}), ({"x": 2}, {"x": 3}))))}
+    t = protocol.tune(K(0), None, contenders=c, tuning=3, progress=False)
+    assert set(seen) == {"tuning"} and t.params == {"a": {"x": 2}} and t.stages["a"] == (2, 2)
+    full = protocol.compare(K(0), None, contenders=c, tuning=3, seeds=2, progress=False)
+    assert full.contenders["a"].params == t.params["a"]
+    assert full.contenders["a"].tuning == t.rows["a"]
