@@ -20,12 +20,25 @@ Termination: ``EnvState.done`` is 1.0 when the step just taken ended in a termin
 loops (``train.rollout_from``, ``ppo``) replace finished environments by fresh ones (brax's
 ``AutoResetWrapper``) and pass ``done`` to the critic targets / GAE as the termination mask.
 
+Failure (tasks with a ``health_fn``: ``soft_quadruped``): a step whose state is not finite
+(``health_fn``'s ``"nonfinite"``), whose action is not finite or whose reward is not
+finite *fails*: ``done`` = 1, reward 0 (never a NaN / -inf reward) and
+``EnvState.info["unhealthy"]`` = 1; the task's other health flags (``"inverted"``) are
+reported in ``info`` without ending the episode. ``Task.resets_on_done`` makes the
+training loops reset failed environments like terminated ones and stop episode returns
+there; their critic / GAE termination masks stay those of ``task.terminates`` (false for
+``soft_quadruped``), so a healthy rollout runs the very same arithmetic as without the
+checks (bit for bit), and a failed step is bootstrapped like a time-limit reset. The
+gradient through a failed step may be non-finite: the trainers zero non-finite gradient
+entries and count such updates (``train.check_nonfinite_grad_share``).
+
 Checks (eager, at the Python boundary; nothing runs inside compiled code):
 ``make_task``: ``name`` one of ``TASK_NAMES`` (or a registered name). ``register_task``:
 ``name`` a new non-empty string, ``factory`` callable. ``Task`` / ``new_task``: a non-empty
 ``name``, positive integer ``n_frames``, ``obs_dim`` and ``act_dim``, callable functions.
 ``reset``: a key and a ``Task``. ``step``: ``action`` of shape ``(task.act_dim,)`` (also
-under ``vmap``, where the shape is per environment) and, when concrete, finite.
+under ``vmap``, where the shape is per environment) and, when concrete, finite (and, for
+``soft_quadruped``, in [-1, 1]: its step function checks the declared box).
 ``fused_bodies`` / ``load_mjcf``: exactly one of ``xml`` (MJCF text) and ``path``;
 ``require_bodies`` a sequence of names. ``body_index`` / ``site_index``: a loaded ``sys``
 and a ``name`` it holds.
@@ -128,12 +141,15 @@ class EnvState(NamedTuple):
       obs: [O] observation.
       t: int32 steps since the last reset.
       done: float32 1.0 if the last step ended in a terminal state, else 0.0.
+      info: None, or for a task with a ``health_fn`` {"unhealthy": float32 1.0 if the last
+        step failed (module doc), and the task's reported flags, e.g. "inverted"}.
     """
 
     pipeline_state: Any
     obs: Array
     t: Array
     done: Array
+    info: dict | None = None
 
 
 @dataclasses.dataclass(frozen=True, eq=False)
@@ -152,6 +168,8 @@ class Task:
     ``step_fn(ps, action) -> ps`` (one whole environment step); ``sys`` may then be
     None, ``reset_fn`` / ``init_q`` / ``reset_noise`` are unused and ``n_frames`` is
     informative only. ``obs_fn``, ``reward_fn`` and ``done_fn`` take that state.
+    ``health_fn(ps) -> {"nonfinite": bool, ...}`` (optional, cheap: it runs every step)
+    lets ``step`` turn a failed step into an ended episode (module doc).
 
     Raises:
       ValueError: ``name`` not a non-empty string; ``n_frames``, ``obs_dim`` or ``act_dim``
@@ -174,6 +192,7 @@ class Task:
     reset_fn: Callable[[PRNGKey], tuple[Array, Array]] | None = None
     init_state_fn: Callable[[PRNGKey], Any] | None = None
     step_fn: Callable[[Any, Array], Any] | None = None
+    health_fn: Callable[[Any], dict] | None = None
 
     def __post_init__(self):
         if not isinstance(self.name, str) or not self.name:
@@ -181,7 +200,7 @@ class Task:
         for field in ("n_frames", "obs_dim", "act_dim"):
             validation.check_positive_int(field, getattr(self, field))
         for field in ("obs_fn", "reward_fn", "done_fn", "reset_fn", "init_state_fn",
-                      "step_fn"):
+                      "step_fn", "health_fn"):
             fn = getattr(self, field)
             if not callable(fn) and (fn is not None or field in ("obs_fn", "reward_fn")):
                 raise TypeError(f"task {self.name!r}: `{field}` must be a function, got "
@@ -203,8 +222,15 @@ class Task:
 
     @property
     def terminates(self) -> bool:
-        """Whether ``step`` can set ``done`` (static)."""
+        """Whether the task ends episodes by design (``done_fn``; static): the training
+        loops then use ``done`` as the critic / GAE termination mask."""
         return self.done_fn is not None
+
+    @property
+    def resets_on_done(self) -> bool:
+        """Whether ``step`` can set ``done`` (a ``done_fn`` or a ``health_fn``; static): the
+        training loops then reset finished environments and stop episode returns there."""
+        return self.done_fn is not None or self.health_fn is not None
 
 
 @contextlib.contextmanager
@@ -378,13 +404,13 @@ def _ball():
 def _soft_quadruped():
     """The soft-body quadruped (``jaxlab.rfo.softbody.quadruped``): pure-JAX tetrahedral
     FEM, 8 leg muscles, reward = forward centre-of-mass velocity - 1e-3 ||a||^2; never
-    terminates."""
+    terminates by design; a step that leaves the state non-finite fails (module doc)."""
     from jaxlab.rfo.softbody import quadruped
 
     soft = quadruped.soft_quadruped()
     return new_task("soft_quadruped", None, n_frames=soft.cfg.substeps, obs_fn=soft.obs,
                     reward_fn=soft.reward, obs_dim=soft.obs_dim, act_dim=soft.act_dim,
-                    init_state_fn=soft.init, step_fn=soft.step)
+                    init_state_fn=soft.init, step_fn=soft.step, health_fn=soft.health)
 
 
 _TASKS: dict[str, Callable[[], Task]] = {
@@ -425,10 +451,10 @@ def register_task(name: str, factory: Callable[[], Task]) -> None:
 
 def new_task(name: str, sys, *, n_frames: int, obs_fn, reward_fn, obs_dim: int,
              act_dim: int, reset_fn=None, init_q=None, reset_noise: float | None = None,
-             done_fn=None, init_state_fn=None, step_fn=None) -> Task:
+             done_fn=None, init_state_fn=None, step_fn=None, health_fn=None) -> Task:
     """A ``Task`` with every field by keyword; ``init_q`` / ``reset_noise`` only without
     ``reset_fn``; ``init_state_fn`` and ``step_fn`` (together, ``sys`` None) for a task
-    with its own physics.
+    with its own physics, optionally with its ``health_fn``.
 
     Example:
       >>> import jax, jax.numpy as jnp
@@ -443,7 +469,7 @@ def new_task(name: str, sys, *, n_frames: int, obs_fn, reward_fn, obs_dim: int,
       (2,)
     """
     return Task(name, sys, n_frames, init_q, reset_noise, obs_fn, reward_fn, obs_dim, act_dim,
-                done_fn, reset_fn, init_state_fn, step_fn)
+                done_fn, reset_fn, init_state_fn, step_fn, health_fn)
 
 
 def _mjcf_root(xml, path):
@@ -630,7 +656,8 @@ def reset(key: PRNGKey, task: Task) -> EnvState:
                         f"got {type(task).__name__}.")
     if task.own_physics:
         ps = task.init_state_fn(key)
-        return EnvState(ps, task.obs_fn(ps), jnp.int32(0), jnp.float32(0.0))
+        info = None if task.health_fn is None else _health_info(task, ps)
+        return EnvState(ps, task.obs_fn(ps), jnp.int32(0), jnp.float32(0.0), info)
     extras.require("brax")
     from brax.mjx import pipeline
 
@@ -650,7 +677,8 @@ def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
 
     Returns:
       (next state, whose ``done`` is ``task.done_fn`` of the state reached (0 for a task
-      that never terminates), reward scalar).
+      that never terminates), or 1 after a failed step, reward scalar, 0 after a failed
+      step (module doc)).
 
     Raises:
       TypeError: ``task`` is not a ``Task`` or ``state`` not an ``EnvState`` (e.g. the
@@ -676,4 +704,22 @@ def step(task: Task, state: EnvState, action: Array) -> tuple[EnvState, Array]:
         ps, _ = jax.lax.scan(frame, state.pipeline_state, None, length=task.n_frames)
     r = task.reward_fn(state.pipeline_state, ps, action)
     done = jnp.float32(0.0) if task.done_fn is None else task.done_fn(ps).astype(jnp.float32)
-    return EnvState(ps, task.obs_fn(ps), state.t + 1, done), r
+    if task.health_fn is None:
+        return EnvState(ps, task.obs_fn(ps), state.t + 1, done), r
+    failed = ~(jnp.all(jnp.isfinite(action)) & jnp.isfinite(r))
+    info = _health_info(task, ps, failed)
+    unhealthy = info["unhealthy"] > 0
+    return (EnvState(ps, task.obs_fn(ps), state.t + 1, jnp.where(unhealthy, 1.0, done), info),
+            jnp.where(unhealthy, jnp.zeros_like(r), r))
+
+
+def _health_info(task: Task, ps, failed: Array | bool = False) -> dict:
+    """``EnvState.info`` of a task with a ``health_fn``: "unhealthy" (its "nonfinite" flag
+    or ``failed``) and its other flags, as float32."""
+    flags = dict(task.health_fn(ps))
+    if "nonfinite" not in flags:
+        raise ValueError(f"task {task.name!r}: `health_fn` must return a dict with a "
+                         f"'nonfinite' flag, got keys {sorted(flags)}.")
+    unhealthy = jnp.asarray(flags.pop("nonfinite")) | failed
+    return {"unhealthy": unhealthy.astype(jnp.float32),
+            **{k: jnp.asarray(v).astype(jnp.float32) for k, v in flags.items()}}

@@ -19,7 +19,9 @@ environment whose step sets ``done`` restarts from a fresh state drawn at the st
 update (brax ``AutoResetWrapper``) and ``done`` is GAE's termination mask (no bootstrap
 through a terminal state); evaluation returns stop at the terminating step. Time-limit
 resets happen only between updates (``episode_length`` is a multiple of ``rollout_len``),
-where V(s_T) bootstraps the truncation. Tasks that never terminate take the unmasked path.
+where V(s_T) bootstraps the truncation. Tasks that never terminate take the unmasked path;
+one that can fail (``task.resets_on_done``: ``soft_quadruped``) has its failed
+environments reset and its evaluation returns stopped likewise, with GAE unmasked.
 
 Checks (eager, at the Python boundary, on concrete values; traced values pass):
 ``check_config`` (run by ``make_trainer``): sizes are positive integers, ``lr``,
@@ -208,7 +210,7 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
             a, logp, v = act(k, params, s.obs)
             s1, r = step_envs(s, jnp.clip(a, -1.0, 1.0))
             done = s1.done
-            if task.terminates:
+            if task.resets_on_done:
                 s1 = auto_reset(s1, fresh)
             return s1, (s.obs, a, logp, v, r, done)
 
@@ -235,7 +237,7 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
 
         _, (r, d) = jax.lax.scan(one, reset_envs(k_reset, task, cfg.num_envs),
                                  jax.random.split(k_act, cfg.eval_horizon))
-        if task.terminates:  # the episode return stops at the terminating step
+        if task.resets_on_done:  # the episode return stops at the terminating step
             r = jnp.where(episode_mask(d) > 0, r, 0.0)
         return jnp.mean(jnp.sum(r, 0))
 
@@ -248,7 +250,7 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
         k_roll, k_perm, k_eval, k_reset = jax.random.split(key, 4)
         env_state = reset_finished(k_reset, task, state.env_state, cfg.episode_length)
         fresh = (reset_envs(jax.random.fold_in(k_reset, 1), task, cfg.num_envs)
-                 if task.terminates else None)
+                 if task.resets_on_done else None)
         final, (obs, a, logp, v, r, done) = collect(k_roll, state.params, env_state, fresh)
         v_last = net(state.params, final.obs)[2]
         values = jnp.concatenate([v, v_last[None]], 0)

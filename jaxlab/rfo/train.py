@@ -38,6 +38,11 @@ horizon (SHAC's ``compute_actor_loss``: a terminal state has value 0); the criti
 TD(lambda) targets get ``done`` as the termination mask. Evaluation returns
 (``rollout``) count rewards up to and including the terminating step. Tasks that never
 terminate take the unmasked code paths (same numbers as before termination existed).
+A task that can fail (``task.resets_on_done`` without ``terminates``: ``soft_quadruped``,
+whose ``envs.step`` ends the episode of a non-finite state with reward 0) has its failed
+environments reset in the same way and its evaluation returns stopped there, while the
+loss and the critic keep the unmasked paths (a failed step is bootstrapped like a
+time-limit reset): selections only, so its healthy rollouts are unchanged bit for bit.
 After a mid-horizon reset the step counter restarts, so such an episode's time limit falls
 at the first update boundary at or after ``episode_length`` steps. The flow policy's actions come
 from the Euler ODE of ``flow.py`` (``chunk`` > 1: one chunk of actions per ``chunk``
@@ -297,7 +302,7 @@ def rollout_from(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy
         def inner(s, a):
             s1, r = step(s, a)
             done = s1.done
-            if fresh is not None and task.terminates:
+            if fresh is not None and task.resets_on_done:
                 s1 = auto_reset(s1, fresh)
             return s1, (r, s.obs, done)
 
@@ -333,7 +338,7 @@ def rollout(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, par
     state = reset_envs(k_reset, task, num_envs)
     _, rewards, _, obs, acts, dones = rollout_from(k_act, task, cfg, policy, params, state,
                                                    horizon)
-    if task.terminates:
+    if task.resets_on_done:
         rewards = jnp.where(episode_mask(dones) > 0, rewards, 0.0)
     return rewards, obs, acts
 
@@ -489,7 +494,7 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         # Fresh states for mid-horizon terminations (a key of their own: the other tasks'
         # key streams are unchanged).
         fresh = (reset_envs(jax.random.fold_in(k_reset, 1), task, cfg.num_envs)
-                 if task.terminates else None)
+                 if task.resets_on_done else None)
         (_, (ret, final, rewards, all_obs, dones, o, a)), grads = jax.value_and_grad(
             loss_fn, has_aux=True)(state.params, state.target_params, env_state, fresh,
                                    state.buffer, k_loss)

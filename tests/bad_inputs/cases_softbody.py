@@ -98,3 +98,78 @@ CASES += [
         lambda s: softbody.momentum(_body(), s))(_state(jnp.zeros((2, 2, 8, 3)),
                                                         jnp.zeros((2, 2, 8, 3)))), "`state.x`"),
 ]
+
+# The soft body checks itself: material fields, duplicated tets, the substep bound, states
+# and activations out of range (eager), and failed steps of the soft task (traced: the
+# episode ends with reward 0 and ``info["unhealthy"]``, which the case turns into an error).
+_INF, _NAN = float("inf"), float("nan")
+
+
+def _failed_step(action=None, x=None, v=None):
+    """One jitted ``envs.step`` of ``soft_quadruped``; raises FloatingPointError naming
+    ``envs.step`` when the step failed (done = 1 and ``info["unhealthy"]`` = 1, reward 0)."""
+    from jaxlab.rfo import envs
+
+    task = envs.make_task("soft_quadruped")
+    s0 = envs.reset(jax.random.key(0), task)
+    ps = s0.pipeline_state
+    s0 = s0._replace(pipeline_state=ps._replace(x=ps.x if x is None else x(ps.x),
+                                                v=ps.v if v is None else v(ps.v)))
+    a = jnp.zeros(8) if action is None else action
+    s1, r = jax.jit(lambda s, a: envs.step(task, s, a))(s0, a)
+    if float(s1.info["unhealthy"]) and float(s1.done) == 1.0 and float(r) == 0.0:
+        raise FloatingPointError("`envs.step`: the soft step failed (done = 1, reward 0, "
+                                 "info['unhealthy'] = 1).")
+    return r
+
+
+def _eager_step(action):
+    from jaxlab.rfo import envs
+
+    task = envs.make_task("soft_quadruped")
+    return envs.step(task, envs.reset(jax.random.key(0), task), action)
+
+
+CASES += [
+    Case("softbody.Material: density inf", lambda: softbody.Material(density=_INF),
+         "`material.density`"),
+    Case("softbody.Material: youngs inf", lambda: softbody.Material(youngs=_INF),
+         "`material.youngs`"),
+    Case("softbody.Material: sigma_max NaN", lambda: softbody.Material(sigma_max=_NAN),
+         "`material.sigma_max`"),
+    Case("softbody.build: one tet listed twice (nodes reordered)", lambda: softbody.build(
+        _cube()[0], np.concatenate([_cube()[1][:1], _cube()[1][:1, [1, 0, 3, 2]]])), "`tets`"),
+    Case("softbody.build: a cube's tets listed twice",
+         lambda: softbody.build(_cube()[0], np.concatenate([_cube()[1]] * 2)), "`tets`"),
+    Case("softbody.validate_mesh: a node of no tet", lambda: softbody.validate_mesh(
+        np.concatenate([_cube()[0], [[1.0, 1.0, 1.0]]]), _cube()[1]), "`nodes`"),
+    Case("softbody.soft_quadruped: cfg.dt 0.05 above the stable bound",
+         lambda: softbody.soft_quadruped(cfg=CFG._replace(dt=0.05)), "`cfg.dt`"),
+    Case("softbody.soft_quadruped: cfg.dt 1.0 above the stable bound",
+         lambda: softbody.soft_quadruped(cfg=CFG._replace(dt=1.0)), "`cfg.dt`"),
+    Case("softbody.soft_quadruped: a very stiff material at the default dt",
+         lambda: softbody.soft_quadruped(material=softbody.Material(youngs=1e9)), "`cfg.dt`"),
+    Case("softbody.env_step: cfg.dt 0.05 under jit", lambda: jax.jit(
+        lambda s: softbody.env_step(_body(), CFG._replace(dt=0.05), s, ACT))(_state()),
+         "`cfg.dt`"),
+    Case("softbody.env_step: activation 1e6",
+         lambda: softbody.env_step(_body(), CFG, _state(), jnp.full(2, 1e6)), "`activation`"),
+    Case("softbody.env_step: a NaN state",
+         lambda: softbody.env_step(_body(), CFG, _state(_x().at[0, 0].set(jnp.nan)), ACT),
+         "`state.x`"),
+    Case("softbody.env_step: an inverted (mirrored) state", lambda: softbody.env_step(
+        _body(), CFG, _state(_x() * jnp.array([1.0, 1.0, -1.0]) + 0.2), ACT), "`state.x`"),
+    Case("softbody.env_step: velocity 1e30",
+         lambda: softbody.env_step(_body(), CFG, _state(v=jnp.full((8, 3), 1e30)), ACT),
+         "`state.v`"),
+    Case("rfo.envs.step: soft_quadruped action 1e30 (eager)",
+         lambda: _eager_step(jnp.full(8, 1e30)), "`action`"),
+    Case("rfo.envs.step: soft_quadruped NaN action under jit",
+         lambda: _failed_step(action=jnp.full(8, jnp.nan)), "`envs.step`"),
+    Case("rfo.envs.step: soft_quadruped action 1e30 under jit",
+         lambda: _failed_step(action=jnp.full(8, 1e30)), "`envs.step`"),
+    Case("rfo.envs.step: soft_quadruped NaN state under jit",
+         lambda: _failed_step(x=lambda x: x.at[0, 0].set(jnp.nan)), "`envs.step`"),
+    Case("rfo.envs.step: soft_quadruped velocity 1e30 under jit",
+         lambda: _failed_step(v=lambda v: jnp.full_like(v, 1e30)), "`envs.step`"),
+]

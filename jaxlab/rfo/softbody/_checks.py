@@ -11,11 +11,12 @@ def check_points(name: str, body, x) -> None:
 
 
 def check_activation(body, activation) -> None:
-    """``activation``: None or real [G] (one per muscle group of ``body``), finite when
-    concrete."""
+    """``activation``: None or real [G] (one per muscle group of ``body``), finite and in
+    [-1, 1] when concrete (the muscle model's range; ``sim.stable_dt`` assumes it)."""
     if activation is None:
         return
     validation.check_real("activation", activation)
     validation.check_shape("activation", activation, (body.num_groups,))
     validation.check_finite("activation", activation)
+    validation.check_in_range("activation", activation, -1.0, 1.0)
 

@@ -40,12 +40,16 @@ momenta stay exact targets of the checks.
 Mass: lumped, each node carries a quarter of rho V_t of every tet it belongs to.
 Rayleigh damping (C = alpha_m M + beta_k K(x)) and contact are in ``sim``.
 
-Checks: ``validate_mesh`` (run by ``build``) raises ValueError for node indices out of
-range, a tet that repeats a node, and degenerate (|V_t| tiny) or inverted (V_t < 0) tets,
-naming the first offending tets; ``build`` also checks the material, integer ``groups``
-and finite, non-zero ``fibres``. The functions of a body check their arguments' shapes and
-dtypes (positions ``x`` [N, 3] floating, ``f`` [T, 3, 3] floating, ``activation`` [G],
-finite when concrete): static checks, so they also run under ``jit`` / ``vmap`` / ``grad``
+Checks: ``Material`` checks its fields on construction (finite; ``youngs``, ``density``
+> 0, ``sigma_max`` >= 0, ``poisson`` in (-1, 0.5)), naming the field. ``validate_mesh``
+(run by ``build``) raises ValueError for non-finite nodes, node indices out of range, a
+tet that repeats a node, duplicated tets (the same node set in any order), nodes of no
+tet, and degenerate (|V_t| tiny) or inverted (V_t < 0) tets, naming the first offending
+tets or nodes; ``build`` also checks integer ``groups`` and finite, non-zero ``fibres``,
+and stores ``rest_frequency_bound`` (for ``sim.stable_dt``) and the smallest tet height.
+The functions of a body check their arguments' shapes and dtypes (positions ``x`` [N, 3]
+floating, ``f`` [T, 3, 3] floating, ``activation`` [G], finite and in [-1, 1] when
+concrete): static checks, so they also run under ``jit`` / ``vmap`` / ``grad``
 at no cost.
 """
 
@@ -59,24 +63,66 @@ from jaxlab.core import validation
 from jaxlab.core.types import Array
 from jaxlab.rfo.softbody import _checks
 
-__all__ = ["Material", "Body", "validate_mesh", "build", "deformation_gradient",
-           "first_piola", "energy_density", "elastic_forces", "elastic_energy", "lame"]
+__all__ = ["Material", "Body", "check_material", "validate_mesh", "build",
+           "deformation_gradient", "first_piola", "energy_density", "elastic_forces",
+           "elastic_energy", "lame", "rest_frequency_bound", "tet_heights"]
 
 
-class Material(NamedTuple):
-    """Material and actuation constants (SI units).
-
-    Attributes:
-      youngs: Young's modulus E [Pa].
-      poisson: Poisson ratio nu in (-1, 0.5).
-      density: rho [kg / m^3].
-      sigma_max: peak active fibre stress [Pa] at |activation| = 1.
-    """
-
+class _MaterialFields(NamedTuple):
     youngs: float = 6e4
     poisson: float = 0.3
     density: float = 1000.0
     sigma_max: float = 1.5e4
+
+
+# field: (low, high, low_inclusive, high_inclusive) of the physically meaningful range
+_MATERIAL_RANGES = {"youngs": (0.0, np.inf, False, False),
+                    "poisson": (-1.0, 0.5, False, False),
+                    "density": (0.0, np.inf, False, False),
+                    "sigma_max": (0.0, np.inf, True, False)}
+
+
+def check_material(material) -> None:
+    """Raises TypeError unless ``material`` is a ``Material``, ValueError naming the first
+    field outside its range (``youngs``, ``density`` finite and > 0, ``sigma_max`` finite
+    and >= 0, ``poisson`` in (-1, 0.5)); traced fields are not checked."""
+    if not isinstance(material, Material):
+        raise TypeError(f"`material` must be a softbody.Material, got "
+                        f"{type(material).__name__}.")
+    for field, (low, high, low_inc, high_inc) in _MATERIAL_RANGES.items():
+        value = getattr(material, field)
+        if isinstance(value, jax.core.Tracer):
+            continue
+        if np.ndim(value) or np.asarray(value).dtype.kind not in "iuf":
+            raise TypeError(f"`material.{field}` must be a real number, got {value!r}.")
+        validation.check_in_range(f"material.{field}", getattr(material, field), low, high,
+                                  low_inclusive=low_inc, high_inclusive=high_inc)
+
+
+class Material(_MaterialFields):
+    """Material and actuation constants (SI units), checked on construction.
+
+    Attributes:
+      youngs: Young's modulus E [Pa], finite and > 0.
+      poisson: Poisson ratio nu in (-1, 0.5).
+      density: rho [kg / m^3], finite and > 0.
+      sigma_max: peak active fibre stress [Pa] at |activation| = 1, finite and >= 0.
+
+    Raises:
+      ValueError: a concrete field outside its range, naming it (``material.density``
+        ...); ``_replace`` checks the same way.
+    """
+
+    __slots__ = ()
+
+    def __new__(cls, youngs: float = 6e4, poisson: float = 0.3, density: float = 1000.0,
+                sigma_max: float = 1.5e4):
+        material = super().__new__(cls, youngs, poisson, density, sigma_max)
+        check_material(material)
+        return material
+
+    def _replace(self, **changes) -> "Material":
+        return Material(**{**self._asdict(), **changes})
 
 
 def lame(material: Material) -> tuple[float, float]:
@@ -99,6 +145,9 @@ class Body(NamedTuple):
       fibre: [T, 3] unit fibre directions (rest frame).
       group: [T, G] one-hot muscle group of each tet (a passive tet has a zero row).
       mu, lam, alpha, sigma_max: float constants (``Material`` converted).
+      omega_max: bound [rad / s] on the highest angular frequency of the body linearised at
+        rest with every muscle fully on (``rest_frequency_bound``; ``sim.stable_dt``).
+      h_min: the smallest tet height [m] (``tet_heights``).
     """
 
     rest: np.ndarray
@@ -112,6 +161,8 @@ class Body(NamedTuple):
     lam: float
     alpha: float
     sigma_max: float
+    omega_max: float
+    h_min: float
 
     @property
     def num_groups(self) -> int:
@@ -127,7 +178,8 @@ def _signed_volumes(nodes: np.ndarray, tets: np.ndarray) -> np.ndarray:
 
 def validate_mesh(nodes, tets, rel_tol: float = 1e-6) -> None:
     """Raises ValueError unless every tet has four distinct in-range nodes and a rest
-    volume above ``rel_tol`` times the cube of the mesh's mean edge length.
+    volume above ``rel_tol`` times the cube of the mesh's mean edge length, no two tets
+    share their four nodes and every node belongs to a tet.
 
     Args:
       nodes: [N, 3] rest positions.
@@ -136,8 +188,11 @@ def validate_mesh(nodes, tets, rel_tol: float = 1e-6) -> None:
 
     Raises:
       ValueError: wrong shapes, non-finite nodes, indices out of range or repeated within a
-        tet, degenerate (|V| <= tol) or inverted (V < 0) tets (the message names the first
-        few offending tets and their volumes), or ``rel_tol`` negative or not finite.
+        tet, duplicated tets (the same node set in any order: mass and stiffness counted
+        twice), nodes of no tet (unused nodes would have zero mass, so they are refused
+        rather than dropped silently), degenerate (|V| <= tol) or inverted (V < 0) tets
+        (the message names the first few offending tets and their volumes), or ``rel_tol``
+        negative or not finite.
     """
     validation.check_in_range("rel_tol", rel_tol, 0.0, np.inf, high_inclusive=False)
     nodes = np.asarray(nodes, np.float64)
@@ -159,6 +214,17 @@ def validate_mesh(nodes, tets, rel_tol: float = 1e-6) -> None:
     if bad.size:
         raise ValueError(f"`tets`: degenerate tets repeat a node: {bad[:5].tolist()} "
                          f"(e.g. {tets_a[bad[0]].tolist()}).")
+    _, first, counts = np.unique(srt, axis=0, return_index=True, return_counts=True)
+    if np.any(counts > 1):
+        dup = [np.nonzero(np.all(srt == srt[i], axis=1))[0].tolist()
+               for i in first[counts > 1][:5]]
+        raise ValueError(f"`tets`: {int(np.sum(counts - 1))} duplicated tets (the same four "
+                         f"nodes in any order; each would count its mass and stiffness "
+                         f"twice): rows {dup}.")
+    unused = np.setdiff1d(np.arange(nodes.shape[0]), tets_a)
+    if unused.size:
+        raise ValueError(f"`nodes`: {unused.size} nodes belong to no tet (they would have "
+                         f"no mass): {unused[:5].tolist()}; drop them from the mesh.")
     x = nodes[tets_a]
     edges = np.concatenate([x[:, i] - x[:, j] for i in range(4) for j in range(i)])
     tol = rel_tol * np.mean(np.linalg.norm(edges, axis=-1)) ** 3
@@ -197,14 +263,7 @@ def build(nodes, tets, material: Material = Material(), groups=None, fibres=None
     nodes = np.asarray(nodes, np.float64)
     tets = np.asarray(tets, np.int32)
     t = tets.shape[0]
-    if not isinstance(material, Material):
-        raise TypeError(f"`material` must be a softbody.Material, got "
-                        f"{type(material).__name__}.")
-    if not material.youngs > 0 or not material.density > 0 or material.sigma_max < 0:
-        raise ValueError(f"`material`: youngs and density must be > 0 and sigma_max >= 0, "
-                         f"got {material}.")
-    if not -1.0 < material.poisson < 0.5:
-        raise ValueError(f"`material.poisson` must lie in (-1, 0.5), got {material.poisson}.")
+    check_material(material)
     if groups is not None:
         given = np.asarray(groups)
         if given.dtype.kind not in "iuf" or (given.dtype.kind == "f"
@@ -241,8 +300,59 @@ def build(nodes, tets, material: Material = Material(), groups=None, fibres=None
     active = groups >= 0
     onehot[np.nonzero(active)[0], groups[active]] = 1.0
     mu, lam = lame(material)
-    return Body(nodes, tets, np.linalg.inv(dm), volume, mass, fibres, onehot, float(mu),
-                float(lam), float(1.0 + 0.75 * mu / lam), float(material.sigma_max))
+    dm_inv = np.linalg.inv(dm)
+    omega = rest_frequency_bound(dm_inv, fibres, active, mu, lam, material.sigma_max,
+                                 material.density)
+    return Body(nodes, tets, dm_inv, volume, mass, fibres, onehot, float(mu), float(lam),
+                float(1.0 + 0.75 * mu / lam), float(material.sigma_max), omega,
+                float(tet_heights(nodes, tets).min()))
+
+
+def tet_heights(nodes: np.ndarray, tets: np.ndarray) -> np.ndarray:
+    """[T] each tet's smallest height (3 V over its largest face area) [m]: the length a
+    node crosses to invert it."""
+    x = np.asarray(nodes, np.float64)[np.asarray(tets)]
+    areas = [0.5 * np.linalg.norm(np.cross(x[:, b] - x[:, a], x[:, c] - x[:, a]), axis=-1)
+             for a, b, c in ((1, 2, 3), (0, 2, 3), (0, 1, 3), (0, 1, 2))]
+    volume = np.abs(_signed_volumes(np.asarray(nodes, np.float64), np.asarray(tets)))
+    return 3.0 * volume / np.max(areas, axis=0)
+
+
+def rest_frequency_bound(dm_inv: np.ndarray, fibres: np.ndarray, active: np.ndarray,
+                         mu: float, lam: float, sigma_max: float, density: float) -> float:
+    """An upper bound [rad / s] on the highest angular frequency of the lumped-mass body
+    linearised at rest, every active tet's muscle fully on (activation +1: the stiffest).
+
+    Linearised at F = I, the stable neo-Hookean energy density is the quadratic form
+    Q(dF) = 3 mu / 4 (|dF|^2 + tr(dF^2)) + (lam - 5 mu / 8) tr(dF)^2 (linear elasticity
+    with Lame parameters 3 mu / 4 and lam - 5 mu / 8; Smith et al. 2018, Sec. 3.4), plus
+    sigma_max |dF d|^2 for a muscle at a = 1. A tet's stiffness is K_t = V_t G_t^T A G_t
+    (A the 9 x 9 matrix of Q, G_t the map from its 12 node displacements to dF) and its
+    share of the lumped mass rho V_t / 4 per node, so its largest frequency is
+    omega_t^2 = 4 lambda_max(G_t^T A G_t) / rho (V_t cancels). The element eigenvalue
+    inequality (Irons & Treharne 1971; Belytschko, Liu & Moran, "Nonlinear Finite Elements
+    for Continua and Structures", Sec. 6.3) bounds the assembled system's highest
+    frequency by max_t omega_t: the value returned.
+
+    Args:
+      dm_inv: [T, 3, 3] D_m^{-1}.
+      fibres: [T, 3] unit fibre directions.
+      active: [T] bool, the tet belongs to a muscle group.
+      mu, lam: Lame parameters of the material (``lame``).
+      sigma_max: peak active stress [Pa].
+      density: rho [kg / m^3].
+    """
+    eye = np.eye(3)
+    swap = np.einsum("ad,bc->abcd", eye, eye).reshape(9, 9)  # vec(dF^T) = swap vec(dF)
+    vec_i = eye.reshape(9)
+    a_pass = 0.75 * mu * (np.eye(9) + swap) + (lam - 0.625 * mu) * np.outer(vec_i, vec_i)
+    # b_k: the gradient of the linear shape function of node k (dF = sum_k u_k b_k^T)
+    b = np.concatenate([-dm_inv.sum(axis=1, keepdims=True), dm_inv], axis=1)  # [T, 4, 3]
+    g = np.einsum("ac,tkb->tabkc", eye, b).reshape(-1, 9, 12)
+    a_act = np.einsum("ac,tb,td->tabcd", eye, fibres, fibres).reshape(-1, 9, 9)
+    a = a_pass[None] + sigma_max * active[:, None, None] * a_act
+    k = np.einsum("tij,tik,tkl->tjl", g, a, g)
+    return float(np.sqrt(4.0 * np.linalg.eigvalsh(k)[:, -1].max() / density))
 
 
 def deformation_gradient(body: Body, x: Array) -> Array:

@@ -39,10 +39,15 @@ of substeps times the state size and not with the force computation's intermedia
 Everything is a pure function of (x, v, action): ``vmap`` batches environments.
 
 Checks (static shapes and types, so they also run under ``jit`` / ``vmap`` / ``grad`` at no
-cost; values only when concrete): ``cfg`` a ``SimConfig`` with ``dt``,
+cost; values only when concrete): ``cfg.dt`` at most ``stable_dt(body, cfg)`` (static: also
+while tracing); ``cfg`` a ``SimConfig`` with ``dt``,
 ``contact_sharpness``, ``friction_eps`` > 0, a positive integer ``substeps`` and
 non-negative, finite damping, contact and friction constants; ``state`` a ``SoftState`` of
-one environment (x, v [N, 3], floating); ``activation`` [G], finite when concrete.
+one environment (x, v [N, 3], floating; when concrete: finite, no node moving farther than
+the smallest tet height in one substep, and a RuntimeWarning for inverted tets);
+``activation`` [G], finite and in [-1, 1] when concrete. Inside compiled code ``health``
+flags a non-finite state and inverted tets per environment (two reductions, no host
+callback); ``jaxlab.rfo.envs.step`` acts on them.
 
 Conservation (the checks in ``tests/rfo/test_softbody.py``): without damping and contact
 the scheme is symplectic, so the total energy (``total_energy``) oscillates within
@@ -50,17 +55,20 @@ O(dt) of its start without drift; the internal forces sum to zero and exert no t
 so linear momentum (without gravity) and angular momentum are conserved to round-off.
 """
 
+import math
+import warnings
 from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+import numpy as np
 
 from jaxlab.core import validation
 from jaxlab.core.types import Array
 from jaxlab.rfo.softbody import _checks, fem
 
 __all__ = ["SimConfig", "SoftState", "forces", "substep", "env_step", "total_energy",
-           "momentum", "angular_momentum"]
+           "momentum", "angular_momentum", "stable_dt", "check_dt", "health"]
 
 
 class SimConfig(NamedTuple):
@@ -120,8 +128,99 @@ class SoftState(NamedTuple):
     v: Array
 
 
+def stable_dt(body: fem.Body, cfg: SimConfig) -> float:
+    """The largest substep [s] the semi-implicit Euler scheme is estimated to be stable at.
+
+    One mode of angular frequency omega and damping rate c (v' = v - dt (omega^2 x + c v),
+    x' = x + dt v') is stable iff dt < 2 / omega (sqrt(1 + xi^2) - xi), xi = c / (2 omega)
+    (the central-difference critical step with damping; Belytschko, Liu & Moran,
+    "Nonlinear Finite Elements for Continua and Structures", Sec. 6.3). Estimate here:
+    omega^2 = ``body.omega_max``^2 (the element-eigenvalue bound of the body linearised at
+    rest with the muscles fully on, ``fem.rest_frequency_bound``) + k_c (the contact
+    stiffness per unit mass, with ``cfg.contact``), c = alpha_m + beta_k
+    ``body.omega_max``^2 (Rayleigh damping of that mode) + c_c (contact damping). Friction
+    is implicit and adds no limit. Conservative at rest (the element bound exceeds the
+    assembled system's highest frequency, and every damping term lowers the limit); a
+    strongly compressed state stiffens the material, so the margin of a substep just
+    below the bound is smaller there.
+
+    Args:
+      body: a ``fem.Body``.
+      cfg: the ``SimConfig`` (its ``dt`` is not used).
+
+    Returns:
+      The bound as a Python float.
+    """
+    w2 = body.omega_max ** 2 + (cfg.contact_stiffness if cfg.contact else 0.0)
+    c = cfg.alpha_m + cfg.beta_k * body.omega_max ** 2 + (cfg.contact_damping if cfg.contact
+                                                            else 0.0)
+    if w2 == 0.0:
+        return math.inf
+    w = math.sqrt(w2)
+    xi = c / (2.0 * w)
+    return 2.0 / w * (math.sqrt(1.0 + xi * xi) - xi)
+
+
+def check_dt(body: fem.Body, cfg: SimConfig) -> None:
+    """Raises ValueError naming ``cfg.dt`` when it exceeds ``stable_dt(body, cfg)`` (both are
+    static: the check also runs while tracing, at no cost in compiled code)."""
+    bound = stable_dt(body, cfg)
+    if cfg.dt > bound:
+        raise ValueError(
+            f"`cfg.dt`={cfg.dt:g} s exceeds the stable substep bound {bound:.3g} s of this "
+            f"body, material and config (softbody.stable_dt; the step would blow up to "
+            f"NaN): use `cfg.dt` <= {bound:.3g} with more `cfg.substeps` for the same "
+            f"environment step, or a softer material / coarser mesh.")
+
+
 def _check_state(body: fem.Body, state: SoftState) -> None:
-    """``state``: a ``SoftState`` whose x and v are [N, 3] of ``body``'s nodes."""
+    """``state``: a ``SoftState`` whose x and v are [N, 3] of ``body``'s nodes; when
+    concrete, finite, and (warning) no tet inverted (det F <= 0)."""
+    _check_state_shapes(body, state)
+    validation.check_finite("state.x", state.x)
+    validation.check_finite("state.v", state.v)
+    if isinstance(state.x, jax.core.Tracer):
+        return
+    x = np.asarray(state.x, np.float64)[body.tets]
+    ds = np.swapaxes(x[:, 1:] - x[:, :1], 1, 2)
+    bad = np.nonzero(np.linalg.det(ds @ body.dm_inv) <= 0)[0]
+    if bad.size:
+        warnings.warn(f"`state.x`: {bad.size} inverted tets (det F <= 0): "
+                      f"{bad[:5].tolist()}; the stable neo-Hookean material pushes them "
+                      "back, but a state built this way is usually a mistake.",
+                      RuntimeWarning, stacklevel=3)
+
+
+def _check_speed(body: fem.Body, cfg: SimConfig, state: SoftState) -> None:
+    """A concrete ``state.v`` must not carry a node across the smallest tet height in one
+    substep (|v| dt < ``body.h_min``): such a state inverts tets in the first substep."""
+    if isinstance(state.v, jax.core.Tracer):
+        return
+    speed = float(np.sqrt(np.max(np.sum(np.asarray(state.v, np.float64) ** 2, axis=-1))))
+    if speed * cfg.dt >= body.h_min:
+        raise ValueError(f"`state.v`: a node moves {speed * cfg.dt:.3g} m in one substep "
+                         f"(|v| = {speed:.3g} m/s, `cfg.dt` = {cfg.dt:g} s), more than the "
+                         f"smallest tet height {body.h_min:.3g} m: the step cannot resolve "
+                         "it.")
+
+
+def health(body: fem.Body, state: SoftState) -> dict[str, Array]:
+    """Health flags of one environment's state, cheap enough for every step (no host
+    callback): ``"nonfinite"``, any NaN / inf in x or v; ``"inverted"``, any tet with
+    det F <= 0 (the stable neo-Hookean material pushes it back; reported, not fatal).
+
+    Returns:
+      {"nonfinite": bool [], "inverted": bool []}.
+    """
+    _check_state_shapes(body, state)
+    nonfinite = ~(jnp.all(jnp.isfinite(state.x)) & jnp.all(jnp.isfinite(state.v)))
+    f = fem.deformation_gradient(body, state.x)  # det F as a triple product (no LU)
+    det = jnp.sum(f[:, :, 0] * jnp.cross(f[:, :, 1], f[:, :, 2]), axis=-1)
+    inverted = jnp.any(det <= 0)
+    return {"nonfinite": nonfinite, "inverted": inverted}
+
+
+def _check_state_shapes(body: fem.Body, state: SoftState) -> None:
     if not isinstance(state, SoftState):
         raise TypeError(f"`state` must be a softbody.SoftState(x, v), got "
                         f"{type(state).__name__}.")
@@ -172,7 +271,9 @@ def forces(body: fem.Body, cfg: SimConfig, x: Array, v: Array, activation: Array
 def substep(body: fem.Body, cfg: SimConfig, state: SoftState, activation: Array) -> SoftState:
     """One semi-implicit Euler substep."""
     _check_config(cfg)
+    check_dt(body, cfg)
     _check_state(body, state)
+    _check_speed(body, cfg, state)
     _checks.check_activation(body, activation)
     m = jnp.asarray(body.mass, state.x.dtype)
     v = state.v + cfg.dt * forces(body, cfg, state.x, state.v, activation) / m[:, None]
@@ -186,7 +287,9 @@ def env_step(body: fem.Body, cfg: SimConfig, state: SoftState, activation: Array
     """``substeps`` (default ``cfg.substeps``) substeps with ``activation`` [G] held,
     each under ``jax.checkpoint``."""
     _check_config(cfg)
+    check_dt(body, cfg)
     _check_state(body, state)
+    _check_speed(body, cfg, state)
     _checks.check_activation(body, activation)
     n = cfg.substeps if substeps is None else substeps
     validation.check_positive_int("substeps", n)
