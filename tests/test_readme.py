@@ -62,3 +62,28 @@ def test_rfo_quickstart_trains_when_not_skipped():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_readme_lines_are_short_but_the_two_commands():
+    long = [line for line in _read("README.md").splitlines()
+            if len(line) > 120 and line not in (MAIN, TEST)]
+    assert long == []
+
+
+GUIDES = {"ql": "qlearning.rst", "bco": "bco.rst", "avatar": "avatar.rst", "gepc": "gepc.rst",
+          "dllm": "dllm.rst", "rfo": os.path.join("_protocol", "rfo.rst"),
+          "attention": "sale.rst"}
+
+
+def test_every_readme_protocol_row_is_a_guide_doctest():
+    """Each row of the README's protocol table names a problem builder that its guide's
+    doctest calls, with that module's ``compare``."""
+    table = _read("README.md").split("## The paper's protocol on your problem")[1]
+    table = table.split("\n## ")[0]
+    rows = re.findall(r"^\| [^|]+ \| `([\w.]+)\(", table, re.M)
+    assert len(rows) == len(GUIDES), rows
+    for builder in rows:
+        alias = builder.split(".")[0]
+        text = _read("docs", GUIDES[alias])
+        code = "\n".join(e.source for e in doctest.DocTestParser().get_examples(text))
+        assert f"{builder}(" in code and f"{alias}.compare(" in code, builder
