@@ -89,7 +89,7 @@ class Section(NamedTuple):
 
 # Columns of a section's time-by-unit table (REPORT.md and report.html).
 TIMING_HEADER = ("unit", "wall s", "trace s", "lower s", "compile s", "run s",
-                 "programs compiled + loaded", "built twice")
+                 "compile share", "programs compiled + loaded", "built twice")
 
 
 def _img(path: str) -> str:
