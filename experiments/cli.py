@@ -17,6 +17,7 @@ BINARIES = {
     "gepc": "GEPC OOD-detection study (needs [vision])",
     "dllm": "POKE-SMC decoding study on masked-diffusion LMs",
     "rfo": "RFO flow policies through MJX (needs [rl])",
+    "sale": "SALE kernels vs their reference on a small head (the suite's SALE run)",
     "sale_accuracy": "SALE sparse-attention accuracy on trained models and synthetic inputs",
     "dllm_train": "trains the dLLM task denoisers",
     "poke_train": "fits the POKE value heads",

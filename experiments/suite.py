@@ -2,10 +2,12 @@
 
   python -m experiments.suite --preset=quick --workdir=results
 
-Each method writes ``summary.json``, PNG plots and TensorBoard events (``tb/``) in
-``<workdir>/<method>/``; the suite writes ``<workdir>/REPORT.md`` and the one results page
-``<workdir>/report.html`` (the same tables, every figure inline, provenance). A method
-whose summary was written by this code under this preset's config (its ``provenance``
+Every method of ``registry.METHODS`` runs, then ``sale`` (``experiments/sale.py``: SALE's
+reference and Pallas kernels on a small head, with their accuracy check). Each writes
+``summary.json``, PNG plots and TensorBoard events (``tb/``) in ``<workdir>/<method>/``;
+the suite writes ``<workdir>/REPORT.md`` and the one results page ``<workdir>/report.html``
+(the same tables, every figure inline, provenance). A method whose summary was written by
+this code under this preset's config (its ``provenance``
 block) is not rerun (pass --force to redo it); a summary from another config or code
 version is rerun, never reported; a method interrupted midway keeps its finished units and
 resumes the running one from its last chunk checkpoint (``experiments.lib.study``).
@@ -44,12 +46,15 @@ from . import common
 from .lib import compile_cache, locks, provenance, registry, report, results
 
 METHODS = registry.METHODS
+# What the suite runs by default: every method, then SALE's kernels (``methods.SUITE_EXTRAS``
+# says why SALE is kept out of ``METHODS``).
+SUITE_METHODS = tuple(registry.suite_methods())
 # The whole-graph AvAtar study's folder in a results folder (``wholegraph_study.FOLDER``; that
 # module, which needs the [ot] extra, is imported only when the folder holds a summary).
 WHOLEGRAPH_FOLDER = "avatar_wholegraph"
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
-_METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
+_METHODS = flags.DEFINE_list("methods", list(SUITE_METHODS), "Methods to run.")
 _FORCE = flags.DEFINE_bool("force", False, "Recompute methods (and all their units) whose "
                             "summary.json is current.")
 _UPDATE_README = flags.DEFINE_string(
@@ -69,9 +74,10 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
       extras.MissingExtraError: a selected method's extra is not installed (raised before
         any method runs; the one-line message names ``pip install 'jaxlab[<extra>]'``).
     """
-    unknown = sorted(set(methods) - set(METHODS))
+    known = registry.suite_methods()
+    unknown = sorted(set(methods) - set(known))
     if unknown:
-        raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(METHODS)}.")
+        raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(known)}.")
     _require_extras(methods)
     with locks.hold(workdir):
         return _run_suite(preset, workdir, methods, force)
@@ -82,7 +88,7 @@ def _require_extras(methods) -> None:
     extra (``ot``, ``rl``, ``vision``) is missing, then imports each method's experiment
     (and so its package)."""
     for name in methods:
-        extra = METHODS[name].extras
+        extra = registry.method(name).extras
         for module in sorted(m for m, (x, _) in extras.EXTRAS.items() if x == extra != "dev"):
             try:
                 found = importlib.util.find_spec(module) is not None
@@ -114,7 +120,7 @@ def _run_suite(preset: str, workdir: str, methods, force: bool) -> dict:
         if old is not None and not force:
             logging.warning("%s: %s was written by another config, code version or numeric "
                             "environment (%s); rerunning", name, path, _key(old) or "no provenance")
-        _say(f"{step}: running preset {preset} ({METHODS[name].title})")
+        _say(f"{step}: running preset {preset} ({registry.method(name).title})")
         t0 = time.perf_counter()
         registry.train_and_evaluate(name, config, out, force=force)
         timings[name] = time.perf_counter() - t0
@@ -195,7 +201,7 @@ def _write_report(preset, workdir, methods, summaries, timings):
                 f"{p['code_version']}.")
         share, timing = _timing(os.path.join(workdir, name), p, timings[name])
         experiment = registry.experiment(name)
-        _add_section(lines, sections, name, name, METHODS[name].title, meta + share,
+        _add_section(lines, sections, name, name, registry.method(name).title, meta + share,
                      experiment.headline(summaries[name]), experiment.caption,
                      os.path.join(workdir, name), timing)
     for run in registry.LARGER_RUNS:  # written by the method's binary, not by this preset
@@ -345,10 +351,11 @@ def update_readme(report_path: str, readme_path: str) -> None:
 def main(argv):
     del argv
     workdir = common.WORKDIR.value or "results"
-    unknown = sorted(set(_METHODS.value) - set(METHODS))
+    known = registry.suite_methods()
+    unknown = sorted(set(_METHODS.value) - set(known))
     if unknown:
         print(f"error: --methods: unknown {', '.join(unknown)}; choose from "
-              f"{', '.join(METHODS)}", file=sys.stderr)
+              f"{', '.join(known)}", file=sys.stderr)
         sys.exit(2)
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
