@@ -111,16 +111,17 @@ def _plot(config, summary, results, workdir) -> None:
     ax.semilogx(taus, [r["density"] for r in rows], "o-", label="kept-block density")
     ax.semilogx(taus, [r["recall_mean"] for r in rows], "s--", label="recall (mean row)")
     ax.semilogx(taus, [r["recall_worst_row"] for r in rows], "^:", label="recall (worst row)")
-    ax.set(xlabel="keep threshold tau", ylabel="fraction", ylim=(0, 1.05),
-           title=f"reference, N={summary['length']} causal")
-    ax.legend(loc="lower left", fontsize=8)
+    ax.set(xlabel=f"keep threshold tau (reference, N={summary['length']} causal)",
+           ylabel="fraction", ylim=(0, 1.05))
     ax_err.loglog(taus, [max(r["err_rel"], 1e-12) for r in rows], "o-",
                   label="reference vs dense (relative)")
     ax_err.loglog(taus, [max(r["kernel_max_abs_diff"], 1e-12) for r in rows], "s--",
                   label="kernel vs reference (max abs)")
     ax_err.axhline(summary["kernel_atol"], color="0.5", lw=1, label="kernel tolerance")
-    ax_err.set(xlabel="keep threshold tau", ylabel="output error", title="output error")
-    ax_err.legend(loc="upper left", fontsize=8)
+    ax_err.set(xlabel="keep threshold tau", ylabel="output error")
+    for a in (ax, ax_err):  # above the panels, off the data
+        a.legend(loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2, fontsize=8,
+                 frameon=False)
     plots.save(fig, os.path.join(workdir, "sale_tau.png"),
                caption=f"{summary['heads']} query / {summary['kv_heads']} key-value heads, "
                        f"D={summary['dim']}; one synthetic sequence, no interval")
