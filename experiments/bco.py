@@ -464,7 +464,12 @@ def _plot(c, s, out, workdir):
                 yscale="log")
     axes[0].set_title(f"stochastic quadratics, T={c.num_rounds}; tuned on "
                       f"{c.num_val_seeds} val seeds", fontsize=8)
-    axes[0].legend(fontsize=7)
+    # Its legend (one entry per learner) goes in the spare fourth panel, off the lines.
+    spare = fig.axes[3]
+    spare.set_visible(True)
+    spare.axis("off")
+    spare.legend(*axes[0].get_legend_handles_labels(), loc="center", fontsize=8,
+                 title="left panel (regret vs d)", title_fontsize=8)
     for key, x, ax, xl in [("regret_vs_rounds", c.horizons, axes[1], "rounds T"),
                            ("regret_vs_variation", v_t, axes[2],
                             "gradient variation V_T (V_T = 0 drawn at 0.1)")]:

@@ -2,13 +2,12 @@
 
 ``jaxlab qlearning --workdir=/tmp/q`` is ``python -m experiments.qlearning --workdir=/tmp/q``
 from any folder: the binaries' default configs resolve against the installed package. A
-missing optional dependency is one line naming the extra to install.
+missing optional dependency is one line naming the extra to install. ``jaxlab --help`` (the
+listing) imports neither jax nor jaxlab, so it answers at once.
 """
 
 import runpy
 import sys
-
-from jaxlab.core import extras
 
 # binary -> what it does (the one-line listing of ``jaxlab --help``)
 BINARIES = {
@@ -18,6 +17,7 @@ BINARIES = {
     "gepc": "GEPC OOD-detection study (needs [vision])",
     "dllm": "POKE-SMC decoding study on masked-diffusion LMs",
     "rfo": "RFO flow policies through MJX (needs [rl])",
+    "sale": "SALE kernels vs their reference on a small head (the suite's SALE run)",
     "sale_accuracy": "SALE sparse-attention accuracy on trained models and synthetic inputs",
     "dllm_train": "trains the dLLM task denoisers",
     "poke_train": "fits the POKE value heads",
@@ -37,6 +37,8 @@ USAGE = "usage: jaxlab <binary> [--flags]   (jaxlab <binary> --help lists its fl
 
 def _run_module(module: str, prog: str, args: list[str]) -> int:
     """Runs ``module`` as ``__main__`` with ``args``; a missing extra is one line, exit 2."""
+    from jaxlab.core import extras  # imports jax: only once a binary runs, never for --help
+
     sys.argv = [prog, *args]
     try:
         runpy.run_module(module, run_name="__main__", alter_sys=True)

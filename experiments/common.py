@@ -4,10 +4,12 @@ Command-line behaviour (every method binary):
   * ``--workdir`` is required: without it the binary prints one line and exits with 2.
   * ``--help`` prints the binary's docstring, its flags and every field of the chosen
     ``--config`` (default: the binary's preset) with its default value.
-  * A ``--config`` whose file or preset does not exist, a ``--config.<field>`` that the
-    chosen config lacks (with the closest fields) or a value of the wrong type for it (with
-    the type and the preset's value), a config the experiment's ``validate`` rejects, and
-    any other flag error are one line on stderr, exit 2 (no traceback, no absl ``FATAL``).
+  * A mistyped flag (``--workdr``: ``error: unknown flag --workdr (did you mean
+    --workdir?)``), a ``--config`` whose file or preset does not exist, a
+    ``--config.<field>`` that the chosen config lacks (with the closest fields) or a value
+    of the wrong type for it (with the type and the preset's value), a config the
+    experiment's ``validate`` rejects, and any other flag error are one line on stderr,
+    exit 2 (no traceback, no absl ``FATAL``).
   * The config is written to ``<workdir>/config.json`` (the same JSON as the summary's
     provenance block); ``--show_config`` also prints it before the run.
   * The last line names the results folder and what is in it, e.g.
@@ -170,6 +172,9 @@ def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
         width = max(map(len, fields), default=0)
         lines += [f"  --{k:<{width}}  default: {v!r}" for k, v in fields.items()]
         return "\n".join(lines)
+    for name in console.flag_names(args):
+        if name != "config" and not name.startswith("config.") and name not in flags.FLAGS:
+            return console.unknown_flag_message(name, [*flags.FLAGS, "config"])
     if _flag_value(args, "workdir") is None:
         return (f"error: --workdir is required (the folder for results and checkpoints), e.g. "
                 f"--workdir=results/{os.path.basename(argv[0]).removesuffix('.py')}")

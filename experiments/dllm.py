@@ -1177,20 +1177,25 @@ def _plot_smc_diagnostics(config, tasks, workdir):
     fams = ("smc", "poke_smc", "sr_smc")
     ns = sorted(config.particles)
     n_max = ns[-1]
-    fig, axes = plots.item_grid(len(tasks), 3, width=4.4, height=3.5)
+    shares = {name: {fam: [t["decoders"][f"{fam}_{n}"]["resampling"]["problems_resampled_share"]
+                           if f"{fam}_{n}" in t["decoders"] else 0.0 for n in ns]
+                     for fam in fams} for name, t in tasks.items()}
+    # Row 1 only when some run resampled: an all-zero row is a sentence in the caption.
+    first = int(any(x > 0 for by in shares.values() for v in by.values() for x in v))
+    fig, axes = plots.item_grid(len(tasks), 2 + first, width=4.4, height=3.5)
     for col, (name, t) in enumerate(tasks.items()):
         dec = t["decoders"]
-        ax = axes[col][0]
-        width, top = 0.8 / len(fams), 0.0
-        for j, fam in enumerate(fams):
-            share = [dec[f"{fam}_{n}"]["resampling"]["problems_resampled_share"]
-                     if f"{fam}_{n}" in dec else 0.0 for n in ns]
-            ax.bar(np.arange(len(ns)) + (j - 1) * width, share, width, label=fam)
-            top = max(top, *share)
-        ax.set_xticks(np.arange(len(ns)), [f"N={n}" for n in ns])
-        ax.set_ylim(0, max(0.05, 1.15 * top))  # an all-zero row still reads as zero
-        ax.set(ylabel="share of problems that resampled", title=name)
-        ax = axes[col][1]
+        if first:
+            ax = axes[col][0]
+            width, top = 0.8 / len(fams), 0.0
+            for j, fam in enumerate(fams):
+                ax.bar(np.arange(len(ns)) + (j - 1) * width, shares[name][fam], width,
+                       label=fam)
+                top = max(top, *shares[name][fam])
+            ax.set_xticks(np.arange(len(ns)), [f"N={n}" for n in ns])
+            ax.set_ylim(0, max(0.05, 1.3 * top))
+            ax.set(ylabel="share of problems that resampled")
+        ax = axes[col][first]
         centres = (MIN_ESS_BINS[:-1] + MIN_ESS_BINS[1:]) / 2
         width = (MIN_ESS_BINS[1] - MIN_ESS_BINS[0]) / 4
         for j, fam in enumerate(fams):
@@ -1199,7 +1204,7 @@ def _plot_smc_diagnostics(config, tasks, workdir):
                        width, label=f"{fam}_{n_max}")
         ax.axvline(0.5, color="k", lw=0.8, ls=":", label="ESS = N/2")
         ax.set(xlabel=f"min ESS / N over the path (N = {n_max})", ylabel="problems")
-        ax = axes[col][2]
+        ax = axes[col][first + 1]
         for i, (n, p) in enumerate(sorted(t["preconditions"].items(), key=lambda kv: int(kv[0]))):
             fr = sorted(p["ranking_on_mixed"], key=float)
             for sel, ls in (("random", ":"), ("path_ll", "-"), ("path_ll_plus_poke", "--")):
@@ -1210,14 +1215,18 @@ def _plot_smc_diagnostics(config, tasks, workdir):
                         label=f"N={n} {sel}")
         ax.set(xlabel="fraction of the path decoded", ylim=(0, 1),
                ylabel="top particle correct (mixed problems)")
-        for row in range(3):
-            if axes[col][row].get_legend_handles_labels()[0]:
-                axes[col][row].legend(fontsize=7)
+        for row, ax in enumerate(axes[col]):  # above the panel (the top one: the task's name)
+            if ax.get_legend_handles_labels()[0]:
+                ax.legend(fontsize=7, loc="lower center", bbox_to_anchor=(0.5, 1.0), ncol=2,
+                          frameon=False, title=None if row else name, title_fontsize=10)
     fig.tight_layout(rect=(0, 0.03, 1, 1))
+    rows = ("Row 1: share of problems that resampled. " if first else
+            "No SMC run resampled on any problem (that row is left out). ")
     plots.save(fig, os.path.join(workdir, "smc_diagnostics.png"),
-               caption=f"{config.num_problems} test problems per task. Row 2: N = {n_max}; "
-               "row 3: problems where some of the N independent particles are right and "
-               "some wrong (random = the share of right particles).")
+               caption=f"{config.num_problems} test problems per task. {rows}"
+               f"Min ESS row: N = {n_max}; ranking row: problems where some of the N "
+               "independent particles are right and some wrong (random = the share of right "
+               "particles).")
 
 
 def _pct(x: float) -> str:

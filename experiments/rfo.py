@@ -463,7 +463,8 @@ def headline(summary: dict) -> list[tuple[str, str]]:
                                    for m in by_m if m in gn)))
         for k, v in summary.get("ratio_final_eval_return", {}).get(t, {}).items():
             ci = (f"[{v['ci_low']:.2f}, {v['ci_high']:.2f}]" if v["defined"]
-                  else "(undefined: the rival's mean return is not > 0 in every resample)")
+                  else "(95% CI n/a: the rival's mean return is not > 0 in every "
+                  "resample)")
             paper = f"; paper ~{v['paper']:.0f}x" if v.get("paper") else ""
             rows.append((f"{t}: declared ratio of mean final eval returns {k} "
                          f"({v['seeds']} seeds, paired-bootstrap 95% CI)",

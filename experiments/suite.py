@@ -2,10 +2,12 @@
 
   python -m experiments.suite --preset=quick --workdir=results
 
-Each method writes ``summary.json``, PNG plots and TensorBoard events (``tb/``) in
-``<workdir>/<method>/``; the suite writes ``<workdir>/REPORT.md`` and the one results page
-``<workdir>/report.html`` (the same tables, every figure inline, provenance). A method
-whose summary was written by this code under this preset's config (its ``provenance``
+Every method of ``registry.METHODS`` runs, then ``sale`` (``experiments/sale.py``: SALE's
+reference and Pallas kernels on a small head, with their accuracy check). Each writes
+``summary.json``, PNG plots and TensorBoard events (``tb/``) in ``<workdir>/<method>/``;
+the suite writes ``<workdir>/REPORT.md`` and the one results page ``<workdir>/report.html``
+(the same tables, every figure inline, provenance). A method whose summary was written by
+this code under this preset's config (its ``provenance``
 block) is not rerun (pass --force to redo it); a summary from another config or code
 version is rerun, never reported; a method interrupted midway keeps its finished units and
 resumes the running one from its last chunk checkpoint (``experiments.lib.study``).
@@ -15,9 +17,14 @@ content matching its sha256, every figure it lists on disk); otherwise the suite
 warning naming the file and reruns the method (its finished units are reused). The suite
 holds ``<workdir>``'s lock while it runs; a second suite on the same workdir fails at once.
 
-The last line names the results folder and what is in it (``results: /abs/results
-(REPORT.md, report.html, qlearning/, ...)``); a bad flag value (``--preset=smok``,
-``--methods=qlearnin``) is one line naming it and the valid values, exit 2.
+The console shows one line when each method starts (``[1/7] qlearning: running preset
+quick ...``), the method's own result lines, one line when it is done (its wall time and
+first headline row), and last the line naming the results folder and what is in it
+(``results: /abs/results (REPORT.md, report.html, qlearning/, ...)``); REPORT.md holds the
+tables. Progress is one line redrawn in place on a terminal and an occasional log line
+otherwise (``experiments.lib.progress``). A bad flag value (``--preset=smok``,
+``--methods=qlearnin``) or a mistyped flag (``--workdr``, answered with the closest flag) is
+one line naming it, exit 2.
 
 Compiled programs are kept in JAX's persistent compilation cache
 (``experiments.lib.compile_cache``), so a second run compiles little.
@@ -39,12 +46,15 @@ from . import common
 from .lib import compile_cache, locks, provenance, registry, report, results
 
 METHODS = registry.METHODS
+# What the suite runs by default: every method, then SALE's kernels (``methods.SUITE_EXTRAS``
+# says why SALE is kept out of ``METHODS``).
+SUITE_METHODS = tuple(registry.suite_methods())
 # The whole-graph AvAtar study's folder in a results folder (``wholegraph_study.FOLDER``; that
 # module, which needs the [ot] extra, is imported only when the folder holds a summary).
 WHOLEGRAPH_FOLDER = "avatar_wholegraph"
 
 _PRESET = flags.DEFINE_enum("preset", "quick", ["smoke", "quick", "full"], "Size of every run.")
-_METHODS = flags.DEFINE_list("methods", list(METHODS), "Methods to run.")
+_METHODS = flags.DEFINE_list("methods", list(SUITE_METHODS), "Methods to run.")
 _FORCE = flags.DEFINE_bool("force", False, "Recompute methods (and all their units) whose "
                             "summary.json is current.")
 _UPDATE_README = flags.DEFINE_string(
@@ -64,9 +74,10 @@ def run_suite(preset: str, workdir: str, methods, force: bool = False) -> dict:
       extras.MissingExtraError: a selected method's extra is not installed (raised before
         any method runs; the one-line message names ``pip install 'jaxlab[<extra>]'``).
     """
-    unknown = sorted(set(methods) - set(METHODS))
+    known = registry.suite_methods()
+    unknown = sorted(set(methods) - set(known))
     if unknown:
-        raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(METHODS)}.")
+        raise ValueError(f"unknown `methods` {unknown}; choose from {sorted(known)}.")
     _require_extras(methods)
     with locks.hold(workdir):
         return _run_suite(preset, workdir, methods, force)
@@ -77,7 +88,7 @@ def _require_extras(methods) -> None:
     extra (``ot``, ``rl``, ``vision``) is missing, then imports each method's experiment
     (and so its package)."""
     for name in methods:
-        extra = METHODS[name].extras
+        extra = registry.method(name).extras
         for module in sorted(m for m, (x, _) in extras.EXTRAS.items() if x == extra != "dev"):
             try:
                 found = importlib.util.find_spec(module) is not None
@@ -91,15 +102,16 @@ def _require_extras(methods) -> None:
 
 def _run_suite(preset: str, workdir: str, methods, force: bool) -> dict:
     summaries, timings = {}, {}
-    for name in methods:
+    for i, name in enumerate(methods, 1):
+        step = f"[{i}/{len(methods)}] {name}"
         config = registry.get_config(name, preset)
         out = os.path.join(workdir, name)
         path = os.path.join(out, "summary.json")
         wall_path = os.path.join(out, "suite_wall_time.json")
         old = _trusted_summary(name, out)
         if old is not None and not force and provenance.is_current(old, config):
-            logging.info("%s: summary exists for this config and code, skipping (use --force "
-                         "to rerun)", name)
+            _say(f"{step}: summary exists for this config and code, skipping (--force "
+                 "reruns it)")
             summaries[name] = old
             wall = _read_json(wall_path)
             timings[name] = (wall.get("wall_s") if isinstance(wall, dict)
@@ -108,7 +120,7 @@ def _run_suite(preset: str, workdir: str, methods, force: bool) -> dict:
         if old is not None and not force:
             logging.warning("%s: %s was written by another config, code version or numeric "
                             "environment (%s); rerunning", name, path, _key(old) or "no provenance")
-        logging.info("%s: running preset %s", name, preset)
+        _say(f"{step}: running preset {preset} ({registry.method(name).title})")
         t0 = time.perf_counter()
         registry.train_and_evaluate(name, config, out, force=force)
         timings[name] = time.perf_counter() - t0
@@ -120,8 +132,25 @@ def _run_suite(preset: str, workdir: str, methods, force: bool) -> dict:
         results.write_json(wall_path, {"wall_s": timings[name], "preset": preset,
                                        "unit_key": _key(summaries[name]),
                                        "load_avg": list(os.getloadavg())})
+        _say(f"{step}: done in {timings[name]:.0f} s"
+             + "".join(f"; {k}: {v}" for k, v in _first_row(name, summaries[name])))
     _write_report(preset, workdir, methods, summaries, timings)
     return summaries
+
+
+def _say(line: str) -> None:
+    """Prints one line of the suite's console (main process only)."""
+    if sharding.is_main_process():
+        print(line, flush=True)
+
+
+def _first_row(name: str, summary: dict) -> list[tuple[str, str]]:
+    """The first headline row of ``name``'s summary (the method's main number), or none."""
+    try:
+        return list(registry.experiment(name).headline(summary))[:1]
+    except Exception as e:  # noqa: BLE001 - the console line only; REPORT.md has them all
+        logging.warning("%s: no headline row (%s: %s)", name, type(e).__name__, e)
+        return []
 
 
 def _trusted_summary(name: str, out: str):
@@ -170,9 +199,9 @@ def _write_report(preset, workdir, methods, summaries, timings):
         meta = (f"Wall time of the run that wrote this summary: {wall}; {load}. Config hash "
                 f"{p['config_hash']} (full config in {name}/summary.json), code "
                 f"{p['code_version']}.")
-        share, timing = _timing(os.path.join(workdir, name), p)
+        share, timing = _timing(os.path.join(workdir, name), p, timings[name])
         experiment = registry.experiment(name)
-        _add_section(lines, sections, name, name, METHODS[name].title, meta + share,
+        _add_section(lines, sections, name, name, registry.method(name).title, meta + share,
                      experiment.headline(summaries[name]), experiment.caption,
                      os.path.join(workdir, name), timing)
     for run in registry.LARGER_RUNS:  # written by the method's binary, not by this preset
@@ -243,33 +272,64 @@ def _add_section(lines: list, sections: list, key: str, heading: str, title: str
                                    timing))
 
 
-def _timing(out: str, prov: dict) -> tuple[str, list[tuple[str, ...]]]:
+def _timing(out: str, prov: dict, wall_s: float | None = None
+            ) -> tuple[str, list[tuple[str, ...]]]:
     """(REPORT sentence, time-by-unit rows) from ``out/timing.json`` (written by the study
     runner); ("", []) when that file is missing or from another config or code version.
-
-    Each row: unit, wall, trace (Python to jaxpr), lower (jaxpr to StableHLO), XLA compile
-    (a program loaded from the persistent cache counts its load), run (the rest: execution
-    and Python) seconds, programs compiled + loaded from the persistent cache, and the
-    programs built more than once in the unit (none expected).
-    """
+    ``wall_s``: the method's whole wall time (the suite's clock), when known."""
     timing = results.read_timing(out, prov)
     if not timing or not timing.get("units"):
         return "", []
-    rows, tot = [], dict.fromkeys(("wall_s", "trace_s", "lower_s", "compile_s", "compiles",
-                                   "cache_hits"), 0)
-    for name, r in timing["units"].items():
-        r = {k: r.get(k, 0) for k in (*tot, "run_s")} | {
-            "twice": r.get("duplicate_programs") or {}}
+    return timing_table(timing["units"], wall_s)
+
+
+def timing_table(units: dict, wall_s: float | None = None
+                 ) -> tuple[str, list[tuple[str, ...]]]:
+    """(REPORT sentence, rows of ``report.TIMING_HEADER``) of ``units`` = {unit: timing.json
+    row}.
+
+    Each row: unit, wall, trace (Python to jaxpr), lower (jaxpr to StableHLO), XLA compile
+    (a program loaded from the persistent cache counts its load), run (the rest: execution
+    and Python) seconds, the compile share ((trace + lower + compile) / wall), programs
+    compiled + loaded from the persistent cache, and the programs built more than once in
+    the unit (none expected); then a ``total`` row over the units. The sentence gives the
+    total's compile share and programs, and the share of the method's ``wall_s`` (which
+    also counts imports and the suite's own work) when it is given.
+    """
+    seconds = ("wall_s", "trace_s", "lower_s", "compile_s", "run_s")
+    rows, tot = [], dict.fromkeys((*seconds, "compiles", "cache_hits"), 0)
+    twice_total: dict[str, int] = {}
+
+    def row(name, r, twice):
+        spent = r["trace_s"] + r["lower_s"] + r["compile_s"]
+        return (name, *(f"{r[k]:.1f}" for k in seconds), _share(spent, r["wall_s"]),
+                f"{r['compiles']} + {r['cache_hits']}", twice)
+
+    for name, r in units.items():
+        r = {k: r.get(k, 0) for k in tot} | {"twice": r.get("duplicate_programs") or {}}
         for k in tot:
             tot[k] += r[k]
-        twice = ", ".join(f"{n} x{c}" for n, c in sorted(r["twice"].items())) or "none"
-        rows.append((name, *(f"{r[k]:.1f}" for k in ("wall_s", "trace_s", "lower_s",
-                                                     "compile_s", "run_s")),
-                     f"{r['compiles']} + {r['cache_hits']}", twice))
+        for n, c in r["twice"].items():
+            twice_total[n] = twice_total.get(n, 0) + c
+        rows.append(row(name, r, _builds(r["twice"])))
+    rows.append(row("total", tot, _builds(twice_total)))
     spent = tot["trace_s"] + tot["lower_s"] + tot["compile_s"]
-    return (f" Tracing, lowering and XLA compiles took {spent / max(tot['wall_s'], 1e-9):.0%} "
-            f"of the units' {tot['wall_s']:.0f} s ({tot['compiles']} programs compiled, "
-            f"{tot['cache_hits']} loaded from the compilation cache; by unit below)."), rows
+    whole = ("" if wall_s is None or wall_s <= 0 else
+             f"; {_share(spent, wall_s)} of the method's {wall_s:.0f} s wall time")
+    return (f" Tracing, lowering and XLA compiles took {_share(spent, tot['wall_s'])} "
+            f"of the units' {tot['wall_s']:.0f} s{whole} ({tot['compiles']} programs "
+            f"compiled, {tot['cache_hits']} loaded from the compilation cache; by unit "
+            "below)."), rows
+
+
+def _builds(twice: dict) -> str:
+    """``{program: times built}`` as ``"a x2, b x3"`` (``none`` when empty)."""
+    return ", ".join(f"{n} x{c}" for n, c in sorted(twice.items())) or "none"
+
+
+def _share(part: float, whole: float) -> str:
+    """``part / whole`` as a percentage (``n/a`` for a zero ``whole``)."""
+    return f"{part / whole:.0%}" if whole > 0 else "n/a"
 
 
 def update_readme(report_path: str, readme_path: str) -> None:
@@ -291,10 +351,11 @@ def update_readme(report_path: str, readme_path: str) -> None:
 def main(argv):
     del argv
     workdir = common.WORKDIR.value or "results"
-    unknown = sorted(set(_METHODS.value) - set(METHODS))
+    known = registry.suite_methods()
+    unknown = sorted(set(_METHODS.value) - set(known))
     if unknown:
         print(f"error: --methods: unknown {', '.join(unknown)}; choose from "
-              f"{', '.join(METHODS)}", file=sys.stderr)
+              f"{', '.join(known)}", file=sys.stderr)
         sys.exit(2)
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
@@ -309,8 +370,6 @@ def main(argv):
     if not sharding.is_main_process():
         return
     report = os.path.join(workdir, "REPORT.md")
-    with open(report) as f:
-        print(f.read())
     if _UPDATE_README.value:
         update_readme(report, _UPDATE_README.value)
     print(common.results_line(workdir, "REPORT.md", "report.html",

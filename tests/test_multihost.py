@@ -86,10 +86,11 @@ def test_library_imports_leave_the_backend_uninitialised():
 
 
 @pytest.mark.heavy
-def test_two_hosts(tmp_path):
+def test_two_hosts(tmp_path, monkeypatch):
     """Core checks on 2 processes x 2 devices (see tests/multihost_program.py), then the
     suite's Q-learning run over the 2-host mesh: exactly the single-device summary, with
     progress and the report from process 0 only."""
+    monkeypatch.setenv("JAXLAB_PROGRESS_EVERY_S", "0")  # a progress line per update
     out = _run_cluster(["-m", "tests.multihost_program", f"--workdir={tmp_path}"])
     for r in out:
         for check in ("shard_batch/to_host", "resumable global run", "host-local checkpoint",

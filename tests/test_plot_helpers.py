@@ -4,6 +4,7 @@ tick labels, band captions, a warning for bands without a caption."""
 import os
 
 import numpy as np
+import pytest
 from absl import logging
 
 from experiments.lib import plots
@@ -191,3 +192,72 @@ def test_gepc_maps_have_row_titles_and_space_between_rows(tmp_path):
     assert [ax.get_title() for ax in fig.axes[:3]] == [c[0] for c in columns]
     boxes = [ax.get_window_extent(renderer) for ax in first]
     assert all(upper.y0 - lower.y1 >= 4 for upper, lower in zip(boxes, boxes[1:], strict=False))
+
+
+def _problems_at_save(monkeypatch):
+    """{file name: plots.figure_problems(fig)} of every figure saved from now on."""
+    seen, save = {}, plots.save
+
+    def checked(fig, path, caption=None):
+        seen[os.path.basename(path)] = plots.figure_problems(fig)
+        return save(fig, path, caption)
+
+    monkeypatch.setattr(plots, "save", checked)
+    return seen
+
+
+def test_figure_problems_finds_an_empty_panel_and_a_legend_over_data(tmp_path):
+    fig, (a, b) = plots.figure(2)
+    x = np.linspace(0, 1, 50)
+    a.plot(x, x, label="diagonal")
+    a.legend(loc="center")  # the centre of the diagonal is under it
+    b.bar([0, 1], [0.0, 0.0])  # bars of height zero: nothing to read
+    problems = plots.figure_problems(fig)
+    assert len(problems) == 2, problems
+    assert "its legend covers" in problems[0] and "is empty" in problems[1]
+    a.get_legend().remove()
+    a.legend(loc="upper left")  # the diagonal runs from lower left to upper right
+    b.bar([0, 1], [1.0, 2.0])
+    b.axhline(1.5, label="reference")  # axes-coordinate lines are not data points
+    b.legend(loc="upper left")
+    assert plots.figure_problems(fig) == []
+    plots.save(fig, tmp_path / "ok.png", caption="no bands")
+
+
+def test_sale_figure_is_clean(tmp_path, monkeypatch):
+    from experiments import sale
+
+    seen = _problems_at_save(monkeypatch)
+    rows = [{"tau": t, "density": d, "recall_mean": r, "recall_worst_row": w, "err_rel": e,
+             "kernel_max_abs_diff": 3e-6, "kernel_kept_equal": True}
+            for t, d, r, w, e in [(1e-4, 0.9, 0.9998, 0.99, 8e-5), (1e-3, 0.87, 0.9994, 0.85,
+                                                                     4e-4),
+                                  (1e-2, 0.42, 0.956, 0.47, 7e-2), (3e-2, 0.41, 0.955, 0.47,
+                                                                    7e-2)]]
+    summary = {"rows": rows, "length": 1024, "heads": 4, "kv_heads": 2, "dim": 64,
+               "kernel_atol": 1e-4}
+    sale._plot(None, summary, None, str(tmp_path))
+    assert seen == {"sale_tau.png": []}
+
+
+@pytest.mark.parametrize("share", [0.0, 0.5], ids=["none_resampled", "some_resampled"])
+def test_smc_diagnostics_drop_an_empty_row_and_keep_legends_off_the_data(tmp_path,
+                                                                          monkeypatch, share):
+    import ml_collections
+
+    from experiments import dllm
+
+    seen = _problems_at_save(monkeypatch)
+    ns, bins = (4, 8), len(dllm.MIN_ESS_BINS) - 1
+    hist = list(np.linspace(5, 1, bins))
+    dec = {f"{fam}_{n}": {"resampling": {"problems_resampled_share": share * (n / 8)},
+                          "min_ess_histogram": hist}
+           for fam in ("smc", "poke_smc", "sr_smc") for n in ns}
+    pre = {str(n): {"ranking_on_mixed": {
+        str(f): {"random": 0.3 + 0.05 * i, "path_ll": 0.4 + 0.3 * f + 0.05 * i,
+                 "path_ll_plus_poke": 0.5 + 0.3 * f + 0.05 * i} for f in (0.25, 0.5, 0.75)}}
+        for i, n in enumerate(ns)}
+    tasks = {name: {"decoders": dec, "preconditions": pre} for name in ("sudoku", "countdown")}
+    config = ml_collections.ConfigDict({"particles": ns, "num_problems": 20})
+    dllm._plot_smc_diagnostics(config, tasks, str(tmp_path))
+    assert seen == {"smc_diagnostics.png": []}

@@ -75,7 +75,14 @@ def test_suite_writes_report_html_with_tables_figures_and_provenance(tmp_path, m
     page = _fake_suite_run(tmp_path, monkeypatch).read_text()
     assert (tmp_path / "REPORT.md").exists()
     assert page.count("<img ") == 4 and page.count("data:image/png;base64,") == 4
-    assert page.count("<table>") == 2
+    # each method: a short headline table first, the rest folded below it
+    assert page.count('<table class="short">') == 2 and page.count('<table class="full">') == 2
+    assert page.count("<details>") == 2 and page.count("</details>") == 2
+    for m in ("qlearning", "bco"):
+        section = page.split(f'<h2 id="{m}">', 1)[1].split("<h2 ", 1)[0]
+        assert section.index('<table class="short">') < section.index("<details>")
+        assert section.index("<details>") < section.index("<img ")
+        assert "Details: 1 headline rows, 2 figure(s)" in section
     assert "headline &lt;value&gt;" in page  # escaped, not markup
     assert page.count("What the rows show &lt;and&gt; which way is better.") == 2
     assert (tmp_path / "REPORT.md").read_text().count("What the rows show") == 2
@@ -154,3 +161,9 @@ def _check_page(path, tmp_path, n_images):
 def test_render_escapes_and_lists_sections():
     page = report.render("t <1>", ["p"], [report.Section("m", "T", "meta", [("a", "b")], [])])
     assert "<title>t &lt;1&gt;</title>" in page and 'href="#m"' in page and "<td>b</td>" in page
+    rows = [(f"r{i}", f"{i}") for i in range(5)]
+    page = report.render("t", [], [report.Section("m", "T", "meta", rows, [])])
+    short = page.split('<table class="short">', 1)[1].split("</table>", 1)[0]
+    assert short.count("<tr><td>") == report.SHORT_ROWS == 2 and "<td>r1</td>" in short
+    full = page.split('<table class="full">', 1)[1].split("</table>", 1)[0]
+    assert full.count("<tr><td>") == 5

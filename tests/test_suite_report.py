@@ -80,10 +80,15 @@ def test_suite_never_reports_a_stale_summary(tmp_path, monkeypatch):
     assert provenance.config_hash(fake.get_config("quick")) in report
     # The compile share of the run that wrote the summary (its timing.json), and its
     # trace / lower / compile / run split per unit.
-    assert re.search(r"Tracing, lowering and XLA compiles took \d+% of the units' \d+ s "
-                     r"\(\d+ programs compiled, \d+ loaded from the compilation cache", report)
-    assert "| unit | wall s | trace s | lower s | compile s | run s |" in report
-    assert re.search(r"\| value( \| \d+\.\d){5} \| \d+ \+ \d+ \| none \|", report)
+    assert re.search(r"Tracing, lowering and XLA compiles took (\d+%|n/a) of the units' \d+ "
+                     r"s; (\d+%|n/a) of the method's \d+ s wall time \(\d+ programs compiled, "
+                     r"\d+ loaded from the compilation cache", report)
+    assert ("| unit | wall s | trace s | lower s | compile s | run s | compile share |"
+            in report)
+    assert re.search(r"\| value( \| \d+\.\d){5} \| (\d+%|n/a) \| \d+ \+ \d+ \| none \|",
+                     report)
+    assert re.search(r"\| total( \| \d+\.\d){5} \| (\d+%|n/a) \| \d+ \+ \d+ \| none \|",
+                     report)
     monkeypatch.setattr(provenance, "code_version", lambda: "0.0.0+src.changed")
     suite.run_suite("quick", str(tmp_path), ["fake"])
     assert fake.runs == [1, 2, 2]  # code changed: rerun
@@ -168,3 +173,33 @@ def test_adjoint_timing_row_gives_best_of_k_with_its_spread():
     assert "best of 3 warm runs" in key and "interquartile range" in key
     assert value.startswith("500x: CG 4.00e-03 s [4.00e-03, 4.40e-03], dense 2.00e+00 s "
                             "[2.00e+00, 2.30e+00]")
+
+
+def test_the_timing_table_totals_programs_and_the_compile_share(tmp_path):
+    """A synthetic timing.json: per-unit rows, a total row summing them, and the share of
+    trace + lower + compile in the units' wall time and in the method's."""
+    import json
+
+    from experiments.lib import report, results
+
+    units = {
+        "a": {"wall_s": 10.0, "trace_s": 1.0, "lower_s": 0.5, "compile_s": 2.5, "run_s": 6.0,
+              "compiles": 7, "cache_hits": 2, "duplicate_programs": {}},
+        "b": {"wall_s": 30.0, "trace_s": 2.0, "lower_s": 1.0, "compile_s": 3.0, "run_s": 24.0,
+              "compiles": 5, "cache_hits": 1, "duplicate_programs": {"jit_step": 2}},
+    }
+    (tmp_path / results.TIMING).write_text(json.dumps({"units": units, "unit_key": "k"}))
+    sentence, rows = suite._timing(str(tmp_path), {"unit_key": "k"}, wall_s=50.0)
+    assert all(len(r) == len(report.TIMING_HEADER) for r in rows)
+    spent = {k: v["trace_s"] + v["lower_s"] + v["compile_s"] for k, v in units.items()}
+    assert rows[0] == ("a", "10.0", "1.0", "0.5", "2.5", "6.0",
+                       f"{spent['a'] / 10:.0%}", "7 + 2", "none")
+    assert rows[1][-3:] == (f"{spent['b'] / 30:.0%}", "5 + 1", "jit_step x2")
+    total = sum(spent.values())
+    assert rows[2] == ("total", "40.0", "3.0", "1.5", "5.5", "30.0", f"{total / 40:.0%}",
+                       "12 + 3", "jit_step x2")
+    assert (f"took {total / 40:.0%} of the units' 40 s; {total / 50:.0%} of the method's "
+            "50 s wall time (12 programs compiled, 3 loaded") in sentence
+    sentence, _ = suite._timing(str(tmp_path), {"unit_key": "k"})
+    assert "method's" not in sentence
+    assert suite._timing(str(tmp_path), {"unit_key": "other"}) == ("", [])

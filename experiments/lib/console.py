@@ -4,6 +4,7 @@ Shared by the method binaries (``experiments.common``), the suite and the whole-
 imports no module of ``experiments.lib`` but ``results``.
 """
 
+import difflib
 import os
 import sys
 
@@ -31,11 +32,38 @@ def one_line(error: BaseException) -> str:
     return text.splitlines()[0] if text else type(error).__name__
 
 
+def unknown_flag_message(name: str, known) -> str:
+    """``error: unknown flag --name (did you mean --closest?)``: the closest of ``known``
+    flag names, or none."""
+    close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.6)
+    hint = f" (did you mean --{close[0]}?)" if close else ""
+    return f"error: unknown flag --{name}{hint}"
+
+
+def flag_names(argv) -> list[str]:
+    """The names of the ``--name[=value]`` / ``-name`` flags in ``argv`` (a ``--noname``
+    of a boolean flag as ``name``; nothing after a bare ``--``)."""
+    out = []
+    for a in argv:
+        if a == "--":
+            break
+        if a.startswith("-") and len(a) > 1 and not a[1:2].isdigit():
+            name = a.lstrip("-").split("=", 1)[0]
+            if name.startswith("no") and name[2:] in flags.FLAGS and name not in flags.FLAGS:
+                name = name[2:]
+            out.append(name)
+    return out
+
+
 def parse_flags(argv: list[str]) -> list[str]:
     """absl's flag parsing for ``app.run(..., flags_parser=parse_flags)``: a bad flag is one
-    line on stderr, exit 2 (absl's default prints ``FATAL`` and the usage hint)."""
+    line on stderr, exit 2 (absl's default prints ``FATAL`` and the usage hint); a mistyped
+    flag name is ``error: unknown flag --workdr (did you mean --workdir?)``."""
     try:
         return flags.FLAGS(argv)
+    except flags.UnrecognizedFlagError as e:
+        print(unknown_flag_message(e.flagname, flags.FLAGS), file=sys.stderr)
+        sys.exit(2)
     except flags.Error as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)

@@ -75,6 +75,27 @@ METHODS: dict[str, Method] = {m.name: m for m in [
 ]}
 
 
+# What the suite runs besides ``METHODS``: SALE, a pair of kernels rather than a study of
+# the method list. It is kept out of ``METHODS`` because that list also means "has a
+# notebook, a guide, a quickstart, TensorBoard series and a multi-host test made from the
+# method template", and SALE's notebook (``colab/sale.ipynb``), guide (``docs/sale.rst``)
+# and quickstart are written by hand; every consumer of ``METHODS`` already adds "sale"
+# where it belongs. ``experiments/sale.py`` (config ``experiments/configs/sale.py``) is an
+# ordinary ``study.Experiment`` and binary all the same.
+SUITE_EXTRAS: dict[str, Method] = {m.name: m for m in [
+    Method("sale", "SALE: sparse attention kernels", "dev",
+           "The reference and the Pallas kernels (interpreted on a CPU) on a small causal "
+           "head group of synthetic inputs: kept blocks and outputs compared, density, "
+           "attention recall and output error per keep threshold."),
+]}
+
+
+def suite_methods() -> dict[str, Method]:
+    """What the suite runs, in order: ``METHODS`` (read now, so a method registered later
+    is included), then ``SUITE_EXTRAS``."""
+    return {**METHODS, **SUITE_EXTRAS}
+
+
 class LargerRun(NamedTuple):
     """A method's binary run at a preset larger than the suite's, into
     ``<results>/<method>_<preset>/``: the suite's REPORT.md and the docs' evidence pages

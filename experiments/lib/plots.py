@@ -361,3 +361,65 @@ def save(fig, path: str | os.PathLike, caption: str | None = None) -> str:
         os.replace(tmp, path)
     plt.close(fig)
     return path
+
+
+def _data_points(ax, samples: int = 16) -> np.ndarray:
+    """Display coordinates [P, 2] of the data drawn in ``ax``: the vertices of every line in
+    data coordinates (and ``samples`` points along each of its segments), scatter offsets,
+    and the corners and centre of every bar of nonzero height. Reference lines drawn in
+    axes coordinates (``axhline``, ``axvline``) and bands are not data points."""
+    pts = []
+    for line in ax.get_lines():
+        if not line.get_visible() or line.get_transform() != ax.transData:
+            continue
+        xy = np.asarray(line.get_xydata(), np.float64).reshape(-1, 2)
+        xy = line.get_transform().transform(xy[np.isfinite(xy).all(1)])
+        xy = xy[np.isfinite(xy).all(1)]
+        if len(xy) > 1 and line.get_linestyle() not in ("None", "", " "):
+            t = np.linspace(0, 1, samples)[None, :, None]
+            xy = (xy[:-1, None] * (1 - t) + xy[1:, None] * t).reshape(-1, 2)
+        pts.append(xy)
+    for coll in ax.collections:
+        if coll.get_visible() and isinstance(coll, mcollections.PathCollection):
+            off = np.asarray(coll.get_offsets(), np.float64).reshape(-1, 2)
+            pts.append(ax.transData.transform(off[np.isfinite(off).all(1)]))
+    for patch in ax.patches:
+        if patch.get_visible() and getattr(patch, "get_height", None) and patch.get_height():
+            box = patch.get_window_extent()
+            pts.append(np.array([[box.x0, box.y0], [box.x1, box.y1], [box.x0, box.y1],
+                                 [box.x1, box.y0], [(box.x0 + box.x1) / 2, box.y1]]))
+    return np.concatenate(pts) if pts else np.zeros((0, 2))
+
+
+def figure_problems(fig) -> list[str]:
+    """What makes ``fig`` hard to read, one sentence each (empty: none found).
+
+    * a visible panel with its axis on and no data (no line, marker, band, image or bar of
+      nonzero height): an empty panel;
+    * a legend inside a panel whose box covers a data point of that panel
+      (``_data_points``).
+
+    Hidden panels and panels with their axis off (e.g. one holding only a legend) are not
+    checked.
+    """
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    out = []
+    for i, ax in enumerate(fig.axes):
+        if not ax.get_visible() or not ax.axison:
+            continue
+        name = f"panel {i} ({ax.get_title() or ax.get_ylabel() or 'untitled'!r})"
+        pts = _data_points(ax)
+        bands = [c for c in ax.collections if c.get_visible() and len(c.get_paths())
+                 and not isinstance(c, mcollections.PathCollection)]
+        if not len(pts) and not bands and not ax.images:
+            out.append(f"{name} is empty: it draws no data")
+        legend = ax.get_legend()
+        if legend is None or not legend.get_visible() or not len(pts):
+            continue
+        box = legend.get_window_extent(renderer)
+        covered = ((pts[:, 0] > box.x0) & (pts[:, 0] < box.x1)
+                   & (pts[:, 1] > box.y0) & (pts[:, 1] < box.y1))
+        if covered.any():
+            out.append(f"{name}: its legend covers {int(covered.sum())} data point(s)")
+    return out

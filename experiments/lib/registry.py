@@ -1,23 +1,29 @@
 """Methods by name: the one list (``experiments.lib.methods``), lookups and running one.
 
 What the suite, the notebooks, the docs and the tests use: ``METHODS`` and ``LARGER_RUNS``
-(the list, from ``methods``), ``get_config(name, preset)``, ``experiment(name)`` and
+(the list, from ``methods``), ``suite_methods()`` (``METHODS`` and SALE: what the suite
+runs), ``method(name)``, ``get_config(name, preset)``, ``experiment(name)`` and
 ``train_and_evaluate(name, config, workdir)`` (``study.train_and_evaluate`` of the
 method's experiment). It sits above the study runner; the plumbing below it (provenance,
 scalars, the TensorBoard export) reads the list from ``methods`` directly.
 """
 
 from . import study
-from .methods import LARGER_RUNS, METHODS, LargerRun, Method
+from .methods import LARGER_RUNS, METHODS, SUITE_EXTRAS, LargerRun, Method, suite_methods
 
-__all__ = ["LARGER_RUNS", "METHODS", "LargerRun", "Method", "experiment", "get_config",
-           "train_and_evaluate"]
+__all__ = ["LARGER_RUNS", "METHODS", "SUITE_EXTRAS", "LargerRun", "Method", "experiment",
+           "get_config", "method", "suite_methods", "train_and_evaluate"]
 
 
-def _method(name: str) -> Method:
-    if name not in METHODS:
-        raise ValueError(f"unknown method {name!r}; choose from {sorted(METHODS)}.")
-    return METHODS[name]
+def method(name: str) -> Method:
+    """The ``Method`` called ``name`` (``METHODS`` or the suite's ``SUITE_EXTRAS``)."""
+    known = suite_methods()
+    if name not in known:
+        raise ValueError(f"unknown method {name!r}; choose from {sorted(known)}.")
+    return known[name]
+
+
+_method = method
 
 
 def get_config(name: str, preset: str = "quick"):

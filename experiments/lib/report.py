@@ -1,12 +1,14 @@
 """The one results page: ``results/report.html`` (self-contained, written by the suite).
 
 One HTML file beside ``REPORT.md`` with the same headline tables, every figure of every
-method inline (PNG as base64 data URIs, so the page can be mailed or attached as one
-file), and the provenance of the run (versions, commit, machine). A small script marks
-each figure that fails to load (the page says so at the top) and each whose smallest text
-is under ``plots.MIN_TEXT_PX`` pixels high at the width the browser shows it (from the
-height ``plots.save`` stored in the PNG); ``tests/test_report_html.py`` reads the marks
-in headless Chromium.
+method inline (PNG as base64 data URIs, so the page can be mailed or attached as one file),
+and the provenance of the run (versions, commit, machine). Each method's section opens with
+one short table (its first ``SHORT_ROWS`` headline rows: the main number and its CI) and
+folds the rest below it in a ``<details>`` block (wall time, config, every headline row,
+time by unit, figures). A small script marks each figure that fails to load (the page says
+so at the top) and each whose smallest text is under ``plots.MIN_TEXT_PX`` pixels high at
+the width the browser shows it unfolded (from the height ``plots.save`` stored in the PNG);
+``tests/test_report_html.py`` reads the marks in headless Chromium.
 """
 
 import base64
@@ -34,6 +36,8 @@ figcaption { font-size: 0.85em; color: #555; }
 .meta { color: #444; font-size: 0.92em; }
 nav a { margin-right: 1em; }
 #broken { color: #b00; font-weight: bold; }
+details { margin: .5em 0 1em; }
+summary { cursor: pointer; color: #245; }
 """
 
 # Marks every <img>: loaded (naturalWidth > 0) or broken, and the height in pixels of its
@@ -42,6 +46,9 @@ nav a { margin-right: 1em; }
 _SCRIPT = """
 window.addEventListener('load', function () {
   var imgs = Array.prototype.slice.call(document.images), bad = [], small = [], least = 1e9;
+  // Figures in folded sections have no width until shown: unfold to measure, then refold.
+  var folded = Array.prototype.slice.call(document.querySelectorAll('details:not([open])'));
+  folded.forEach(function (d) { d.open = true; });
   imgs.forEach(function (im) {
     var ok = im.complete && im.naturalWidth > 0;
     im.setAttribute('data-loaded', ok ? 'yes' : 'no');
@@ -54,6 +61,7 @@ window.addEventListener('load', function () {
       if (shown < MIN_TEXT_PX) small.push(im.alt);
     }
   });
+  folded.forEach(function (d) { d.open = false; });
   document.body.setAttribute('data-images', imgs.length);
   document.body.setAttribute('data-images-broken', bad.length);
   document.body.setAttribute('data-min-text-px', least.toFixed(2));
@@ -87,9 +95,12 @@ class Section(NamedTuple):
     timing: Sequence[Sequence[str]] = ()
 
 
+# Headline rows in a section's short table (the rest are folded below it).
+SHORT_ROWS = 2
+
 # Columns of a section's time-by-unit table (REPORT.md and report.html).
 TIMING_HEADER = ("unit", "wall s", "trace s", "lower s", "compile s", "run s",
-                 "programs compiled + loaded", "built twice")
+                 "compile share", "programs compiled + loaded", "built twice")
 
 
 def _img(path: str) -> str:
@@ -105,7 +116,8 @@ def _img(path: str) -> str:
 def render(title: str, provenance: Sequence[str], sections: Sequence[Section],
            notes: Sequence[str] = ()) -> str:
     """The page as a string: title, provenance paragraphs, then one section per method
-    (meta, headline table, figures inline)."""
+    (caption and short headline table, then folded: meta, every headline row, the time by
+    unit, figures inline)."""
     esc = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
            f"<title>{esc(title)}</title><style>{_STYLE}</style>",
@@ -118,24 +130,37 @@ def render(title: str, provenance: Sequence[str], sections: Sequence[Section],
         out.append("<nav>" + "".join(f'<a href="#{esc(s.name)}">{esc(s.name)}</a>'
                                      for s in sections) + "</nav>")
     for s in sections:
-        out += [f'<h2 id="{esc(s.name)}">{esc(s.name)}: {esc(s.title)}</h2>',
-                f'<p class="meta">{esc(s.meta)}</p>']
+        out.append(f'<h2 id="{esc(s.name)}">{esc(s.name)}: {esc(s.title)}</h2>')
         if s.caption:
             out.append(f"<p>{esc(s.caption)}</p>")
         if s.rows:
-            out.append("<table><thead><tr><th>metric</th><th>value</th></tr></thead><tbody>")
-            out += [f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in s.rows]
-            out.append("</tbody></table>")
+            out += _metric_table(s.rows[:SHORT_ROWS], "short")
+        folded = [f"{len(s.rows)} headline rows"] + (["time by unit"] if s.timing else []) + (
+            [f"{len(s.figures)} figure(s)"] if s.figures else [])
+        out += [f"<details><summary>Details: {esc(', '.join(folded))}</summary>",
+                f'<p class="meta">{esc(s.meta)}</p>']
+        if s.rows:
+            out += _metric_table(s.rows, "full")
         if s.timing:
-            out.append("<table><thead><tr>" + "".join(f"<th>{esc(h)}</th>"
+            out.append('<table class="timing"><thead><tr>' + "".join(f"<th>{esc(h)}</th>"
                                                      for h in TIMING_HEADER)
                        + "</tr></thead><tbody>")
             out += ["<tr>" + "".join(f"<td>{esc(str(v))}</td>" for v in r) + "</tr>"
                     for r in s.timing]
             out.append("</tbody></table>")
         out += [_img(p) for p in s.figures]
+        out.append("</details>")
     out.append("</body></html>")
     return "\n".join(out)
+
+
+def _metric_table(rows, kind: str) -> list[str]:
+    """A metric / value table (``kind``: its class, ``short`` or ``full``), escaped."""
+    esc = html.escape
+    return ([f'<table class="{kind}"><thead><tr><th>metric</th><th>value</th></tr></thead>'
+             "<tbody>"]
+            + [f"<tr><td>{esc(str(k))}</td><td>{esc(str(v))}</td></tr>" for k, v in rows]
+            + ["</tbody></table>"])
 
 
 def write(path: str | os.PathLike, title: str, provenance: Sequence[str],
