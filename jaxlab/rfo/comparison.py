@@ -157,7 +157,7 @@ def _checked(cfg, what: str):
     try:
         (train.check_config if isinstance(cfg, TrainConfig) else ppo.check_config)(cfg)
     except (TypeError, ValueError) as e:
-        raise type(e)(f"{what}: {e}") from e
+        raise (TypeError if isinstance(e, TypeError) else ValueError)(f"{what}: {e}") from e
     return cfg
 
 
