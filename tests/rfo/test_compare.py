@@ -298,3 +298,16 @@ def test_guide_protocol_block_runs_whole():
     runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
     runner.run(test)
     assert runner.summarize(verbose=False).failed == 0
+
+
+def test_guide_protocol_block_runs_whole_with_stand_in_trainers(fake):
+    """The guide's block with its skipped lines run, the trainers replaced by the stand-in:
+    the call as written is accepted and the table prints as shown (seconds)."""
+    import doctest
+
+    _, section = _guide_block()
+    text = section.replace("  # doctest: +SKIP", "")
+    test = doctest.DocTestParser().get_doctest(text, {}, "rfo protocol", "rfo.rst", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
