@@ -25,9 +25,10 @@ env steps/s of the vmapped MJX rollout at several batch sizes.
 
 The units run ``rfo.seed_program`` (the programs of ``rfo.train_seeds``) and the summary's
 ``comparison`` rows are ``protocol.analyse`` of the per-seed values: the summary's
-comparison of a task equals ``rfo.compare(task_key(config, task), task,
-contenders=config.methods, seeds=config.num_seeds, settings=settings(config, task))``
-(``tests/rfo/test_compare.py``), without its seconds.
+comparison of a task and metric equals ``rfo.compare(task_key(config, task), task,
+contenders=config.methods, seeds=config.num_seeds, settings=settings(config,
+task))[metric]`` (``tests/rfo/test_compare.py``), without its seconds and records. The
+declared ratio's interval uses the same bootstrap draws (``paired_ratio``).
 """
 
 import os
@@ -41,10 +42,12 @@ import numpy as np
 from absl import logging
 
 from jaxlab import rfo
-from jaxlab.core import extras, loops, metrics, protocol, sharding, validation
+from jaxlab.core import extras, loops, metrics, protocol, sharding
+from jaxlab.core.types import PRNGKey
 from jaxlab.rfo import envs, train
 
 from . import common
+from .configs import rfo as rfo_configs
 from .lib import exported, plots, study, timing
 
 METHODS = rfo.CONTENDERS
@@ -56,7 +59,8 @@ METHODS = rfo.CONTENDERS
 DECLARED = tuple(("rfo", m) for m in METHODS if m != "rfo")
 ABLATIONS = rfo.comparison.ABLATIONS
 # Declared with the soft-body study: the ratio of mean final eval returns RFO / SHAC with a
-# Gaussian policy (the paper reports ~2x on its soft quadruped), CI by a paired bootstrap.
+# Gaussian policy (the paper reports ~2x on its soft quadruped), CI by the comparison's
+# paired bootstrap (``paired_ratio``).
 DECLARED_RATIOS = (("rfo", "shac_gaussian"),)
 PAPER_RATIO = {"soft_quadruped": 2.0}  # the paper's RFO / strongest baseline, approximate
 
@@ -261,16 +265,6 @@ def _task_methods(config) -> dict[str, tuple[str, ...]]:
     return {t: tuple(per_task.get(t, config.methods)) for t in config.tasks}
 
 
-def _validate(config: ml_collections.ConfigDict) -> None:
-    train.validate_config(config)
-    validation.check_positive_int("config.eval_every", config.get("eval_every", 1))
-    task_methods = config.get("task_methods", {})
-    for m in {*config.methods, *(m for ms in task_methods.values() for m in ms)}:
-        if m not in METHODS:
-            raise ValueError(f"unknown method {m!r} in `config.methods`; choose from "
-                             f"{METHODS}.")
-
-
 def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
     del workdir
     units = [study.Unit(f"{t}_{m}",
@@ -304,23 +298,29 @@ def _auc(run) -> np.ndarray:
     return rfo.auc(run["eval_return"])
 
 
+def bootstrap_key(config, task: str) -> jax.Array:
+    """The key of ``task``'s bootstrap draws: ``rfo.compare``'s (``fold_in(task_key, 2)``)."""
+    return jax.random.fold_in(task_key(config, task), 2)
+
+
 def comparison(config, task: str, per_seed: dict, metric: str) -> dict | None:
     """The declared comparison of ``task`` (``protocol.analyse``, the last step of
     ``rfo.compare``, with ``rfo.compare``'s bootstrap key) over per-seed values
-    ``{method: [seeds]}`` of ``metric``, JSON-ready and without seconds; None when no
-    declared pair is present or there is one seed."""
+    ``{method: [seeds]}`` of ``metric`` (one of ``rfo.METRICS``), JSON-ready and without
+    seconds; None when no declared pair is present or there is one seed."""
     pairs = [(a, b) for a, b in DECLARED if a in per_seed and b in per_seed]
     if not pairs or config.num_seeds < 2:
         return None
-    out = protocol.analyse(jax.random.fold_in(task_key(config, task), 2), per_seed,
-                           pairs=pairs, metric=metric, higher_is_better=True)
+    out = protocol.analyse(bootstrap_key(config, task), per_seed, pairs=pairs, metric=metric,
+                           higher_is_better=True)
     return out.to_dict(seconds=False)
 
 
-def paired_ratio(a, b, resamples: int = 10_000, seed: int = 0) -> dict:
-    """mean(a) / mean(b) for paired per-seed values, with a 95% percentile CI from a
-    paired bootstrap (seeds resampled together, ``resamples`` times, NumPy generator
-    ``seed``).
+def paired_ratio(key: PRNGKey, a, b, resamples: int = 2000) -> dict:
+    """mean(a) / mean(b) for paired per-seed values, with a 95% percentile CI from the
+    protocol's paired bootstrap (``protocol.analyse`` with ``ratio=True``: the draws
+    ``metrics.bootstrap_indices(key, n, resamples)``, those of the comparison rows made
+    with the same key).
 
     The ratio is defined only while mean(b) stays away from 0: ``"defined"`` is False
     (and the CI NaN) when a resample's mean(b) is <= 0, e.g. a rival whose returns
@@ -333,14 +333,13 @@ def paired_ratio(a, b, resamples: int = 10_000, seed: int = 0) -> dict:
     if a.shape != b.shape or a.ndim != 1 or a.size < 2:
         raise ValueError(f"`a` and `b` must be paired 1-D arrays of >= 2 seeds, got "
                          f"{a.shape} and {b.shape}.")
-    idx = np.random.default_rng(seed).integers(0, a.size, (resamples, a.size))
-    mb = b[idx].mean(axis=1)
-    defined = bool(b.mean() > 0 and np.all(mb > 0))
-    lo, hi = (np.percentile(a[idx].mean(axis=1) / mb, [2.5, 97.5]) if defined
-              else (np.nan, np.nan))
-    return {"ratio": float(a.mean() / b.mean()) if b.mean() != 0 else float("nan"),
-            "ci_low": float(lo), "ci_high": float(hi), "seeds": int(a.size),
-            "defined": defined}
+    d = protocol.analyse(key, {"a": a, "b": b}, ratio=True, resamples=resamples,
+                         warn=False).differences[0]
+    idx = np.asarray(metrics.bootstrap_indices(key, a.size, resamples))
+    defined = bool(b.mean() > 0 and np.all(b[idx].mean(axis=1) > 0))
+    lo, hi = (d.ratio_low, d.ratio_high) if defined else (np.nan, np.nan)
+    return {"ratio": float(d.ratio), "ci_low": float(lo), "ci_high": float(hi),
+            "seeds": int(a.size), "defined": defined}
 
 
 def grad_norm_stats(grad_norm) -> dict:
@@ -396,10 +395,11 @@ def _summarize(config, out) -> dict:
             logging.info("%s %s: eval return %.1f +- %.1f (AUC %.1f) after %d env steps", t, m,
                          mean, hw, a_mean, r["env_steps"][-1])
         by_metric = {metric: comparison(config, t, per_seed, metric)
-                     for metric, per_seed in (("final_return", finals), ("auc", aucs))}
+                     for metric, per_seed in zip(rfo.METRICS, (finals, aucs), strict=True)}
         if all(v is not None for v in by_metric.values()):
             summary["comparison"][t] = by_metric
-        ratios = {f"{a} / {b}": {**paired_ratio(finals[a], finals[b]),
+        ratios = {f"{a} / {b}": {**paired_ratio(bootstrap_key(config, t), finals[a],
+                                                finals[b]),
                                  "paper": PAPER_RATIO.get(t)}
                   for a, b in DECLARED_RATIOS
                   if a in finals and b in finals and len(finals[a]) == len(finals[b]) > 1}
@@ -518,7 +518,7 @@ CAPTION = ("Evaluation return at equal environment steps (higher is better), mea
            "over seeds; declared differences are RFO minus the rival, paired by seed, with "
            "paired bootstrap 95% CIs.")
 
-EXPERIMENT = study.Experiment(name="rfo", validate=_validate, units=_units,
+EXPERIMENT = study.Experiment(name="rfo", validate=rfo_configs.validate_config, units=_units,
                               summarize=_summarize, plot=_plot, headline=headline,
                               scalars=tb_scalars, caption=CAPTION)
 

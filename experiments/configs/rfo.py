@@ -26,6 +26,8 @@ evaluations; metrics: final eval return and AUC per method with t 95% CIs, the p
 differences RFO - rival, and the ratio of mean final returns RFO / SHAC-Gaussian with a
 paired-bootstrap 95% CI beside the paper's ~2x. No MJX throughput unit (the simulator's
 speed: ``experiments/bench_softbody.py``).
+
+``validate_config(config)`` checks every field of a config (the study's first step).
 """
 
 import ml_collections
@@ -128,3 +130,69 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
         raise ValueError("config arg must be smoke, quick, cpu_ablation, cpu_long, full, "
                          f"soft_smoke or soft_study, got {arg!r}.")
     return c
+
+
+def validate_config(config: ml_collections.ConfigDict) -> None:
+    """Checks a config of this module before any work is done (the study's first step).
+
+    Every numeric field gets a range check; task names are ``rfo.task_names()``, method
+    names ``rfo.CONTENDERS``; ``num_seeds`` >= 2 because the summary computes confidence
+    intervals.
+
+    Raises:
+      ValueError: naming ``config.<field>``, the allowed range and the value.
+    """
+    from jaxlab.core import validation  # imported here: reading a config imports no JAX
+    from jaxlab.rfo import CONTENDERS, envs
+    from jaxlab.rfo.train import check_finite_fields
+
+    for t in config.tasks:
+        validation.check_one_of("config.tasks", t, envs.task_names())
+    for t in config.get("task_methods", {}):
+        validation.check_one_of("config.task_methods", t, envs.task_names())
+    for t in config.get("task_env_steps", {}):
+        validation.check_one_of("config.task_env_steps", t, envs.task_names())
+        validation.check_positive_int(f"config.task_env_steps.{t}", config.task_env_steps[t])
+    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
+                               "the summary computes 95% confidence intervals over seeds")
+    pint, pos, nonneg = validation.POSITIVE_INT, validation.POSITIVE, validation.NON_NEGATIVE
+    validation.check_fields(config, {
+        "env_steps": pint, "num_chunks": pint,
+        "common.num_envs": pint, "common.horizon": pint, "common.hidden": pint,
+        "common.eval_horizon": pint, "common.lr": pos, "common.gamma": (0.0, 1.0, False, True),
+        "rfo.chunk": pint, "rfo.ode_steps": pint, "rfo.stability_coef": nonneg,
+        "rfo.exploration_coef": nonneg, "rfo.buffer_size": pint, "apg.lr": pos,
+        "apg.lr_decay": (0.0, 1.0, False, True), "apg.grad_clip": pos,
+        "ppo.epochs": pint, "ppo.minibatches": pint,
+        "ppo.lr": pos,
+    })
+    validation.check_positive_int("config.eval_every", config.get("eval_every", 1))
+    limit = config.get("max_nonfinite_grad_share")
+    if limit is not None:
+        validation.check_in_range("config.max_nonfinite_grad_share", limit, 0.0, 1.0)
+    for name in ("common.lr", "ppo.lr", "rfo.stability_coef", "rfo.exploration_coef",
+                 "apg.lr", "apg.grad_clip"):
+        group, field = name.split(".")
+        if group in config and field in config[group]:
+            check_finite_fields(config[group], (field,), f"config.{group}")
+    c = config.common
+    if c.episode_length < 0 or c.episode_length % c.horizon:
+        raise ValueError(f"`config.common.episode_length`={c.episode_length} must be 0 or a "
+                         f"positive multiple of `config.common.horizon`={c.horizon}.")
+    steps_per_update = c.num_envs * c.horizon
+    budgets = [config.env_steps, *config.get("task_env_steps", {}).values()]
+    if min(budgets) < steps_per_update:
+        raise ValueError(f"`config.env_steps` (and each `config.task_env_steps`) must be >= "
+                         f"num_envs * horizon = {steps_per_update} (one update), got "
+                         f"{min(budgets)}.")
+    tp = config.get("throughput")
+    if tp is not None and tp.task:
+        validation.check_one_of("config.throughput.task", tp.task, envs.task_names())
+        validation.check_positive_int("config.throughput.horizon", tp.horizon)
+        for b in tp.batch_sizes:
+            validation.check_positive_int("config.throughput.batch_sizes", b)
+    task_methods = config.get("task_methods", {})
+    for m in {*config.methods, *(m for ms in task_methods.values() for m in ms)}:
+        if m not in CONTENDERS:
+            raise ValueError(f"unknown method {m!r} in `config.methods`; choose from "
+                             f"{CONTENDERS}.")

@@ -35,27 +35,21 @@ static arguments last. Different keys give different initial weights; the same k
 the same run.
 
 The study's comparison on any task (``comparison``): ``compare(key, task, *, contenders,
-tuning, seeds, goals)`` trains every contender (``CONTENDERS`` by name, a config of yours or
-a ``protocol.Contender``) on the same seeds at an equal budget (``Settings``) and returns a
-``protocol.Comparison`` of final returns or learning-curve areas with paired bootstrap CIs;
-``train_seeds`` / ``seed_program`` are the per-seed runs the study binary shares.
+tuning, seeds, metrics, settings, ...)`` trains every contender (``CONTENDERS`` by name,
+your config through ``contender(config, settings)``, or a ``protocol.Contender``) on the
+same seeds at an equal budget (``Settings``) and returns a ``protocol.Comparison`` of final
+returns and learning-curve areas with paired bootstrap CIs; ``train_seeds`` /
+``seed_program`` (``seeds``) are the per-seed runs the study binary shares.
 """
 
-from jaxlab.rfo import comparison, envs, softbody
+from jaxlab.rfo import comparison, envs, seeds, softbody
 from jaxlab.rfo.comparison import (
     CONTENDERS,
-    Curves,
-    SeedProgram,
+    METRICS,
     Settings,
-    auc,
     compare,
     contender,
     contender_config,
-    contenders,
-    final_return,
-    schedule,
-    seed_program,
-    train_seeds,
 )
 from jaxlab.rfo.envs import (
     TASK_NAMES,
@@ -71,6 +65,15 @@ from jaxlab.rfo.envs import (
     task_names,
 )
 from jaxlab.rfo.ppo import PPOConfig, PPOState
+from jaxlab.rfo.seeds import (
+    Curves,
+    SeedProgram,
+    auc,
+    final_return,
+    schedule,
+    seed_program,
+    train_seeds,
+)
 from jaxlab.rfo.train import (
     Info,
     RFOState,
@@ -89,11 +92,11 @@ from jaxlab.rfo.trainers import (
 )
 
 __all__ = [
-    "CONTENDERS", "TASK_NAMES", "Config", "Curves", "EnvState", "Info", "PPOConfig",
+    "CONTENDERS", "METRICS", "TASK_NAMES", "Config", "Curves", "EnvState", "Info", "PPOConfig",
     "PPOState", "RFOState", "SeedProgram", "Settings", "State", "Task", "TrainConfig", "auc",
     "body_index", "check_nonfinite_grad_share", "compare", "comparison", "contender",
-    "contender_config", "contenders", "env_steps_per_update", "envs", "final_return",
+    "contender_config", "env_steps_per_update", "envs", "final_return",
     "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
-    "register_task", "scan_steps", "schedule", "seed_program", "site_index", "softbody",
+    "register_task", "scan_steps", "schedule", "seed_program", "seeds", "site_index", "softbody",
     "step", "task_names", "train_seeds",
 ]

@@ -1,65 +1,46 @@
-"""The RFO study's protocol on any task: every trainer, every declared pair, paired by seed.
+"""The RFO study's comparison on any task: every trainer at an equal budget of environment
+steps, paired by seed (``compare = protocol.bind(SPEC)``).
 
-``compare(key, task, *, contenders, tuning, seeds, goals)`` is ``jaxlab.core.protocol.compare``
-configured for RFO:
-
-* **Items are seeds.** Seed ``i`` of a split is the key ``protocol.item_keys(key, split, i)``;
-  every contender trains from the same seed keys (one half of a key draws the initial
-  weights and environments, the other the updates, as ``trainers.run``), so differences are
-  paired by seed. Tuning seeds and test seeds come from disjoint key streams.
-* **Contenders** are the study's trainers by name (``CONTENDERS``: RFO, its chunked form and
-  regulariser ablations, SHAC with a Gaussian policy, critic-free brax-style APG and PPO),
-  built from one ``Settings`` at an equal budget of environment steps
-  (``contender_config``); any ``TrainConfig`` / ``PPOConfig`` of the user's; or any
-  ``protocol.Contender``. A named contender's grid points are fields of its config
-  (e.g. ``{"lr": 1e-3}``) tuned on the tuning seeds.
-* **Metric**: ``"final_return"``, the mean of the last 10% of a seed's evaluation returns,
-  or ``"auc"``, the mean of all its evaluation returns (evaluations are evenly spaced in
-  environment steps and the last one ends training, so this is the area under the learning
-  curve per environment step). Higher is better.
-* **Pairs**: the first contender against each other one (RFO minus each rival by default),
-  each with a paired bootstrap CI, per-seed wins and losses, and any declared ``Goal``.
-
-A seed's run is ``train_seeds``: all seeds of a call as one vmapped program whose updates
-are a ``lax.scan`` split into ``chunks`` (``seed_program``), evaluated after every
-``eval_every``-th update (``schedule``). The study binary (``experiments/rfo.py``) runs the
-same programs, chunk by chunk through its resumable units, on the same item keys, and
-builds its comparison rows with ``protocol.analyse``: the binary and ``compare`` give the
-same summary on the same seeds.
+The paper (arXiv 2602.03501) compares RFO with its baselines by evaluation returns over
+seeds at equal environment steps. ``SPEC`` declares that comparison for
+``jaxlab.core.protocol``: the task is the problem, seeds are the paired items, the
+study's trainers are the built-in contenders (``contender_config`` builds each from one
+``Settings``), and a seed's run gives both metrics, ``final_return`` and ``auc``
+(``seeds.Curves.metrics``). The study binary (``experiments/rfo.py``) runs the same
+programs (``seeds.seed_program``) on the same item keys and ends with the same
+``protocol.analyse``, so it and ``compare`` give the same summary on the same seeds.
 
 What is ours: the whole module (the paper states its comparison in prose: equal
 environment steps, returns over seeds).
 """
 
-from collections.abc import Callable, Mapping, Sequence
+import inspect
+from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
 
 from jaxlab.core import protocol, validation
-from jaxlab.core.protocol import Contender, Goal, Tuning
-from jaxlab.rfo import envs, trainers
+from jaxlab.core.protocol import Contender, Metric
+from jaxlab.rfo import envs, ppo, seeds, train, trainers
 from jaxlab.rfo.ppo import PPOConfig
 from jaxlab.rfo.train import TrainConfig
 
-__all__ = ["CONTENDERS", "METRICS", "ABLATIONS", "Settings", "Curves", "SeedProgram",
-           "contender_config", "contender", "contenders", "schedule", "seed_program",
-           "train_seeds", "final_return", "auc", "compare"]
+__all__ = ["ABLATIONS", "CONTENDERS", "DEFAULT_CONTENDERS", "METRICS", "SPEC", "Settings",
+           "compare", "contender", "contender_config"]
 
 CONTENDERS = ("rfo", "rfo_chunked", "rfo_none", "rfo_stability", "rfo_exploration",
               "shac_gaussian", "apg", "ppo")
 #: the paper's comparison: RFO against its baselines
 DEFAULT_CONTENDERS = ("rfo", "shac_gaussian", "apg", "ppo")
-# regulariser ablations of the flow contenders: (stability on, exploration on)
+#: regulariser ablations of the flow contenders: (stability on, exploration on)
 ABLATIONS = {"rfo": (True, True), "rfo_chunked": (True, True), "rfo_none": (False, False),
              "rfo_stability": (True, False), "rfo_exploration": (False, True)}
-METRICS = ("final_return", "auc")
+METRICS = seeds.METRICS
 
 
 class Settings(NamedTuple):
-    """The settings every named contender is built from (defaults: the ``quick`` study).
+    """The settings every built-in contender is built from (defaults: the ``quick`` study).
 
     Attributes:
       env_steps: budget of environment steps per seed, equal for every contender
@@ -74,7 +55,7 @@ class Settings(NamedTuple):
       ppo_epochs, ppo_minibatches, ppo_lr: PPO.
       chunks: the run's updates are split into this many scan chunks (the binary's resumable
         units); the update count is rounded up to a multiple of it.
-      eval_every: evaluate after every ``eval_every``-th update at most (``schedule``).
+      eval_every: evaluate after every ``eval_every``-th update at most (``seeds.schedule``).
     """
 
     env_steps: int = 49_152
@@ -108,7 +89,7 @@ DEFAULT_SETTINGS = Settings()
 def _check_settings(settings) -> None:
     """TypeError unless ``settings`` is a ``Settings``; ValueError naming the first size of
     it that is not a positive integer (the budget arithmetic divides by them; the other
-    fields are checked by the configs' own ``check_config``)."""
+    fields are checked in the configs they make, ``contender``)."""
     if not isinstance(settings, Settings):
         raise TypeError(f"`settings` must be an rfo.Settings, got {type(settings).__name__}.")
     validation.check_fields(settings, {
@@ -122,14 +103,8 @@ def _check_settings(settings) -> None:
                          f"{settings.episode_length!r}.")
 
 
-def _check_cfg(cfg) -> None:
-    if not isinstance(cfg, (TrainConfig, PPOConfig)):
-        raise TypeError(f"`cfg` must be a TrainConfig or a PPOConfig, got "
-                        f"{type(cfg).__name__}.")
-
-
 def contender_config(name: str, settings: Settings = DEFAULT_SETTINGS):
-    """The config of the named contender at ``settings``' budget.
+    """The config of the built-in contender ``name`` at ``settings``' budget.
 
     Args:
       name: one of ``CONTENDERS``.
@@ -177,170 +152,88 @@ def contender_config(name: str, settings: Settings = DEFAULT_SETTINGS):
     return cfg, trainers.env_steps_per_update(cfg)
 
 
-def schedule(num_updates: int, chunks: int = 1, eval_every: int = 1) -> tuple[int, int, int]:
-    """(chunks, updates per chunk, evaluation period) of a run of ``num_updates`` updates.
-
-    The chunk count is at most ``num_updates``; the run has ``chunks * per_chunk`` updates
-    (``num_updates`` rounded up). The period is the largest divisor of ``per_chunk`` that is
-    at most ``eval_every``, so the last update is evaluated and the evaluations are evenly
-    spaced.
-    """
-    validation.check_positive_int("num_updates", num_updates)
-    validation.check_positive_int("chunks", chunks)
-    validation.check_positive_int("eval_every", eval_every)
-    n = min(chunks, num_updates)
-    per = -(-num_updates // n)
-    return n, per, max(e for e in range(1, min(eval_every, per) + 1) if per % e == 0)
+def _checked(cfg, what: str):
+    """``cfg`` after its trainer's own field checks, their ValueError naming ``what``."""
+    try:
+        (train.check_config if isinstance(cfg, TrainConfig) else ppo.check_config)(cfg)
+    except (TypeError, ValueError) as e:
+        raise (TypeError if isinstance(e, TypeError) else ValueError)(f"{what}: {e}") from e
+    return cfg
 
 
-class Curves(NamedTuple):
-    """The learning curves of a set of seeds (NumPy arrays).
+def _seed_run(cfg, settings: Settings, what: str):
+    """``run(items, task, **fields) -> {metric: [n], "eval_return": [n, E]}``: the seeds of
+    ``items`` trained by ``cfg`` with ``fields`` replaced; its signature lists ``cfg``'s
+    fields, so the protocol refuses a grid naming another before anything runs."""
 
-    Attributes:
-      env_steps: [U] environment steps after each update.
-      eval_env_steps: [E] environment steps at each evaluation (E = U / eval_every).
-      eval_return: [n, E] evaluation returns per seed.
-      train_return: [n, U] training-rollout returns per seed.
-      grad_norm: [n, U] pre-clip policy gradient norms (non-finite: zeroed updates).
-    """
+    def run(items, problem, **fields):
+        cfg_point = _checked(cfg._replace(**fields), f"{what} at grid point {fields}")
+        curves = seeds.train_seeds(items.keys, problem, cfg_point, chunks=settings.chunks,
+                                   eval_every=settings.eval_every)
+        return {**curves.metrics(), "eval_return": curves.eval_return}
 
-    env_steps: np.ndarray
-    eval_env_steps: np.ndarray
-    eval_return: np.ndarray
-    train_return: np.ndarray
-    grad_norm: np.ndarray
-
-
-class SeedProgram(NamedTuple):
-    """The programs of ``train_seeds``, for a caller that drives the chunks itself.
-
-    Attributes:
-      init: ``init(keys [n]) -> carry``: each seed's key split as ``trainers.run`` does, the
-        states initialised from the first halves.
-      chunk: ``chunk(carry, i) -> carry`` (``i`` an int32 scalar): updates
-        ``i * per_chunk`` .. ``(i + 1) * per_chunk - 1`` of every seed.
-      chunks, per_chunk, eval_every: from ``schedule``.
-      steps_per_update: environment steps of one update.
-    """
-
-    init: Callable
-    chunk: Callable
-    chunks: int
-    per_chunk: int
-    eval_every: int
-    steps_per_update: int
-
-    def curves(self, carry, to_host: Callable = jax.device_get) -> Curves:
-        """The ``Curves`` of a carry after the last chunk; ``to_host`` brings its [n, U]
-        buffers to NumPy (e.g. a multi-host gather)."""
-        ev, tr, gn = to_host(tuple(carry[2:]))
-        u = self.chunks * self.per_chunk
-        e = self.eval_every
-        return Curves(env_steps=self.steps_per_update * np.arange(1, u + 1),
-                      eval_env_steps=self.steps_per_update * e * np.arange(1, u // e + 1),
-                      eval_return=np.asarray(ev)[:, e - 1::e], train_return=np.asarray(tr),
-                      grad_norm=np.asarray(gn))
+    kind = inspect.Parameter
+    run.__signature__ = inspect.Signature(
+        [kind(n, kind.POSITIONAL_OR_KEYWORD) for n in ("items", "problem")]
+        + [kind(f, kind.KEYWORD_ONLY, default=getattr(cfg, f)) for f in cfg._fields])
+    return run
 
 
-def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1) -> SeedProgram:
-    """The init and chunk programs of ``cfg``'s trainer over a batch of seeds.
+def contender(config, settings: Settings = DEFAULT_SETTINGS, *,
+              grid: Sequence[Mapping] = ({},)) -> Contender:
+    """Your ``TrainConfig`` / ``PPOConfig`` as a contender of ``compare``.
 
     Args:
-      task: an ``envs.Task``.
-      cfg: ``TrainConfig`` or ``PPOConfig``; its ``num_updates`` is rounded up to whole
-        chunks (``schedule``).
-      chunks: scan chunks.
-      eval_every: evaluation period at most (``schedule``).
+      config: the trainer's config; its ``num_updates`` is the budget.
+      settings: ``chunks`` and ``eval_every`` of the run (``seeds.schedule``).
+      grid: declared points, each a dict of config fields to replace (tuned on the tuning
+        seeds), e.g. ``({"lr": 1e-3}, {"lr": 3e-3})``.
 
     Returns:
-      ``SeedProgram`` (pure functions: jit, export or shard them as you like).
+      ``Contender(run, grid)``, ``run(items, task, **fields)`` returning each seed's
+      ``final_return`` and ``auc`` (and its ``eval_return`` curve as a record).
 
     Raises:
-      TypeError: ``cfg`` is not a ``TrainConfig`` / ``PPOConfig``.
-      ValueError: ``chunks`` or ``eval_every`` is not a positive integer.
+      TypeError: ``config`` or ``settings`` of the wrong type; ``grid`` one dict rather than
+        a sequence of them.
+      ValueError: a field of ``config`` out of range; a ``grid`` point naming no field of
+        ``config`` or making it out of range.
     """
-    _check_cfg(cfg)
-    n_chunks, per_chunk, every = schedule(cfg.num_updates, chunks, eval_every)
-    num_updates = n_chunks * per_chunk
-    trainer = trainers.make_trainer(task, cfg._replace(num_updates=num_updates))
-
-    def init(keys):
-        ks = jax.vmap(jax.random.split)(keys)  # [n, 2]: as trainers.run splits each key
-        state = jax.vmap(trainer.init)(ks[:, 0])
-        buf = jnp.zeros((keys.shape[0], num_updates), jnp.float32)
-        return state, ks[:, 1], buf, buf, buf
-
-    def chunk(carry, i):
-        st, ks, ev, tr, gn = carry
-        start = i * per_chunk
-        st, info = jax.vmap(lambda k, s: trainers.scan_steps(k, trainer, s, start, per_chunk,
-                                                             every))(ks, st)
-        ev = jax.lax.dynamic_update_slice_in_dim(ev, info.eval_return, start, 1)
-        tr = jax.lax.dynamic_update_slice_in_dim(tr, info.train_return, start, 1)
-        gn = jax.lax.dynamic_update_slice_in_dim(gn, info.grad_norm, start, 1)
-        return st, ks, ev, tr, gn
-
-    return SeedProgram(init, chunk, n_chunks, per_chunk, every,
-                       trainers.env_steps_per_update(cfg))
+    if not isinstance(config, (TrainConfig, PPOConfig)):
+        raise TypeError(f"`config` must be a TrainConfig or a PPOConfig, got "
+                        f"{type(config).__name__}.")
+    _check_settings(settings)
+    if isinstance(grid, Mapping) or not isinstance(grid, Sequence) or not grid:
+        raise TypeError(f"`grid` must be a non-empty sequence of points (dicts of config "
+                        f"fields), got {grid!r}.")
+    what = f"a {type(config).__name__} contender"
+    _checked(config, f"`config` of {what}")
+    for p in grid:
+        if not isinstance(p, Mapping):
+            raise TypeError(f"`grid` points must be dicts of config fields, got {p!r}.")
+        bad = sorted(set(p) - set(config._fields))
+        if bad:
+            raise ValueError(f"`grid` of {what} names {bad}, which are not fields of "
+                             f"{type(config).__name__}.")
+        _checked(config._replace(**p), f"`grid` point {dict(p)} of {what}")
+    return Contender(_seed_run(config, settings, what), tuple(dict(p) for p in grid))
 
 
-def train_seeds(keys, task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1) -> Curves:
-    """Trains ``cfg``'s trainer on ``task`` from each of ``keys``.
+def _builtin(name: str):
+    """The factory of the built-in ``name``: its config at the call's settings, checked
+    before anything runs."""
 
-    Args:
-      keys: [n] typed PRNG keys, one per seed (``protocol.item_keys``).
-      task: an ``envs.Task``.
-      cfg: ``TrainConfig`` or ``PPOConfig``.
-      chunks: scan chunks (one compiled chunk program, run ``chunks`` times).
-      eval_every: evaluation period at most (``schedule``).
+    def make(context: protocol.Context) -> Contender:
+        cfg, _ = contender_config(name, context.settings)
+        what = f"contender {name!r}"
+        _checked(cfg, f"`settings` give {what} a bad {type(cfg).__name__}")
+        return Contender(_seed_run(cfg, context.settings, what))
 
-    Returns:
-      ``Curves`` of the n seeds.
-    """
-    keys = jnp.asarray(keys)
-    if keys.ndim != 1 or not jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
-        raise ValueError(f"`keys` must be [n] typed PRNG keys, got dtype {keys.dtype} and "
-                         f"shape {keys.shape}.")
-    prog = seed_program(task, cfg, chunks=chunks, eval_every=eval_every)
-    carry = jax.jit(prog.init)(keys)
-    chunk = jax.jit(prog.chunk)
-    for i in range(prog.chunks):
-        carry = chunk(carry, jnp.int32(i))
-    return prog.curves(carry)
+    return make
 
 
-def _eval_returns(eval_return) -> np.ndarray:
-    """``eval_return`` as float64 [n, E], E >= 1 (ValueError naming it otherwise)."""
-    ev = np.asarray(eval_return, np.float64)
-    validation.check_ndim("eval_return", ev, 2)
-    validation.check_nonempty("eval_return", ev, axis=1)
-    return ev
-
-
-def final_return(eval_return) -> np.ndarray:
-    """[n] per seed: the mean of the last 10% (at least one) of [n, E] evaluation returns.
-
-    Raises:
-      ValueError: ``eval_return`` is not [n, E] with E >= 1 (one seed's curve: ``[None]``).
-    """
-    ev = _eval_returns(eval_return)
-    return ev[:, -max(1, ev.shape[1] // 10):].mean(axis=1)
-
-
-def auc(eval_return) -> np.ndarray:
-    """[n] per seed: the mean of [n, E] evaluation returns (the area under the learning
-    curve per environment step, the evaluations being evenly spaced).
-
-    Raises:
-      ValueError: ``eval_return`` is not [n, E] with E >= 1.
-    """
-    return _eval_returns(eval_return).mean(axis=1)
-
-
-_METRIC_FNS = {"final_return": final_return, "auc": auc}
-
-
-def _task(problem) -> envs.Task:
+def _as_task(problem, settings) -> envs.Task:
+    del settings
     if isinstance(problem, envs.Task):
         return problem
     if isinstance(problem, str):
@@ -350,134 +243,39 @@ def _task(problem) -> envs.Task:
                     f"{type(problem).__name__}.")
 
 
-def _config_run(cfg, settings: Settings, metric: str, what: str):
-    fields = type(cfg)._fields
+SPEC = protocol.Spec(
+    name="rfo",
+    contenders={name: _builtin(name) for name in CONTENDERS},
+    defaults=DEFAULT_CONTENDERS,
+    metrics=tuple(Metric(m) for m in METRICS),
+    default_metrics=METRICS,
+    problem=_as_task,
+    settings=Settings,
+    check_settings=_check_settings,
+    tuning=0,
+    seeds=5,
+    summary="The RFO study's comparison on any task: every trainer on the same seeds at an "
+            "equal budget of environment steps.",
+    doc="""The problem is a task: a name of ``rfo.task_names()`` (built in, or yours through
+``rfo.register_task``) or an ``rfo.Task``.
 
-    def run(items, problem, **params):
-        bad = sorted(set(params) - set(fields))
-        if bad:
-            raise ValueError(f"the grid of {what} sets {bad}, which are not fields of "
-                             f"{type(cfg).__name__}.")
-        curves = train_seeds(items.keys, _task(problem), cfg._replace(**params),
-                             chunks=settings.chunks, eval_every=settings.eval_every)
-        if not np.all(np.isfinite(curves.eval_return)):
-            raise FloatingPointError(f"{what}: non-finite evaluation returns.")
-        return _METRIC_FNS[metric](curves.eval_return)
+* **Items are seeds.** Seed ``i`` of a split trains from ``protocol.item_keys(key, split,
+  i)`` (one half of it draws the initial weights and environments, the other the updates,
+  as ``rfo.run`` splits a key); every contender trains from the same keys.
+* **Contenders.** Built in (``rfo.CONTENDERS``): ``"rfo"``, ``"rfo_chunked"``, the
+  regulariser ablations ``"rfo_none"``, ``"rfo_stability"``, ``"rfo_exploration"``,
+  ``"shac_gaussian"`` (SHAC with a Gaussian policy), ``"apg"`` (critic-free, brax-style)
+  and ``"ppo"``; default RFO, SHAC-Gaussian, APG and PPO. Each is built from ``settings``
+  at the same budget of environment steps (``rfo.contender_config``); its grid points are
+  fields of its config, e.g. ``protocol.Builtin("rfo", grid=({"lr": 1e-3}, {"lr":
+  3e-3}))``. Your ``TrainConfig`` / ``PPOConfig``: ``rfo.contender(config, settings)``;
+  your ``protocol.Contender``: ``run(items, task, **params)`` returning
+  ``{"final_return": [n], "auc": [n]}``.
+* **Metrics** (one run gives both; higher is better): ``"final_return"``, the mean of the
+  last 10% of a seed's evaluation returns, and ``"auc"``, the mean of all of them (the
+  area under the learning curve per environment step); default both, the first tuned on.
+  Each seed's evaluation returns are kept as the record ``"eval_return"`` [n, E].
+* **Settings**: ``rfo.Settings`` (budget, sizes, coefficients, chunks, evaluation period).
+* **Pairs**: the first contender against each other one; no default goals.""")
 
-    return run
-
-
-def contender(spec, settings: Settings = DEFAULT_SETTINGS, *, grid: Sequence[Mapping] = ({},),
-              metric: str = "final_return") -> Contender:
-    """A ``protocol.Contender`` that trains ``spec`` on the problem's task per seed.
-
-    Args:
-      spec: a name of ``CONTENDERS`` (built from ``settings`` by ``contender_config``) or a
-        ``TrainConfig`` / ``PPOConfig`` of your own (its ``num_updates`` is the budget).
-      settings: the shared ``Settings`` (``chunks`` and ``eval_every`` apply to configs too).
-      grid: declared points, each a dict of config fields to replace (tuned on the tuning
-        seeds), e.g. ``({"lr": 1e-3}, {"lr": 3e-3})``.
-      metric: one of ``METRICS``.
-
-    Returns:
-      ``Contender(run, grid)`` with ``run(items, task, **fields) -> [n]`` per-seed values.
-
-    Raises:
-      ValueError: an unknown ``spec`` name or ``metric``, a ``grid`` point naming no config
-        field, bad ``settings`` (``contender_config``).
-      TypeError: ``grid`` is one dict rather than a sequence of them; ``spec`` or
-        ``settings`` of the wrong type.
-    """
-    validation.check_one_of("metric", metric, METRICS)
-    _check_settings(settings)
-    if isinstance(grid, Mapping):
-        raise TypeError(f"`grid` must be a sequence of points (dicts of config fields), got "
-                        f"one dict {dict(grid)!r}: wrap it as ({dict(grid)!r},).")
-    if isinstance(spec, str):
-        validation.check_one_of("spec", spec, CONTENDERS)
-        cfg, _ = contender_config(spec, settings)
-        what = f"contender {spec!r}"
-    elif isinstance(spec, (TrainConfig, PPOConfig)):
-        cfg, what = spec, f"a {type(spec).__name__} contender"
-    else:
-        raise TypeError(f"`spec` must be a name of {CONTENDERS} or a TrainConfig / PPOConfig, "
-                        f"got {type(spec).__name__}.")
-    grid = tuple(dict(p) for p in grid)
-    for p in grid:
-        bad = sorted(set(p) - set(type(cfg)._fields))
-        if bad:
-            raise ValueError(f"`grid` of {what} names {bad}, which are not fields of "
-                             f"{type(cfg).__name__}.")
-    return Contender(_config_run(cfg, settings, metric, what), grid or ({},))
-
-
-def contenders(names: Sequence[str] = DEFAULT_CONTENDERS, settings: Settings = DEFAULT_SETTINGS, *,
-               metric: str = "final_return") -> dict:
-    """``{name: contender(name, settings, metric=metric)}``: the named contenders with their
-    declared (one-point) grids, in order; default: RFO, SHAC (Gaussian), APG, PPO."""
-    if isinstance(names, str):
-        raise TypeError("`names` must be a sequence of contender names, not one string.")
-    for n in names:
-        validation.check_one_of("names", n, CONTENDERS)
-    return {n: contender(n, settings, metric=metric) for n in names}
-
-
-def compare(key, problem, *, contenders=DEFAULT_CONTENDERS, tuning: Tuning | int = 0,
-            seeds: int = 5, goals: Sequence[Goal] = (), pairs=None,
-            settings: Settings = DEFAULT_SETTINGS, metric: str = "final_return",
-            level: float = 0.95, resamples: int = 2000, batch: int | None = None,
-            progress=True, results_path=None) -> protocol.Comparison:
-    """The RFO study's comparison on ``problem`` (module docstring).
-
-    Args:
-      key: PRNG key: the seed keys and the bootstrap draws derive from it.
-      problem: a task name of ``rfo.task_names()`` (built in, or yours through
-        ``register_task``) or an ``rfo.Task``.
-      contenders: names of ``CONTENDERS`` (default: RFO, SHAC with a Gaussian policy, APG,
-        PPO), or a mapping name -> contender name | ``TrainConfig`` | ``PPOConfig`` |
-        ``protocol.Contender`` (whose ``run(items, task, **params)`` gets the ``Task``).
-      tuning: ``Tuning(items)`` or the number of tuning seeds (needed only by grids of
-        several points).
-      seeds: paired test seeds (>= 2).
-      goals: declared ``Goal(a, b, margin)`` (margin in return units).
-      pairs: declared differences (default: the first contender against each other one).
-      settings: ``Settings`` of the named contenders (budget, sizes, schedule).
-      metric: ``"final_return"`` or ``"auc"``.
-      level: CI level.
-      resamples: bootstrap resamples.
-      batch: seeds per training call (None: every seed of a phase in one vmapped program).
-      progress: True (lines on stderr), False, or ``progress(done, total, description)``.
-      results_path: JSON-lines file each call's per-seed values are appended to.
-
-    Returns:
-      ``protocol.Comparison`` (``table()``, ``to_dict()``, ``figure()``), metric
-      ``metric``, higher is better.
-
-    Raises:
-      ValueError / TypeError naming the argument.
-    """
-    validation.check_one_of("metric", metric, METRICS)
-    if not isinstance(settings, Settings):
-        raise TypeError(f"`settings` must be an rfo.Settings, got {type(settings).__name__}.")
-    task = _task(problem)
-    if isinstance(contenders, str):
-        raise TypeError("`contenders` must be a sequence of names or a mapping, not one "
-                        "string.")
-    if not isinstance(contenders, Mapping):
-        contenders = {n: n for n in contenders}
-    built = {}
-    for name, c in contenders.items():
-        if isinstance(c, Contender):
-            built[name] = c
-        elif isinstance(c, str) and c not in CONTENDERS:
-            raise ValueError(f"`contenders[{name!r}]` must name one of {CONTENDERS}, got "
-                             f"{c!r}.")
-        elif isinstance(c, (str, TrainConfig, PPOConfig)):
-            built[name] = contender(c, settings, metric=metric)
-        else:
-            raise TypeError(f"`contenders[{name!r}]` must be a contender name, a TrainConfig "
-                            f"/ PPOConfig or a protocol.Contender, got {type(c).__name__}.")
-    return protocol.compare(key, task, contenders=built, tuning=tuning, seeds=seeds,
-                            goals=goals, pairs=pairs, metric=metric, higher_is_better=True,
-                            level=level, resamples=resamples, batch=batch, progress=progress,
-                            results_path=results_path)
+compare = protocol.bind(SPEC)

@@ -63,9 +63,6 @@ Checks (eager, at the Python boundary, on concrete values; traced values pass):
     ``td_lambda``, ``target_alpha`` in [0, 1]; every float finite.
   * ``reset_envs`` / ``rollout`` / ``rollout_from``: ``num_envs`` and ``horizon``
     positive integers, ``horizon`` a multiple of ``cfg.chunk``.
-  * ``validate_config``: every field of an ``experiments/configs/rfo.py`` config, task
-    names, and ``num_seeds`` >= 2 (the summary computes confidence intervals); called
-    first thing by the ``experiments/rfo.py`` study.
 Inside the compiled update nothing is checked: non-finite gradient entries (known near
 contacts) are zeroed before the optimizer step, and ``Info.grad_norm`` (the
 norm before zeroing) is then non-finite: that is the flag the caller turns into an error.
@@ -577,59 +574,3 @@ def stability_term(key: PRNGKey, graphdef, params, buf: replay.Buffer, batch: in
     obs, acts, nonempty = replay.sample(k_sample, buf, batch)
     loss = regularizers.stability_loss(k_cfm, graphdef, params, obs, acts)
     return jnp.where(nonempty, loss, 0.0)
-
-
-def validate_config(config) -> None:
-    """Checks an ``experiments/configs/rfo.py`` config before any work is done.
-
-    Called first thing by the ``experiments/rfo.py`` study (method names are checked
-    there). Every numeric field gets a range check; ``num_seeds`` >= 2 because the summary
-    computes confidence intervals.
-
-    Raises:
-      ValueError: naming ``config.<field>``, the allowed range and the value.
-    """
-    for t in config.tasks:
-        validation.check_one_of("config.tasks", t, envs.task_names())
-    for t in config.get("task_methods", {}):
-        validation.check_one_of("config.task_methods", t, envs.task_names())
-    for t in config.get("task_env_steps", {}):
-        validation.check_one_of("config.task_env_steps", t, envs.task_names())
-        validation.check_positive_int(f"config.task_env_steps.{t}", config.task_env_steps[t])
-    validation.check_min_count("config.num_seeds", config.num_seeds, 2,
-                               "the summary computes 95% confidence intervals over seeds")
-    pint, pos, nonneg = validation.POSITIVE_INT, validation.POSITIVE, validation.NON_NEGATIVE
-    validation.check_fields(config, {
-        "env_steps": pint, "num_chunks": pint,
-        "common.num_envs": pint, "common.horizon": pint, "common.hidden": pint,
-        "common.eval_horizon": pint, "common.lr": pos, "common.gamma": (0.0, 1.0, False, True),
-        "rfo.chunk": pint, "rfo.ode_steps": pint, "rfo.stability_coef": nonneg,
-        "rfo.exploration_coef": nonneg, "rfo.buffer_size": pint, "apg.lr": pos,
-        "apg.lr_decay": (0.0, 1.0, False, True), "apg.grad_clip": pos,
-        "ppo.epochs": pint, "ppo.minibatches": pint,
-        "ppo.lr": pos,
-    })
-    limit = config.get("max_nonfinite_grad_share")
-    if limit is not None:
-        validation.check_in_range("config.max_nonfinite_grad_share", limit, 0.0, 1.0)
-    for name in ("common.lr", "ppo.lr", "rfo.stability_coef", "rfo.exploration_coef",
-                 "apg.lr", "apg.grad_clip"):
-        group, field = name.split(".")
-        if group in config and field in config[group]:
-            check_finite_fields(config[group], (field,), f"config.{group}")
-    c = config.common
-    if c.episode_length < 0 or c.episode_length % c.horizon:
-        raise ValueError(f"`config.common.episode_length`={c.episode_length} must be 0 or a "
-                         f"positive multiple of `config.common.horizon`={c.horizon}.")
-    steps_per_update = c.num_envs * c.horizon
-    budgets = [config.env_steps, *config.get("task_env_steps", {}).values()]
-    if min(budgets) < steps_per_update:
-        raise ValueError(f"`config.env_steps` (and each `config.task_env_steps`) must be >= "
-                         f"num_envs * horizon = {steps_per_update} (one update), got "
-                         f"{min(budgets)}.")
-    tp = config.get("throughput")
-    if tp is not None and tp.task:
-        validation.check_one_of("config.throughput.task", tp.task, envs.task_names())
-        validation.check_positive_int("config.throughput.horizon", tp.horizon)
-        for b in tp.batch_sizes:
-            validation.check_positive_int("config.throughput.batch_sizes", b)

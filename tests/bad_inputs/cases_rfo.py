@@ -323,28 +323,27 @@ def _tiny_cfg():
 
 CASES += [
     Case("rfo.compare: unknown task name", lambda: _rfo_compare("walker"), "`problem`"),
-    Case("rfo.compare: unknown metric", lambda: _rfo_compare(metric="return"), "`metric`"),
+    Case("rfo.compare: unknown metric", lambda: _rfo_compare(metrics=("return",)),
+         "`metrics`"),
     Case("rfo.comparison.contender: grid a single dict",
-         lambda: _comparison("contender", "rfo", grid={"lr": 1e-3}), "`grid`"),
-    Case("rfo.comparison.contender: unknown name", lambda: _comparison("contender", "sac"),
-         "`spec`"),
+         lambda: _comparison("contender", _tiny_cfg(), grid={"lr": 1e-3}), "`grid`"),
+    Case("rfo.comparison.contender: a built-in's name, not a config",
+         lambda: _comparison("contender", "rfo"), "`config`"),
     Case("rfo.comparison.contender_config: num_envs 0",
          lambda: _comparison("contender_config", "rfo", _settings(num_envs=0)),
          "`settings.num_envs`"),
     Case("rfo.comparison.contender_config: unknown name",
          lambda: _comparison("contender_config", "sac"), "`name`"),
-    Case("rfo.comparison.contenders: unknown name",
-         lambda: _comparison("contenders", ("rfo", "sac")), "`names`"),
-    Case("rfo.comparison.final_return: one seed's 1-D curve",
-         lambda: _comparison("final_return", np.ones(5)), "`eval_return`"),
-    Case("rfo.comparison.auc: no evaluations",
-         lambda: _comparison("auc", np.ones((3, 0))), "`eval_return`"),
-    Case("rfo.comparison.seed_program: cfg a Settings",
-         lambda: _comparison("seed_program", _task(), _settings()), "`cfg`"),
-    Case("rfo.comparison.seed_program: chunks 0",
-         lambda: _comparison("seed_program", _task(), _tiny_cfg(), chunks=0), "`chunks`"),
-    Case("rfo.comparison.train_seeds: one key, not [n] keys",
-         lambda: _comparison("train_seeds", jax.random.key(0), _task(), _tiny_cfg()), "`keys`"),
+    Case("rfo.seeds.final_return: one seed's 1-D curve",
+         lambda: _seeds("final_return", np.ones(5)), "`eval_return`"),
+    Case("rfo.seeds.auc: no evaluations",
+         lambda: _seeds("auc", np.ones((3, 0))), "`eval_return`"),
+    Case("rfo.seeds.seed_program: cfg a Settings",
+         lambda: _seeds("seed_program", _task(), _settings()), "`cfg`"),
+    Case("rfo.seeds.seed_program: chunks 0",
+         lambda: _seeds("seed_program", _task(), _tiny_cfg(), chunks=0), "`chunks`"),
+    Case("rfo.seeds.train_seeds: one key, not [n] keys",
+         lambda: _seeds("train_seeds", jax.random.key(0), _task(), _tiny_cfg()), "`keys`"),
     Case("rfo.env_steps_per_update: cfg a Settings",
          lambda: _trainers("env_steps_per_update", _settings()), "`cfg`"),
     # (the length is refused before the trainer or state is read: placeholders)
@@ -383,6 +382,12 @@ def _comparison(fn, *args, **kw):
     from jaxlab.rfo import comparison
 
     return getattr(comparison, fn)(*args, **kw)
+
+
+def _seeds(fn, *args, **kw):
+    from jaxlab.rfo import seeds
+
+    return getattr(seeds, fn)(*args, **kw)
 
 
 def _trainers(fn, *args, **kw):

@@ -4,7 +4,7 @@ The default run replaces the trainers by a cheap stand-in (an ``Algorithm`` whos
 are random walks of the update keys, drifting by the config's learning rate), so the
 seed keys, chunking, evaluation schedule, metrics and the paired analysis are checked in
 seconds against numpy; the ``slow`` test trains the real trainers through the binary and
-through ``rfo.compare`` and asserts identical comparisons.
+through ``rfo.compare`` and asserts identical comparisons of both metrics.
 """
 
 import jax
@@ -78,32 +78,39 @@ def _smoke(methods):
     return cfg
 
 
+def _row(public, metric):
+    """The summary's comparison row of ``metric`` from a ``Comparison``: its dict without
+    seconds, the other metrics or the per-seed records."""
+    out = public[metric].to_dict(seconds=False)
+    return {k: v for k, v in out.items() if k not in ("others", "records")}
+
+
 @pytest.mark.heavy
 def test_binary_summary_equals_public_compare(fake, tmp_path):
     """The binary's comparison rows (units, resumable chunks, exported programs) are
     ``rfo.compare`` on the same task key, contenders and settings, number for number."""
     cfg = _smoke(("rfo", "ppo"))
     summary = study.train_and_evaluate(experiment.EXPERIMENT, cfg, str(tmp_path))
-    for metric in rfo.comparison.METRICS:
-        public = rfo.compare(experiment.task_key(cfg, "pendulum"), "pendulum",
-                             contenders=cfg.methods, seeds=cfg.num_seeds,
-                             settings=experiment.settings(cfg, "pendulum"), metric=metric,
-                             progress=False)
-        assert summary["comparison"]["pendulum"][metric] == \
-            public.to_dict(seconds=False)
+    public = rfo.compare(experiment.task_key(cfg, "pendulum"), "pendulum",
+                         contenders=cfg.methods, seeds=cfg.num_seeds,
+                         settings=experiment.settings(cfg, "pendulum"), progress=False)
+    assert public.metrics == rfo.METRICS
+    for metric in rfo.METRICS:
+        assert summary["comparison"]["pendulum"][metric] == _row(public, metric)
     rows = dict(experiment.headline(summary))
     text = rows["pendulum: declared paired differences of final eval return (3 seeds, "
                 "paired bootstrap 95% CI)"]
     assert "rfo - ppo" in text
 
 
-def test_compare_values_are_the_metric_of_each_seeds_run(fake):
-    """Per-seed values against a numpy walk from the item keys; the difference and CI
-    against ``metrics.bootstrap_ci`` of the paired differences."""
+def test_compare_values_are_the_metrics_of_each_seeds_run(fake):
+    """Per-seed values of both metrics (one run) and the kept curves against a numpy walk
+    from the item keys; the difference and CI against ``metrics.bootstrap_ci`` of the
+    paired differences."""
     key = jax.random.key(5)
     s = _settings()
     out = rfo.compare(key, "pendulum", contenders=("rfo", "ppo"), seeds=4, settings=s,
-                      metric="final_return", resamples=300, progress=False)
+                      resamples=300, progress=False)
     keys = protocol.item_keys(key, "test", np.arange(4))
     for name in ("rfo", "ppo"):
         cfg, _ = rfo.contender_config(name, s)
@@ -111,41 +118,58 @@ def test_compare_values_are_the_metric_of_each_seeds_run(fake):
         walk = _fake_walk(keys, cfg, n_chunks * per)[:, every - 1::every]
         np.testing.assert_allclose(out.contenders[name].values,
                                    walk[:, -max(1, walk.shape[1] // 10):].mean(1), rtol=1e-5)
-    a, b = out.contenders["rfo"].values, out.contenders["ppo"].values
-    point, lo, hi = metrics.bootstrap_ci(jax.random.fold_in(key, 2),
-                                         lambda x, y: np.mean(x - y), (a, b), 300)
-    d = out.differences[0]
-    np.testing.assert_allclose([d.value, d.low, d.high], [point, lo, hi], rtol=1e-12)
+        np.testing.assert_allclose(out["auc"].contenders[name].values, walk.mean(1),
+                                   rtol=1e-5)
+        np.testing.assert_allclose(out.records[name]["eval_return"], walk, rtol=1e-5)
+    for metric in rfo.METRICS:
+        a, b = (out[metric].contenders[n].values for n in ("rfo", "ppo"))
+        point, lo, hi = metrics.bootstrap_ci(jax.random.fold_in(key, 2),
+                                             lambda x, y: np.mean(x - y), (a, b), 300)
+        d = out[metric].differences[0]
+        np.testing.assert_allclose([d.value, d.low, d.high], [point, lo, hi], rtol=1e-12)
     assert out.metric == "final_return" and out.higher_is_better
     assert "rfo - ppo" in out.table()
 
 
 def test_user_config_and_contender_and_tuning(fake, tmp_path):
-    """A TrainConfig of the user's, a hand-written Contender and a tuned named contender:
-    the grid point with the larger drift wins on the tuning seeds; a declared goal with
-    a large drift difference is met; per-seed values are written to the results file."""
+    """A TrainConfig of the user's (``rfo.contender``), a hand-written Contender and a
+    built-in with another grid, by mapping: the grid point with the larger drift wins on
+    the tuning seeds; a declared goal with a large drift difference is met; per-seed values
+    are written to the results file."""
     own = rfo.TrainConfig(policy="gaussian", num_envs=4, horizon=4, num_updates=6, lr=5e-3,
                           eval_horizon=4)
     seen = []
 
     def flat(items, task):
         seen.append((items.split, tuple(items.index), task.name))
-        return np.zeros(items.index.size)
+        return {m: np.zeros(items.index.size) for m in rfo.METRICS}
 
-    tuned = rfo.contender("rfo", _settings(), grid=({"lr": 1e-3}, {"lr": 4e-3}))
     path = tmp_path / "seeds.jsonl"
     out = rfo.compare(jax.random.key(0), "pendulum",
-                      contenders={"rfo": tuned, "mine": own,
+                      contenders={"rfo": protocol.Builtin("rfo", ({"lr": 1e-3}, {"lr": 4e-3})),
+                                  "mine": rfo.contender(own, _settings()),
                                   "flat": protocol.Contender(flat)},
-                      tuning=2, seeds=3, settings=_settings(), metric="auc",
+                      tuning=2, seeds=3, settings=_settings(), metrics=("auc", "final_return"),
                       goals=[protocol.Goal("rfo", "flat", 1.0)], progress=False,
                       results_path=path)
+    assert out.metrics == ("auc", "final_return")
     assert out.contenders["rfo"].params == {"lr": 4e-3}
     assert [p for p, _ in out.contenders["rfo"].tuning] == [{"lr": 1e-3}, {"lr": 4e-3}]
     assert seen == [("test", (0, 1, 2), "pendulum")]
-    assert out.goals[0].met
+    assert out.goals[0].met and out["final_return"].goals[0].met
     assert [d.b for d in out.differences] == ["mine", "flat"]
-    assert len(path.read_text().splitlines()) == 2 + 3  # two tuning calls, three test calls
+    assert "flat" not in out.records and out.records["mine"]["eval_return"].shape[0] == 3
+    # a start line, two tuning calls, three test calls
+    assert len(path.read_text().splitlines()) == 1 + 2 + 3
+
+
+def test_settings_as_a_dict_and_one_metric(fake):
+    """``settings`` as a dict of its fields is the ``Settings``; one metric by name."""
+    args = dict(contenders=("rfo", "ppo"), seeds=2, metrics=("auc",), progress=False)
+    by_dict = rfo.compare(jax.random.key(1), "pendulum", settings=_settings()._asdict(), **args)
+    by_tuple = rfo.compare(jax.random.key(1), "pendulum", settings=_settings(), **args)
+    assert by_dict.metrics == ("auc",)
+    assert by_dict.to_dict(seconds=False) == by_tuple.to_dict(seconds=False)
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -154,8 +178,8 @@ def test_user_config_and_contender_and_tuning(fake, tmp_path):
     ({"contenders": "rfo"}, "contenders"),
     ({"contenders": ("rfo", "sac")}, "contenders\\['sac'\\]"),
     ({"contenders": {"a": 1.0}}, "contenders\\['a'\\]"),
-    ({"metric": "median"}, "metric"),
-    ({"settings": {"num_envs": 4}}, "settings"),
+    ({"metrics": ("median",)}, "metrics"),
+    ({"settings": {"num_env": 4}}, "settings"),
     ({"seeds": 1}, "seeds"),
 ])
 def test_bad_calls_name_the_argument(kwargs, match):
@@ -165,11 +189,13 @@ def test_bad_calls_name_the_argument(kwargs, match):
         rfo.compare(jax.random.key(0), args.pop("problem"), **args)
 
 
-def test_contender_rejects_unknown_grid_fields_and_specs():
+def test_contender_rejects_unknown_grid_fields_and_configs():
     with pytest.raises(ValueError, match="grid"):
-        rfo.contender("rfo", grid=({"learning_rate": 1e-3},))
-    with pytest.raises(TypeError, match="spec"):
-        rfo.contender(3)
+        rfo.contender(rfo.TrainConfig(), grid=({"learning_rate": 1e-3},))
+    with pytest.raises(ValueError, match="grid"):
+        rfo.contender(rfo.TrainConfig(), grid=({"lr": -1.0},))
+    with pytest.raises(TypeError, match="config"):
+        rfo.contender("rfo")
     with pytest.raises(ValueError, match="name"):
         rfo.contender_config("sac")
 
@@ -200,6 +226,11 @@ def test_metrics_against_numpy():
     np.testing.assert_allclose(rfo.final_return(ev), ev[:, -2:].mean(1))
     np.testing.assert_allclose(rfo.auc(ev), ev.mean(1))
     np.testing.assert_allclose(rfo.final_return(ev[:, :3]), ev[:, 2])
+    curves = rfo.Curves(np.arange(20), np.arange(20), ev, ev, ev)
+    got = curves.metrics()
+    assert tuple(got) == rfo.METRICS
+    np.testing.assert_allclose(got["final_return"], ev[:, -2:].mean(1))
+    np.testing.assert_allclose(got["auc"], ev.mean(1))
 
 
 @pytest.mark.slow
@@ -212,8 +243,8 @@ def test_binary_summary_equals_public_compare_real_trainers(tmp_path):
     public = rfo.compare(experiment.task_key(cfg, "pendulum"), "pendulum",
                          contenders=cfg.methods, seeds=cfg.num_seeds,
                          settings=experiment.settings(cfg, "pendulum"), progress=False)
-    assert summary["comparison"]["pendulum"]["final_return"] == \
-        public.to_dict(seconds=False)
+    for metric in rfo.METRICS:
+        assert summary["comparison"]["pendulum"][metric] == _row(public, metric)
 
 
 def _guide_block():
@@ -259,6 +290,19 @@ def test_guide_protocol_block_is_short_and_imports_no_private_name():
 def test_guide_protocol_block_runs_whole():
     """The guide's block with its skipped lines run: every default contender trains on the
     user's task and the table prints (several minutes of MJX compiling on a CPU)."""
+    import doctest
+
+    _, section = _guide_block()
+    text = section.replace("  # doctest: +SKIP", "")
+    test = doctest.DocTestParser().get_doctest(text, {}, "rfo protocol", "rfo.rst", 0)
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS)
+    runner.run(test)
+    assert runner.summarize(verbose=False).failed == 0
+
+
+def test_guide_protocol_block_runs_whole_with_stand_in_trainers(fake):
+    """The guide's block with its skipped lines run, the trainers replaced by the stand-in:
+    the call as written is accepted and the table prints as shown (seconds)."""
     import doctest
 
     _, section = _guide_block()

@@ -211,10 +211,9 @@ def test_gae_and_td_lambda_still_jit_and_vmap():
 @pytest.mark.parametrize("preset", ["smoke", "quick", "full"])
 def test_rfo_presets_pass_validation_and_bad_fields_fail(preset):
     from experiments.configs import rfo as rfo_cfg
-    from jaxlab.rfo import train as rfo_train
 
     cfg = rfo_cfg.get_config(preset)
-    rfo_train.validate_config(cfg)
+    rfo_cfg.validate_config(cfg)
     cfg.common.lr = float("nan")
     with pytest.raises(ValueError, match="config.common.lr"):
-        rfo_train.validate_config(cfg)
+        rfo_cfg.validate_config(cfg)

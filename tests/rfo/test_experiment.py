@@ -128,7 +128,7 @@ def test_methods_are_named_for_what_they_run():
     """#18: ablations switch the regularisers; `apg` is brax's critic-free APG;
     `shac_gaussian` (the old "apg") keeps the SHAC critic."""
     cfg = rfo_cfg.get_config("cpu_ablation")
-    experiment._validate(cfg)
+    rfo_cfg.validate_config(cfg)
     assert set(cfg.methods) >= {"rfo_none", "rfo_stability", "rfo_exploration", "rfo",
                                 "shac_gaussian", "apg"}
     coefs = {m: (experiment.method_config(cfg, "pendulum", m)[0].stability_coef,
@@ -146,9 +146,9 @@ def test_methods_are_named_for_what_they_run():
     shac, _ = experiment.method_config(cfg, "pendulum", "shac_gaussian")
     assert (shac.policy, shac.critic, shac.grad_clip_mode) == ("gaussian", True, "global_norm")
     with pytest.raises(ValueError, match="rfo.buffer_size"):
-        experiment._validate(_with(cfg, **{"rfo.buffer_size": 0}))
+        rfo_cfg.validate_config(_with(cfg, **{"rfo.buffer_size": 0}))
     with pytest.raises(ValueError, match="apg.lr_decay"):
-        experiment._validate(_with(cfg, **{"apg.lr_decay": 1.5}))
+        rfo_cfg.validate_config(_with(cfg, **{"apg.lr_decay": 1.5}))
 
 
 def test_eval_every_is_the_largest_divisor_of_the_updates_per_chunk():
@@ -164,7 +164,7 @@ def test_eval_every_is_the_largest_divisor_of_the_updates_per_chunk():
     assert experiment.eval_every(_with(cfg, eval_every=1), mc) == 1
     for bad in (0, -2):  # (ml_collections itself refuses a float for this int field)
         with pytest.raises(ValueError, match="eval_every"):
-            experiment._validate(_with(cfg, eval_every=bad))
+            rfo_cfg.validate_config(_with(cfg, eval_every=bad))
 
 
 def test_declared_paired_differences_are_per_seed_differences_of_final_returns():
@@ -214,7 +214,7 @@ def test_soft_study_is_declared_with_equal_budgets_and_paired_seeds():
     method (within one update), no MJX throughput unit."""
     for arg, min_seeds in (("soft_study", 5), ("soft_smoke", 2)):
         cfg = rfo_cfg.get_config(arg)
-        experiment._validate(cfg)
+        rfo_cfg.validate_config(cfg)
         assert tuple(cfg.tasks) == ("soft_quadruped",) and cfg.throughput.task == ""
         assert {"rfo", "rfo_none", "shac_gaussian", "apg", "ppo"} == set(cfg.methods)
         assert cfg.num_seeds >= min_seeds
@@ -232,22 +232,30 @@ def test_soft_study_is_declared_with_equal_budgets_and_paired_seeds():
 
 
 def test_paired_ratio_of_mean_final_returns():
-    """``paired_ratio``: the ratio of means; an exact multiple has a zero-width CI; the CI
-    brackets the ratio and narrows with less noise; undefined when the rival's mean can
-    reach 0; the summary reports RFO / SHAC-Gaussian with the paper's value."""
+    """``paired_ratio``: the ratio of means; an exact multiple has a zero-width CI; the CI is
+    the percentile interval of the resampled ratios of means over the draws of
+    ``metrics.bootstrap_indices`` (numpy); undefined when the rival's mean can reach 0; the
+    summary reports RFO / SHAC-Gaussian with the paper's value and the comparison's key."""
+    import jax
+
+    from jaxlab.core import metrics
+
+    key = jax.random.key(3)
     rng = np.random.default_rng(1)
     b = 10 + rng.normal(size=6)
-    r = experiment.paired_ratio(2 * b, b)
+    r = experiment.paired_ratio(key, 2 * b, b)
     np.testing.assert_allclose([r["ratio"], r["ci_low"], r["ci_high"]], 2.0, rtol=1e-12)
-    wide, narrow = (experiment.paired_ratio(2 * b + s * rng.normal(size=6), b)
-                    for s in (3.0, 0.3))
-    for v in (wide, narrow):
-        assert v["defined"] and v["ci_low"] < v["ratio"] < v["ci_high"]
-    assert narrow["ci_high"] - narrow["ci_low"] < wide["ci_high"] - wide["ci_low"]
-    straddle = experiment.paired_ratio(b, np.array([-1.0, 2.0, -3.0, 4.0, 0.5, -0.5]))
+    a = 2 * b + 3.0 * rng.normal(size=6)
+    r = experiment.paired_ratio(key, a, b, resamples=500)
+    idx = np.asarray(metrics.bootstrap_indices(key, 6, 500))
+    want = np.percentile(a[idx].mean(1) / b[idx].mean(1), [2.5, 97.5])
+    np.testing.assert_allclose([r["ci_low"], r["ci_high"]], want, rtol=1e-12)
+    assert r["defined"] and r["ci_low"] < r["ratio"] < r["ci_high"]
+    assert r["ratio"] == pytest.approx(a.mean() / b.mean(), rel=1e-14)
+    straddle = experiment.paired_ratio(key, b, np.array([-1.0, 2.0, -3.0, 4.0, 0.5, -0.5]))
     assert not straddle["defined"] and np.isnan(straddle["ci_low"])
     with pytest.raises(ValueError, match="paired"):
-        experiment.paired_ratio(b, b[:3])
+        experiment.paired_ratio(key, b, b[:3])
     cfg = rfo_cfg.get_config("soft_study")
     out = {f"soft_quadruped_{m}": {"eval_return": rng.normal(size=(5, 20)) + 5 + i,
                                    "env_steps": np.arange(1, 21) * 1024, "wall_s": 1.0,
@@ -260,6 +268,9 @@ def test_paired_ratio_of_mean_final_returns():
              for m in ("rfo", "shac_gaussian")}
     assert got["ratio"] == pytest.approx(final["rfo"].mean() / final["shac_gaussian"].mean())
     assert got["paper"] == 2.0 and got["seeds"] == 5
+    same_draws = experiment.paired_ratio(experiment.bootstrap_key(cfg, "soft_quadruped"),
+                                         final["rfo"], final["shac_gaussian"])
+    assert (got["ci_low"], got["ci_high"]) == (same_draws["ci_low"], same_draws["ci_high"])
     rows = dict(experiment.headline(s))
     key = ("soft_quadruped: declared ratio of mean final eval returns rfo / shac_gaussian "
            "(5 seeds, paired-bootstrap 95% CI)")

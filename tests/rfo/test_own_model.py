@@ -95,4 +95,4 @@ def test_config_limit_is_checked_and_keys_the_unit_only_when_set():
     assert exp.run_spec(c, t, m)["max_nonfinite_grad_share"] == 0.1
     c.max_nonfinite_grad_share = -0.1
     with pytest.raises(ValueError, match="`config.max_nonfinite_grad_share`"):
-        train.validate_config(c)
+        rfo_configs.validate_config(c)
