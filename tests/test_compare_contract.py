@@ -45,7 +45,12 @@ def test_every_compare_is_its_spec_bound(name):
 def defaults_line(name: str) -> str:
     """The docs line of a method's defaults, from its spec."""
     spec = importlib.import_module(f"jaxlab.{name}").comparison.SPEC
-    metrics = spec.default_metrics or ("(the first declared)",)
+    metrics = spec.default_metrics
+    if metrics is None:
+        metrics = ((spec.metrics[0].name,) if not callable(spec.metrics)
+                   else ("the problem's first",))
+    elif callable(metrics):
+        metrics = ("as the problem names them",)
     return (f"* ``{name}.compare``: contenders {', '.join(spec.defaults)}; tuning "
             f"{spec.tuning}, seeds {spec.seeds}; metrics {', '.join(metrics)}")
 

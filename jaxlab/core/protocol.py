@@ -448,7 +448,8 @@ def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
         elif not isinstance(c, Contender):
             raise TypeError(f"`contenders[{name!r}]` must be a built-in name, a "
                             f"protocol.Builtin or a protocol.Contender, got "
-                            f"{type(c).__name__}.")
+                            f"{type(c).__name__} (a method's own factory, such as "
+                            "rfo.contender(config), makes a Contender of a config).")
         if not callable(c.run):
             raise TypeError(f"`contenders[{name!r}].run` must be callable.")
         stages = _grid_points(name, c.grid)
@@ -903,10 +904,25 @@ def bind(spec: Spec) -> Callable[..., Comparison]:
     return bound
 
 
+def _wrapped(text: str, indent: str = "    ") -> str:
+    """``text`` wrapped at 88 characters, later lines indented (a docstring's Args entry)."""
+    import textwrap
+    return textwrap.fill(text, 88, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False).lstrip()
+
+
 def _docstring(spec: Spec) -> str:
     metric_names = [m.name for m in spec.metrics] if not callable(spec.metrics) else None
     metrics_line = (f"names among {tuple(metric_names)}" if metric_names
                     else "names of the method's metrics")
+    contenders_doc = _wrapped(
+        f"contenders: built-in names among {tuple(spec.contenders)} (default "
+        f"{spec.defaults}), or a mapping, name to a built-in name, "
+        "``protocol.Builtin(name, grid)`` or your own ``protocol.Contender``; the table "
+        "keeps this order.")
+    metrics_doc = _wrapped(
+        f"metrics: {metrics_line}, or ``protocol.Metric`` objects for contenders of your "
+        "own; the first is tuned on. None: the method's default.")
     return f"""{spec.summary or f"The {spec.name} comparison (``jaxlab.core.protocol``)."}
 
 {spec.doc}
@@ -914,17 +930,14 @@ def _docstring(spec: Spec) -> str:
 Args:
   key: PRNG key: the items' keys and the bootstrap draws derive from it.
   problem: the problem every contender runs on (above).
-  contenders: built-in names among {tuple(spec.contenders)} (default {spec.defaults}), or a
-    mapping, name to a built-in name, ``protocol.Builtin(name, grid)`` or your own
-    ``protocol.Contender``; the table keeps this order.
+  {contenders_doc}
   tuning: tuning items (an int or ``protocol.Tuning``; default {spec.tuning}), disjoint
     from the test items.
   seeds: paired test items, >= 2 (default {spec.seeds}).
   goals: declared ``protocol.Goal`` objects; None: the method's claims about the contenders
     compared; ``()``: none.
   pairs: declared differences ``((a, b), ...)``; None: the method's.
-  metrics: {metrics_line}, or ``protocol.Metric`` objects for contenders of your own; the first is
-    tuned on. None: the method's default.
+  {metrics_doc}
   settings: the method's settings (above), or a dict of their fields; None: defaults.
   batch: items per contender call (None: the method's default).
   level: CI level in (0, 1).
