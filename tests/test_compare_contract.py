@@ -38,7 +38,7 @@ def test_every_compare_is_its_spec_bound(name):
     assert isinstance(spec, protocol.Spec)
     assert mod.compare.__doc__ == protocol.bind(spec).__doc__
     assert set(spec.defaults) <= set(spec.contenders)
-    for goal in spec.goals(spec.defaults):
+    for goal in spec.goals(spec.defaults, ()):
         assert goal.a in spec.defaults and goal.b in spec.defaults
 
 

@@ -48,9 +48,11 @@ def _snapshot(root: str) -> dict:
 
 # (file relative to ROOT, function) allowed to write: it writes where its caller says.
 # ``protocol.compare`` appends per-item values to the file its caller names
-# (``results_path``) and reports progress on stderr unless ``progress=False``.
+# (``results_path``, its folder created) and reports progress on stderr unless
+# ``progress=False``; ``dllm.save_denoiser`` / ``save_value_head`` write the folder named.
 ALLOWED_WRITERS = {("jaxlab/dllm/loading.py", "save_params"),
-                   ("jaxlab/core/protocol.py", "write"), ("jaxlab/core/protocol.py", "__call__")}
+                   ("jaxlab/core/protocol.py", "write"), ("jaxlab/core/protocol.py", "__call__"),
+                   ("jaxlab/core/protocol.py", "__init__"), ("jaxlab/dllm/weights.py", "_save")}
 MACHINE_CALLS = {"makedirs", "mkdir", "getloadavg", "getrusage", "remove", "replace",
                  "rename", "savez", "savez_compressed", "save"}
 

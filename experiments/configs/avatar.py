@@ -24,7 +24,6 @@ compiled at the full shapes) are ~70 [n1, n2] float32 per seed with this strateg
 import ml_collections
 import numpy as np
 
-from jaxlab.avatar import datasets, loop, tasks, utilities
 from jaxlab.core import validation
 
 
@@ -111,6 +110,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
 def validate_config(config) -> None:
     """Checks an AvAtar experiment config (``get_config``'s); raises ValueError
     naming ``config.<field>``. ``num_seeds`` >= 2 because a 95% CI is computed over seeds."""
+    # imported here: a config loads without its method's package
+    from jaxlab.avatar import datasets, loop, tasks, utilities
+
     validation.check_fields(config, {
         "epsilon": validation.POSITIVE, "rounds": validation.POSITIVE_INT,
         "test_frac": validation.UNIT_OPEN_RIGHT, "init_frac": validation.UNIT_OPEN_RIGHT,

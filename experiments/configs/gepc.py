@@ -5,7 +5,6 @@ import ml_collections
 import numpy as np
 
 from jaxlab.core import validation
-from jaxlab.gepc import groups, residual, scoring
 
 
 def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
@@ -94,6 +93,9 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
 def validate_config(config) -> None:
     """Checks a GEPC experiment config (``get_config``'s); raises ValueError naming
     ``config.<field>``. ``bootstrap`` >= 2 because a bootstrap CI of the AUROC is computed."""
+    # imported here: a config loads without its method's package
+    from jaxlab.gepc import groups, residual, scoring
+
     validation.check_fields(config, {
         "image_size": validation.POSITIVE_INT, "train_per_class": validation.POSITIVE_INT,
         "test_per_class": validation.POSITIVE_INT, "num_ood": validation.POSITIVE_INT,

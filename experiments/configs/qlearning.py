@@ -16,7 +16,6 @@ import ml_collections
 import numpy as np
 
 from jaxlab.core import validation
-from jaxlab.qlearning import periodic_q
 
 FAMILIES = ("garnet", "chain", "sparse", "bernoulli")
 INNER_LOOPS = ("sgd", "running_mean")
@@ -105,6 +104,9 @@ def validate_config(config) -> None:
     Raises:
       ValueError: naming ``config.<field>``, the allowed range and the value.
     """
+    # imported here: a config loads without its method's package
+    from jaxlab.qlearning import periodic_q
+
     families = FAMILIES
     if len(config.families) == 0:
         raise ValueError("`config.families` must be non-empty.")

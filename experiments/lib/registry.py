@@ -17,7 +17,7 @@ __all__ = ["LARGER_RUNS", "METHODS", "SUITE_EXTRAS", "LargerRun", "Method", "exp
 
 def method(name: str) -> Method:
     """The ``Method`` called ``name`` (``METHODS`` or the suite's ``SUITE_EXTRAS``)."""
-    known = suite_methods()
+    known = {**METHODS, **SUITE_EXTRAS}  # this module's names, read at call time
     if name not in known:
         raise ValueError(f"unknown method {name!r}; choose from {sorted(known)}.")
     return known[name]

@@ -184,7 +184,8 @@ SPEC = protocol.Spec(
     defaults=tuple(CONTENDERS),
     metrics=METRICS,
     default_metrics=("density",),
-    goals=lambda names: default_goals("density"),
+    goals=lambda names, metrics: tuple(g._replace(metric=m) for m in metrics
+                                       for g in default_goals(m)),
     problem=_as_problem,
     settings=Settings,
     check_settings=_check_settings,

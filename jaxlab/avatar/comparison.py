@@ -283,7 +283,7 @@ def _as_problem(task, settings: Settings):
     return task
 
 
-def _goals(names):
+def _goals(names, metrics):
     return tuple(protocol.Goal(a, b) for a, b in declared_pairs(names))
 
 

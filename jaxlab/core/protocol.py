@@ -167,8 +167,8 @@ class Context(NamedTuple):
     metrics: tuple
 
 
-def _no_goals(names):
-    del names
+def _no_goals(names, metrics):
+    del names, metrics
     return ()
 
 
@@ -184,8 +184,9 @@ class Spec(NamedTuple):
         e.g. a censoring value); the first is tuned on.
       default_metrics: the metric names compared when ``metrics`` is left out (or
         ``default_metrics(problem, settings) -> names``; None: the first only).
-      goals: ``goals(names) -> goals`` (``Goal`` objects), the paper's claims about the
-        contenders named (those whose contenders and metric are compared are kept).
+      goals: ``goals(names, metrics) -> goals`` (``Goal`` objects), the paper's claims
+        about the contenders and metrics named (those whose contenders and metric are
+        compared are kept).
       pairs: ``pairs(names) -> ((a, b), ...)``; None: the first against each other one.
       problem: ``problem(problem, settings) -> problem``: checks (and builds) the problem.
       settings: the method's settings class (a NamedTuple with defaults), or None.
@@ -643,7 +644,7 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
     p = _prepare(spec, key, problem, contenders, tuning, seeds, metrics, settings, batch)
     names = tuple(p.contenders)
     if goals is None:
-        goals = tuple(g for g in spec.goals(names) if g.a in p.contenders
+        goals = tuple(g for g in spec.goals(names, tuple(p.metric_names)) if g.a in p.contenders
                       and g.b in p.contenders and (g.metric is None or g.metric in p.metric_names))
     if pairs is None and spec.pairs is not None:
         pairs = spec.pairs(names)

@@ -445,7 +445,7 @@ SPEC = protocol.Spec(
     contenders={n: functools.partial(_builtin, n) for n in _BUILTINS},
     defaults=CONTENDERS,
     metrics=(protocol.Metric("accuracy", higher_is_better=True, bounds=(0.0, 1.0)),),
-    goals=default_goals,
+    goals=lambda names, metrics: default_goals(names),
     problem=_check_problem,
     tuning=64, seeds=256,
     summary="The POKE-SMC paper's comparison on your task and denoiser: POKE-SMC against "

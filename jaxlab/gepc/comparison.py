@@ -266,7 +266,7 @@ SPEC = protocol.Spec(
     contenders={name: (lambda ctx, n=name: _builtin(n, ctx)) for name in CONTENDERS},
     defaults=tuple(CONTENDERS),
     metrics=(AUROC,),
-    goals=lambda names: DEFAULT_GOALS,
+    goals=lambda names, metrics: DEFAULT_GOALS,
     problem=_as_problem,
     settings=Settings,
     check_settings=_check_settings,

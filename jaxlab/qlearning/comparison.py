@@ -158,7 +158,8 @@ SPEC = protocol.Spec(
     contenders=_Builtins(),
     defaults=("theory", "constant"),
     metrics=_metrics,
-    goals=lambda names: (protocol.Goal("theory", "constant"),),
+    goals=lambda names, metrics: tuple(protocol.Goal("theory", "constant", metric=m)
+                                       for m in metrics),
     problem=_as_problem,
     tuning=4,
     seeds=8,

@@ -120,6 +120,10 @@ CASES = _resampler_cases() + [
         progress=False), "`seeds`"),
     Case("analysis.analyse: resamples 1", lambda: analysis.analyse(
         KEY, {"a": np.ones(3), "b": np.zeros(3)}, resamples=1), "`resamples`"),
+    Case("protocol.tune: a grid of several points and no tuning items", lambda: protocol.tune(
+        KEY, None, contenders={"a": protocol.Contender(lambda i, p, *, x: 0, ({"x": 1},
+                                                                           {"x": 2}))},
+        tuning=0, progress=False), "`tuning`"),
     Case("protocol.bind: a dict for the spec", lambda: protocol.bind({"name": "x"}), "`spec`"),
     Case("protocol.compare: tuning True", lambda: protocol.compare(
         KEY, None, contenders={"a": protocol.Contender(_one_point)}, tuning=True,

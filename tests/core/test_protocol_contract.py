@@ -222,7 +222,7 @@ def _spec(calls):
 
     return Spec("toy", {"mine": maker, "other": lambda ctx: Contender(_const(0.0))},
                 ("mine", "other"), (Metric("score", bounds=(0, 10)),),
-                goals=lambda names: (Goal("mine", "other"),), tuning=2, seeds=3)
+                goals=lambda names, metrics: (Goal("mine", "other"),), tuning=2, seeds=3)
 
 
 def test_a_bound_spec_has_the_common_signature_and_its_defaults():
@@ -249,7 +249,7 @@ def test_the_settings_of_a_spec_are_its_class_or_a_dict_of_its_fields():
     seen = []
     spec = _spec([])._replace(settings=Settings, contenders={
         "s": lambda ctx: seen.append(ctx.settings) or Contender(_const(1.0))}, defaults=("s",),
-        goals=lambda names: ())
+        goals=lambda names, metrics: ())
     compare = protocol.bind(spec)
     compare(K(0), None, settings={"size": 5}, progress=False)
     compare(K(0), None, progress=False)
