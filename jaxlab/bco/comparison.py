@@ -67,6 +67,18 @@ def _sqrt_d_contender() -> protocol.Contender:
     return protocol.Contender(run_items)
 
 
+def _check_grid(name: str, points) -> None:
+    """A ``protocol.Builtin`` grid's step multipliers (finite, > 0), before anything runs."""
+    for i, point in enumerate(points):
+        if "multiplier" in point:
+            where = f"contenders[{name!r}] grid[{i}]['multiplier']"
+            m = point["multiplier"]
+            if isinstance(m, bool) or not isinstance(m, (int, float, np.number)):
+                raise TypeError(f"`{where}` must be a number, got {type(m).__name__}.")
+            validation.check_in_range(where, float(m), 0.0, low_inclusive=False)
+            validation.check_finite(where, float(m))
+
+
 SPEC = protocol.Spec(
     name="bco",
     contenders={"gradient_variation": lambda ctx: two_point_contender(True),
@@ -77,6 +89,7 @@ SPEC = protocol.Spec(
         protocol.Metric(problem.metric_name, higher_is_better=False),),
     goals=lambda names, metrics: (protocol.Goal("gradient_variation", "agarwal2010"),),
     problem=lambda problem, settings: check_problem(problem),
+    check_grid=_check_grid,
     tuning=4,
     seeds=8,
     summary="The paper's comparison on any loss sequence: final regret of the optimistic "

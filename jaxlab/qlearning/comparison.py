@@ -139,6 +139,15 @@ class _Builtins(Mapping):
         return 3
 
 
+def _check_grid(name: str, points) -> None:
+    """A ``protocol.Builtin`` grid's values, before anything runs."""
+    for i, point in enumerate(points):
+        if "period" in point:
+            _check_period(f"contenders[{name!r}] grid[{i}]['period']", point["period"])
+        if "base" in point:
+            _check_base(f"contenders[{name!r}] grid[{i}]['base']", point["base"])
+
+
 def _as_problem(given, settings) -> Problem:
     del settings
     if isinstance(given, TabularMDP):
@@ -161,6 +170,7 @@ SPEC = protocol.Spec(
     goals=lambda names, metrics: tuple(protocol.Goal("theory", "constant", metric=m)
                                        for m in metrics),
     problem=_as_problem,
+    check_grid=_check_grid,
     tuning=4,
     seeds=8,
     summary="The paper's comparison on any MDP: samples to eps of the theory period schedule "

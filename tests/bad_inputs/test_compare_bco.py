@@ -166,7 +166,11 @@ def test_what_an_own_contender_returns_is_checked(prob, make, error, match):
     assert mine.calls == 1
 
 
-def test_a_builtin_grid_point_out_of_range_names_the_parameter(prob):
-    # Grid values of a Builtin reach the built-in's run (the core checks keys only).
-    with pytest.raises(ValueError, match="`multipliers`"):
-        _call(prob, contenders={AG: Builtin(AG, grid=[{"multiplier": -1.0}])}, tuning=0)
+def test_a_builtin_grid_point_out_of_range_names_the_parameter(prob, monkeypatch):
+    # A Builtin's grid values are checked by the spec before anything runs.
+    monkeypatch.setattr(comparison, "final_regrets", _never_runs)
+    first = Recorder()
+    with pytest.raises(ValueError, match=r"grid\[0\]\['multiplier'\]"):
+        _call(prob, contenders={"mine": Contender(first.run),
+                                AG: Builtin(AG, grid=[{"multiplier": -1.0}])}, tuning=0)
+    assert first.calls == 0

@@ -176,8 +176,12 @@ def test_inf_is_a_censored_run_not_an_error(prob):
     assert r.censored.all() and (r.values == prob.num_samples).all()
 
 
-def test_a_builtin_grid_point_out_of_range_names_the_parameter(prob):
-    # Grid values of a Builtin reach the built-in's run (the core checks keys only).
-    with pytest.raises(ValueError, match="`period`"):
-        _call(prob, contenders={"constant": Builtin("constant", grid=[{"period": 0}])},
+def test_a_builtin_grid_point_out_of_range_names_the_parameter(prob, monkeypatch):
+    # A Builtin's grid values are checked by the spec before anything runs.
+    monkeypatch.setattr(comparison, "samples_to_eps", _never_runs)
+    first = Recorder()
+    with pytest.raises(ValueError, match=r"grid\[0\]\['period'\]"):
+        _call(prob, contenders={"mine": Contender(first.run),
+                                "constant": Builtin("constant", grid=[{"period": 0}])},
               tuning=0)
+    assert first.calls == 0
