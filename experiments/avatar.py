@@ -194,8 +194,8 @@ def task_comparison(c, result: dict, p: int) -> core_protocol.Comparison:
         if out and not all(np.isfinite(v).all() for v in values.values()):
             continue
         out.append(core_protocol.analyse(
-            key, values, pairs=pairs, goals=tuple(core_protocol.Goal(a, b) for a, b in pairs),
-            metric=name))
+            key, values, pairs=pairs,
+            goals=tuple(core_protocol.Goal(a, b, metric=name) for a, b in pairs), metric=name))
     return dataclasses.replace(out[0], others={r.metric: r for r in out[1:]})
 
 

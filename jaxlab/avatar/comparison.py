@@ -284,7 +284,9 @@ def _as_problem(task, settings: Settings):
 
 
 def _goals(names, metrics):
-    return tuple(protocol.Goal(a, b) for a, b in declared_pairs(names))
+    """The paper's claim on each declared pair, judged on every metric compared."""
+    return tuple(protocol.Goal(a, b, metric=m) for m in metrics
+                 for a, b in declared_pairs(names))
 
 
 SPEC = protocol.Spec(

@@ -18,7 +18,6 @@ import os
 from typing import Any, NamedTuple
 
 import jax
-import orbax.checkpoint as ocp
 
 from jaxlab.dllm import model as model_lib
 from jaxlab.dllm import poke
@@ -66,7 +65,15 @@ def read_record(path: str) -> dict:
     return record
 
 
+def _orbax():
+    """orbax.checkpoint, imported when weights are saved or loaded (``import jaxlab.dllm``
+    loads no checkpointing library)."""
+    import orbax.checkpoint as ocp
+    return ocp
+
+
 def _save(path, params, step: int, record: dict) -> None:
+    ocp = _orbax()
     path = os.path.abspath(os.fspath(path))
     if not isinstance(step, int) or isinstance(step, bool) or step < 0:
         raise ValueError(f"`step` must be a non-negative int, got {step!r}.")
@@ -82,6 +89,7 @@ def _save(path, params, step: int, record: dict) -> None:
 
 
 def _restore(path: str, template, what: str):
+    ocp = _orbax()
     if not os.path.isdir(path):
         raise FileNotFoundError(f"`path` {path!r}: no saved {what} there (no such folder).")
     with ocp.CheckpointManager(path) as manager:
