@@ -57,6 +57,7 @@ import json
 import math
 import os
 import sys
+import textwrap
 import time
 import uuid
 import warnings
@@ -396,8 +397,9 @@ def _check_params(name: str, run, stages: tuple) -> None:
                          "never sets.")
 
 
-def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
-    """The call's contenders, name to ``Contender``, built-ins made from ``context``."""
+def _resolve_contenders(spec: Spec, contenders, context: Context) -> tuple[dict, list]:
+    """(the call's contenders, name to ``Contender``, built-ins made from ``context``;
+    the names of the built-in ones)."""
     if contenders is None:
         contenders = spec.defaults
         if not contenders:
@@ -428,7 +430,7 @@ def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
     if repeated:
         raise ValueError(f"`contenders` names must be unique, got {repeated} more than once.")
     known = tuple(spec.contenders)
-    out = {}
+    out, builtins = {}, []
     for name, c in entries:
         if isinstance(c, str):
             c = Builtin(c)
@@ -436,6 +438,7 @@ def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
             raise TypeError(f"`contenders[{name!r}]` is None: name the built-in contender "
                             f"(one of {known}) or pass a protocol.Contender.")
         if isinstance(c, Builtin):
+            builtins.append(name)
             if c.name not in spec.contenders:
                 raise ValueError(f"`contenders[{name!r}]` names {c.name!r}, which is not a "
                                  f"built-in contender of {spec.name}: one of {known}.")
@@ -457,7 +460,7 @@ def _resolve_contenders(spec: Spec, contenders, context: Context) -> dict:
         _check_params(name, c.run, stages)
         out[name] = c._replace(grid=Stages(stages) if isinstance(c.grid, Stages)
                                else stages[0])
-    return out
+    return out, builtins
 
 
 def _all_metrics(spec: Spec, problem, settings) -> tuple:
@@ -465,8 +468,8 @@ def _all_metrics(spec: Spec, problem, settings) -> tuple:
     return tuple(ms)
 
 
-def _resolve_metrics(spec: Spec, metrics, problem, settings) -> tuple:
-    declared = {m.name: m for m in _all_metrics(spec, problem, settings)}
+def _resolve_metrics(spec: Spec, metrics, problem, settings, declared: dict) -> tuple:
+    """The call's metrics (``declared``: the spec's, name to ``Metric``)."""
     if metrics is None:
         names = spec.default_metrics
         if callable(names):
@@ -649,9 +652,8 @@ def compare(key: PRNGKey, problem, *, contenders=None, tuning=None, seeds=None, 
     if pairs is None and spec.pairs is not None:
         pairs = spec.pairs(names)
     pairs, goals = check_declarations(names, pairs, goals, level, resamples, p.metric_names)
-    runner = _runner(spec, p, progress, results_path)
     with _CompileClock() as clock:
-        runner.clock = clock
+        runner = _runner(spec, p, progress, results_path, clock)
         chosen, rows, stage_rows = {}, {}, {}
         for name in names:
             chosen[name], rows[name], stage_rows[name] = runner.tune(name)
@@ -681,9 +683,8 @@ def tune(key: PRNGKey, problem, *, contenders=None, tuning=None, metrics=None, s
       ``Tuned``.
     """
     p = _prepare(spec, key, problem, contenders, tuning, None, metrics, settings, batch)
-    runner = _runner(spec, p, progress, results_path)
     with _CompileClock() as clock:
-        runner.clock = clock
+        runner = _runner(spec, p, progress, results_path, clock)
         picks = {name: runner.tune(name) for name in p.contenders}
     return Tuned({n: v[0] for n, v in picks.items()}, {n: v[1] for n, v in picks.items()},
                  {n: v[2] for n, v in picks.items()}, tuple(runner.notes))
@@ -712,12 +713,13 @@ def _prepare(spec, key, problem, contenders, tuning, seeds, metrics, settings,
     seeds = _count("seeds", spec.seeds if seeds is None else seeds, 2, "paired test items")
     if batch is not None:
         batch = _count("batch", batch, 1, "items per call")
-    chosen_metrics = _resolve_metrics(spec, metrics, problem, settings)
+    declared = {m.name: m for m in _all_metrics(spec, problem, settings)}
+    chosen_metrics = _resolve_metrics(spec, metrics, problem, settings, declared)
     context = Context(problem, settings, tuning, seeds, batch, chosen_metrics)
     if batch is None and spec.batch is not None:
         batch = spec.batch(context)
         context = context._replace(batch=batch)
-    cs = _resolve_contenders(spec, contenders, context)
+    cs, builtins = _resolve_contenders(spec, contenders, context)
     tuned = [n for n, c in cs.items()
              if isinstance(c.grid, Stages) and any(len(s) > 1 for s in c.grid.stages)
              or not isinstance(c.grid, Stages) and len(c.grid) > 1]
@@ -725,29 +727,23 @@ def _prepare(spec, key, problem, contenders, tuning, seeds, metrics, settings,
         raise ValueError(f"`tuning` must hold at least one item: contenders {tuned} declare "
                          "grids with several points.")
     metric_names = [m.name for m in chosen_metrics]
-    declared = frozenset(m.name for m in _all_metrics(spec, problem, settings))
     foreign = [m for m in metric_names if m not in declared]
-    builtins = [n for n, c in (contenders.items() if isinstance(contenders, Mapping) else
-                               ((n, n) for n in (contenders or spec.defaults)))
-                if isinstance(c, (str, Builtin))]
     if foreign and builtins:
         raise ValueError(f"`metrics` {foreign} are not metrics of {spec.name}, so its built-in "
                          f"contenders {builtins} cannot report them.")
     if spec.check_items is not None:
         spec.check_items(problem, settings, tuning, seeds)
-    return _Prepared(key, problem, settings, cs, chosen_metrics, metric_names, declared,
-                     tuning, seeds, batch)
+    return _Prepared(key, problem, settings, cs, chosen_metrics, metric_names,
+                     frozenset(declared), tuning, seeds, batch)
 
 
-def _runner(spec: Spec, p: _Prepared, progress, results_path) -> "_Runner":
-    report = _reporter(progress)
+def _runner(spec: Spec, p: _Prepared, progress, results_path,
+            clock: _CompileClock) -> "_Runner":
     run_id = uuid.uuid4().hex[:12]
     log = _Log(results_path, run_id, {
         "method": spec.name, "contenders": list(p.contenders), "tuning": p.tuning,
         "seeds": p.seeds, "metrics": p.metric_names})
-    runner = _Runner(p.key, p.problem, p.contenders, p.metrics, p.tuning, p.batch, report, log)
-    runner.declared, runner.run_id = p.declared, run_id
-    return runner
+    return _Runner(p, _reporter(progress), log, run_id, clock)
 
 
 def _resolve_settings(spec: Spec, settings):
@@ -776,13 +772,13 @@ def _resolve_settings(spec: Spec, settings):
 class _Runner:
     """Runs contenders on items: chunks, timing, value checks, the results log."""
 
-    def __init__(self, key, problem, contenders, metrics, tuning, batch, report, log):
-        self.key, self.problem, self.contenders = key, problem, contenders
-        self.metrics, self.tuning, self.batch = metrics, tuning, batch
-        self.report, self.log, self.clock = report, log, None
-        self.seconds = {n: [0.0, 0.0] for n in contenders}
+    def __init__(self, p: _Prepared, report, log: _Log, run_id: str, clock: _CompileClock):
+        self.key, self.problem, self.contenders = p.key, p.problem, p.contenders
+        self.metrics, self.tuning, self.batch = p.metrics, p.tuning, p.batch
+        self.declared = p.declared
+        self.report, self.log, self.run_id, self.clock = report, log, run_id, clock
+        self.seconds = {n: [0.0, 0.0] for n in p.contenders}
         self.notes = []
-        self.declared = frozenset()
 
     def run(self, name: str, split: str, count: int, params: dict):
         """(metric to [count] values, metric to censored flags, records) of one phase."""
@@ -907,7 +903,6 @@ def bind(spec: Spec) -> Callable[..., Comparison]:
 
 def _wrapped(text: str, indent: str = "    ") -> str:
     """``text`` wrapped at 88 characters, later lines indented (a docstring's Args entry)."""
-    import textwrap
     return textwrap.fill(text, 88, subsequent_indent=indent, break_long_words=False,
                          break_on_hyphens=False).lstrip()
 

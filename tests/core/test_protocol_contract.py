@@ -349,3 +349,13 @@ def test_tune_is_compares_tuning_without_test_items():
     full = protocol.compare(K(0), None, contenders=c, tuning=3, seeds=2, progress=False)
     assert full.contenders["a"].params == t.params["a"]
     assert full.contenders["a"].tuning == t.rows["a"]
+
+
+def test_contenders_given_as_an_iterator_are_read_once():
+    calls = []
+    compare = protocol.bind(_spec(calls))
+    with pytest.raises(ValueError, match="cannot report"):
+        compare(K(0), None, contenders=iter(("mine", "other")), metrics=(Metric("mine"),),
+                progress=False)
+    out = compare(K(0), None, contenders=iter(("mine", "other")), progress=False)
+    assert list(out.contenders) == ["mine", "other"] and calls == [1, 2, 2]
