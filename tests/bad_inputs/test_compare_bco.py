@@ -13,6 +13,7 @@ import pytest
 from jaxlab import bco
 from jaxlab.bco import comparison
 from jaxlab.core.protocol import Builtin, Contender, Goal
+from tests.bad_inputs.compare_helpers import Recorder, never_runs
 
 KEY = jax.random.key(0)
 
@@ -20,23 +21,6 @@ KEY = jax.random.key(0)
 @pytest.fixture(scope="module")
 def prob():
     return bco.problem(lambda k: bco.losses.stochastic_quadratic(k, 10, 2, 0.1), bco.ball(2))
-
-
-def _never_runs(*args, **kwargs):
-    raise AssertionError("a built-in contender ran before the bad argument was refused")
-
-
-class Recorder:
-    """A contender of our own returning ``value`` per item (or what ``make`` builds)."""
-
-    def __init__(self, value=5.0, make=None):
-        self.calls, self.value, self.make = 0, value, make
-
-    def run(self, items, problem):
-        self.calls += 1
-        if self.make is not None:
-            return self.make(items.index.size)
-        return np.full(items.index.size, self.value)
 
 
 def _call(prob, **kwargs):
@@ -118,14 +102,14 @@ BEFORE = [
 @pytest.mark.parametrize("make_kwargs, error, match", [c[1:] for c in BEFORE],
                          ids=[c[0] for c in BEFORE])
 def test_refused_before_any_contender_runs(prob, monkeypatch, make_kwargs, error, match):
-    monkeypatch.setattr(comparison, "final_regrets", _never_runs)
+    monkeypatch.setattr(comparison, "final_regrets", never_runs)
     with pytest.raises(error, match=re.escape(match)):
         _call(prob, **make_kwargs(prob))
 
 
 def test_a_results_path_that_is_a_folder_or_unwritable_is_refused_first(prob, monkeypatch,
                                                                         tmp_path):
-    monkeypatch.setattr(comparison, "final_regrets", _never_runs)
+    monkeypatch.setattr(comparison, "final_regrets", never_runs)
     with pytest.raises(ValueError, match="`results_path`"):
         _call(prob, results_path=tmp_path)
     (tmp_path / "file").write_text("")
@@ -168,7 +152,7 @@ def test_what_an_own_contender_returns_is_checked(prob, make, error, match):
 
 def test_a_builtin_grid_point_out_of_range_names_the_parameter(prob, monkeypatch):
     # A Builtin's grid values are checked by the spec before anything runs.
-    monkeypatch.setattr(comparison, "final_regrets", _never_runs)
+    monkeypatch.setattr(comparison, "final_regrets", never_runs)
     first = Recorder()
     with pytest.raises(ValueError, match=r"grid\[0\]\['multiplier'\]"):
         _call(prob, contenders={"mine": Contender(first.run),

@@ -13,6 +13,7 @@ import pytest
 from jaxlab import qlearning as ql
 from jaxlab.core.protocol import Builtin, Contender, Goal
 from jaxlab.qlearning import comparison
+from tests.bad_inputs.compare_helpers import Recorder, never_runs
 
 KEY = jax.random.key(0)
 
@@ -21,23 +22,6 @@ KEY = jax.random.key(0)
 def prob():
     mdp = ql.garnet(jax.random.key(0), 4, 2, 2, 0.9)
     return ql.problem(mdp, eps_rel=(0.2, 0.1), num_records=2, record_every=5)
-
-
-def _never_runs(*args, **kwargs):
-    raise AssertionError("a built-in contender ran before the bad argument was refused")
-
-
-class Recorder:
-    """A contender of our own returning ``value`` per item (or what ``make`` builds)."""
-
-    def __init__(self, value=5.0, make=None):
-        self.calls, self.value, self.make = 0, value, make
-
-    def run(self, items, problem):
-        self.calls += 1
-        if self.make is not None:
-            return self.make(items.index.size)
-        return np.full(items.index.size, self.value)
 
 
 def _call(prob, **kwargs):
@@ -122,14 +106,14 @@ BEFORE = [
 @pytest.mark.parametrize("make_kwargs, error, match", [c[1:] for c in BEFORE],
                          ids=[c[0] for c in BEFORE])
 def test_refused_before_any_contender_runs(prob, monkeypatch, make_kwargs, error, match):
-    monkeypatch.setattr(comparison, "samples_to_eps", _never_runs)
+    monkeypatch.setattr(comparison, "samples_to_eps", never_runs)
     with pytest.raises(error, match=re.escape(match)):
         _call(prob, **make_kwargs(prob))
 
 
 def test_a_results_path_that_is_a_folder_or_unwritable_is_refused_first(prob, monkeypatch,
                                                                         tmp_path):
-    monkeypatch.setattr(comparison, "samples_to_eps", _never_runs)
+    monkeypatch.setattr(comparison, "samples_to_eps", never_runs)
     with pytest.raises(ValueError, match="`results_path`"):
         _call(prob, results_path=tmp_path)
     (tmp_path / "file").write_text("")
@@ -178,7 +162,7 @@ def test_inf_is_a_censored_run_not_an_error(prob):
 
 def test_a_builtin_grid_point_out_of_range_names_the_parameter(prob, monkeypatch):
     # A Builtin's grid values are checked by the spec before anything runs.
-    monkeypatch.setattr(comparison, "samples_to_eps", _never_runs)
+    monkeypatch.setattr(comparison, "samples_to_eps", never_runs)
     first = Recorder()
     with pytest.raises(ValueError, match=r"grid\[0\]\['period'\]"):
         _call(prob, contenders={"mine": Contender(first.run),
