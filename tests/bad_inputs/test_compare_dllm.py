@@ -10,19 +10,7 @@ import pytest
 from jaxlab import dllm
 from jaxlab.core import protocol
 from jaxlab.dllm import comparison
-
-
-class Reverse:
-    """The answer is the prompt reversed; tokens 0-4, mask 5."""
-
-    name, vocab_size, mask_id, prompt_len, answer_len = "reverse", 6, 5, 4, 4
-
-    def sample(self, key, n):
-        p = jax.random.randint(key, (n, 4), 0, 5)
-        return p, p[:, ::-1]
-
-    def verify(self, prompt, answer):
-        return jnp.all(answer == prompt[:, ::-1], axis=1)
+from tests.dllm.test_compare import Reverse  # the guide's task: the prompt reversed
 
 
 def oracle(tokens):
