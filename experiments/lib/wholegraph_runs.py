@@ -39,6 +39,7 @@ from jaxlab.avatar import (
     parrot_official,
     scores,
     tasks,
+    teaching,
     wholegraph,
 )
 
@@ -64,7 +65,7 @@ def source_digest() -> str:
     (a checkpoint key part)."""
     h = hashlib.sha256()
     for obj in (parrot_official, parrot, adjoint, alignment, baselines, scores, tasks,
-                wholegraph.initial_anchors, wholegraph.sizes, wholegraph.round_solve,
+                teaching, wholegraph.resolve, wholegraph.initial_anchors, wholegraph.sizes, wholegraph.round_solve,
                 wholegraph.initial_split, wholegraph.solve_round0, wholegraph.run,
                 wholegraph._select, wholegraph._metrics, wholegraph._round_metrics):
         h.update(code_text(inspect.getsource(obj)).encode())
@@ -73,9 +74,12 @@ def source_digest() -> str:
 
 def run_key(data_key: str, settings, protocol: wholegraph.Protocol, strategy: str,
             seed: int) -> str:
-    """The checkpoint key of one run (data, settings, protocol, strategy, seed, code)."""
-    text = json.dumps([data_key, list(settings), list(protocol), strategy, int(seed),
-                       source_digest()])
+    """The checkpoint key of one run (data, settings, protocol, strategy, seed, code; for
+    "ours" also the frozen variant ``wholegraph.OURS``)."""
+    parts = [data_key, list(settings), list(protocol), strategy, int(seed), source_digest()]
+    if strategy == "ours":
+        parts.append([wholegraph.OURS[0], list(wholegraph.OURS[1])])
+    text = json.dumps(parts)
     return hashlib.sha256(text.encode()).hexdigest()
 
 

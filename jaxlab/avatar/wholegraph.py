@@ -68,15 +68,39 @@ from jaxlab.avatar import (
     parrot_official,
     scores,
     tasks,
+    teaching,
 )
 from jaxlab.core import validation
 from jaxlab.core.keys import as_key
 from jaxlab.core.types import Array, PRNGKey
 
-__all__ = ["STRATEGIES", "Protocol", "smallest_task", "sizes", "initial_anchors", "Round",
-    "initial_split", "round_solve", "cold_product_steps", "RunState", "run", "solve_round0"]
+__all__ = ["STRATEGIES", "VARIANTS", "Teaching", "OURS", "resolve", "Protocol", "smallest_task",
+    "sizes", "initial_anchors", "Round", "initial_split", "round_solve", "cold_product_steps",
+    "RunState", "run", "solve_round0"]
 
-STRATEGIES = ("random", "entropy", "density", "avatar")
+STRATEGIES = ("random", "entropy", "density", "avatar", "avatar_uncertain",
+              "avatar_discounted", "avatar_density", "ours")
+# the adjoint-score variants of ``teaching`` (ours), each with its two parameters
+VARIANTS = ("avatar_uncertain", "avatar_discounted", "avatar_density")
+_DENSITY_TERM = ("density", "avatar_density")
+
+
+class Teaching(NamedTuple):
+    """Parameters of the ``teaching`` variants: ``power`` (uncertainty exponent),
+    ``weight`` (the density term's weight, ``avatar_density`` only) and ``diversity`` (the
+    batch-diversity penalty of ``teaching.diverse_top_k`` on the RWR position features;
+    0: plain top-k)."""
+
+    power: float = 1.0
+    weight: float = 1.0
+    diversity: float = 0.0
+
+
+_NO_TEACHING = Teaching()
+# "ours": the variant and parameters picked on synthetic validation pairs
+# (experiments/avatar_variants.py; docs/evidence/avatar_variants), frozen before any
+# benchmark run.
+OURS = ("avatar_discounted", Teaching(power=1.0, weight=1.0))
 
 
 class Protocol(NamedTuple):
@@ -282,28 +306,45 @@ def _metrics(plan, src, tgt, test, heldout, round0):
 
 
 @functools.partial(jax.jit, static_argnames=("strategy", "num", "cg_tol", "cg_maxiter", "eps",
-                                             "warm_cg"))
-def _select(key, plan, cross, y, anchors, src, rep, *, strategy, num, cg_tol, cg_maxiter,
-            eps, warm_cg):
-    """([num] picked pairs, new y, cg AdjointInfo). ``rep``: [n1] representativeness of the
-    RWR features (``baselines.representativeness``, constant over a run: computed once)."""
+                                             "warm_cg", "teach"))
+def _select(key, plan, cross, y, anchors, src, rep, pos, *, strategy, num, cg_tol, cg_maxiter,
+            eps, warm_cg, teach=_NO_TEACHING):
+    """([num] picked pairs, new y, cg AdjointInfo, [num] the picks' normalised row entropy,
+    [num] their uncertainty). ``pos``: [n1, k] RWR position features of the anchors
+    (diversity only);
+    ``rep``: [n1] representativeness of the RWR features
+    (``baselines.representativeness``, constant over a run: computed once); ``anchors``:
+    [k] pairs that may not be queried; ``teach``: the variants' parameters."""
     k = anchors.shape[0]
     no_cg = adjoint.AdjointInfo(jnp.bool_(True), jnp.float32(0.0), jnp.int32(0))
+    entropy = alignment.row_entropy(plan)
     if strategy == "random":
         s, info = jax.random.uniform(key, (k,)), no_cg
     elif strategy == "entropy":
-        s, info = alignment.row_entropy(plan)[src], no_cg
+        s, info = entropy[src], no_cg
     elif strategy == "density":  # baselines.density_score with its constant factor cached
-        s, info = (alignment.row_entropy(plan) * rep)[src], no_cg
+        s, info = (entropy * rep)[src], no_cg
     else:
-        grad = 2.0 * plan  # sq_l2 utility
+        grad = (teaching.uncertain_utility_gradient(plan, teach.power)
+                if strategy == "avatar_uncertain" else 2.0 * plan)  # sq_l2 utility
         y, info = adjoint.solve_adjoint(plan, grad, cg_tol, cg_maxiter,
                                         y if warm_cg else None)
         gc = adjoint.gradient_from_adjoint(plan, grad, y, eps)
         s = scores.official_score(plan, cross, gc)[src]
+        if strategy in ("avatar_discounted", "avatar_density"):
+            free = ~anchors
+            s = (teaching.shift_nonnegative(s, free)
+                 * teaching.uncertainty(plan)[src] ** teach.power)
+            if strategy == "avatar_density":
+                s = teaching.with_density(s, (entropy * rep)[src], free, teach.weight)
     s = jnp.where(anchors, -jnp.inf, s)
-    _, idx = jax.lax.top_k(s, num)
-    return idx, y, info
+    if strategy in VARIANTS and teach.diversity > 0:
+        idx = teaching.diverse_top_k(s, pos[src], num, teach.diversity)
+    else:
+        _, idx = jax.lax.top_k(s, num)
+    rows = src[idx]
+    return (idx, y, info, entropy[rows] / jnp.log(plan.shape[1]),
+            teaching.uncertainty(plan)[rows])
 
 
 _representativeness = jax.jit(baselines.representativeness)
@@ -493,12 +534,38 @@ def _round_metrics(task, plan, anchors, held, round0) -> tuple[dict, dict]:
     return out, values
 
 
+def resolve(strategy: str, teach: Teaching | None = None) -> tuple[str, Teaching]:
+    """(the strategy ``_select`` runs, its Teaching): "ours" -> ``OURS``.
+
+    Raises:
+      ValueError: ``teach`` given with "ours" (its parameters are frozen) or with a
+        strategy that has none, or a ``teach`` field that is not a finite number >= 0.
+    """
+    if strategy == "ours":
+        if teach is not None and tuple(teach) != tuple(OURS[1]):
+            raise ValueError(f"`teach`: strategy 'ours' is {OURS[0]} with the frozen "
+                             f"{OURS[1]}; got {teach}.")
+        return OURS
+    if teach is None:
+        return strategy, _NO_TEACHING
+    if strategy not in VARIANTS:
+        raise ValueError(f"`teach` applies to the strategies {VARIANTS}, not {strategy!r}.")
+    if not isinstance(teach, Teaching):
+        raise TypeError(f"`teach` must be a wholegraph.Teaching, got {type(teach).__name__}.")
+    for name, v in teach._asdict().items():
+        if isinstance(v, bool) or not isinstance(v, int | float) or not (
+                np.isfinite(v) and v >= 0):
+            raise ValueError(f"`teach.{name}` must be a finite number >= 0, got {v!r}.")
+    return strategy, Teaching(float(teach.power), float(teach.weight))
+
+
 def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
         settings: parrot_official.Settings, protocol: Protocol, strategy: str, *,
         state: RunState | None = None, compare_cold: bool = False,
         compare_rounds: int | None = None, host: parrot_official.HostProducts | None = None,
         measure: Callable[[], dict] | None = None,
-        callback: Callable[[RunState], None] | None = None) -> RunState:
+        callback: Callable[[RunState], None] | None = None,
+        teach: Teaching | None = None) -> RunState:
     """One (strategy, key) run of the protocol, from round 0 or from ``state``.
 
     Args:
@@ -508,7 +575,7 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
       graph: ``parrot_official.prepare(task, adj1, adj2, settings)``.
       settings: PARROT's settings (``parrot_official.Settings``).
       protocol: the Protocol.
-      strategy: one of STRATEGIES.
+      strategy: one of STRATEGIES ("ours": ``OURS``, a variant with frozen parameters).
       state: the state to go on from: ``solve_round0(key, ...)`` (the round 0 shared by the
         strategies of a key) or a state a previous ``run`` handed to ``callback`` (resuming
         after that round); None: ``solve_round0`` here. Its records are copied, not changed.
@@ -521,17 +588,22 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
         caller's readings, e.g. memory or load; nothing of the machine is read here).
       callback: optional callable taking the RunState after each round (the caller's
         checkpoints and progress lines); an exception it raises stops the run.
+      teach: the parameters of a ``VARIANTS`` strategy (None: ``Teaching()``; "ours" uses
+        its frozen ones and refuses another).
 
     Returns:
       RunState after ``protocol.rounds`` rounds; ``records`` has rounds + 1 entries, each
-      with the metrics, the round's times (``select_s``, ``solve_s``, ``round_s``) and the
-      solver diagnostics.
+      with the metrics, the round's times (``select_s``, ``solve_s``, ``round_s``), the
+      picks' diagnostics (``picked_correct``: share the plan already matched;
+      ``picked_entropy``: mean row entropy / log n2; ``picked_uncertainty``: mean
+      1 - max_j P_ij) and the solver diagnostics.
 
     Raises:
       ValueError / TypeError naming the argument: an unknown ``strategy``, a bad protocol
       field or budget, a ``key`` that is no PRNG key, a ``state`` of another task.
     """
     validation.check_one_of("strategy", strategy, STRATEGIES)
+    strategy, teach = resolve(strategy, teach)
     _check_run_args(task, graph, settings, protocol)
     key = as_key(key)
     k = tasks.num_pairs(task)
@@ -548,23 +620,28 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
     src, tgt = jnp.asarray(task.src), jnp.asarray(task.tgt)
     # density's representativeness is an [n1, n1] cosine of the RWR features (~1e12 flops
     # on ACM-DBLP): computed once per run, not once per round
-    rep = (_representativeness(jnp.asarray(task.pos1, jnp.float32)) if strategy == "density"
-           else jnp.zeros(tasks.plan_shape(task)[0], jnp.float32))
+    rep = (_representativeness(jnp.asarray(task.pos1, jnp.float32))
+           if strategy in _DENSITY_TERM else jnp.zeros(tasks.plan_shape(task)[0], jnp.float32))
+    pos = (jnp.asarray(task.pos1, jnp.float32) if teach.diversity > 0
+           else jnp.zeros((tasks.plan_shape(task)[0], 1), jnp.float32))
     keys = jax.random.split(key, protocol.rounds)
     eps = parrot_official.epsilon(settings)
     sel = dict(strategy=strategy, num=per_round, cg_tol=protocol.cg_tol,
-               cg_maxiter=protocol.cg_maxiter, eps=eps)
+               cg_maxiter=protocol.cg_maxiter, eps=eps, teach=teach)
     while step < protocol.rounds:
         t0 = time.perf_counter()
         blocked = jnp.asarray(anchors | held)  # never queried: anchored or held out
-        idx, y, cg = _select(keys[step], rnd.plan, rnd.cross, rnd.y, blocked, src,
-                             rep, warm_cg=protocol.warm, **sel)
+        # diversity: RWR proximity to the current anchors only (PARROT's position features)
+        known = pos * jnp.asarray(anchors)[None, :] if teach.diversity > 0 else pos
+        idx, y, cg, pick_h, pick_u = _select(keys[step], rnd.plan, rnd.cross, rnd.y,
+                                             blocked, src, rep, known, warm_cg=protocol.warm,
+                                             **sel)
         idx = np.asarray(idx)
         extra = {}
         compare = compare_cold and (compare_rounds is None or step < compare_rounds)
-        if compare and strategy == "avatar":
-            _, _, cg0 = _select(keys[step], rnd.plan, rnd.cross, rnd.y, blocked,
-                                src, rep, warm_cg=False, **sel)
+        if compare and strategy.startswith("avatar"):
+            _, _, cg0, _, _ = _select(keys[step], rnd.plan, rnd.cross, rnd.y, blocked,
+                                      src, rep, known, warm_cg=False, **sel)
             extra["cg_iterations_cold"] = int(cg0.iterations)
         t_select = time.perf_counter() - t0
         # ties in a plan row in random order (an argmax takes the first tied entry)
@@ -585,8 +662,11 @@ def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,
         rec = {"round": step, "anchors": int(anchors.sum()), "test": int((~anchors).sum()),
                **mets, **diag, "cg_iterations": int(cg.iterations),
                "cg_converged": bool(cg.converged), "cg_residual": float(cg.residual),
-               "picked_correct": picked_correct, "select_s": t_select, "solve_s": t_solve,
-               "round_s": time.perf_counter() - t0, **_measured(measure), **extra}
+               "picked_correct": picked_correct,
+               "picked_entropy": float(jnp.mean(pick_h)),
+               "picked_uncertainty": float(jnp.mean(pick_u)), "select_s": t_select,
+               "solve_s": t_solve, "round_s": time.perf_counter() - t0,
+               **_measured(measure), **extra}
         records = [*records, rec]
         state = RunState(step, anchors, rnd, records, state.heldout, state.round0_values)
         if callback is not None:

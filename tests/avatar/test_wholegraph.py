@@ -251,9 +251,9 @@ def test_density_picks_equal_the_baselines_score():
     anchors = jnp.zeros(tasks.num_pairs(task), bool).at[:9].set(True)
     pos1 = jnp.asarray(task.pos1, jnp.float32)
     rep = baselines.representativeness(pos1)
-    idx, _, _ = wholegraph._select(jax.random.key(1), plan, plan, jnp.zeros(96), anchors,
-                                   jnp.asarray(task.src), rep, strategy="density", num=5,
-                                   cg_tol=1e-4, cg_maxiter=10, eps=0.1, warm_cg=False)
+    idx, *_ = wholegraph._select(jax.random.key(1), plan, plan, jnp.zeros(96), anchors,
+                                 jnp.asarray(task.src), rep, pos1, strategy="density", num=5,
+                                 cg_tol=1e-4, cg_maxiter=10, eps=0.1, warm_cg=False)
     ref = jnp.where(anchors, -jnp.inf, baselines.density_score(plan, pos1)[task.src])
     np.testing.assert_array_equal(np.sort(np.asarray(idx)),
                                   np.sort(np.asarray(jax.lax.top_k(ref, 5)[1])))
