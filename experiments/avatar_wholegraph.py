@@ -36,11 +36,12 @@ _WORKDIR = flags.DEFINE_string("workdir", None, "Output folder (results + checkp
 _DATASETS = flags.DEFINE_list("datasets", ["acm_dblp", "foursquare_twitter"],
                               "Whole graph pairs, in order.")
 _SEEDS = flags.DEFINE_integer("seeds", 3, "Paired seeds 0 .. seeds - 1.")
-_STRATEGIES = flags.DEFINE_list("strategies", ["avatar", "random", "entropy", "density"],
+_STRATEGIES = flags.DEFINE_list("strategies",
+                                ["avatar", "random", "entropy", "density", "ours"],
                                 "Strategies (wholegraph.STRATEGIES), run in this order per seed.")
 _ROUNDS = flags.DEFINE_integer("rounds", 10, "Query rounds (the paper: 10).")
 _WARM = flags.DEFINE_bool("warm", True, "Warm starts between rounds.")
-_CG_TOL = flags.DEFINE_float("cg_tol", 1e-4, "Relative residual of AvAtar's adjoint CG.")
+_CG_TOL = flags.DEFINE_float("cg_tol", 1e-5, "Relative residual of the adjoint CG (AvAtar and ours).")
 _HELDOUT = flags.DEFINE_float(
     "heldout_frac", 0.2, "Share of the pairs drawn before round 0 and never queried (the "
     "never-queried line of the table; 0: none).")

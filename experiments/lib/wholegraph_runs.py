@@ -65,7 +65,8 @@ def source_digest() -> str:
     (a checkpoint key part)."""
     h = hashlib.sha256()
     for obj in (parrot_official, parrot, adjoint, alignment, baselines, scores, tasks,
-                teaching, wholegraph.resolve, wholegraph.initial_anchors, wholegraph.sizes, wholegraph.round_solve,
+                teaching, wholegraph.resolve, wholegraph.initial_anchors, wholegraph.sizes,
+                wholegraph.round_solve,
                 wholegraph.initial_split, wholegraph.solve_round0, wholegraph.run,
                 wholegraph._select, wholegraph._metrics, wholegraph._round_metrics):
         h.update(code_text(inspect.getsource(obj)).encode())
