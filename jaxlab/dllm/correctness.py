@@ -119,6 +119,7 @@ class Rollouts(NamedTuple):
       value: [P, N, S] the reference ``value_fn``'s V(s_t) (0 without one).
       correct: [P, N] bool, the verifier on the finished answer.
       answer: [P, N, A] int32 finished answers.
+      final_path_ll: [P, N] L_S, the Path LL of the finished answer.
     """
 
     features: Array
@@ -126,6 +127,7 @@ class Rollouts(NamedTuple):
     value: Array
     correct: Array
     answer: Array
+    final_path_ll: Array
 
 
 def collect_rollouts(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
@@ -166,7 +168,7 @@ def collect_rollouts(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
                        mask_id=mask_id, value_fn=value_fn, config=c._replace(resample=False))
     alg.init(key, prompt)
     steps, block_length, _, _ = decoding.step_plan(gen_length, c.steps, c.block_length)
-    feats, ll, val, tokens = _rollouts(
+    feats, ll, val, tokens, final_ll = _rollouts(
         key, denoise_fn, jnp.asarray(prompt), gen_length, int(num_particles), mask_id,
         value_fn, c._replace(steps=steps, block_length=block_length,
                              temperature=float(c.temperature),
@@ -177,13 +179,14 @@ def collect_rollouts(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
     validation.check_shape("verify_fn(prompt, answer)", ok, (p * n,))
     per = lambda x: x.reshape(p, n, *x.shape[1:])  # noqa: E731
     return Rollouts(per(jnp.moveaxis(feats, 0, 1)), per(ll.T), per(val.T),
-                    per(ok.astype(bool)), per(answer.astype(jnp.int32)))
+                    per(ok.astype(bool)), per(answer.astype(jnp.int32)), per(final_ll))
 
 
 @functools.partial(jax.jit, static_argnums=(1, 3, 4, 5, 6, 7))
 def _rollouts(key, denoise_fn, prompt, gen_length, n, mask_id, value_fn, c):
     """The scan of ``collect_rollouts``: path_smc.step without resampling, keeping the
-    pass's features. -> (features [S, M, F], L_t [S, M], V_t [S, M], final tokens [M, L])."""
+    pass's features. -> (features [S, M, F], L_t [S, M], V_t [S, M], final tokens [M, L],
+    L_S [M])."""
     steps, _, schedule, blocks = decoding.step_plan(gen_length, c.steps, c.block_length)
     m = prompt.shape[0] * n
     state = decoding.init_state(jnp.repeat(prompt, n, axis=0), gen_length, mask_id)
@@ -207,7 +210,7 @@ def _rollouts(key, denoise_fn, prompt, gen_length, n, mask_id, value_fn, c):
 
     state, (feats, ll, val) = jax.lax.scan(
         body, state, (jnp.arange(steps), jax.random.split(key, steps)))
-    return feats, ll, val, state.tokens
+    return feats, ll, val, state.tokens, state.path_ll
 
 
 def init_head(key: PRNGKey, num_features: int, hidden: int = 64, depth: int = 2) -> dict:

@@ -109,6 +109,8 @@ def test_rollouts_are_best_of_n_particles_with_their_labels(setup):
                                   np.asarray(state.decode.tokens[:, -a:]))
     np.testing.assert_allclose(np.asarray(ro.path_ll), np.moveaxis(np.asarray(info.path_ll),
                                                                    0, 2), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(ro.final_path_ll).reshape(-1),
+                               np.asarray(state.decode.path_ll), rtol=1e-5)
     np.testing.assert_allclose(np.asarray(ro.value), np.moveaxis(np.asarray(info.value), 0, 2),
                                rtol=1e-5, atol=1e-6)
     ok = task.verify(jnp.repeat(prompt, n, axis=0), state.decode.tokens[:, -a:])
@@ -128,7 +130,7 @@ def _planted(p, n, s, f, seed):
     zeros = np.zeros((p, n, s), np.float32)
     return correctness.Rollouts(jnp.asarray(x, jnp.float32), jnp.asarray(zeros),
                                 jnp.asarray(zeros), jnp.asarray(correct),
-                                jnp.zeros((p, n, 2), jnp.int32))
+                                jnp.zeros((p, n, 2), jnp.int32), jnp.zeros((p, n)))
 
 
 def test_fit_recovers_a_planted_separable_signal():
