@@ -100,8 +100,13 @@ def features(hidden: Array, masked: Array) -> Array:
 
     Returns:
       [M, 2 D + 1] float32 (a mean over no position is 0).
+
+    Raises:
+      ValueError: ``hidden`` is not 3-D or ``masked`` not [M, A].
     """
-    h = hidden.astype(jnp.float32)
+    validation.check_ndim("hidden", hidden, 3)
+    validation.check_shape("masked", masked, np.shape(hidden)[:2])
+    h = jnp.asarray(hidden).astype(jnp.float32)
     m = masked[..., None].astype(jnp.float32)
     n_m = jnp.sum(m, axis=1)
     n_u = h.shape[1] - n_m
@@ -249,7 +254,15 @@ def _depth(params: dict) -> int:
 
 
 def head_logits(params: dict, feats: Array) -> Array:
-    """Logit of P(correct) for features [..., F] -> [...]."""
+    """Logit of P(correct) for features [..., F] -> [...].
+
+    Raises:
+      ValueError: ``feats``' last axis is not the head's F.
+    """
+    f = np.shape(params["feature_mean"])[0]
+    if np.ndim(feats) < 1 or np.shape(feats)[-1] != f:
+        raise ValueError(f"`feats` must end in the head's {f} features, got shape "
+                         f"{tuple(np.shape(feats))}.")
     z = (feats - params["feature_mean"]) / params["feature_std"]
     for i in range(_depth(params)):
         z = jax.nn.gelu(z @ params[f"dense_{i}"]["w"] + params[f"dense_{i}"]["b"])
@@ -288,6 +301,7 @@ def make_twist_fn(params: dict, prompt_len: int, mask_id: int) -> path_smc.Value
 
 def bce(params: dict, feats: Array, labels: Array) -> Array:
     """Mean binary cross-entropy of the head's logits on features [M, F], labels [M]."""
+    validation.check_shape("labels", labels, np.shape(feats)[:-1])
     return jnp.mean(optax.sigmoid_binary_cross_entropy(head_logits(params, feats),
                                                        labels.astype(jnp.float32)))
 
