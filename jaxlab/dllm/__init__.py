@@ -25,7 +25,8 @@ Modules: ``tasks`` (verifiable reasoning tasks), ``model`` (LLaDA architecture),
 ``decoding`` (policies, schedules, Path LL), ``path_smc`` (best-of-N, SMC, POKE-SMC),
 ``sr_smc`` (self-rewarding SMC as in its official code: blocks, threshold commits,
 block-end resampling; the baseline POKE-SMC is compared with),
-``poke`` (POKE value head), ``weights`` (save and load a trained denoiser or value
+``poke`` (POKE value head), ``correctness`` (a learned P(correct | partial path): the
+correctness twist and its diagnostics), ``weights`` (save and load a trained denoiser or value
 head; a missing or mismatched folder raises), ``evaluation`` (pass@N, pass@k, best-of-N of N sampled
 answers), ``config`` (experiment-config validation).
 
@@ -40,6 +41,7 @@ paper's +2 points goal).
 from jaxlab.dllm import (
     comparison,
     config,
+    correctness,
     decoding,
     evaluation,
     loading,
@@ -83,6 +85,7 @@ from jaxlab.dllm.weights import (
 __all__ = [
     "DecodeInfo", "DecodeResult", "DecodeState", "Info", "Problem", "Proposal", "State",
     "best_of_n", "best_of_n_correct", "best_particle", "compare", "comparison", "config",
+    "correctness",
     "decode", "decode_threshold", "decoder", "decoding", "evaluation", "fit_value_fn",
     "init", "load_denoiser", "load_value_head", "loading", "model", "particle_correctness",
     "pass_at_k", "pass_at_n",

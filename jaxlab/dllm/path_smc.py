@@ -87,9 +87,9 @@ distinct a resampling is the identity, and only duplicates are redirected.
 **Output** (``select``; ``selection_scores``): the highest Path LL (``"path_ll"``, the
 paper's), the highest final log weight (``"weight"``: after a resampling every weight is
 reset to the mean, so this ranks by the Path LL gained since the problem's last
-resampling), the value estimate (``"value"``, ours) or a mix (``"mix"``, ours). V(s_S) =
-0, so the twist enters ``"path_ll"`` and ``"weight"`` only through which particles
-survived.
+resampling), the value estimate (``"value"``, ours), a mix (``"mix"``, ours) or the last
+pass's value (``"last_value"``, ours). V(s_S) = 0, so the twist enters ``"path_ll"`` and
+``"weight"`` only through which particles survived.
 
 * ``"value"``: the mean over the steps t = 1 .. S of L_t + V(s_t) along the particle's
   path (``State.value_sum`` / S; L_S + V(s_S) = L_S closes it). Each L_t + V(s_t) is the
@@ -100,6 +100,10 @@ survived.
 * ``"mix"``: ``select_mix`` * z(value estimate) + (1 - ``select_mix``) * z(Path LL), z
   standardised over the problem's N particles (0 when they all agree); a declared convex
   mix, ``select_mix`` in [0, 1].
+* ``"last_value"``: V(s_{S-1}) along the particle's path, the value of the last pass
+  (``State.last_value``; the head's most informed reading, one step before the end, no
+  extra NFE). It leaves the Path LL out, so a head that predicts something other than the
+  Path LL (``correctness.make_twist_fn``: log P(correct | s_t)) selects on its own.
 
 Every rule runs in ``best_of_n`` as well (a ``value_fn`` there serves the selection only:
 no twist, no resampling), so what SMC adds is measured apart from what the selector adds.
@@ -328,12 +332,16 @@ class State(NamedTuple):
         the decode is done) along each particle's path: the ``"value"`` selection's estimate
         (module docstring). None in a State built by hand (selections by Path LL and weight
         only).
+      last_value: [B, N] V of the latest pass along each particle's path, kept after the
+        last step (where ``value`` is zeroed): V(s_{S-1}) once the decode is done, the
+        ``"last_value"`` selection's score. None in a State built by hand.
     """
 
     decode: DecodeState
     log_weights: Array
     value: Array
     value_sum: Array | None = None
+    last_value: Array | None = None
 
 
 class Info(NamedTuple):
@@ -514,8 +522,8 @@ def resample_step(key: PRNGKey, state: State, logits: Array, *, ess_threshold: f
     dec = jax.tree.map(gather, state.decode)
     after = jax.vmap(lambda s, a: s[a][:, a])(same, anc)
     info = _info(anc, ess, do, _count_distinct(after))
-    return (State(dec, log_w, take(state.value), take(state.value_sum)), gather(logits),
-            info)
+    return (State(dec, log_w, take(state.value), take(state.value_sum),
+                  take(state.last_value)), gather(logits), info)
 
 
 def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
@@ -527,7 +535,7 @@ def init(key: PRNGKey, prompt: Array, *, gen_length: int, num_particles: int,
     b = prompt.shape[0]
     dec = decoding.init_state(jnp.repeat(prompt, num_particles, axis=0), gen_length, mask_id)
     zeros = jnp.zeros((b, num_particles))
-    return State(dec, zeros, zeros, zeros)
+    return State(dec, zeros, zeros, zeros, zeros)
 
 
 def _is_zero(x) -> bool:
@@ -569,7 +577,7 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
         if not _is_zero(tw):
             twist = tw * (v - state.value)
             state = state._replace(log_weights=state.log_weights + twist)
-        state = state._replace(value=v)
+        state = state._replace(value=v, last_value=None if state.last_value is None else v)
     if state.value_sum is not None:
         state = state._replace(value_sum=state.value_sum
                                + jnp.where(t >= 1, ll_t + state.value, 0.0))
@@ -610,7 +618,8 @@ def step(key: PRNGKey, state: State, denoise_fn: decoding.Denoiser, *, gen_lengt
     value_sum = state.value_sum
     if value_sum is not None:
         value_sum = jnp.where(last, value_sum + dec.path_ll.reshape(b, n), value_sum)
-    return State(dec, log_w, jnp.where(last, 0.0, state.value), value_sum), info
+    return State(dec, log_w, jnp.where(last, 0.0, state.value), value_sum,
+                 state.last_value), info
 
 
 def _check_resampler(resampler) -> None:
@@ -764,8 +773,8 @@ def run_particles(key: PRNGKey, denoise_fn: decoding.Denoiser, prompt: Array,
     return state, info
 
 
-SELECTIONS = ("path_ll", "weight", "value", "mix")
-VALUE_SELECTIONS = ("value", "mix")  # the selections that read the value head
+SELECTIONS = ("path_ll", "weight", "value", "mix", "last_value")
+VALUE_SELECTIONS = ("value", "mix", "last_value")  # the selections that read the value head
 
 
 def check_select(select: str, select_mix: float = 0.5) -> None:
@@ -786,7 +795,8 @@ def selection_scores(state: State, select: str = "path_ll", select_mix: float = 
     """[B, N] the score ``best_particle`` maximises (module docstring, output): Path LL,
     final log weight, the value estimate sum_t (L_t + V(s_t)) (``State.value_sum``; its
     mean over the S steps ranks the same), or ``select_mix`` * z(value estimate) + (1 -
-    ``select_mix``) * z(Path LL), z standardised over each problem's N particles."""
+    ``select_mix``) * z(Path LL), z standardised over each problem's N particles, or the
+    last pass's value V(s_{S-1}) (``"last_value"``, ``State.last_value``)."""
     check_select(select, select_mix)
     b, n = state.log_weights.shape
     path_ll = state.decode.path_ll.reshape(b, n)
@@ -794,6 +804,13 @@ def selection_scores(state: State, select: str = "path_ll", select_mix: float = 
         return path_ll
     if select == "weight":
         return state.log_weights
+    if select == "last_value":
+        last = getattr(state, "last_value", None)
+        if last is None:
+            raise ValueError("`select`='last_value' needs the last pass's value of a "
+                             "path_smc.State (State.last_value), which this state does not "
+                             "carry.")
+        return last
     est = getattr(state, "value_sum", None)
     if est is None:
         raise ValueError(f"`select`={select!r} needs the value estimate of a path_smc.State "
@@ -811,7 +828,8 @@ def best_particle(state: State, num_steps: int, select: str = "path_ll",
     (beta times the Path LL gained since the problem's last resampling, plus the reset
     mean: among survivors of a resampling, the best continuation); ``"value"`` the highest
     mean over the steps of L_t + V(s_t); ``"mix"`` the highest ``select_mix`` * z(value
-    estimate) + (1 - ``select_mix``) * z(Path LL) (``selection_scores``; module docstring).
+    estimate) + (1 - ``select_mix``) * z(Path LL) (``selection_scores``; module docstring);
+    ``"last_value"`` the highest value of the last pass, V(s_{S-1}).
     Ties go to the lowest particle (the greedy reference, when there is one).
     """
     b, n = state.log_weights.shape

@@ -1,10 +1,12 @@
-"""Saving and loading a trained denoiser and a POKE value head.
+"""Saving and loading a trained denoiser, a POKE value head and a correctness head.
 
 The format is the repository's weights folder (``experiments/pretrained/dllm/<task>``): one
 orbax step ``<path>/<step>/`` (``StandardSave`` of the params) and ``trained_with.json``,
 the record of what the weights are: ``kind`` (``"denoiser"`` or ``"poke_head"``) and the
 architecture (``llada_config``: every ``model.LLaDAConfig`` field that shapes the params or
-the numerics; a head: ``head`` = ``{"d_model", "hidden"}``). Shipped folders written before
+the numerics; a head: ``head`` = ``{"d_model", "hidden"}``; a correctness head, ``kind``
+``"correctness_head"`` (``correctness``): ``head`` = ``{"num_features", "hidden",
+"depth"}``). Shipped folders written before
 this module record the architecture as ``model`` (the denoiser's widths) and
 ``poke_hidden``; both layouts are read.
 
@@ -19,11 +21,12 @@ from typing import Any, NamedTuple
 
 import jax
 
+from jaxlab.dllm import correctness, poke
 from jaxlab.dllm import model as model_lib
-from jaxlab.dllm import poke
 
 __all__ = ["RECORD", "ARCHITECTURE", "SavedDenoiser", "save_denoiser", "load_denoiser",
-           "save_value_head", "load_value_head", "read_record"]
+           "save_value_head", "load_value_head", "save_correctness_head",
+           "load_correctness_head", "read_record"]
 
 RECORD = "trained_with.json"
 # The LLaDAConfig fields a saved denoiser records (the params' shapes and the numerics).
@@ -242,3 +245,70 @@ def load_value_head(path, *, d_model: int | None = None, hidden: int | None = No
     _differences(path, saved, expected, "value head")
     graphdef, template = poke.abstract(expected["d_model"], expected["hidden"])
     return graphdef, _restore(path, template, "value head")
+
+
+def save_correctness_head(path, params, *, step: int = 0, record: dict | None = None) -> None:
+    """Saves a correctness head's ``params`` (``correctness.fit``'s) to the folder ``path``.
+
+    Args:
+      path: the weights folder (created; one already holding weights raises ValueError).
+      params: the head's params (``correctness.init_head``'s layout).
+      step: the checkpoint step.
+      record: more fields for ``trained_with.json`` (e.g. the task, the proposal).
+
+    Raises:
+      ValueError: ``params`` is not a correctness head's, or ``path`` holds weights.
+    """
+    head = _correctness_sizes(params)
+    _save(path, params, step, {**(record or {}), "kind": "correctness_head", "head": head})
+
+
+def _correctness_sizes(params) -> dict:
+    try:
+        f = int(params["feature_mean"].shape[0])
+        depth = sum(1 for k in params if k.startswith("dense_"))
+        hidden = int(params["out"]["w"].shape[0])
+        sizes = {"num_features": f, "hidden": hidden, "depth": depth}
+        want = jax.tree.map(lambda x: tuple(x.shape), correctness.abstract_head(**sizes))
+        got = jax.tree.map(lambda x: tuple(x.shape), params)
+    except (TypeError, KeyError, IndexError, AttributeError, ValueError) as e:
+        raise ValueError("`params` must be a correctness head's params "
+                         f"(correctness.init_head's layout): {e!r}.") from None
+    if want != got:
+        raise ValueError(f"`params` must be a correctness head's params "
+                         f"(correctness.init_head's layout), got shapes {got}.")
+    return sizes
+
+
+def load_correctness_head(path, *, num_features: int | None = None,
+                          hidden: int | None = None, depth: int | None = None) -> dict:
+    """Loads the correctness head saved in ``path`` (``save_correctness_head``).
+
+    Args:
+      path: the weights folder.
+      num_features, hidden, depth: the sizes the head must have (None: the saved ones).
+
+    Returns:
+      the params (``correctness.make_twist_fn``'s first argument).
+
+    Raises:
+      FileNotFoundError: nothing is saved at ``path``.
+      ValueError: another kind of weights, a recorded size differing from the one asked
+        (naming the path and the fields), or a checkpoint that cannot be restored.
+    """
+    path = os.fspath(path)
+    if not os.path.isdir(path):
+        raise FileNotFoundError(f"`path` {path!r}: no saved correctness head there (no such "
+                                "folder).")
+    record = _flat(read_record(path))
+    if record.get("kind") != "correctness_head":
+        raise ValueError(f"`path` {path!r} holds a {record.get('kind')!r}, not a "
+                         "'correctness_head'.")
+    saved = dict(record.get("head", {}))
+    asked = {"num_features": num_features, "hidden": hidden, "depth": depth}
+    expected = {k: saved.get(k) if v is None else v for k, v in asked.items()}
+    missing = [k for k, v in expected.items() if v is None]
+    if missing:
+        raise ValueError(f"`{missing[0]}` must be given: {path!r} does not record it.")
+    _differences(path, saved, expected, "correctness head")
+    return _restore(path, correctness.abstract_head(**expected), "correctness head")
