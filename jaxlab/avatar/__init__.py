@@ -17,7 +17,9 @@ loop: this API; ``protocol="paper"`` or ``"fixed"``), ``comparison`` (``compare(
 *, contenders, tuning, seeds, goals, pairs, metrics, settings, ...)``: the study's paired
 comparison on your task, the paper's, never-queried and removal-only lines of one run).
 Whole graphs: ``parrot_official`` (PARROT as its official code runs it), ``wholegraph``
-(AvAtar's protocol round by round, warm starts, a state to resume from after any round).
+(AvAtar's protocol round by round, warm starts, a state to resume from after any round),
+``teaching`` (ours: the released score reweighted so its labels go where the plan is
+unsure; ``wholegraph``'s ``avatar_*`` variants and ``"ours"``).
 Nothing here writes a file unless asked (``compare``'s ``results_path``); ``compare``
 reports progress on stderr (``progress=False``: silent); the experiments cache task builds
 and checkpoint runs (``experiments/lib``).
@@ -35,6 +37,7 @@ from jaxlab.avatar import (
     scores,
     solvers,
     tasks,
+    teaching,
     utilities,
     wholegraph,
 )
@@ -62,5 +65,5 @@ __all__ = ["PROTOCOLS", "SCORES", "STRATEGIES", "ActiveResult", "AlignmentTask",
            "State", "active", "adjoint", "align", "alignment", "compare", "comparison",
            "cost_gradient", "datasets", "evaluate", "scores",
            "informativeness", "init", "loop", "parrot", "parrot_official", "baselines",
-           "run_active", "run_active_switch", "solvers", "step", "tasks",
+           "run_active", "run_active_switch", "solvers", "step", "tasks", "teaching",
            "utilities", "wholegraph"]
