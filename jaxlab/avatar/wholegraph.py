@@ -556,7 +556,7 @@ def resolve(strategy: str, teach: Teaching | None = None) -> tuple[str, Teaching
         if isinstance(v, bool) or not isinstance(v, int | float) or not (
                 np.isfinite(v) and v >= 0):
             raise ValueError(f"`teach.{name}` must be a finite number >= 0, got {v!r}.")
-    return strategy, Teaching(float(teach.power), float(teach.weight))
+    return strategy, Teaching(*(float(v) for v in teach))
 
 
 def run(key: PRNGKey, task: tasks.GraphTask, graph: parrot_official.Graphs,

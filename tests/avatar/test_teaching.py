@@ -154,6 +154,8 @@ def test_ours_is_the_frozen_variant_and_refuses_other_parameters():
         wholegraph.resolve("entropy", wholegraph.Teaching())
     with pytest.raises(ValueError, match="`teach.power`"):
         wholegraph.resolve("avatar_discounted", wholegraph.Teaching(power=-1.0))
+    given = wholegraph.Teaching(power=2, weight=3, diversity=0.5)
+    assert wholegraph.resolve("avatar_density", given) == ("avatar_density", given)
 
 
 @pytest.mark.heavy
@@ -168,3 +170,5 @@ def test_a_variant_run_records_its_pick_diagnostics():
     plain = wholegraph.run(KEY, task, g, s, P, "avatar_discounted",
                            teach=wholegraph.Teaching(4.0, 1.0, 0.0)).records
     assert [r["anchors"] for r in diverse] == [r["anchors"] for r in plain]
+    assert [r["mrr"] for r in diverse] != [r["mrr"] for r in plain] or \
+        [r["picked_entropy"] for r in diverse] != [r["picked_entropy"] for r in plain]
