@@ -94,12 +94,13 @@ def run_all(families, settings_names, seeds, num_nodes, rounds, cg_tol=1e-5,
                 key = jax.random.key(seed)
                 r0 = wholegraph.solve_round0(key, task, g, s, protocol, host=host)
                 out[name] = {"round0_heldout_mrr": r0.records[0]["heldout_mrr"],
-                             "pairs": int(len(task.src))}
+                             "pairs": int(len(task.src)), "load_avg_1min": [os.getloadavg()[0]]}
                 t0 = time.perf_counter()
                 for strategy, teach in (*BASELINES, *GRID):
                     st = wholegraph.run(key, task, g, s, protocol, strategy, state=r0,
                                         host=host, teach=teach)
                     out[name][label(strategy, teach)] = _final(st.records)
+                out[name]["load_avg_1min"].append(os.getloadavg()[0])
                 log(f"{name}: {len(task.src)} pairs, {len(BASELINES) + len(GRID)} strategies "
                     f"in {time.perf_counter() - t0:.0f} s")
     return out
@@ -185,6 +186,8 @@ def main(argv):
                       "rounds": _ROUNDS.value, "heldout_frac": 0.2,
                       "cg_tol": _CG_TOL.value},
            "summary": summary, "runs": runs, "wall_s": time.time() - t0,
+           "load_avg_1min": [min(min(r["load_avg_1min"]) for r in runs.values()),
+                             max(max(r["load_avg_1min"]) for r in runs.values())],
            "machine": provenance.machine(), "environment": provenance.environment(),
            "git": provenance.git_state(), "packages": provenance.package_versions()}
     results.write_json(os.path.join(_WORKDIR.value, "summary.json"), out)
