@@ -25,7 +25,7 @@ import sys
 
 from absl import app, flags
 
-from .lib import registry, results, wholegraph_study
+from .lib import avatar_variants_study, registry, results, wholegraph_study
 from .lib.provenance import code_line, machine_line
 
 _RESULTS = flags.DEFINE_string("results", "results", "Results folder (the suite's --workdir).")
@@ -198,6 +198,32 @@ def wholegraph_page(results_dir: str, out: str) -> list[str]:
     return lines
 
 
+def variants_page(results_dir: str, out: str) -> list[str]:
+    """The evidence lines of the AvAtar score-variant search on synthetic validation pairs
+    (``<results>/avatar_variants/summary.json``, experiments/avatar_variants.py)."""
+    name = avatar_variants_study.FOLDER
+    src_dir = os.path.join(results_dir, name)
+    record = _read_json(os.path.join(src_dir, "summary.json"))
+    if record is None:
+        _copy_figures(os.path.join(results_dir, "__none__"), out, name)
+        return _missing(name, f"``{name}/summary.json``",
+                        f"python -m experiments.avatar_variants --workdir=results/{name}")
+    cfg = record.get("config", {})
+    lines = [rst_text(f"python -m experiments.avatar_variants: families "
+                      f"{', '.join(cfg.get('families', []))}; PARROT settings "
+                      f"{', '.join(cfg.get('settings', []))}; {cfg.get('seeds')} seeds each "
+                      f"(from 1000); {cfg.get('num_nodes')} nodes; {cfg.get('rounds')} rounds; "
+                      f"CG tolerance {cfg.get('cg_tol')}; {len(record.get('runs', {}))} "
+                      "validation pairs."), "",
+             "- Machine: " + rst_text(machine_line(record.get("machine"),
+                                                  avatar_variants_study.load_text(record))),
+             "- Code: " + rst_text(code_line(record.get("git"), record.get("packages"))), ""]
+    lines += list_table(avatar_variants_study.CAPTION, ("strategy", "values"),
+                        avatar_variants_study.headline(record), widths=(35, 65))
+    lines += _figure_lines(name, _copy_figures(src_dir, out, name), out)
+    return lines
+
+
 def write_all(results_dir: str, out: str, only=()) -> list[str]:
     """Writes ``<out>/<method>.rst`` for every method, ``registry.LARGER_RUNS``, SALE and the
     whole-graph AvAtar study (only the pages named in ``only`` when it is not empty);
@@ -214,6 +240,7 @@ def write_all(results_dir: str, out: str, only=()) -> list[str]:
         pages[run.folder] = lambda r=run: method_page(r.method, results_dir, out, r)
     pages["sale"] = lambda: sale_page(results_dir, out)
     pages[wholegraph_study.FOLDER] = lambda: wholegraph_page(results_dir, out)
+    pages[avatar_variants_study.FOLDER] = lambda: variants_page(results_dir, out)
     unknown = sorted(set(only) - set(pages))
     if unknown:
         raise ValueError(f"`pages`: unknown page(s) {unknown}; choose from {sorted(pages)}.")

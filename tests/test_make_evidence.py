@@ -4,6 +4,8 @@ import json
 import sys
 import types
 
+import pytest
+
 from experiments import make_evidence
 from experiments.lib import provenance, registry
 
@@ -113,3 +115,29 @@ def test_a_larger_run_has_its_own_page_and_report_section(tmp_path, monkeypatch)
     with pytest.warns(RuntimeWarning, match="fake_full"):
         suite._write_report("quick", str(res), ["fake"], summaries, {"fake": 1.0})
     assert "full preset" not in (res / "REPORT.md").read_text()
+
+
+@pytest.mark.heavy
+def test_the_avatar_variant_search_has_its_page(tmp_path):
+    """A tiny search of the declared grid (one pair, two rounds) gives a page with the pick
+    and every strategy's row; its summary names the pick by the declared rule."""
+    from experiments.lib import avatar_variants_study as study
+
+    runs = study.run_all(["holme_kim"], ["foursquare_twitter"], 1, 120, 2)
+    summary = study.summarize(runs)
+    best = max(summary["table"][study.label(s, t)]["heldout_mrr"] for s, t in study.GRID)
+    assert summary["table"][summary["pick"]["label"]]["heldout_mrr"] == best
+    record = {"config": {"families": ["holme_kim"], "settings": ["foursquare_twitter"],
+                         "seeds": 1, "num_nodes": 120, "rounds": 2, "cg_tol": 1e-5},
+              "summary": summary, "runs": runs, "load_avg_1min": [1.0, 2.0],
+              "machine": provenance.machine()}
+    folder = tmp_path / study.FOLDER
+    folder.mkdir()
+    (folder / "summary.json").write_text(json.dumps(record))
+    assert make_evidence.write_all(str(tmp_path), str(tmp_path / "out"),
+                                   [study.FOLDER]) == []
+    page = (tmp_path / "out" / f"{study.FOLDER}.rst").read_text()
+    assert make_evidence.rst_text(summary["pick"]["label"]) in page
+    assert "load average (1 min) 1.0 to 2.0" in page
+    for s, t in (*study.BASELINES, *study.GRID):
+        assert make_evidence.rst_text(study.label(s, t)) in page
