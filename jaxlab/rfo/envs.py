@@ -233,6 +233,23 @@ class Task:
         return self.done_fn is not None or self.health_fn is not None
 
 
+class _DevicePutArrays:
+    """The ``jax.numpy`` of brax's MJCF loader, whose only use there is ``array`` on every
+    leaf of the new ``System``: ``jax.device_put`` onto ``device`` instead, which gives the
+    same arrays (dtype, weak type, shape, values) without building a program per leaf
+    (``jnp.array`` of a Python scalar and of a NumPy scalar of the same dtype build the
+    same program twice)."""
+
+    def __init__(self, device):
+        self._device = device
+
+    def array(self, x):
+        return jax.device_put(x, self._device)
+
+    def __getattr__(self, name):
+        return getattr(jnp, name)
+
+
 @contextlib.contextmanager
 def _mjx_on_local_device():
     """Makes brax place the MJX model on this process's first device.
@@ -240,17 +257,20 @@ def _mjx_on_local_device():
     ``mujoco.mjx.put_model`` without a device picks ``jax.devices()[0]``, which in a
     multi-host run belongs to process 0: on every other process the model's arrays would
     live on a device it cannot address. Brax's MJCF loader passes no device, so it is
-    bound here for the duration of a load.
+    bound here for the duration of a load, and the loader's arrays are put there too
+    (``_DevicePutArrays``).
     """
     extras.require("brax")
     from brax.io import mjcf
 
-    put_model = mjcf.mjx.put_model
-    mjcf.mjx.put_model = functools.partial(put_model, device=jax.local_devices()[0])
+    device = jax.local_devices()[0]
+    put_model, jp = mjcf.mjx.put_model, mjcf.jp
+    mjcf.mjx.put_model = functools.partial(put_model, device=device)
+    mjcf.jp = _DevicePutArrays(device)
     try:
         yield mjcf
     finally:
-        mjcf.mjx.put_model = put_model
+        mjcf.mjx.put_model, mjcf.jp = put_model, jp
 
 
 def _load(xml: str | None = None, path=None):

@@ -47,11 +47,11 @@ def test_bad_field_is_named(field, value):
 
 
 def test_task_overrides_and_kwargs_are_checked():
-    c = dllm_configs.get_config("quick")
+    c = dllm_configs.get_config("full")  # countdown among the tasks
     c.task_train.countdown.steps = 4001
     with pytest.raises(ValueError, match="`config.task_train.countdown.steps`"):
         config_lib.validate_config(c)
-    c = dllm_configs.get_config("quick")
+    c = dllm_configs.get_config("full")
     c.task_kwargs.countdown.n_numbers = 5
     with pytest.raises(ValueError, match="`config.task_kwargs.countdown`.*n_numbers"):
         config_lib.validate_config(c)
@@ -84,3 +84,17 @@ def test_cpu_hard_and_full_share_the_hard_task_units():
         assert exp._task_spec(hard, name) == exp._task_spec(full, name)
     assert exp._task_spec(hard, "countdown_hard") != exp._task_spec(
         dllm_configs.get_config("hard"), "countdown_hard")
+
+
+def test_the_quick_preset_is_one_task_with_the_declared_decoders():
+    """The quick preset (a first look) runs POKE-SMC and exactly its declared rivals at each
+    N, on one task whose unit the shipped models serve."""
+    from experiments import dllm as exp
+
+    c = dllm_configs.get_config("quick")
+    config_lib.validate_config(c)
+    assert len(c.tasks) == 1 and not c.sale.task
+    want = {row.format(n=n) for n in c.particles for row in exp.CONTENDER_ROWS.values()}
+    assert set(exp.decoder_names(c)) == want
+    assert {r if r in config_lib.GREEDY_DECODERS else f"{r}_{n}" for r in exp.DECLARED_RIVALS
+            for n in c.particles} <= want

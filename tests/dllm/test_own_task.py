@@ -143,7 +143,7 @@ def test_decoder_selection_keeps_the_study_order():
 
 def test_empty_new_fields_keep_every_unit_key():
     """Adding ``decoders`` / ``task_refs`` to the config did not change the unit specs."""
-    c = dllm_configs.get_config("quick")
+    c = dllm_configs.get_config("full")  # every decoder (quick names its own)
     spec = exp._task_spec(c, "sudoku")
     assert "decoders" not in spec and "task_refs" not in spec
     c.decoders = ("confidence",)
