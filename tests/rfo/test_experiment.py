@@ -151,10 +151,10 @@ def test_methods_are_named_for_what_they_run():
         rfo_cfg.validate_config(_with(cfg, **{"apg.lr_decay": 1.5}))
 
 
-def test_the_quick_preset_holds_rfo_and_the_rival_of_every_declared_ratio():
+def test_the_quick_preset_holds_rfo_the_rival_of_every_declared_ratio_and_ppo():
     cfg = rfo_cfg.get_config("quick")
     rfo_cfg.validate_config(cfg)
-    assert "rfo" in cfg.methods and not cfg.throughput.task
+    assert "rfo" in cfg.methods and "ppo" in cfg.methods and not cfg.throughput.task
     assert all(a in cfg.methods and b in cfg.methods for a, b in experiment.DECLARED_RATIOS)
     assert [p for p in experiment.DECLARED if set(p) <= set(cfg.methods)]
 
