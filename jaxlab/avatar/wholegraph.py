@@ -100,7 +100,7 @@ _NO_TEACHING = Teaching()
 # "ours": the variant and parameters picked on synthetic validation pairs
 # (experiments/avatar_variants.py; docs/evidence/avatar_variants), frozen before any
 # benchmark run.
-OURS = ("avatar_discounted", Teaching(power=1.0, weight=1.0))
+OURS = ("avatar_density", Teaching(power=1.0, weight=2.0))
 
 
 class Protocol(NamedTuple):
