@@ -133,11 +133,15 @@ def plot(runs: dict, summary: dict, path: str) -> None:
     x = np.array([summary["table"][n]["picked_correct"] for n in names])
     y = np.array([summary["table"][n]["heldout_gain"] for n in names])
     ax.scatter(x, y, color=["C0" if n in dict(BASELINES) else "C3" for n in names])
+    pick = summary["pick"]["label"]
     for xi, yi, n in zip(x, y, names, strict=True):
-        ax.annotate(n, (xi, yi), fontsize=6, xytext=(3, 2), textcoords="offset points")
+        if n in dict(BASELINES) or n == pick:  # the other variants: the evidence table
+            ax.annotate(n if n != pick else f"ours: {n}", (xi, yi), fontsize=7,
+                        xytext=(4, -10 if n == "density" else 3), textcoords="offset points")
     ax.set_xlabel("share of picks the plan already matched (mean over rounds and pairs)")
     ax.set_ylabel("never-queried MRR gain over round 0")
-    ax.set_title(f"Validation pairs ({len(runs)}): baselines (blue), our variants (red)")
+    ax.set_title(f"Validation pairs ({len(runs)}): baselines (blue), our {len(GRID)} variants "
+                 "(red)")
     fig.tight_layout()
     fig.savefig(path, dpi=120)
     plt.close(fig)
@@ -147,7 +151,9 @@ def headline(record: dict) -> list[tuple[str, str]]:
     """(metric, value) rows of the evidence page: the pick and every strategy's row."""
     s = record["summary"]
     rows = [("the declared pick (" + s["rule"] + ")", s["pick"]["label"])]
-    for n, t in s["table"].items():
+    order = [label(x, t) for x, t in (*BASELINES, *GRID)]
+    for n in sorted(s["table"], key=lambda n: order.index(n) if n in order else len(order)):
+        t = s["table"][n]
         lo, hi = t["margin_ci95"]
         rows.append((n, f"never queried {t['heldout_mrr']:.4f} (gain over round 0 "
                         f"{t['heldout_gain']:+.4f}; minus max(entropy, density) "
