@@ -133,11 +133,13 @@ def declared_pairs(names: Sequence[str], ours: Sequence[str] | None = None
 
 
 @functools.lru_cache(maxsize=64)
-def _program(table: tuple, kwargs: tuple):
+def _program(table: tuple, kwargs: tuple, check: bool = False):
     kw = dict(kwargs)
-    # The task is an argument (a closed-over constant would be folded by XLA).
+    # The task is an argument (a closed-over constant would be folded by XLA). Unchecked
+    # (``check=False``): no host callback, so the persistent compilation cache keeps the
+    # program; ``run_seeds`` checks the concrete result.
     return jax.jit(jax.vmap(lambda task, keys, index: loop.run_active_switch(
-        keys, task, table, index, **kw), in_axes=(None, 0, None)))
+        keys, task, table, index, check=check, **kw), in_axes=(None, 0, None)))
 
 
 def run_seeds(keys: jax.Array, task, table, index, settings: Settings | None = None
@@ -145,6 +147,10 @@ def run_seeds(keys: jax.Array, task, table, index, settings: Settings | None = N
     """``run_active_switch`` of strategy ``table[index]`` for every key of ``keys``.
 
     One compiled program per (``table``, settings, number of keys), kept for the process.
+    The solves are checked on the concrete result (``loop.check_result``: a RuntimeWarning
+    when one did not converge), so the compiled program has no host callback and JAX's
+    persistent compilation cache can keep it; called under a trace, the program checks
+    through a ``jax.debug.callback`` instead.
 
     Args:
       keys: [n] typed PRNG keys, one run each (e.g. ``protocol.item_keys``); split over the
@@ -165,7 +171,22 @@ def run_seeds(keys: jax.Array, task, table, index, settings: Settings | None = N
     if not isinstance(index, jax.core.Tracer):
         validation.check_int_range("index", index, 0, len(table))
     keys = sharding.shard_batch(keys, settings.mesh_shape)
-    return _program(table, _run_kwargs(settings))(task, keys, jnp.int32(index))
+    traced = any(isinstance(a, jax.core.Tracer) for a in jax.tree.leaves((task, keys, index)))
+    kwargs = _run_kwargs(settings)
+    res = _program(table, kwargs, traced)(task, keys, jnp.int32(index))
+    if not traced:
+        _check_solves(res, dict(kwargs))
+    return res
+
+
+def _check_solves(res: loop.ActiveResult, kw: dict) -> None:
+    """``loop.check_result`` of a concrete ``run_seeds`` result (its flags fetched to the
+    host first: every process of a multi-host run calls this at the same point)."""
+    fields = ("plan_converged", "plan_error", "cg_converged", "cg_residual")
+    flags = sharding.to_host({f: getattr(res, f) for f in fields})
+    loop.check_result(res._replace(**flags), loop.plan_epsilon(kw["solver"], kw["epsilon"]),
+                      kw["sinkhorn_threshold"], kw["sinkhorn_max_iterations"], kw["cg_tol"],
+                      solver=kw["solver"])
 
 
 def final_values(result: loop.ActiveResult, metrics: Sequence[str] = DEFAULT_METRICS

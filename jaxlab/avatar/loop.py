@@ -57,8 +57,12 @@ Traced values: each round's Sinkhorn / FGW solve and adjoint CG solve report fla
 ``Info`` / ``ActiveResult`` (``plan_converged``, ``plan_error``, ``cg_converged``,
 ``cg_residual``); ``check_result`` turns them into a ``RuntimeWarning`` with the numbers.
 ``run_active`` calls it itself (directly when its result is concrete, via
-``jax.debug.callback`` when it is itself traced, e.g. under the experiment's ``vmap``); after
-your own ``jit(alg.step)`` call ``jaxlab.avatar.loop.check_result(info)``.
+``jax.debug.callback`` when it is itself traced, e.g. under your ``vmap``); after your own
+``jit(alg.step)`` call ``jaxlab.avatar.loop.check_result(info)``. ``check=False`` leaves the
+check to the caller: a traced ``run_active`` then adds no host callback, so JAX's persistent
+compilation cache can keep the compiled program (a program with a host callback is never
+written to it); call ``check_result(res, ...)`` on the concrete result, as
+``comparison.run_seeds`` does.
 ``informativeness`` checks ``plan`` / ``cost`` (shapes, finite) and warns like
 ``adjoint.cost_gradient``. ``check_switch`` makes ``run_active_switch``'s checks without
 running (what ``compare`` checks before any contender runs).
@@ -714,18 +718,21 @@ def _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol,
 
 
 def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None,
-                 sinkhorn_max_iterations=None, cg_tol: float = 1e-6) -> bool:
+                 sinkhorn_max_iterations=None, cg_tol: float = 1e-6, *,
+                 solver=None) -> bool:
     """Warns (RuntimeWarning) if any plan or adjoint solve of ``res`` did not converge.
 
-    Call it on the concrete result of ``run_active`` under your own ``jit`` / ``vmap``
-    (``run_active`` does it itself otherwise), or on the ``Info`` of each of your own
-    ``step`` calls.
+    Call it on the concrete result of ``run_active(..., check=False)`` or of
+    ``run_active`` under your own ``jit`` / ``vmap`` (``run_active`` does it itself
+    otherwise), or on the ``Info`` of each of your own ``step`` calls.
 
     Args:
-      res: an ``ActiveResult`` or a step's ``Info`` (concrete arrays).
+      res: an ``ActiveResult`` or a step's ``Info`` (concrete arrays, any leading batch axes).
       epsilon, sinkhorn_threshold, sinkhorn_max_iterations: the plan solver's settings, as
         passed to the loop (named in the warning).
       cg_tol: the adjoint CG's relative residual tolerance.
+      solver: the loop's ``solver``; with "fgw" the Sinkhorn limits are not named (the FGW
+        solve has its own).
 
     Returns:
       True when every solve converged.
@@ -736,6 +743,8 @@ def check_result(res: ActiveResult | Info, epsilon=None, sinkhorn_threshold=None
     if not isinstance(res, ActiveResult | Info):
         raise TypeError(f"`res` must be an ActiveResult (run_active) or a step's Info, got "
                         f"{type(res).__name__}.")
+    if isinstance(solver, str) and solver == "fgw":
+        sinkhorn_threshold = sinkhorn_max_iterations = None
     ok = solvers.check_plan(
         solvers.PlanResult(None, res.plan_converged, res.plan_error, None),
         sinkhorn_threshold, sinkhorn_max_iterations, epsilon, where=" in the active loop")
@@ -750,7 +759,8 @@ def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
                anchor_weight: float = 1.0, sinkhorn_threshold: float = 1e-4,
                sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4,
                score: str = "abs", utility_weights=None,
-               protocol: str = "fixed", heldout_frac: float = 0.0) -> ActiveResult:
+               protocol: str = "fixed", heldout_frac: float = 0.0,
+               check: bool = True) -> ActiveResult:
     """Runs the active alignment protocol (initial anchors, ``rounds`` rounds of queries).
 
     ``init(k0)``, then ``lax.scan`` of ``step`` over ``jax.random.split(k1, rounds)``, then
@@ -791,6 +801,11 @@ def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
         queried (queries come from the rest); their metrics are
         ``ActiveResult.heldout_metrics``, beside the paper's ``metrics`` (which still count
         them: they are not anchored). 0 (default): none, the paper's protocol unchanged.
+      check: True (default): warn (``check_result``) if a plan or adjoint solve did not
+        converge, directly on a concrete result, through ``jax.debug.callback`` when traced.
+        False: no check and, traced, no host callback in the caller's program (which JAX's
+        persistent compilation cache can then keep); call ``check_result`` on the concrete
+        result yourself.
 
     Returns:
       ActiveResult (metrics before any query and after each round; the never-queried
@@ -807,7 +822,7 @@ def run_active(key: PRNGKey, task: AlignmentTask, strategy: str = "avatar", *,
                            sinkhorn_threshold=sinkhorn_threshold,
                            sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
                            utility_weights=utility_weights, protocol=protocol,
-                           heldout_frac=heldout_frac)
+                           heldout_frac=heldout_frac, check=check)
 
 
 def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_index, *,
@@ -817,7 +832,7 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
                       anchor_weight: float = 1.0, sinkhorn_threshold: float = 1e-4,
                       sinkhorn_max_iterations: int = 10000, cg_tol: float = 1e-4,
                       utility_weights=None, protocol: str = "fixed",
-                      heldout_frac: float = 0.0) -> ActiveResult:
+                      heldout_frac: float = 0.0, check: bool = True) -> ActiveResult:
     """``run_active`` of strategy ``strategies[strategy_index]`` with the index traced.
 
     ``strategies`` is a tuple of (strategy, score) pairs (static); the node scores are one
@@ -828,7 +843,7 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
     score=strategies[i][1], ...)`` with the same settings.
 
     Args:
-      key, task, epsilon, ...: as ``run_active``.
+      key, task, epsilon, ..., check: as ``run_active``.
       strategies: non-empty tuple of (strategy of STRATEGIES, score of SCORES) pairs.
       strategy_index: [] int in [0, len(strategies)) (may be traced; checked when concrete).
     """
@@ -847,7 +862,7 @@ def run_active_switch(key: PRNGKey, task: AlignmentTask, strategies, strategy_in
                            sinkhorn_threshold=sinkhorn_threshold,
                            sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol,
                            utility_weights=utility_weights, protocol=protocol,
-                           heldout_frac=heldout_frac)
+                           heldout_frac=heldout_frac, check=check)
 
 
 def check_switch(task: AlignmentTask, strategies, **settings) -> tuple[tuple[str, str], ...]:
@@ -862,7 +877,8 @@ def check_switch(task: AlignmentTask, strategies, **settings) -> tuple[tuple[str
       TypeError naming an unknown setting; ValueError naming the setting, the table entry
         or the task's field (``run_active_switch``'s checks).
     """
-    names = tuple(inspect.signature(run_active_switch).parameters)[4:]
+    names = tuple(n for n in inspect.signature(run_active_switch).parameters
+                  if n != "check")[4:]
     unknown = sorted(set(settings) - set(names))
     if unknown:
         raise TypeError(f"unknown settings {unknown}: run_active_switch takes {names}.")
@@ -885,9 +901,10 @@ def check_switch(task: AlignmentTask, strategies, **settings) -> tuple[tuple[str
 def _run_and_report(key, task, epsilon, feat_weight, anchor_weight, *, strategy, score,
                     strategy_index, rounds, test_frac, init_frac, budget_frac, utility, solver,
                     sinkhorn_threshold, sinkhorn_max_iterations, cg_tol, utility_weights,
-                    protocol, heldout_frac=0.0) -> ActiveResult:
+                    protocol, heldout_frac=0.0, check=True) -> ActiveResult:
     """The shared body of ``run_active`` / ``run_active_switch`` after their checks:
-    per-round query counts, hashable utility settings, the run, the solver report."""
+    per-round query counts, hashable utility settings, the run, the solver report (with
+    ``check``)."""
     n = tasks_module.num_pairs(task)
     per_round = _per_round(n, test_frac, init_frac, budget_frac, rounds, protocol,
                            heldout_frac)
@@ -899,19 +916,16 @@ def _run_and_report(key, task, epsilon, feat_weight, anchor_weight, *, strategy,
                sinkhorn_max_iterations=sinkhorn_max_iterations, cg_tol=cg_tol, score=score,
                utility_weights=utility_weights, protocol=protocol,
                heldout_frac=float(heldout_frac), strategy_index=strategy_index)
-    return _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol)
-
-
-def _report(res, epsilon, solver, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol):
-    """Checks the solves of ``res`` (``check_result``; via a callback when traced)."""
-    limits = ((sinkhorn_threshold, sinkhorn_max_iterations) if solver != "fgw"
-              else (None, None))
-    limits = (*limits, cg_tol)
+    if not check:
+        return res
     if isinstance(res.plan_converged, jax.core.Tracer):
         # Under the caller's jit / vmap: check when the values exist (once per call).
-        jax.debug.callback(lambda r: check_result(r, None, *limits), res)
+        jax.debug.callback(lambda r: check_result(r, None, sinkhorn_threshold,
+                                                  sinkhorn_max_iterations, cg_tol,
+                                                  solver=solver), res)
     else:
-        check_result(res, epsilon, *limits)
+        check_result(res, epsilon, sinkhorn_threshold, sinkhorn_max_iterations, cg_tol,
+                     solver=solver)
     return res
 
 

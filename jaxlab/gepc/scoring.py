@@ -36,6 +36,7 @@ columns match ``train``; ``silverman_bandwidth``: ``x`` [N >= 2, K];
 log-likelihood; ``gmm_search_nll``: ``x`` [M, D] finite with the fitted D.
 """
 
+import functools
 import warnings
 from typing import NamedTuple
 
@@ -141,13 +142,20 @@ def fit(features: Array, num_t: int = 2, log_features: bool = False) -> KDEScore
     n_t = raw.shape[1]
     if not 1 <= num_t <= n_t:
         raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
+    t_index, sel, train, bandwidth, weights = _fit_arrays(raw, num_t, bool(log_features))
+    _warn_zero_spread(sel, "features")
+    return KDEScorer(t_index, train, bandwidth, weights, log_features)
+
+
+@functools.partial(jax.jit, static_argnames=("num_t", "log_features"))
+def _fit_arrays(raw, num_t, log_features):
+    """``fit``'s arrays as one compiled program: (t_index, selected columns, KDE train
+    columns, bandwidth, normalised weights)."""
     t_index = jnp.argsort(_cv(_pow2_scaled(raw).mean(-1)))[:num_t]
     sel = raw[:, t_index].reshape(raw.shape[0], -1)
-    _warn_zero_spread(sel, "features")
     weights = 1.0 / jnp.maximum(_cv(sel), 1e-6)
     train = _transform(sel, log_features)
-    return KDEScorer(t_index, train, silverman_bandwidth(train), weights / weights.sum(),
-                     log_features)
+    return t_index, sel, train, silverman_bandwidth(train), weights / weights.sum()
 
 
 def _warn_zero_spread(columns: Array, name: str) -> None:
@@ -195,9 +203,16 @@ def fit_official(features: Array, num_t: int = 2, agg_feat: str = "sum") -> KDES
     validation.check_finite("features", features)
     validation.check_one_of("agg_feat", agg_feat, ("sum", "mean"))
     f = jnp.asarray(features, jnp.float32)
-    n, n_t, n_f = f.shape
+    n_t = f.shape[1]
     if not 1 <= num_t <= n_t:
         raise ValueError(f"`num_t` must be in [1, {n_t}], got {num_t}.")
+    return KDEScorer(*_fit_official_arrays(f, num_t, agg_feat), False)
+
+
+@functools.partial(jax.jit, static_argnames=("num_t", "agg_feat"))
+def _fit_official_arrays(f, num_t, agg_feat):
+    """``fit_official``'s (t_index, train, bandwidth, weights) as one compiled program."""
+    n, _, n_f = f.shape
     base = f[:, :, 0]
     cv = _std(base, 0, ddof=1) / (jnp.abs(_mean(base, 0)) + 1e-6)
     t_index = jnp.argsort(cv)[:num_t]
@@ -205,7 +220,7 @@ def fit_official(features: Array, num_t: int = 2, agg_feat: str = "sum") -> KDES
     w_t = w_t / w_t.sum()
     weights = jnp.repeat(w_t, n_f) * (1.0 / n_f if agg_feat == "mean" else 1.0)
     train = f[:, t_index].reshape(n, -1)
-    return KDEScorer(t_index, train, official_bandwidth(train), weights, False)
+    return t_index, train, official_bandwidth(train), weights
 
 
 def score(scorer: KDEScorer, features: Array) -> Array:
@@ -218,10 +233,19 @@ def score(scorer: KDEScorer, features: Array) -> Array:
             features.shape[2] * t_index.size != scorer.train.shape[1]):
         raise ValueError(f"`features` must have the fitted layout [M, T > {t_index.max()}, "
                          f"{scorer.train.shape[1] // t_index.size}], got {features.shape}.")
-    f = jnp.asarray(features, jnp.float32)[:, scorer.t_index].reshape(features.shape[0], -1)
-    f = _transform(f, scorer.log_features)
-    logp = kde_log_density(scorer.train, scorer.bandwidth, f)
-    return -(logp @ scorer.weights)
+    # ``kde_log_density``'s value checks, made here: inside the program they see tracers
+    validation.check_in_range("bandwidth", scorer.bandwidth, float(jnp.finfo(jnp.float32).tiny))
+    validation.check_finite("bandwidth", scorer.bandwidth)
+    validation.check_finite("train", scorer.train)
+    return _score(scorer.t_index, scorer.train, scorer.bandwidth, scorer.weights,
+                  jnp.asarray(features, jnp.float32), bool(scorer.log_features))
+
+
+@functools.partial(jax.jit, static_argnames="log_features")
+def _score(t_index, train, bandwidth, weights, features, log_features):
+    """``score``'s numbers as one compiled program."""
+    f = _transform(features[:, t_index].reshape(features.shape[0], -1), log_features)
+    return -(kde_log_density(train, bandwidth, f) @ weights)
 
 
 class DiagGMM(NamedTuple):

@@ -105,3 +105,29 @@ def test_scores_of_rescaled_features_shift_by_the_log_scale(fit):
     got = np.asarray(scoring.score(huge, f[:8] * s), np.float64)
     np.testing.assert_allclose(got, expected, rtol=1e-5)
     assert np.ptp(got) > 1e-3
+
+
+@pytest.mark.parametrize("log_features", [False, True])
+def test_compiled_fits_and_scores_equal_the_op_by_op_run(feats, log_features):
+    """``fit``, ``fit_official`` and ``score`` run as one compiled program each; op by op
+    (``jax.disable_jit``, every jnp call its own program, as they ran before) they give the
+    same times and, to float32 rounding, the same arrays and scores."""
+    train, test = feats["per_element"][:40], feats["per_element"][40:]
+    off_train, off_test = feats["official"][:40], feats["official"][40:]
+
+    def run():
+        pe = scoring.fit(train, 2, log_features)
+        off = scoring.fit_official(off_train, 2, "mean")
+        return pe, off, scoring.score(pe, test), scoring.score(off, off_test)
+
+    compiled = run()
+    with jax.disable_jit():
+        eager = run()
+    for got, want in zip(compiled[:2], eager[:2], strict=True):
+        np.testing.assert_array_equal(np.asarray(got.t_index), np.asarray(want.t_index))
+        for name in ("train", "bandwidth", "weights"):
+            np.testing.assert_allclose(np.asarray(getattr(got, name)),
+                                       np.asarray(getattr(want, name)), rtol=1e-6,
+                                       err_msg=name)
+    for got, want in zip(compiled[2:], eager[2:], strict=True):
+        np.testing.assert_allclose(np.asarray(got), np.asarray(want), rtol=1e-6)
