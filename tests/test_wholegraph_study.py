@@ -70,6 +70,31 @@ def test_paired_differences_and_rows():
                for k, v in rows.items())
 
 
+def test_ours_is_declared_against_every_baseline_and_judged_on_the_goal():
+    runs = _runs()
+    runs["acm_dblp"]["density"] = _runs()["acm_dblp"]["entropy"]
+    lift = {0: 0.05, 1: 0.052, 2: 0.054}  # ours: 0.05 + 0.002 k over round 0
+    runs["acm_dblp"]["ours"] = {
+        k: [_record(0, 0.9)] + [dict(_record(r, 0.9 + lift[k] * r / 2), anchors=10 * (r + 1),
+                                     picked_entropy=0.3, picked_uncertainty=0.6)
+                                for r in (1, 2)] for k in range(3)}
+    runs["acm_dblp"]["ours"] = {k: [dict(r[0], anchors=10)] + r[1:]
+                                for k, r in runs["acm_dblp"]["ours"].items()}
+    s = ws.summarize(runs, 3, ["random", "entropy", "density", "avatar", "ours"], rounds=2)
+    d = s["acm_dblp"]
+    assert {"ours-random", "ours-entropy", "ours-density", "ours-avatar"} <= set(d["paired"])
+    goal = d["goal"]  # entropy and density tie: the first of them is the rival
+    assert goal["rival"] == "entropy" and goal["mean"] == pytest.approx(0.052 - 0.02 - 0.001)
+    assert goal["met"] and goal["ci95"][0] > 0
+    gains = d["table"]["ours"]["heldout_gain_per_100_labels"]  # per 10 labels a round
+    assert gains == pytest.approx([100 * 0.026 / 10] * 2)
+    rows = dict(ws.headline({"summary": s}))
+    assert any(k.startswith("acm_dblp: ours - entropy (the better baseline)") and
+               v.endswith(": met") for k, v in rows.items())
+    assert d["table"]["ours"]["picked_entropy"] == pytest.approx(0.3)
+    assert d["table"]["ours"]["picked_uncertainty"] == pytest.approx(0.6)
+
+
 def test_unfinished_runs_are_not_counted():
     runs = _runs()
     runs["acm_dblp"]["avatar"][2] = runs["acm_dblp"]["avatar"][2][:2]  # stopped in round 2

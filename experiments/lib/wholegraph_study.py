@@ -94,7 +94,7 @@ def summarize(runs: dict, seeds: int, strategies, rounds: int) -> dict:
             for m in ("picked_correct", "picked_entropy", "picked_uncertainty"):
                 if all(m in x for x in later):
                     table[s][m] = float(np.mean([x[m] for x in later]))
-            if all("heldout_mrr" in x for r in rs for x in r):
+            if all("heldout_mrr" in x and "anchors" in x for r in rs for x in r):
                 # never-queried MRR gained per 100 labels in each round, mean over seeds
                 table[s]["heldout_gain_per_100_labels"] = [
                     float(np.mean([100.0 * (r[i]["heldout_mrr"] - r[i - 1]["heldout_mrr"])

@@ -1,9 +1,10 @@
-"""Bad-input cases for ``jaxlab.avatar.teaching`` and ``wholegraph.resolve`` (ours)."""
+"""Bad-input cases for ``jaxlab.avatar.teaching``, ``wholegraph.resolve`` (ours) and
+``baselines.max_weight_assignment``."""
 
 import jax.numpy as jnp
 import numpy as np
 
-from jaxlab.avatar import teaching, wholegraph
+from jaxlab.avatar import baselines, teaching, wholegraph
 from tests.bad_inputs.harness import Case
 
 PLAN = jnp.full((4, 5), 0.05, jnp.float32)
@@ -49,4 +50,11 @@ CASES = [
          "`teach.weight`"),
     Case("wholegraph.resolve: a tuple for teach",
          lambda: wholegraph.resolve("avatar_density", (1.0, 1.0, 0.0)), "`teach`"),
+]
+
+CASES += [
+    Case("avatar.baselines.max_weight_assignment: a 1-D w",
+         lambda: baselines.max_weight_assignment(jnp.ones(4)), "`w`"),
+    Case("avatar.baselines.max_weight_assignment: a NaN weight",
+         lambda: baselines.max_weight_assignment(jnp.full((3, 3), jnp.nan)), "`w`"),
 ]
