@@ -103,6 +103,7 @@ __all__ = [
     "body_index", "check_nonfinite_grad_share", "compare", "comparison", "contender",
     "contender_config", "env_steps_per_update", "envs", "final_return",
     "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task",
-    "references", "run", "register_task", "scan_steps", "schedule", "seed_program", "seeds", "site_index", "softbody",
+    "references", "run", "register_task", "scan_steps", "schedule", "seed_program", "seeds",
+    "site_index", "softbody",
     "step", "task_names", "train_seeds",
 ]
