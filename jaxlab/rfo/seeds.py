@@ -167,8 +167,9 @@ def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1,
     _check_cfg(cfg)
     n_chunks, per_chunk, every = schedule(cfg.num_updates, chunks, eval_every)
     num_updates = n_chunks * per_chunk
-    trainer = trainers.make_trainer(task, cfg._replace(num_updates=num_updates),
-                                    deterministic_eval=deterministic_eval)
+    cfg = cfg._replace(num_updates=num_updates)
+    trainer = (trainers.make_trainer(task, cfg, deterministic_eval=True) if deterministic_eval
+               else trainers.make_trainer(task, cfg))
     fields = ("eval_return", "train_return", "grad_norm") + (
         ("eval_mode_return",) if deterministic_eval else ())
 
