@@ -410,6 +410,10 @@ def _summarize(config, out) -> dict:
                 "initial": float(np.asarray(r["eval_return"])[:, 0].mean()),
                 "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
                 "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
+            if "eval_mode_return" in r:  # deterministic_eval: the policies' modes
+                m_mean, m_hw = metrics.mean_and_ci(rfo.final_return(r["eval_mode_return"]))
+                summary.setdefault("final_eval_mode_return", {}).setdefault(t, {})[m] = {
+                    "mean": float(m_mean), "ci95": float(m_hw)}
             if "grad_norm" in r:
                 summary.setdefault("grad_norm", {}).setdefault(t, {})[m] = grad_norm_stats(
                     r["grad_norm"])

@@ -62,3 +62,22 @@ def test_a_unit_keeps_its_policies_and_their_modes_returns(tmp_path):
     r2, com2 = references.trace(task, state, np.stack(actions), references.com_fn())
     np.testing.assert_allclose(com, com2, rtol=1e-6, atol=1e-7)
     np.testing.assert_allclose(r, r2, rtol=1e-5, atol=1e-6)
+
+
+def test_summary_reports_the_modes_final_returns():
+    """With ``deterministic_eval`` the summary has each method's final return of the
+    policies' modes: the mean over seeds of the mean of their last 10% of evaluations."""
+    config = rfo_cfg.get_config("soft_gait_smoke")
+    rng = np.random.default_rng(0)
+    out = {}
+    for m in config.methods:
+        ev, mode = rng.normal(size=(2, 20)), rng.normal(size=(2, 20))
+        out[f"soft_quadruped_gait_{m}"] = {
+            "eval_return": ev, "eval_mode_return": mode, "env_steps": np.arange(1, 21),
+            "wall_s": 1.0, "nonfinite_grad_updates": np.zeros(2)}
+    summary = rfo_exp._summarize(config, out)
+    for m in config.methods:
+        mode = out[f"soft_quadruped_gait_{m}"]["eval_mode_return"]
+        want = mode[:, -2:].mean(axis=1).mean()
+        got = summary["final_eval_mode_return"]["soft_quadruped_gait"][m]["mean"]
+        assert got == pytest.approx(want, rel=1e-12)
