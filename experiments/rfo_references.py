@@ -101,13 +101,17 @@ def measure(key, task_name: str, *, episode_length: int, num_envs: int, restarts
     return out, seconds
 
 
-def row(ref: references.Reference, seconds: float) -> dict:
-    """The summary's entry of one line."""
+def row(line: str, ref: references.Reference, seconds: float) -> dict:
+    """The summary's entry of one line: its returns, seconds (compile included), and the
+    optimisation's first and last return (the random search's median and best
+    candidate)."""
     h = np.asarray(ref.history, np.float64)
     entry = {"return": float(ref.ret), "return_optimised_on": float(ref.fit_ret),
              "seconds": seconds, "nonfinite_steps": int(ref.nonfinite_steps)}
-    if h.size:
-        entry["history_first_last"] = [float(h[0]), float(h[-1])]
+    if line == "best_sinusoid":
+        entry["candidates_median_best"] = [float(np.median(h)), float(h.max())]
+    elif h.size:
+        entry["ascent_first_last"] = [float(h[0]), float(h[-1])]
     return entry
 
 
@@ -163,7 +167,8 @@ def main(argv):
             candidates=FLAGS.candidates, traj_iterations=FLAGS.traj_iterations,
             traj_lr=FLAGS.traj_lr,
             switch_step=FLAGS.switch_step if t in FLAGS.switch_tasks else None)
-        summary["tasks"][t] = {line: row(ref, seconds[line]) for line, ref in lines.items()}
+        summary["tasks"][t] = {line: row(line, ref, seconds[line])
+                               for line, ref in lines.items()}
         summary["constant_postures"][t] = {
             line: [round(float(a), 3) for a in np.asarray(lines[line].actions)[-1]]
             for line in ("best_constant", "posture_switch") if line in lines}
