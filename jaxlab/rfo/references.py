@@ -32,7 +32,8 @@ environments from ``fold_in(key, 1)`` (held out), and ``Reference.fit_ret`` on t
 optimisation environments. Gradient entries that are not finite (contacts) are zeroed
 before the Adam step, as in the trainers, and counted (``Reference.nonfinite_steps``).
 
-Every function is pure (``task`` and the sizes static) and jitted; ``trace`` rolls an
+Every function is pure (``task``, the sizes and the optimisers' settings static, so the
+checks below see them) and jitted; ``trace`` rolls an
 action sequence out from one state and records ``trace_fn`` of the physics state
 (``com_fn``: the soft quadruped's centre of mass) for plots. What is ours: all of it.
 
@@ -204,7 +205,7 @@ def _best_posture(key, task, episode_length, num_envs, restarts, iterations, lr,
 
 
 @functools.partial(jax.jit, static_argnames=("task", "episode_length", "num_envs",
-                                             "restarts", "iterations", "candidates"))
+                                             "restarts", "iterations", "candidates", "lr"))
 def best_constant(key: PRNGKey, task: envs.Task, episode_length: int, *, num_envs: int = 4,
                   restarts: int = 4, iterations: int = 50, lr: float = 0.1,
                   candidates: int = 32) -> Reference:
@@ -234,7 +235,7 @@ def best_constant(key: PRNGKey, task: envs.Task, episode_length: int, *, num_env
 
 @functools.partial(jax.jit, static_argnames=("task", "episode_length", "switch_step",
                                              "num_envs", "restarts", "iterations",
-                                             "candidates"))
+                                             "candidates", "lr"))
 def posture_switch(key: PRNGKey, task: envs.Task, episode_length: int, switch_step: int, *,
                    num_envs: int = 4, restarts: int = 4, iterations: int = 50,
                    lr: float = 0.1, candidates: int = 32) -> Reference:
@@ -268,7 +269,8 @@ def sinusoid_actions(amp: Array, freq: Array, phase: Array, offset: Array,
 
 
 @functools.partial(jax.jit, static_argnames=("task", "episode_length", "num_envs",
-                                             "candidates", "offsets"))
+                                             "candidates", "offsets", "control_dt",
+                                             "freq_hz"))
 def best_sinusoid(key: PRNGKey, task: envs.Task, episode_length: int, *,
                   candidates: int = 100, num_envs: int = 4, control_dt: float = 0.02,
                   freq_hz: tuple[float, float] = (0.5, 4.0),
@@ -312,7 +314,7 @@ def best_sinusoid(key: PRNGKey, task: envs.Task, episode_length: int, *,
 
 
 @functools.partial(jax.jit, static_argnames=("task", "episode_length", "num_envs",
-                                             "iterations"))
+                                             "iterations", "lr", "init_scale"))
 def trajectory_optimisation(key: PRNGKey, task: envs.Task, episode_length: int, *,
                             num_envs: int = 4, iterations: int = 100, lr: float = 0.05,
                             init_scale: float = 0.1) -> Reference:

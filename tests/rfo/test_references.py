@@ -129,3 +129,15 @@ def test_bad_arguments_raise_naming_them(soft):
         references.zero_action(key, "soft_quadruped", 4)
     with pytest.raises(ValueError, match="settle_steps"):
         gait.soft_quadruped_gait(-1)
+
+
+def test_bad_settings_raise_naming_them(soft):
+    key = jax.random.key(0)
+    with pytest.raises(ValueError, match="lr"):
+        references.best_constant(key, soft, 4, lr=0.0)
+    with pytest.raises(ValueError, match="init_scale"):
+        references.trajectory_optimisation(key, soft, 4, init_scale=-1.0)
+    with pytest.raises(ValueError, match="freq_hz"):
+        references.best_sinusoid(key, soft, 4, freq_hz=(3.0, 1.0))
+    with pytest.raises(ValueError, match="control_dt"):
+        references.best_sinusoid(key, soft, 4, control_dt=float("inf"))
