@@ -12,14 +12,14 @@ steps is therefore the centre of mass's forward displacement over steps settle_s
 divided by 0.02 s, minus the control cost.
 
 Why a constant posture cannot farm it: under a constant action the damped body moves to
-a resting pose and stops. On ``soft_quadruped`` the best constant action (the front half
-of each leg contracted, the back half extended) leans the body about 12 cm forward, and
-that lean is over within about 64 steps (1.28 s: the centre of mass moves 0.12 m by step
-48 and less than 1 cm after step 64), so ``settle_steps`` = 64 leaves it nothing to be
-paid for; only motion that continues after 1.28 s earns. The window is not observed (the
-observation is ``soft_quadruped``'s), so a memoryless policy cannot time a single posture
-change to the window's start; a policy that changes posture once near step 64 by chance
-still earns that one lean, which ``references`` measures as the posture switch.
+a resting pose and stops. On ``soft_quadruped`` a constant action such as (-1, 1, -1, 1,
+-1, 1, -1, 1) leans the body about 12 cm forward (a return of 5.1), and that lean is over
+within about 64 steps (1.28 s: the centre of mass moves 11 cm by step 48 and about 1 cm
+after), so ``settle_steps`` = 64 leaves it nothing to be paid for; only motion that
+continues after 1.28 s earns. The window is not observed (the observation is
+``soft_quadruped``'s), so a memoryless policy cannot time a posture change to the
+window's start; a policy that changes posture once near step 64 still earns that one
+lean (``references.posture_switch``: 5.8 at 128 steps, ``docs/rfo.rst``).
 
 The episode step count lives in the physics state (``GaitState``: the node positions and
 velocities and ``t``), so the reward stays a function of (state, next state, action) and
