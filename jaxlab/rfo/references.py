@@ -37,7 +37,8 @@ checks below see them) and jitted; ``trace`` rolls an
 action sequence out from one state and records ``trace_fn`` of the physics state
 (``com_fn``: the soft quadruped's centre of mass) for plots. What is ours: all of it.
 
-Checks (eager): ``episode_length``, ``num_envs``, ``restarts``, ``iterations``,
+Checks (eager): ``sinusoid_actions``: ``phase`` [A], ``offset`` [A], all finite;
+``trace``: ``trace_fn`` callable; ``episode_length``, ``num_envs``, ``restarts``, ``iterations``,
 ``candidates`` positive ints, ``switch_step`` an int in [0, episode_length), ``lr``,
 ``init_scale`` and ``control_dt`` > 0, ``freq_hz`` 0 <= low <= high, ``actions``
 [T, act_dim] and finite when concrete (ValueError naming the argument; TypeError for a
@@ -264,6 +265,12 @@ def sinusoid_actions(amp: Array, freq: Array, phase: Array, offset: Array,
       episode_length: T.
       control_dt: seconds per step.
     """
+    _check_sizes(episode_length=episode_length)
+    _check_positive(control_dt=control_dt)
+    validation.check_ndim("phase", phase, 1)
+    validation.check_shape("offset", offset, (jnp.shape(phase)[0],))
+    for name, value in (("amp", amp), ("freq", freq), ("phase", phase), ("offset", offset)):
+        validation.check_finite(name, value)
     t = jnp.arange(episode_length, dtype=jnp.float32)[:, None] * control_dt
     return offset + amp * jnp.sin(2.0 * jnp.pi * freq * t + phase)
 
@@ -354,6 +361,9 @@ def trace(task: envs.Task, state: envs.EnvState, actions: Array,
     """
     _check_task(task)
     _check_actions(task, actions)
+    if not callable(trace_fn):
+        raise TypeError(f"`trace_fn` must be a function of the physics state, got "
+                        f"{type(trace_fn).__name__}.")
 
     def one(s, a):
         s1, r = envs.step(task, s, a)
