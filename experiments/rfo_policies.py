@@ -126,7 +126,7 @@ def keep(folder: str, task_name: str, cfg, params, *, unit_key: str, config: dic
     artifacts.export(os.path.join(folder, "weights"), 0, params, unit_key, config)
     task = envs.make_task(task_name)
     traces = com_traces(key, task, cfg, params, horizon)
-    method = os.path.basename(folder)
+    method = os.path.basename(folder).removeprefix(f"{task_name}_")
     png = plot_com(os.path.join(folder, "com.png"), task_name, method, traces)
     return {"weights": os.path.join(folder, "weights"), "plot": png,
             "return_mode": traces["mode"][0], "return_sampled": traces["sampled"][0]}
