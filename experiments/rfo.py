@@ -110,6 +110,9 @@ def run_spec(config: ml_collections.ConfigDict, task: str, method: str) -> dict:
     limit = config.get("max_nonfinite_grad_share", 1.0)
     if limit < 1.0:  # a limit can fail the unit: part of its key (1.0, never, is not)
         spec["max_nonfinite_grad_share"] = limit
+    for flag in ("deterministic_eval", "keep_policies"):  # part of the key only when set
+        if config.get(flag, False):
+            spec[flag] = True
     return spec
 
 
@@ -127,7 +130,8 @@ def seed_keys(config: ml_collections.ConfigDict, task: str) -> jax.Array:
 
 
 def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
-               run_chunks: loops.ChunkRunner = loops.run_chunks) -> dict:
+               run_chunks: loops.ChunkRunner = loops.run_chunks,
+               keep_dir: str | None = None) -> dict:
     """Trains ``method`` on ``task_name`` for all seeds; returns per-update eval returns.
 
     The seeds run ``rfo.seed_program`` (the programs of ``rfo.train_seeds``, which
@@ -144,12 +148,18 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
       "grad_norm" [seeds, U] (pre-clip policy gradient norms; non-finite: a zeroed
       update), "wall_s", "config"} (NumPy arrays; E = U / eval_every).
 
+    With ``config.deterministic_eval`` each evaluation also runs the policies' modes
+    ("eval_mode_return" [seeds, E]); with ``keep_dir`` the final weights of every seed
+    and a plot of their centre-of-mass trajectories are kept there
+    (``rfo_policies.keep``; "policies" holds the paths and the plotted returns).
+
     Raises:
       FloatingPointError: an eval return is non-finite.
     """
     cfg, _ = method_config(config, task_name, method)
     prog = rfo.seed_program(envs.make_task(task_name), cfg, chunks=config.num_chunks,
-                            eval_every=int(config.get("eval_every", 1)))
+                            eval_every=int(config.get("eval_every", 1)),
+                            deterministic_eval=bool(config.get("deterministic_eval", False)))
     keys = seed_keys(config, task_name)
     # The init and chunk programs are served from the exported-program cache
     # (``experiments.lib.exported``): a warm run neither traces nor lowers them.
@@ -185,12 +195,23 @@ def run_method(config: ml_collections.ConfigDict, task_name: str, method: str,
     if not np.all(np.isfinite(ev)):
         raise FloatingPointError(f"rfo: {task_name} {method}: non-finite eval returns "
                                  f"({int((~np.isfinite(ev)).sum())} entries).")
-    return {"task": task_name, "method": method, "env_steps": curves.env_steps,
-            "eval_env_steps": curves.eval_env_steps, "eval_every": prog.eval_every,
-            "eval_return": ev, "train_reward": curves.train_return,
-            "nonfinite_grad_updates": bad_grads, "grad_norm": np.asarray(gn, np.float32),
-            "wall_s": time.perf_counter() - t0,
-            "config": cfg._asdict()}
+    out = {"task": task_name, "method": method, "env_steps": curves.env_steps,
+           "eval_env_steps": curves.eval_env_steps, "eval_every": prog.eval_every,
+           "eval_return": ev, "train_reward": curves.train_return,
+           "nonfinite_grad_updates": bad_grads, "grad_norm": np.asarray(gn, np.float32),
+           "wall_s": time.perf_counter() - t0,
+           "config": cfg._asdict()}
+    if curves.eval_mode_return is not None:
+        out["eval_mode_return"] = curves.eval_mode_return
+    if keep_dir:
+        from . import rfo_policies
+
+        params = jax.device_get(sharding.to_host(carry[0].params))
+        out["policies"] = rfo_policies.keep(
+            os.path.join(keep_dir, f"{task_name}_{method}"), task_name, cfg, params,
+            unit_key=str(spec), config=spec, horizon=cfg.eval_horizon,
+            key=jax.random.fold_in(task_key(config, task_name), 3))
+    return out
 
 
 def _physics(backend: str):
@@ -266,9 +287,11 @@ def _task_methods(config) -> dict[str, tuple[str, ...]]:
 
 
 def _units(config: ml_collections.ConfigDict, workdir: str) -> list[study.Unit]:
-    del workdir
+    keep_dir = (os.path.join(workdir, "policies") if config.get("keep_policies", False)
+                else None)
     units = [study.Unit(f"{t}_{m}",
-                        lambda ctx, t=t, m=m: run_method(config, t, m, ctx.run_chunks),
+                        lambda ctx, t=t, m=m: run_method(config, t, m, ctx.run_chunks,
+                                                         keep_dir),
                         spec=run_spec(config, t, m))
              for t, ms in _task_methods(config).items() for m in ms]
     tp = config.throughput
@@ -387,6 +410,10 @@ def _summarize(config, out) -> dict:
                 "initial": float(np.asarray(r["eval_return"])[:, 0].mean()),
                 "env_steps": int(r["env_steps"][-1]), "wall_s": float(r["wall_s"]),
                 "nonfinite_grad_updates": int(np.sum(r["nonfinite_grad_updates"]))}
+            if "eval_mode_return" in r:  # deterministic_eval: the policies' modes
+                m_mean, m_hw = metrics.mean_and_ci(rfo.final_return(r["eval_mode_return"]))
+                summary.setdefault("final_eval_mode_return", {}).setdefault(t, {})[m] = {
+                    "mean": float(m_mean), "ci95": float(m_hw)}
             if "grad_norm" in r:
                 summary.setdefault("grad_norm", {}).setdefault(t, {})[m] = grad_norm_stats(
                     r["grad_norm"])

@@ -1,5 +1,5 @@
 """Configs for experiments/rfo.py: get_config("smoke" | "quick" | "cpu_ablation" |
-"cpu_long" | "full" | "soft_smoke" | "soft_study").
+"cpu_long" | "full" | "soft_smoke" | "soft_study" | "soft_gait_smoke").
 
 ``quick`` (the suite's main job, a first look): pendulum, RFO vs SHAC with a Gaussian
 policy (the declared ratio's rival: the same short-horizon loss and critic, so the pair
@@ -30,6 +30,12 @@ evaluations; metrics: final eval return and AUC per method with t 95% CIs, the p
 differences RFO - rival, and the ratio of mean final returns RFO / SHAC-Gaussian with a
 paired-bootstrap 95% CI beside the paper's ~2x. No MJX throughput unit (the simulator's
 speed: ``experiments/bench_softbody.py``).
+
+``soft_gait_smoke``: ``soft_smoke``'s sizes on ``soft_quadruped_gait`` (the forward
+velocity paid only after a 64-step settle window, so 128-step episodes), with
+``deterministic_eval`` (each evaluation also runs every policy's mode) and
+``keep_policies`` (final weights and centre-of-mass plots under
+``<workdir>/policies``); both flags default to off in the other presets.
 
 ``validate_config(config)`` checks every field of a config (the study's first step).
 """
@@ -130,11 +136,26 @@ def get_config(arg: str = "quick") -> ml_collections.ConfigDict:
             c.env_steps = 98_304
             c.num_chunks = 8
             c.common.update(num_envs=32, horizon=32, eval_horizon=128, episode_length=128)
+    elif arg == "soft_gait_smoke":
+        c.tasks = ("soft_quadruped_gait",)
+        c.methods = ("rfo", "shac_gaussian", "apg", "ppo")
+        c.task_methods = ml_collections.ConfigDict()
+        c.task_env_steps = ml_collections.ConfigDict()
+        c.throughput.task = ""
+        c.num_seeds = 2
+        c.env_steps = 4 * 32 * 2
+        c.num_chunks = 2
+        c.eval_every = 1
+        c.common.update(num_envs=4, horizon=32, eval_horizon=128, episode_length=128,
+                        hidden=16)
+        c.rfo.buffer_size = 256
+        c.deterministic_eval = True
+        c.keep_policies = True
     elif arg == "quick":
         c.methods = QUICK_METHODS
     else:
         raise ValueError("config arg must be smoke, quick, cpu_ablation, cpu_long, full, "
-                         f"soft_smoke or soft_study, got {arg!r}.")
+                         f"soft_smoke, soft_study or soft_gait_smoke, got {arg!r}.")
     return c
 
 

@@ -22,7 +22,8 @@ blackjax/optax style)::
 ``Info`` (train return, eval return, pre-clip grad norm, critic loss) is shared.
 
 Tasks: ``make_task(name)`` for a name of ``task_names()`` (built in: ``bouncing_ball``,
-``cartpole``, ``hopper``, ``pendulum``, ``reacher``, ``soft_quadruped``);
+``cartpole``, ``hopper``, ``pendulum``, ``reacher``, ``soft_quadruped``,
+``soft_quadruped_gait``);
 ``register_task(name, factory)`` adds an MJCF task (``new_task`` / ``envs.Task``,
 ``load_mjcf``; MJCF angles are in degrees unless ``<compiler angle="radian"/>``; brax fuses
 bodies without a joint into their parent: look bodies and sites up with ``body_index`` /
@@ -40,9 +41,14 @@ your config through ``contender(config, settings)``, or a ``protocol.Contender``
 same seeds at an equal budget (``Settings``) and returns a ``protocol.Comparison`` of final
 returns and learning-curve areas with paired bootstrap CIs; ``train_seeds`` /
 ``seed_program`` (``seeds``) are the per-seed runs the study binary shares.
+
+Reading a return (``references``): what open-loop action sequences earn on a task (zero
+action, best constant posture, best random sinusoid gait, trajectory optimisation through
+the simulator); ``make_trainer(..., deterministic_eval=True)`` also evaluates each
+policy's mode (``Info.eval_mode_return``) beside its stochastic return.
 """
 
-from jaxlab.rfo import comparison, envs, seeds, softbody
+from jaxlab.rfo import comparison, envs, references, seeds, softbody
 from jaxlab.rfo.comparison import (
     CONTENDERS,
     METRICS,
@@ -96,7 +102,8 @@ __all__ = [
     "PPOState", "RFOState", "SeedProgram", "Settings", "State", "Task", "TrainConfig", "auc",
     "body_index", "check_nonfinite_grad_share", "compare", "comparison", "contender",
     "contender_config", "env_steps_per_update", "envs", "final_return",
-    "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task", "run",
-    "register_task", "scan_steps", "schedule", "seed_program", "seeds", "site_index", "softbody",
+    "fused_bodies", "init", "load_mjcf", "make_task", "make_trainer", "new_task",
+    "references", "run", "register_task", "scan_steps", "schedule", "seed_program", "seeds",
+    "site_index", "softbody",
     "step", "task_names", "train_seeds",
 ]

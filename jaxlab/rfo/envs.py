@@ -10,9 +10,11 @@ Tasks: ``pendulum`` (torque-limited swing-up), ``cartpole`` (balance a pole on a
 a tilted start), ``hopper`` (brax's ``Hopper`` v5 reward, health test and termination on
 brax's hopper model; see ``_hopper``), ``reacher`` (brax's ``Reacher`` v5 model, reset,
 observation and reward; see ``_reacher``), ``bouncing_ball`` (contacts with the floor;
-for gradient checks) and ``soft_quadruped`` (no MJCF: a soft-body quadruped stepped by
+for gradient checks), ``soft_quadruped`` (no MJCF: a soft-body quadruped stepped by
 the pure-JAX finite-element simulator ``jaxlab.rfo.softbody``, through the task's own
-``init_state_fn`` / ``step_fn``). Users add tasks with ``register_task(name, factory)``.
+``init_state_fn`` / ``step_fn``) and ``soft_quadruped_gait`` (the same body, its forward
+velocity paid only after a settle window: ``jaxlab.rfo.softbody.gait``). Users add tasks
+with ``register_task(name, factory)``.
 
 Termination: ``EnvState.done`` is 1.0 when the step just taken ended in a terminal state
 (brax's ``State.done``); a ``Task`` with ``done_fn=None`` never terminates (``done`` stays
@@ -20,9 +22,9 @@ Termination: ``EnvState.done`` is 1.0 when the step just taken ended in a termin
 loops (``train.rollout_from``, ``ppo``) replace finished environments by fresh ones (brax's
 ``AutoResetWrapper``) and pass ``done`` to the critic targets / GAE as the termination mask.
 
-Failure (tasks with a ``health_fn``: ``soft_quadruped``): a step whose state is not finite
-(``health_fn``'s ``"nonfinite"``), whose action is not finite or whose reward is not
-finite *fails*: ``done`` = 1, reward 0 (never a NaN / -inf reward) and
+Failure (tasks with a ``health_fn``: ``soft_quadruped``, ``soft_quadruped_gait``): a step
+whose state is not finite (``health_fn``'s ``"nonfinite"``), whose action is not finite or
+whose reward is not finite *fails*: ``done`` = 1, reward 0 (never a NaN / -inf reward) and
 ``EnvState.info["unhealthy"]`` = 1; the task's other health flags (``"inverted"``) are
 reported in ``info`` without ending the episode. ``Task.resets_on_done`` makes the
 training loops reset failed environments like terminated ones and stop episode returns
@@ -433,9 +435,23 @@ def _soft_quadruped():
                     init_state_fn=soft.init, step_fn=soft.step, health_fn=soft.health)
 
 
+def _soft_quadruped_gait():
+    """``soft_quadruped`` with the gait reward (``jaxlab.rfo.softbody.gait``): forward
+    centre-of-mass velocity paid only after a 64-step settle window, which a constant
+    posture (a lean) cannot farm; same body, observation, action, reset and failure."""
+    from jaxlab.rfo.softbody import gait
+
+    soft = gait.soft_quadruped_gait()
+    return new_task("soft_quadruped_gait", None, n_frames=soft.cfg.substeps,
+                    obs_fn=soft.obs, reward_fn=soft.reward, obs_dim=soft.obs_dim,
+                    act_dim=soft.act_dim, init_state_fn=soft.init, step_fn=soft.step,
+                    health_fn=soft.health)
+
+
 _TASKS: dict[str, Callable[[], Task]] = {
     "pendulum": _pendulum, "cartpole": _cartpole, "hopper": _hopper, "reacher": _reacher,
-    "bouncing_ball": _ball, "soft_quadruped": _soft_quadruped}
+    "bouncing_ball": _ball, "soft_quadruped": _soft_quadruped,
+    "soft_quadruped_gait": _soft_quadruped_gait}
 TASK_NAMES = tuple(sorted(_TASKS))  # the built-in tasks; ``task_names()`` adds registered ones
 
 

@@ -1,7 +1,8 @@
 """Flow policies: actions from a differentiable fixed-step ODE (RFO, arXiv 2602.03501).
 
 a_0 ~ N(0, I); a_{k+1} = a_k + (1/K) v_theta(a_k, k/K | obs) for k < K (explicit Euler);
-action = tanh(a_K). With ``chunk = H`` the flow acts on an [H, act_dim] action chunk that
+action = tanh(a_K); ``mode`` runs the same ODE from a_0 = 0 (the policy's deterministic
+action, for evaluation). With ``chunk = H`` the flow acts on an [H, act_dim] action chunk that
 is executed open loop. The whole map (noise, obs) -> action is differentiable in theta and
 obs, so a policy gradient is the gradient of the rollout return through the Euler steps
 (and the dynamics); no log-likelihood is needed.
@@ -94,5 +95,16 @@ def sample(key: PRNGKey, graphdef, params, cfg: FlowConfig, obs: Array) -> Array
     if obs.shape[1] != cfg.obs_dim:
         raise ValueError(f"`obs` must have shape [B, {cfg.obs_dim}], got {obs.shape}.")
     noise = jax.random.normal(key, (obs.shape[0], cfg.chunk * cfg.act_dim))
+    a = integrate(graphdef, params, obs, noise, cfg.ode_steps)
+    return jnp.tanh(a).reshape(obs.shape[0], cfg.chunk, cfg.act_dim)
+
+
+def mode(graphdef, params, cfg: FlowConfig, obs: Array) -> Array:
+    """The flow's deterministic action: ``sample`` with the base noise set to zero,
+    tanh(a_K) from a_0 = 0. obs [B, O] -> [B, chunk, act_dim]."""
+    validation.check_ndim("obs", obs, 2)
+    if obs.shape[1] != cfg.obs_dim:
+        raise ValueError(f"`obs` must have shape [B, {cfg.obs_dim}], got {obs.shape}.")
+    noise = jnp.zeros((obs.shape[0], cfg.chunk * cfg.act_dim), obs.dtype)
     a = integrate(graphdef, params, obs, noise, cfg.ode_steps)
     return jnp.tanh(a).reshape(obs.shape[0], cfg.chunk, cfg.act_dim)

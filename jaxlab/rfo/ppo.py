@@ -181,8 +181,11 @@ def env_steps_per_update(cfg: PPOConfig) -> int:
     return cfg.num_envs * cfg.rollout_len
 
 
-def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
-    """PPO on ``task`` (module doc).
+def make_trainer(task: envs.Task, cfg: PPOConfig, *,
+                 deterministic_eval: bool = False) -> Algorithm:
+    """PPO on ``task`` (module doc); ``deterministic_eval`` also evaluates the policy's
+    mean action (clipped to the box, as every action) on the evaluation's resets, into
+    ``Info.eval_mode_return`` (the stochastic ``Info.eval_return`` unchanged).
 
     Returns:
       ``Algorithm(init, step)``: ``init(key) -> PPOState`` draws the actor-critic weights and
@@ -227,11 +230,11 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
         entropy = jnp.sum(log_std + 0.5 * (_LOG_2PI + 1.0))
         return -surr.mean() + cfg.vf_coef * jnp.mean((v - ret) ** 2) - cfg.ent_coef * entropy
 
-    def evaluate(key, params):
+    def evaluate(key, params, deterministic=False):
         k_reset, k_act = jax.random.split(key)
 
         def one(s, k):
-            a, _, _ = act(k, params, s.obs)
+            a = net(params, s.obs)[0] if deterministic else act(k, params, s.obs)[0]
             s1, r = step_envs(s, jnp.clip(a, -1.0, 1.0))
             return s1, (r, s1.done)
 
@@ -240,6 +243,9 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
         if task.resets_on_done:  # the episode return stops at the terminating step
             r = jnp.where(episode_mask(d) > 0, r, 0.0)
         return jnp.mean(jnp.sum(r, 0))
+
+    def evaluate_mode(key, params):
+        return evaluate(key, params, deterministic=True)
 
     def init(key: PRNGKey) -> PPOState:
         k_params, k_env = jax.random.split(key)
@@ -275,8 +281,10 @@ def make_trainer(task: envs.Task, cfg: PPOConfig) -> Algorithm:
 
         (params, opt_state), gnorms = jax.lax.scan(epoch, (state.params, state.opt_state),
                                                    jax.random.split(k_perm, cfg.epochs))
+        mode_return = (maybe_evaluate(k_eval, do_eval, evaluate_mode, params)
+                       if deterministic_eval else jnp.float32(jnp.nan))
         info = Info(jnp.mean(r), maybe_evaluate(k_eval, do_eval, evaluate, params),
-                    jnp.mean(gnorms), jnp.float32(0.0))
+                    jnp.mean(gnorms), jnp.float32(0.0), mode_return)
         return PPOState(params, opt_state, final), info
 
     return Algorithm(init, step)

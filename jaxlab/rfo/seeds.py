@@ -95,6 +95,8 @@ class Curves(NamedTuple):
       eval_return: [n, E] evaluation returns per seed.
       train_return: [n, U] training-rollout returns per seed.
       grad_norm: [n, U] pre-clip policy gradient norms (non-finite: zeroed updates).
+      eval_mode_return: [n, E] evaluation returns of each policy's mode (deterministic
+        actions, the same resets), or None without ``deterministic_eval``.
     """
 
     env_steps: np.ndarray
@@ -102,6 +104,7 @@ class Curves(NamedTuple):
     eval_return: np.ndarray
     train_return: np.ndarray
     grad_norm: np.ndarray
+    eval_mode_return: np.ndarray | None = None
 
     def metrics(self) -> dict:
         """``{"final_return": [n], "auc": [n]}``: both metrics of ``METRICS`` per seed."""
@@ -131,16 +134,18 @@ class SeedProgram(NamedTuple):
     def curves(self, carry, to_host: Callable = jax.device_get) -> Curves:
         """The ``Curves`` of a carry after the last chunk; ``to_host`` brings its [n, U]
         buffers to NumPy (e.g. a multi-host gather)."""
-        ev, tr, gn = to_host(tuple(carry[2:]))
+        ev, tr, gn, *mode = to_host(tuple(carry[2:]))
         u = self.chunks * self.per_chunk
         e = self.eval_every
         return Curves(env_steps=self.steps_per_update * np.arange(1, u + 1),
                       eval_env_steps=self.steps_per_update * e * np.arange(1, u // e + 1),
                       eval_return=np.asarray(ev)[:, e - 1::e], train_return=np.asarray(tr),
-                      grad_norm=np.asarray(gn))
+                      grad_norm=np.asarray(gn),
+                      eval_mode_return=np.asarray(mode[0])[:, e - 1::e] if mode else None)
 
 
-def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1) -> SeedProgram:
+def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1,
+                 deterministic_eval: bool = False) -> SeedProgram:
     """The init and chunk programs of ``cfg``'s trainer over a batch of seeds.
 
     Args:
@@ -149,6 +154,8 @@ def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1) 
         chunks (``schedule``).
       chunks: scan chunks.
       eval_every: evaluation period at most (``schedule``).
+      deterministic_eval: also evaluate each policy's mode (``trainers.make_trainer``);
+        the carry then holds one more [n, U] buffer (``Curves.eval_mode_return``).
 
     Returns:
       ``SeedProgram`` (pure functions: jit, export or shard them as you like).
@@ -160,30 +167,33 @@ def seed_program(task: envs.Task, cfg, *, chunks: int = 1, eval_every: int = 1) 
     _check_cfg(cfg)
     n_chunks, per_chunk, every = schedule(cfg.num_updates, chunks, eval_every)
     num_updates = n_chunks * per_chunk
-    trainer = trainers.make_trainer(task, cfg._replace(num_updates=num_updates))
+    cfg = cfg._replace(num_updates=num_updates)
+    trainer = (trainers.make_trainer(task, cfg, deterministic_eval=True) if deterministic_eval
+               else trainers.make_trainer(task, cfg))
+    fields = ("eval_return", "train_return", "grad_norm") + (
+        ("eval_mode_return",) if deterministic_eval else ())
 
     def init(keys):
         ks = jax.vmap(jax.random.split)(keys)  # [n, 2]: as trainers.run splits each key
         state = jax.vmap(trainer.init)(ks[:, 0])
         buf = jnp.zeros((keys.shape[0], num_updates), jnp.float32)
-        return state, ks[:, 1], buf, buf, buf
+        return (state, ks[:, 1]) + (buf,) * len(fields)
 
     def chunk(carry, i):
-        st, ks, ev, tr, gn = carry
+        st, ks, *bufs = carry
         start = i * per_chunk
         st, info = jax.vmap(lambda k, s: trainers.scan_steps(k, trainer, s, start, per_chunk,
                                                              every))(ks, st)
-        ev = jax.lax.dynamic_update_slice_in_dim(ev, info.eval_return, start, 1)
-        tr = jax.lax.dynamic_update_slice_in_dim(tr, info.train_return, start, 1)
-        gn = jax.lax.dynamic_update_slice_in_dim(gn, info.grad_norm, start, 1)
-        return st, ks, ev, tr, gn
+        bufs = [jax.lax.dynamic_update_slice_in_dim(b, getattr(info, f), start, 1)
+                for b, f in zip(bufs, fields, strict=True)]
+        return (st, ks, *bufs)
 
     return SeedProgram(init, chunk, n_chunks, per_chunk, every,
                        trainers.env_steps_per_update(cfg))
 
 
 def train_seeds(keys: PRNGKey, task: envs.Task, cfg, *, chunks: int = 1,
-                eval_every: int = 1) -> Curves:
+                eval_every: int = 1, deterministic_eval: bool = False) -> Curves:
     """Trains ``cfg``'s trainer on ``task`` from each of ``keys``.
 
     Args:
@@ -192,6 +202,7 @@ def train_seeds(keys: PRNGKey, task: envs.Task, cfg, *, chunks: int = 1,
       cfg: ``TrainConfig`` or ``PPOConfig``.
       chunks: scan chunks (one compiled chunk program, run ``chunks`` times).
       eval_every: evaluation period at most (``schedule``).
+      deterministic_eval: also evaluate each policy's mode (``Curves.eval_mode_return``).
 
     Returns:
       ``Curves`` of the n seeds.
@@ -200,7 +211,8 @@ def train_seeds(keys: PRNGKey, task: envs.Task, cfg, *, chunks: int = 1,
     if keys.ndim != 1 or not jnp.issubdtype(keys.dtype, jax.dtypes.prng_key):
         raise ValueError(f"`keys` must be [n] typed PRNG keys, got dtype {keys.dtype} and "
                          f"shape {keys.shape}.")
-    prog = seed_program(task, cfg, chunks=chunks, eval_every=eval_every)
+    prog = seed_program(task, cfg, chunks=chunks, eval_every=eval_every,
+                        deterministic_eval=deterministic_eval)
     carry = jax.jit(prog.init)(keys)
     chunk = jax.jit(prog.chunk)
     for i in range(prog.chunks):

@@ -140,6 +140,11 @@ class GaussianPolicy(nnx.Module):
         eps = jax.random.normal(key, (obs.shape[0], self.log_std.shape[0]))
         return jnp.tanh(self.mu(h) + jnp.exp(self.log_std[...]) * eps)[:, None, :]
 
+    def mode(self, obs: Array) -> Array:
+        """The deterministic action tanh(mu(obs)) (noise 0): obs [B, O] -> [B, 1, A]."""
+        h = jax.nn.silu(self.l2(jax.nn.silu(self.l1(obs))))
+        return jnp.tanh(self.mu(h))[:, None, :]
+
 
 def check_finite_fields(cfg, names, prefix: str) -> None:
     """Raises ValueError if a float field of ``cfg`` is NaN or +-inf (a generic check kept
@@ -202,11 +207,14 @@ class Policy(NamedTuple):
       graphdef: the static nnx graph.
       init: ``init(key) -> params``.
       act: ``act(key, params, obs [B, O]) -> actions [B, chunk, A]`` in [-1, 1].
+      mode: ``mode(params, obs [B, O]) -> actions [B, chunk, A]``: the deterministic
+        action (the Gaussian's tanh(mean); the flow from zero base noise).
     """
 
     graphdef: nnx.GraphDef
     init: Callable[[PRNGKey], nnx.State]
     act: Callable[[PRNGKey, nnx.State, Array], Array]
+    mode: Callable[[nnx.State, Array], Array] | None = None
 
 
 def make_policy(task: envs.Task, cfg: TrainConfig) -> Policy:
@@ -215,10 +223,12 @@ def make_policy(task: envs.Task, cfg: TrainConfig) -> Policy:
         fcfg = flow.FlowConfig(task.obs_dim, task.act_dim, cfg.chunk, cfg.ode_steps, cfg.hidden)
         flow.check_config(fcfg)
         graphdef, init = network(lambda rngs: flow.VelocityField(fcfg, rngs=rngs))
-        return Policy(graphdef, init, lambda k, p, o: flow.sample(k, graphdef, p, fcfg, o))
+        return Policy(graphdef, init, lambda k, p, o: flow.sample(k, graphdef, p, fcfg, o),
+                      lambda p, o: flow.mode(graphdef, p, fcfg, o))
     graphdef, init = network(lambda rngs: GaussianPolicy(task.obs_dim, task.act_dim, cfg.hidden,
                                                          rngs=rngs))
-    return Policy(graphdef, init, lambda k, p, o: nnx.merge(graphdef, p)(o, k))
+    return Policy(graphdef, init, lambda k, p, o: nnx.merge(graphdef, p)(o, k),
+                  lambda p, o: nnx.merge(graphdef, p).mode(o))
 
 
 def reset_envs(key: PRNGKey, task: envs.Task, num_envs: int) -> envs.EnvState:
@@ -277,12 +287,14 @@ def segment_discounts(dones: Array, gamma: float) -> tuple[Array, Array]:
 
 
 def rollout_from(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, params,
-                 state: envs.EnvState, horizon: int, fresh: envs.EnvState | None = None):
+                 state: envs.EnvState, horizon: int, fresh: envs.EnvState | None = None,
+                 deterministic: bool = False):
     """Differentiable vmapped rollout of ``horizon`` steps from batched ``state``.
 
     With ``fresh`` (a batched ``EnvState``) and a terminating task, an environment whose
     step sets ``done`` continues from its ``fresh`` state (``auto_reset``); otherwise it
-    continues from the terminal state.
+    continues from the terminal state. ``deterministic`` acts with ``policy.mode`` (the
+    keys are drawn as without it, and unused).
 
     Returns:
       (final state, rewards [horizon, E], obs at every step [horizon + 1, E, O] (after a
@@ -293,7 +305,8 @@ def rollout_from(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy
     step = jax.vmap(lambda s, a: envs.step(task, s, a))
 
     def decision(state, k):
-        acts = policy.act(k, params, state.obs)  # [E, H, A]
+        acts = (policy.mode(params, state.obs) if deterministic
+                else policy.act(k, params, state.obs))  # [E, H, A]
         obs = state.obs
 
         def inner(s, a):
@@ -322,8 +335,9 @@ def _check_horizon(horizon, chunk) -> None:
 
 
 def rollout(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, params,
-            num_envs: int, horizon: int):
-    """Differentiable vmapped rollout from fresh resets (one episode per environment).
+            num_envs: int, horizon: int, deterministic: bool = False):
+    """Differentiable vmapped rollout from fresh resets (one episode per environment);
+    ``deterministic`` acts with the policy's mode from the same resets.
 
     Returns:
       (rewards [horizon, num_envs] (for a terminating task, 0 after each environment's
@@ -334,7 +348,7 @@ def rollout(key: PRNGKey, task: envs.Task, cfg: TrainConfig, policy: Policy, par
     k_reset, k_act = jax.random.split(key)
     state = reset_envs(k_reset, task, num_envs)
     _, rewards, _, obs, acts, dones = rollout_from(k_act, task, cfg, policy, params, state,
-                                                   horizon)
+                                                   horizon, deterministic=deterministic)
     if task.resets_on_done:
         rewards = jnp.where(episode_mask(dones) > 0, rewards, 0.0)
     return rewards, obs, acts
@@ -366,12 +380,15 @@ class RFOState(NamedTuple):
 class Info(NamedTuple):
     """Per update (scalars; [num_updates] when scanned): mean training reward per step,
     eval return, policy grad norm (before zeroing non-finite entries and clipping; non-finite
-    flags a bad gradient), critic loss (0 without a critic)."""
+    flags a bad gradient), critic loss (0 without a critic), and the eval return of the
+    policy's mode (deterministic actions from the same resets; NaN unless the trainer was
+    made with ``deterministic_eval=True``)."""
 
     train_return: Array
     eval_return: Array
     grad_norm: Array
     critic_loss: Array
+    eval_mode_return: Array = float("nan")
 
 
 def maybe_evaluate(key: PRNGKey, do_eval, evaluate: Callable, params) -> Array:
@@ -391,8 +408,16 @@ def env_steps_per_update(cfg: TrainConfig) -> int:
     return cfg.num_envs * cfg.horizon
 
 
-def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
+def make_trainer(task: envs.Task, cfg: TrainConfig, *,
+                 deterministic_eval: bool = False) -> Algorithm:
     """RFO (``cfg.policy == "flow"``) or Gaussian APG on ``task`` (module doc).
+
+    Args:
+      task: the task.
+      cfg: the run's config.
+      deterministic_eval: also evaluate the policy's mode (``Policy.mode``) on the
+        evaluation's resets, into ``Info.eval_mode_return``; the stochastic evaluation
+        (``Info.eval_return``) is computed as without it, from the same key.
 
     Returns:
       ``Algorithm(init, step)``: ``init(key) -> RFOState`` draws the policy and critic
@@ -465,10 +490,14 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         return c_params, critic.polyak(target_params, c_params, cfg.target_alpha), c_opt_state, \
             losses[-1]
 
-    def evaluate(key, params):
+    def evaluate(key, params, deterministic=False):
         rewards, _, _ = rollout(key, task, cfg, policy, params, cfg.num_envs,
-                                cfg.eval_horizon - cfg.eval_horizon % cfg.chunk)
+                                cfg.eval_horizon - cfg.eval_horizon % cfg.chunk,
+                                deterministic=deterministic)
         return jnp.mean(jnp.sum(rewards, 0))
+
+    def evaluate_mode(key, params):
+        return evaluate(key, params, deterministic=True)
 
     def init(key: PRNGKey) -> RFOState:
         k_policy, k_critic, k_env = jax.random.split(key, 3)
@@ -508,7 +537,10 @@ def make_trainer(task: envs.Task, cfg: TrainConfig) -> Algorithm:
         final = jax.lax.stop_gradient(final)
         buf = replay.add(state.buffer, o, a) if uses_buffer else None
         new = RFOState(params, opt_state, final, c_params, target_params, c_opt_state, buf)
-        return new, Info(ret, maybe_evaluate(k_eval, do_eval, evaluate, params), gnorm, c_loss)
+        mode_return = (maybe_evaluate(k_eval, do_eval, evaluate_mode, params)
+                       if deterministic_eval else jnp.float32(jnp.nan))
+        return new, Info(ret, maybe_evaluate(k_eval, do_eval, evaluate, params), gnorm, c_loss,
+                         mode_return)
 
     return Algorithm(init, step)
 

@@ -39,21 +39,24 @@ State: TypeAlias = RFOState | PPOState
 Config: TypeAlias = TrainConfig | PPOConfig
 
 
-def make_trainer(task: envs.Task, cfg: Config) -> Algorithm:
+def make_trainer(task: envs.Task, cfg: Config, *, deterministic_eval: bool = False) -> Algorithm:
     """``Algorithm(init, step)`` of the method ``cfg`` configures (module doc).
 
     Args:
       task: an ``envs.make_task`` task.
       cfg: ``TrainConfig`` (RFO flow policy or Gaussian APG) or ``PPOConfig``.
+      deterministic_eval: each evaluation also runs the policy's mode (the Gaussian's
+        mean, the flow from zero base noise, PPO's mean) from the same resets, into
+        ``Info.eval_mode_return``; the stochastic ``Info.eval_return`` is unchanged.
 
     Raises:
       TypeError: ``cfg`` is neither config type.
       ValueError: a field of ``cfg`` is out of range.
     """
     if isinstance(cfg, TrainConfig):
-        return train.make_trainer(task, cfg)
+        return train.make_trainer(task, cfg, deterministic_eval=deterministic_eval)
     if isinstance(cfg, PPOConfig):
-        return ppo.make_trainer(task, cfg)
+        return ppo.make_trainer(task, cfg, deterministic_eval=deterministic_eval)
     raise TypeError(f"`cfg` must be a TrainConfig or a PPOConfig, got {type(cfg).__name__}.")
 
 

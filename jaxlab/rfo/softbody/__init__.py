@@ -9,10 +9,12 @@ Modules (equations, provenance and what is ours: each module's docstring):
 * ``mesh``: voxel meshes (Kuhn split, ``voxel_mesh``) and the quadruped's body
   (``quadruped_mesh``);
 * ``quadruped``: the ``soft_quadruped`` task's reset, step, observation and reward
-  (``jaxlab.rfo.make_task("soft_quadruped")`` is the trainers' task).
+  (``jaxlab.rfo.make_task("soft_quadruped")`` is the trainers' task);
+* ``gait``: the ``soft_quadruped_gait`` task's reward (forward velocity paid only after a
+  settle window, so a constant posture cannot farm it) on the same body.
 """
 
-from jaxlab.rfo.softbody import fem, mesh, quadruped, sim  # noqa: F401 - submodules
+from jaxlab.rfo.softbody import fem, gait, mesh, quadruped, sim  # noqa: F401 - submodules
 from jaxlab.rfo.softbody.fem import (
     Body,
     Material,
@@ -23,6 +25,7 @@ from jaxlab.rfo.softbody.fem import (
     first_piola,
     validate_mesh,
 )
+from jaxlab.rfo.softbody.gait import GaitState, soft_quadruped_gait
 from jaxlab.rfo.softbody.mesh import QuadrupedMesh, voxel_mesh
 from jaxlab.rfo.softbody.mesh import quadruped as quadruped_mesh
 from jaxlab.rfo.softbody.quadruped import SoftTask, center_of_mass, soft_quadruped
@@ -37,8 +40,8 @@ from jaxlab.rfo.softbody.sim import (
     total_energy,
 )
 
-__all__ = ["Body", "Material", "QuadrupedMesh", "SimConfig", "SoftState", "SoftTask",
-           "angular_momentum", "build", "center_of_mass", "deformation_gradient",
+__all__ = ["Body", "GaitState", "Material", "QuadrupedMesh", "SimConfig", "SoftState",
+           "SoftTask", "angular_momentum", "build", "center_of_mass", "deformation_gradient",
            "elastic_energy", "elastic_forces", "env_step", "first_piola", "forces", "momentum",
-           "quadruped_mesh", "soft_quadruped", "substep", "total_energy", "validate_mesh",
-           "voxel_mesh"]
+           "quadruped_mesh", "soft_quadruped", "soft_quadruped_gait", "substep",
+           "total_energy", "validate_mesh", "voxel_mesh"]
