@@ -43,7 +43,7 @@ from absl import app, flags, logging
 from jaxlab.core import extras, sharding
 
 from . import common
-from .lib import compile_cache, locks, provenance, registry, report, results
+from .lib import compile_cache, console, locks, provenance, registry, report, results
 
 METHODS = registry.METHODS
 # What the suite runs by default: every method, then SALE's kernels (``methods.SUITE_EXTRAS``
@@ -357,6 +357,7 @@ def main(argv):
         print(f"error: --methods: unknown {', '.join(unknown)}; choose from "
               f"{', '.join(known)}", file=sys.stderr)
         sys.exit(2)
+    console.quiet_other_libraries()
     common.sharding.initialize_distributed(common.COORDINATOR.value, common.NUM_PROCESSES.value,
                                            common.PROCESS_ID.value)
     try:

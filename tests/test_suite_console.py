@@ -99,3 +99,16 @@ def test_the_binary_listing_imports_no_jax(argv):
     assert out.returncode == 0, out.stdout[-2000:]
     assert "qlearning" in out.stdout and "bench_sale" in out.stdout
     assert out.stdout.splitlines()[-1] == f"RC {0 if argv else 2} HEAVY []"
+
+
+def test_other_libraries_info_lines_are_dropped_ours_and_warnings_kept():
+    from experiments.lib import console
+
+    def record(path, level):
+        return logging.LogRecord("absl", level, path, 1, "m", (), None)
+
+    ours = os.path.join(ROOT, "experiments", "dllm.py")
+    other = os.path.join(os.path.dirname(logging.__file__), "orbax", "io.py")
+    assert console.ours_or_warning(record(ours, logging.INFO))
+    assert not console.ours_or_warning(record(other, logging.INFO))
+    assert console.ours_or_warning(record(other, logging.WARNING))

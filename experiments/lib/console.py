@@ -67,3 +67,27 @@ def parse_flags(argv: list[str]) -> list[str]:
     except flags.Error as e:
         print(f"error: {one_line(e)}", file=sys.stderr)
         sys.exit(2)
+
+
+_OURS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__)))), d) + os.sep for d in ("experiments", "jaxlab"))
+
+
+def ours_or_warning(record) -> bool:
+    """A logging filter: keep a record at WARNING or above, or one logged by this project's
+    code (``experiments/``, ``jaxlab/``); drop other libraries' INFO lines (e.g. orbax's
+    device notes), which say nothing about the run."""
+    import logging
+
+    return record.levelno >= logging.WARNING or os.path.abspath(
+        record.pathname).startswith(_OURS)
+
+
+def quiet_other_libraries() -> None:
+    """Adds ``ours_or_warning`` to absl's handler (idempotent): the console keeps the
+    methods' result lines and every warning, not other libraries' INFO lines."""
+    from absl import logging as absl_logging
+
+    handler = absl_logging.get_absl_handler()
+    if not any(getattr(f, "__name__", "") == "ours_or_warning" for f in handler.filters):
+        handler.addFilter(ours_or_warning)

@@ -345,7 +345,7 @@ def load_or_export(fun: Callable, *args, name: str, key: Any,
             logging.warning("exported: %s unreadable (%s: %s); tracing %s again", path,
                             type(e).__name__, e, name)
     else:
-        logging.info("exported: no artefact for %s at %s; tracing it", name, path)
+        logging.debug("exported: no artefact for %s at %s; tracing it", name, path)
     try:
         jitted = jax.jit(flat, out_shardings=_flat_out_shardings(out_shardings, None))
         exp = jax.export.export(jitted)(*specs)
