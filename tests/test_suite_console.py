@@ -107,8 +107,16 @@ def test_other_libraries_info_lines_are_dropped_ours_and_warnings_kept():
     def record(path, level):
         return logging.LogRecord("absl", level, path, 1, "m", (), None)
 
-    ours = os.path.join(ROOT, "experiments", "dllm.py")
-    other = os.path.join(os.path.dirname(logging.__file__), "orbax", "io.py")
-    assert console.ours_or_warning(record(ours, logging.INFO))
+    import orbax.checkpoint
+
+    import jaxlab
+
+    ours = os.path.join(os.path.dirname(console.__file__), "..", "dllm.py")
+    library = os.path.join(os.path.dirname(jaxlab.__file__), "dllm", "poke.py")
+    other = os.path.join(os.path.dirname(orbax.checkpoint.__file__), "io.py")
+    script = os.path.join(ROOT, "tests", "console_program.py")
+    assert "site-packages" in other.split(os.sep)
+    for path in (ours, library, script):
+        assert console.ours_or_warning(record(path, logging.INFO)), path
     assert not console.ours_or_warning(record(other, logging.INFO))
     assert console.ours_or_warning(record(other, logging.WARNING))

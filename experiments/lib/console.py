@@ -69,18 +69,25 @@ def parse_flags(argv: list[str]) -> list[str]:
         sys.exit(2)
 
 
-_OURS = tuple(os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(
-    os.path.abspath(__file__)))), d) + os.sep for d in ("experiments", "jaxlab"))
+def _our_folders() -> tuple[str, ...]:
+    """The folders of this project's packages, wherever installed (a checkout or a wheel,
+    where ``experiments`` is ``jaxlab_experiments``)."""
+    import jaxlab
+
+    return tuple(os.path.dirname(os.path.abspath(f)) + os.sep for f in (
+        os.path.dirname(os.path.abspath(__file__)), jaxlab.__file__))
 
 
 def ours_or_warning(record) -> bool:
     """A logging filter: keep a record at WARNING or above, or one logged by this project's
-    code (``experiments/``, ``jaxlab/``); drop other libraries' INFO lines (e.g. orbax's
-    device notes), which say nothing about the run."""
+    packages or by code that is not an installed library (a user's script); drop installed
+    libraries' INFO lines (e.g. orbax's device notes), which say nothing about the run."""
     import logging
 
-    return record.levelno >= logging.WARNING or os.path.abspath(
-        record.pathname).startswith(_OURS)
+    path = os.path.abspath(record.pathname)
+    installed = any(d in path.split(os.sep) for d in ("site-packages", "dist-packages"))
+    return (record.levelno >= logging.WARNING or path.startswith(_our_folders())
+            or not installed)
 
 
 def quiet_other_libraries() -> None:
