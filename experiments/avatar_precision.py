@@ -25,7 +25,6 @@ side dropped (repeated until none is left).
 """
 
 import os
-import sys
 import time
 
 import jax
@@ -160,9 +159,7 @@ def rwr(nodes: int, seed: int) -> dict:
 
 def main(argv):
     del argv
-    if not _WORKDIR.value:
-        print("error: --workdir is required.", file=sys.stderr)
-        sys.exit(2)
+    console.require_workdir(_WORKDIR.value)
     runs = []
     t0 = time.time()
     for seed in range(_SEEDS.value):

@@ -40,9 +40,7 @@ _CG_TOL = flags.DEFINE_float("cg_tol", 1e-5, "Relative residual of the adjoint C
 
 def main(argv):
     del argv
-    if not _WORKDIR.value:
-        print("error: --workdir is required.", file=sys.stderr)
-        sys.exit(2)
+    console.require_workdir(_WORKDIR.value)
     for f in _FAMILIES.value:
         if f not in avatar_families.FAMILIES:
             print(f"error: --families: {f!r} is not one of {avatar_families.FAMILIES}.",

@@ -31,7 +31,6 @@ task builds are cached (``experiments.lib.task_cache``).
 """
 
 import os
-import sys
 
 from absl import app, flags
 
@@ -61,9 +60,7 @@ _COMPARE_ROUNDS = flags.DEFINE_integer(
 
 def main(argv):
     del argv
-    if not _WORKDIR.value:
-        print("error: --workdir is required.", file=sys.stderr)
-        sys.exit(2)
+    console.require_workdir(_WORKDIR.value)
     if _VARIANTS.value:
         out = wholegraph_study.round0_variants(0, log=lambda msg: print(msg, flush=True))
         results.write_json(os.path.join(_WORKDIR.value, "round0_variants.json"), out)

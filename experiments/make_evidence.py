@@ -175,53 +175,56 @@ def sale_page(results_dir: str, out: str) -> list[str]:
     return lines
 
 
-def wholegraph_page(results_dir: str, out: str) -> list[str]:
-    """The evidence lines of the whole-graph AvAtar study
-    (``<results>/avatar_wholegraph/summary.json``, experiments/avatar_wholegraph.py)."""
-    name = wholegraph_study.FOLDER
+def _study_page(results_dir: str, out: str, name: str, command: str, describe, load_text,
+                caption: str, rows, header, widths) -> list[str]:
+    """The evidence lines of a study binary's ``<results>/<name>/summary.json``: what ran
+    (``describe(record)``), the machine with ``load_text(record)``, the code, the table of
+    ``rows(record)`` and the folder's figures; a page naming ``command`` when it is missing."""
     src_dir = os.path.join(results_dir, name)
     record = _read_json(os.path.join(src_dir, "summary.json"))
     if record is None:
         _copy_figures(os.path.join(results_dir, "__none__"), out, name)
-        return _missing(name, f"``{name}/summary.json``",
-                        f"python -m experiments.avatar_wholegraph --workdir=results/{name}")
-    cfg = record.get("config", {})
-    lines = [rst_text(f"python -m experiments.avatar_wholegraph: datasets "
-                      f"{', '.join(cfg.get('datasets', []))}; seeds 0..{cfg.get('seeds', 0) - 1}; "
-                      f"strategies {', '.join(cfg.get('strategies', []))}."), "",
-             "- Machine: " + rst_text(machine_line(record.get("machine"),
-                                                  wholegraph_study.load_ranges(record))),
+        return _missing(name, f"``{name}/summary.json``", f"{command} --workdir=results/{name}")
+    lines = [rst_text(describe(record)), "",
+             "- Machine: " + rst_text(machine_line(record.get("machine"), load_text(record))),
              "- Code: " + rst_text(code_line(record.get("git"), record.get("packages"))), ""]
-    lines += list_table(wholegraph_study.CAPTION, ("metric", "value"),
-                        wholegraph_study.headline(record), widths=(55, 45))
+    lines += list_table(caption, header, rows(record), widths=widths)
     lines += _figure_lines(name, _copy_figures(src_dir, out, name), out)
     return lines
+
+
+def _wholegraph_run(record: dict) -> str:
+    cfg = record.get("config", {})
+    return (f"python -m experiments.avatar_wholegraph: datasets "
+            f"{', '.join(cfg.get('datasets', []))}; seeds 0..{cfg.get('seeds', 0) - 1}; "
+            f"strategies {', '.join(cfg.get('strategies', []))}.")
+
+
+def _variants_run(record: dict) -> str:
+    cfg = record.get("config", {})
+    return (f"python -m experiments.avatar_variants: families "
+            f"{', '.join(cfg.get('families', []))}; PARROT settings "
+            f"{', '.join(cfg.get('settings', []))}; {cfg.get('seeds')} seeds each (from 1000); "
+            f"{cfg.get('num_nodes')} nodes; {cfg.get('rounds')} rounds; CG tolerance "
+            f"{cfg.get('cg_tol')}; {len(record.get('runs', {}))} validation pairs.")
+
+
+def wholegraph_page(results_dir: str, out: str) -> list[str]:
+    """The evidence lines of the whole-graph AvAtar study
+    (``<results>/avatar_wholegraph/summary.json``, experiments/avatar_wholegraph.py)."""
+    return _study_page(results_dir, out, wholegraph_study.FOLDER,
+                       "python -m experiments.avatar_wholegraph", _wholegraph_run,
+                       wholegraph_study.load_ranges, wholegraph_study.CAPTION,
+                       wholegraph_study.headline, ("metric", "value"), (55, 45))
 
 
 def variants_page(results_dir: str, out: str) -> list[str]:
     """The evidence lines of the AvAtar score-variant search on synthetic validation pairs
     (``<results>/avatar_variants/summary.json``, experiments/avatar_variants.py)."""
-    name = avatar_variants_study.FOLDER
-    src_dir = os.path.join(results_dir, name)
-    record = _read_json(os.path.join(src_dir, "summary.json"))
-    if record is None:
-        _copy_figures(os.path.join(results_dir, "__none__"), out, name)
-        return _missing(name, f"``{name}/summary.json``",
-                        f"python -m experiments.avatar_variants --workdir=results/{name}")
-    cfg = record.get("config", {})
-    lines = [rst_text(f"python -m experiments.avatar_variants: families "
-                      f"{', '.join(cfg.get('families', []))}; PARROT settings "
-                      f"{', '.join(cfg.get('settings', []))}; {cfg.get('seeds')} seeds each "
-                      f"(from 1000); {cfg.get('num_nodes')} nodes; {cfg.get('rounds')} rounds; "
-                      f"CG tolerance {cfg.get('cg_tol')}; {len(record.get('runs', {}))} "
-                      "validation pairs."), "",
-             "- Machine: " + rst_text(machine_line(record.get("machine"),
-                                                  avatar_variants_study.load_text(record))),
-             "- Code: " + rst_text(code_line(record.get("git"), record.get("packages"))), ""]
-    lines += list_table(avatar_variants_study.CAPTION, ("strategy", "values"),
-                        avatar_variants_study.headline(record), widths=(35, 65))
-    lines += _figure_lines(name, _copy_figures(src_dir, out, name), out)
-    return lines
+    return _study_page(results_dir, out, avatar_variants_study.FOLDER,
+                       "python -m experiments.avatar_variants", _variants_run,
+                       avatar_variants_study.load_text, avatar_variants_study.CAPTION,
+                       avatar_variants_study.headline, ("strategy", "values"), (35, 65))
 
 
 def write_all(results_dir: str, out: str, only=()) -> list[str]:

@@ -5,6 +5,7 @@ imports no module of ``experiments.lib`` but ``results``.
 """
 
 import difflib
+import functools
 import os
 import sys
 
@@ -23,6 +24,14 @@ def results_line(workdir: str | os.PathLike, *extra: str) -> str:
     if figures:
         names.append("figures: " + ", ".join(figures))
     return f"results: {workdir}" + (f" ({', '.join(names)})" if names else "")
+
+
+def require_workdir(workdir: str | None) -> None:
+    """Exits with ``error: --workdir is required.`` on stderr (status 2) when ``workdir`` is
+    empty: the check of the study binaries whose ``--workdir`` has no default."""
+    if not workdir:
+        print("error: --workdir is required.", file=sys.stderr)
+        sys.exit(2)
 
 
 def one_line(error: BaseException) -> str:
@@ -69,6 +78,7 @@ def parse_flags(argv: list[str]) -> list[str]:
         sys.exit(2)
 
 
+@functools.cache
 def _our_folders() -> tuple[str, ...]:
     """The folders of this project's packages, wherever installed (a checkout or a wheel,
     where ``experiments`` is ``jaxlab_experiments``)."""
