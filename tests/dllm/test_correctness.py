@@ -2,7 +2,6 @@
 planted signal, the diagnostics against NumPy loops, the twist's SMC weights against a
 NumPy recomputation, the ``"last_value"`` selection and save / load."""
 
-import functools
 import math
 import os
 
@@ -12,17 +11,13 @@ import numpy as np
 import pytest
 
 from jaxlab.dllm import correctness, path_smc, tasks, weights
-from jaxlab.dllm import model as model_lib
+from tests.dllm.denoisers import sharpened_denoiser
 
 
 @pytest.fixture(scope="module")
 def setup():
     task = tasks.Addition(n_digits=2)
-    cfg = model_lib.LLaDAConfig(vocab_size=task.vocab_size, d_model=16, n_layers=1, n_heads=2,
-                                n_kv_heads=2, mlp_hidden_size=24, mask_token_id=task.mask_id)
-    graphdef, params = model_lib.init(cfg, seed=0)
-    params = jax.tree.map(lambda x: 4 * x, params)  # a less uniform predictive law
-    return task, jax.jit(functools.partial(model_lib.apply, graphdef, params))
+    return task, sharpened_denoiser(task, d_model=16, n_layers=1, mlp_hidden=24)
 
 
 def _np_features(hidden, masked):

@@ -1,23 +1,17 @@
 """POKE value head: rollout targets and a held-out fit better than a constant."""
 
-import functools
-
 import jax
 import numpy as np
 import pytest
 
 from jaxlab.dllm import decoding, path_smc, poke, tasks
-from jaxlab.dllm import model as model_lib
+from tests.dllm.denoisers import sharpened_denoiser
 
 
 @pytest.fixture(scope="module")
 def setup():
     task = tasks.Addition(n_digits=3)
-    cfg = model_lib.LLaDAConfig(vocab_size=task.vocab_size, d_model=32, n_layers=2, n_heads=2,
-                                n_kv_heads=2, mlp_hidden_size=48, mask_token_id=task.mask_id)
-    graphdef, params = model_lib.init(cfg, seed=0)
-    params = jax.tree.map(lambda x: 4 * x, params)  # a less uniform predictive law
-    return task, jax.jit(functools.partial(model_lib.apply, graphdef, params))
+    return task, sharpened_denoiser(task, d_model=32, n_layers=2, mlp_hidden=48)
 
 
 @pytest.mark.heavy
