@@ -172,8 +172,9 @@ def check_argv(argv, default_config: str, doc: str | None = None) -> str | None:
         width = max(map(len, fields), default=0)
         lines += [f"  --{k:<{width}}  default: {v!r}" for k, v in fields.items()]
         return "\n".join(lines)
-    for name in console.flag_names(args):
-        if name != "config" and not name.startswith("config.") and name not in flags.FLAGS:
+    for name in console.flag_names(args):  # --preset is the suite's: answered below
+        if (name not in ("config", "preset") and not name.startswith("config.")
+                and name not in flags.FLAGS):
             return console.unknown_flag_message(name, [*flags.FLAGS, "config"])
     if _flag_value(args, "workdir") is None:
         return (f"error: --workdir is required (the folder for results and checkpoints), e.g. "
