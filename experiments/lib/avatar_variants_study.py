@@ -101,6 +101,7 @@ def summarize(runs: dict) -> dict:
         table[n] = {m: float(v.mean()) for m, v in vals.items()}
         table[n].update(heldout_gain=float(gain.mean()),
                         margin_over_best_baseline=float(mean),
+                        pairs_won=int(np.sum(margin > 0)), pairs_lost=int(np.sum(margin < 0)),
                         margin_ci95=[float(mean - half), float(mean + half)])
     grid = [label(s, t) for s, t in GRID]
     pick = max(grid, key=lambda n: (table[n]["heldout_mrr"], -grid.index(n)))
@@ -158,7 +159,9 @@ def headline(record: dict) -> list[tuple[str, str]]:
         lo, hi = t["margin_ci95"]
         rows.append((n, f"never queried {t['heldout_mrr']:.4f} (gain over round 0 "
                         f"{t['heldout_gain']:+.4f}; minus max(entropy, density) "
-                        f"{t['margin_over_best_baseline']:+.4f} [{lo:+.4f}, {hi:+.4f}]); "
+                        f"{t['margin_over_best_baseline']:+.4f} [{lo:+.4f}, {hi:+.4f}], "
+                        f"pairs won / lost {t.get('pairs_won', '?')} / "
+                        f"{t.get('pairs_lost', '?')}); "
                         f"paper's metric {t['mrr']:.4f}; picks already matched "
                         f"{t['picked_correct']:.2f}; picks' row entropy "
                         f"{t['picked_entropy']:.3f}"))
